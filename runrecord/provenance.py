@@ -1,0 +1,72 @@
+"""Where and how a run was made: git state, versions, host, command line."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import socket
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+DEFAULT_PACKAGES = ("jax", "jaxlib", "flax", "optax", "envpool", "numpy", "tyro")
+
+
+def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """{'sha': ..., 'dirty': bool} for the git checkout at `path` (None when not a checkout)."""
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True, text=True, timeout=10, check=True,
+            ).stdout.strip()
+        )
+        return {"sha": sha, "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"sha": None, "dirty": None}
+
+
+def package_versions(names: Iterable[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for n in names:
+        try:
+            out[n] = importlib.metadata.version(n)
+        except importlib.metadata.PackageNotFoundError:
+            out[n] = None
+    return out
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def collect(packages: Iterable[str] = DEFAULT_PACKAGES, **extra: Any) -> dict[str, Any]:
+    """The manifest's provenance block. `extra` adds entries (accelerators, baseline commit)."""
+    info: dict[str, Any] = {
+        "git": git_state(),
+        "python": sys.version.split()[0],
+        "packages": package_versions(packages),
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "num_cpus": os.cpu_count(),
+        "command": [sys.executable, *sys.argv],
+        "cwd": os.getcwd(),
+    }
+    info.update(extra)
+    return info

@@ -1,0 +1,96 @@
+"""The run-record format: the one place that names its files, columns and statuses.
+
+Every part of the project (trainers, baseline adapters, harness, analysis) writes and
+reads run records through this package. docs/run-format.md explains each field; bump
+SCHEMA_VERSION when a change would make an old reader misread a new record.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+MANIFEST_FILE = "manifest.json"
+EPISODES_FILE = "episodes.csv"
+UPDATES_FILE = "updates.csv"
+
+# Run states. `running` is written first; exactly one of the others ends a run.
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+INTERRUPTED = "interrupted"
+# A run the harness could not start because something outside the project is missing
+# (e.g. a baseline checkout). Never carries results.
+SKIPPED = "skipped"
+STATUSES = (RUNNING, COMPLETED, FAILED, INTERRUPTED, SKIPPED)
+FINAL_STATUSES = (COMPLETED, FAILED, INTERRUPTED, SKIPPED)
+
+SYSTEMS = ("cleanba-ppo", "cleanba-impala", "monobeast-impala", "moolib-impala")
+ARCHITECTURES = ("sync", "cleanba", "async")
+
+# One row per finished episode. Returns are raw game scores of whole games.
+EPISODE_COLUMNS = (
+    "env_steps",  # global env steps (all envs, all processes) when the episode ended
+    "frames",  # env_steps x frame skip (Atari: 4; classic control: 1)
+    "wall_time_s",  # seconds since the run started
+    "env_index",  # global index of the env in the whole run (0 .. total envs - 1)
+    "episode_return",  # raw, unclipped
+    "episode_length",  # agent steps
+)
+
+# Columns every updates.csv has, in this order. Algorithm-specific columns follow the
+# required ones: losses are prefixed "loss_" (loss_total, loss_policy, loss_value,
+# loss_entropy, ...) and other learner statistics "stat_" (stat_grad_norm, ...).
+UPDATE_COLUMNS = (
+    "update",  # 1-based learner update index
+    "env_steps",  # global env steps consumed so far (including this update's batch)
+    "frames",
+    "wall_time_s",
+    "learner_version",  # the policy version this update produces (initial params = 1)
+    "rollout_policy_version_min",  # oldest version that generated any step of the batch
+    "rollout_policy_version_max",  # newest version that generated any step of the batch
+    "num_rollouts",  # trajectories (actor rollouts) in the batch
+    "policy_changes_mid_rollout",  # how many of them saw more than one policy version
+    "sps",  # env steps per second over this update (delta, not cumulative)
+    "rollout_queue_get_s",  # learner's wait for data
+    "param_queue_get_s",  # actor's wait for params, summed over the batch's rollouts
+    "params_checksum",  # optional: hex digest of the params after the update, or ""
+)
+LOSS_PREFIX = "loss_"
+STAT_PREFIX = "stat_"
+
+# Keys of manifest.json. Values are documented in docs/run-format.md.
+MANIFEST_KEYS = (
+    "schema_version",
+    "run_id",
+    "sweep",
+    "system",
+    "architecture",
+    "env_id",
+    "seed",
+    "layout",
+    "hyperparameters",
+    "env_protocol",
+    "provenance",
+    "status",
+    "started_at",
+    "finished_at",
+    "error",
+    "summary",
+)
+LAYOUT_KEYS = (
+    "name",
+    "actor_device_ids",
+    "learner_device_ids",
+    "num_processes",
+    "devices",
+    "num_cpus",
+)
+SUMMARY_KEYS = ("env_steps", "frames", "wall_time_s", "mean_sps", "updates", "episodes")
+
+
+def staleness(learner_version: int, rollout_policy_version: int) -> int:
+    """Policy lag of the data an update trained on.
+
+    Update k produces version k+1 from version k; data from version k has staleness 0.
+    """
+    return learner_version - 1 - rollout_policy_version

@@ -1,0 +1,257 @@
+"""Writing run records: atomic manifest, append-and-flush CSVs, one final status.
+
+Crash safety: the manifest is replaced atomically (temp file, fsync, rename), so a
+reader sees either the old or the new one, never half of one. CSV rows are written one
+line at a time and flushed, so a kill -9 loses at most the line being written; the
+reader drops such a torn last line. Thread safe: actor threads may log episodes while
+the learner logs updates.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from runrecord import schema
+
+
+class RecordError(RuntimeError):
+    """A run record that cannot be written or read as asked."""
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """Replace `path` with `obj` as JSON so that readers never see a partial file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    data = json.dumps(obj, indent=2, sort_keys=False, default=_json_default, allow_nan=True)
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(data + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _json_default(obj: Any) -> Any:
+    # numpy scalars/arrays and paths show up in configs; keep the manifest plain JSON.
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return str(obj)
+
+
+def format_value(v: Any) -> str:
+    """CSV cell text. Floats use repr so that values round-trip bit-exactly."""
+    if v is None:
+        return ""
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()  # numpy scalar -> Python scalar
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        return repr(v)
+    return str(v)
+
+
+def error_info(exc: BaseException, tail_lines: int = 30) -> dict:
+    """The manifest's `error` entry for an exception: type, message, traceback tail."""
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "\n".join(tb.rstrip().splitlines()[-tail_lines:]),
+    }
+
+
+class CsvAppender:
+    """Append rows to a CSV file with a fixed header, one flushed line per row."""
+
+    def __init__(self, path: Path, columns: Sequence[str], fsync_every_s: float = 5.0):
+        self.path = Path(path)
+        self.columns = tuple(columns)
+        self._lock = threading.Lock()
+        self._fsync_every_s = fsync_every_s
+        self._last_fsync = time.monotonic()
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        self._f = open(self.path, "a", encoding="utf-8", newline="")
+        if new:
+            self._write_line(self.columns)
+
+    def _write_line(self, cells: Iterable[Any]) -> None:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow([format_value(c) for c in cells])
+        # One write call per line: a kill can tear only this line, never an earlier one.
+        self._f.write(buf.getvalue())
+        self._f.flush()
+        now = time.monotonic()
+        if now - self._last_fsync >= self._fsync_every_s:
+            os.fsync(self._f.fileno())
+            self._last_fsync = now
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        unknown = set(row) - set(self.columns)
+        if unknown:
+            raise RecordError(
+                f"{self.path.name}: unknown columns {sorted(unknown)}; valid: {list(self.columns)}"
+            )
+        with self._lock:
+            self._write_line(row.get(c) for c in self.columns)
+
+    def append_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.append(row)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._f.closed:
+                self._f.flush()
+                os.fsync(self._f.fileno())
+                self._f.close()
+
+
+def _archive_previous_attempt(run_dir: Path) -> Path | None:
+    """Move an unfinished earlier attempt's files to previous_attempts/<k>/ (kept, not lost)."""
+    files = [p for p in run_dir.iterdir() if p.name != "previous_attempts"]
+    if not files:
+        return None
+    archive_root = run_dir / "previous_attempts"
+    archive_root.mkdir(exist_ok=True)
+    k = 1 + max((int(p.name) for p in archive_root.iterdir() if p.name.isdigit()), default=0)
+    dest = archive_root / str(k)
+    dest.mkdir()
+    for p in files:
+        shutil.move(str(p), str(dest / p.name))
+    return dest
+
+
+class RunWriter:
+    """Owns one run directory: manifest.json, episodes.csv, updates.csv.
+
+    `manifest` must hold the identity keys (run_id, system, architecture, env_id, seed,
+    layout, hyperparameters, env_protocol, provenance); status and times are managed here.
+    `extra_update_columns` are the algorithm's loss_/stat_ columns, appended after the
+    required ones.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path | str,
+        manifest: Mapping[str, Any],
+        extra_update_columns: Sequence[str] = (),
+    ):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        manifest_path = self.run_dir / schema.MANIFEST_FILE
+        if manifest_path.exists():
+            try:
+                old = json.loads(manifest_path.read_text())
+            except (OSError, json.JSONDecodeError):
+                old = {}
+            if old.get("status") == schema.COMPLETED:
+                raise RecordError(
+                    f"run {self.run_dir} is already completed; refusing to overwrite it "
+                    "(delete the folder or choose another --run-dir)"
+                )
+        self.previous_attempt = _archive_previous_attempt(self.run_dir)
+        for c in extra_update_columns:
+            if not (c.startswith(schema.LOSS_PREFIX) or c.startswith(schema.STAT_PREFIX)):
+                raise RecordError(f"extra update column {c!r} must start with 'loss_' or 'stat_'")
+        self.update_columns = schema.UPDATE_COLUMNS[:-3] + tuple(extra_update_columns) + (
+            schema.UPDATE_COLUMNS[-3:]
+        )
+        self._lock = threading.Lock()
+        self._finished = False
+        self.manifest: dict[str, Any] = {k: None for k in schema.MANIFEST_KEYS}
+        self.manifest.update(manifest)
+        self.manifest["schema_version"] = schema.SCHEMA_VERSION
+        self.manifest["status"] = schema.RUNNING
+        self.manifest["started_at"] = utc_now()
+        self.manifest["finished_at"] = None
+        self.manifest["error"] = None
+        if self.previous_attempt is not None:
+            self.manifest["previous_attempt"] = str(self.previous_attempt.relative_to(self.run_dir))
+        self._write_manifest()
+        self.episodes = CsvAppender(self.run_dir / schema.EPISODES_FILE, schema.EPISODE_COLUMNS)
+        self.updates = CsvAppender(self.run_dir / schema.UPDATES_FILE, self.update_columns)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def _write_manifest(self) -> None:
+        atomic_write_json(self.run_dir / schema.MANIFEST_FILE, self.manifest)
+
+    def log_episode(self, row: Mapping[str, Any]) -> None:
+        self.episodes.append(row)
+
+    def log_update(self, row: Mapping[str, Any]) -> None:
+        self.updates.append(row)
+
+    def set(self, **fields: Any) -> None:
+        """Update manifest fields mid-run (e.g. devices found after start-up)."""
+        with self._lock:
+            self.manifest.update(fields)
+            self._write_manifest()
+
+    def finish(
+        self,
+        status: str,
+        error: dict | BaseException | None = None,
+        summary: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Close the CSVs and write the final status. Only the first call counts."""
+        if status not in schema.FINAL_STATUSES:
+            raise RecordError(f"final status must be one of {schema.FINAL_STATUSES}, got {status!r}")
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+            self.episodes.close()
+            self.updates.close()
+            if isinstance(error, BaseException):
+                error = error_info(error)
+            self.manifest["status"] = status
+            self.manifest["finished_at"] = utc_now()
+            self.manifest["error"] = error
+            if summary is not None:
+                self.manifest["summary"] = dict(summary)
+            self._write_manifest()
+
+
+def write_skipped(run_dir: Path | str, manifest: Mapping[str, Any], reason: str) -> None:
+    """Record a run that could not start (e.g. baseline unavailable): status skipped, no data."""
+    w = RunWriter(run_dir, manifest)
+    w.finish(schema.SKIPPED, error={"type": "Skipped", "message": reason, "traceback": ""})

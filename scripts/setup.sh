@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Create .venv and install the project (idempotent). Usage: scripts/setup.sh [--dev] [--browser]
+#   --dev      test tools (pytest, ruff, mypy, rliable as a test oracle)
+#   --browser  Debian chromium + chromium-driver for the HTML report test (needs root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dev=0; browser=0
+for a in "$@"; do
+  case "$a" in
+    --dev) dev=1 ;;
+    --browser) browser=1 ;;
+    *) echo "setup.sh: unknown option $a (valid: --dev --browser)" >&2; exit 2 ;;
+  esac
+done
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+fi
+stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-$dev"
+if [ ! -f "$stamp" ]; then
+  if [ "$dev" = 1 ]; then extras="[dev]"; else extras=""; fi
+  .venv/bin/python -m pip install -q -e ".$extras" 2>&1 | grep -vE "^WARNING: Location|ignored: it is neither" || true
+  .venv/bin/python -c "import jax, envpool, flax, optax, tyro" || { echo "setup.sh: install failed" >&2; exit 1; }
+  touch "$stamp"
+fi
+if [ "$browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+      || echo "setup.sh: could not install chromium; the HTML report browser test will be skipped" >&2
+  else
+    echo "setup.sh: not root; install chromium and chromium-driver for the report browser test" >&2
+  fi
+fi
