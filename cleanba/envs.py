@@ -1,0 +1,105 @@
+"""Environment protocol shared by our trainers and the baseline adapters (no JAX here).
+
+The Atari protocol is the paper's ("Machado" settings): sticky actions 0.25, full action
+space, no life-loss signal, at most 108k frames per episode, 84x84 grey, stack 4, frame
+skip 4. Reward clipping is for training only: returns are recorded from the raw game
+score (EnvPool's info["reward"]).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from typing import Any
+
+ATARI_PROTOCOL: dict[str, Any] = {
+    "episodic_life": False,  # no life-loss signal: an episode is a whole game
+    "repeat_action_probability": 0.25,  # sticky actions
+    "full_action_space": True,  # 18 actions on every game
+    "noop_max": 1,
+    "max_episode_steps": 27000,  # agent steps = 108k frames
+    "img_height": 84,
+    "img_width": 84,
+    "stack_num": 4,
+    "frame_skip": 4,
+    "gray_scale": True,
+    "reward_clip": True,  # training signal only; raw scores come from info["reward"]
+}
+
+
+class EnvError(ValueError):
+    """An env id or env option that EnvPool does not offer."""
+
+
+@functools.cache
+def _all_env_ids() -> tuple[str, ...]:
+    import envpool
+
+    return tuple(envpool.list_all_envs())
+
+
+def is_atari(env_id: str) -> bool:
+    """Atari games in EnvPool are the `<Game>-v5` ids."""
+    return env_id.endswith("-v5")
+
+
+def frames_per_step(env_id: str) -> int:
+    return int(ATARI_PROTOCOL["frame_skip"]) if is_atari(env_id) else 1
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise EnvError naming close matches when EnvPool has no such env."""
+    ids = _all_env_ids()
+    if env_id in ids:
+        return
+    close = difflib.get_close_matches(env_id, ids, n=5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise EnvError(
+        f"unknown env id {env_id!r}: EnvPool has {len(ids)} envs "
+        f"(Atari games as '<Game>-v5', e.g. Breakout-v5; classic control e.g. CartPole-v1).{hint}"
+    )
+
+
+def env_protocol(env_id: str, reward_clip: bool = True, **overrides: Any) -> dict[str, Any]:
+    """The EnvPool kwargs for `env_id` (what a manifest records as env_protocol)."""
+    if is_atari(env_id):
+        kwargs = dict(ATARI_PROTOCOL)
+        kwargs["reward_clip"] = reward_clip
+    else:
+        kwargs = {}
+    kwargs.update(overrides)
+    return kwargs
+
+
+def env_seeds(base_seed: int, first_env_index: int, num_envs: int) -> list[int]:
+    """Seeds of envs [first, first + num) of a run: seed + global env index.
+
+    Depends only on the global index, never on which thread, device or process runs the
+    env, so every env in a run has its own seed and layouts can be compared env by env.
+    """
+    return [base_seed + first_env_index + i for i in range(num_envs)]
+
+
+def make_env(
+    env_id: str,
+    num_envs: int,
+    base_seed: int,
+    first_env_index: int = 0,
+    protocol: dict[str, Any] | None = None,
+    **envpool_kwargs: Any,
+):
+    """A gymnasium-API EnvPool env whose env i gets seed `base_seed + first_env_index + i`."""
+    import envpool
+
+    check_env_id(env_id)
+    kwargs = dict(env_protocol(env_id) if protocol is None else protocol)
+    kwargs.update(envpool_kwargs)
+    seeds = env_seeds(base_seed, first_env_index, num_envs)
+    return envpool.make(
+        env_id,
+        env_type="gymnasium",
+        num_envs=num_envs,
+        seed=seeds[0],
+        env_seed=seeds,
+        **kwargs,
+    )
