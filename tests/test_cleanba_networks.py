@@ -1,0 +1,108 @@
+"""Tests of cleanba/networks.py: shapes, parameter counts by hand, head initialisation."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from cleanba import networks
+
+ATARI_OBS = (4, 84, 84)
+
+
+@pytest.fixture(scope="module")
+def atari_net_and_params():
+    net = networks.make_network(ATARI_OBS, num_actions=18)
+    params = networks.init_params(net, ATARI_OBS, jax.random.key(0))
+    return net, params
+
+
+def count(params) -> int:
+    return sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(params))
+
+
+def test_resnet_parameter_count_matches_the_layer_shapes():
+    net = networks.make_network(ATARI_OBS, num_actions=18)
+    # shapes only (no compute): init traced abstractly
+    params = jax.eval_shape(net.init, jax.random.key(0), jnp.zeros((1, *ATARI_OBS), jnp.uint8))
+
+    def conv(c_in, c_out):  # 3x3 kernel + bias
+        return 3 * 3 * c_in * c_out + c_out
+
+    def dense(n_in, n_out):
+        return n_in * n_out + n_out
+
+    expected = 0
+    c_in, size = 4, 84
+    for c in (16, 32, 32):
+        # conv to c channels, then two residual blocks of two c->c convs each
+        expected += conv(c_in, c) + 4 * conv(c, c)
+        size = math.ceil(size / 2)  # max-pool 3x3 stride 2, SAME: 84 -> 42 -> 21 -> 11
+        c_in = c
+    assert size == 11
+    expected += dense(11 * 11 * 32, 256)  # flatten -> hidden
+    expected += dense(256, 18) + dense(256, 1)  # actor and critic heads
+    assert expected == 1_094_115  # the sum written out: 97,744 conv + 991,488 + 4,626 + 257
+    assert count(params) == expected
+
+
+def test_resnet_output_shapes_and_pixel_scaling(atari_net_and_params):
+    net, params = atari_net_and_params
+    obs = jax.random.randint(jax.random.key(1), (3, *ATARI_OBS), 0, 256).astype(jnp.uint8)
+    apply = jax.jit(net.apply)
+    logits, value = apply(params, obs)
+    assert logits.shape == (3, 18) and value.shape == (3,)
+    assert logits.dtype == jnp.float32 and value.dtype == jnp.float32
+    assert np.all(np.isfinite(np.asarray(logits))) and np.all(np.isfinite(np.asarray(value)))
+    # uint8 frames and the same frames as float give the same output (the /255 happens
+    # inside), so actors can hand EnvPool's uint8 arrays over unchanged.
+    logits_f, value_f = apply(params, obs.astype(jnp.float32))
+    np.testing.assert_allclose(np.asarray(logits_f), np.asarray(logits), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(value_f), np.asarray(value), rtol=1e-5, atol=1e-6)
+
+
+def test_mlp_shapes_and_parameter_count():
+    net = networks.make_network((4,), num_actions=2)
+    params = networks.init_params(net, (4,), jax.random.key(0))
+    # 4 -> 64 -> 64 (tanh), heads 64 -> 2 and 64 -> 1
+    assert count(params) == (4 * 64 + 64) + (64 * 64 + 64) + (64 * 2 + 2) + (64 + 1)
+    logits, value = jax.jit(net.apply)(params, jnp.ones((5, 4)))
+    assert logits.shape == (5, 2) and value.shape == (5,)
+
+
+def test_heads_use_cleanrl_orthogonal_scales():
+    net = networks.make_network((4,), num_actions=3)
+    params = networks.init_params(net, (4,), jax.random.key(3))["params"]
+    actor = np.asarray(params["actor"]["kernel"])  # (64, 3)
+    critic = np.asarray(params["critic"]["kernel"])  # (64, 1)
+    # orthogonal(scale) on a (64, k) kernel: columns orthogonal with norm `scale`
+    np.testing.assert_allclose(actor.T @ actor, 0.01**2 * np.eye(3), atol=1e-7)
+    np.testing.assert_allclose(critic.T @ critic, [[1.0]], atol=1e-5)
+    assert np.all(np.asarray(params["actor"]["bias"]) == 0.0)
+    hidden = np.asarray(params["torso"]["Dense_1"]["kernel"])  # (64, 64)
+    np.testing.assert_allclose(hidden.T @ hidden, 2.0 * np.eye(64), atol=1e-4)
+
+
+def test_make_network_picks_the_torso_from_the_obs_rank():
+    assert isinstance(networks.make_network(ATARI_OBS, 18).torso, networks.ImpalaResNet)
+    assert isinstance(networks.make_network((8,), 4).torso, networks.MLPTorso)
+    net = networks.make_network(ATARI_OBS, 6, channels=(8, 8), hidden=32)
+    assert net.torso.channels == (8, 8) and net.torso.hidden == 32
+
+
+@pytest.mark.parametrize("bad_shape", [(84, 84), (2, 4, 84, 84), ()])
+def test_make_network_rejects_other_obs_shapes_with_a_clear_message(bad_shape):
+    with pytest.raises(ValueError) as err:
+        networks.make_network(bad_shape, 4)
+    message = str(err.value)
+    assert str(bad_shape) in message
+    assert "(C, H, W)" in message and "(D,)" in message
+
+
+def test_make_network_rejects_zero_actions():
+    with pytest.raises(ValueError, match="num_actions"):
+        networks.make_network((4,), 0)
