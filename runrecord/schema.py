@@ -21,6 +21,10 @@ INTERRUPTED = "interrupted"
 # A run the harness could not start because something outside the project is missing
 # (e.g. a baseline checkout). Never carries results.
 SKIPPED = "skipped"
+# Files the harness keeps in a run folder across attempts: the supervisor's lock and the
+# console log (appended, one header line per attempt). The writer never archives them.
+HARNESS_FILES = (".lock", "stdout.log")
+
 STATUSES = (RUNNING, COMPLETED, FAILED, INTERRUPTED, SKIPPED)
 FINAL_STATUSES = (COMPLETED, FAILED, INTERRUPTED, SKIPPED)
 

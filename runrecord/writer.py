@@ -19,7 +19,7 @@ import threading
 import time
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ class RecordError(RuntimeError):
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -144,7 +144,8 @@ class CsvAppender:
 
 def _archive_previous_attempt(run_dir: Path) -> Path | None:
     """Move an unfinished earlier attempt's files to previous_attempts/<k>/ (kept, not lost)."""
-    files = [p for p in run_dir.iterdir() if p.name != "previous_attempts"]
+    keep = ("previous_attempts", *schema.HARNESS_FILES)
+    files = [p for p in run_dir.iterdir() if p.name not in keep]
     if not files:
         return None
     archive_root = run_dir / "previous_attempts"

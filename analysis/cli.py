@@ -1,0 +1,493 @@
+"""`python -m analysis <subcommand>`: numbers, verdicts and figures from run records.
+
+Exit codes: 0 pass (or done), 1 fail (DIFFERENT, INCONCLUSIVE, REGRESSION, staleness
+violation), 2 usage or data error (message on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+import tyro
+
+from analysis import figures as figs
+from analysis.bootstrap import interval_estimates, probability_of_improvement_ci
+from analysis.curves import CURVE_REPS, efficiency_curve
+from analysis.errors import EXIT_PASS, EXIT_USAGE, AnalysisError
+from analysis.load import (
+    DEFAULT_LAST_N,
+    ColumnMap,
+    RunSet,
+    load_openrlbenchmark_dir,
+    load_runs,
+    manifest_get,
+)
+from analysis.metrics import AGGREGATES
+from analysis.normalize import parse_normalisers
+from analysis.report import AGGREGATE_REPS, Analysis, analyse, build_report_assets
+from analysis.scores import DEFAULT_POINTS, GroupScores
+from analysis.staleness import audit
+from analysis.tables import TableData, aggregate_table, ci_text, paper_table
+from analysis.verdicts import (
+    DEFAULT_DELTA,
+    equivalence,
+    per_seed_iqm,
+    regression,
+    write_json,
+)
+from runrecord import RecordError
+
+
+@dataclass(kw_only=True)
+class RecordArgs:
+    """Where the runs are and how to group and score them."""
+
+    inputs: tyro.conf.Positional[tuple[Path, ...]] = ()
+    """Run folders, sweep folders or results roots (searched for manifest.json)."""
+    orb: tuple[Path, ...] = ()
+    """Folders of openrlbenchmark-style per-run CSV exports (run_df.csv + run.json, or
+    <system>/<env_id>/<seed>.csv)."""
+    step_column: str = "global_step"
+    """openrlbenchmark CSVs: the column of agent steps."""
+    return_column: str = "charts/episodic_return"
+    """openrlbenchmark CSVs: the column of episode returns."""
+    time_column: str = "_runtime"
+    """openrlbenchmark CSVs: the column of seconds since the start."""
+    frames_per_step: int | None = None
+    """openrlbenchmark CSVs: frames per agent step (default 4 on Atari, 1 elsewhere)."""
+    group_by: str = "layout.name"
+    """Comma-separated dotted manifest keys that define groups, e.g. layout.name or
+    system,layout.name. Systems and architectures are always kept apart."""
+    where: tuple[str, ...] = ()
+    """Keep only runs whose manifest matches KEY=VALUE (dotted keys), e.g.
+    system=cleanba-ppo. Repeatable; all must match."""
+    last_n: int = DEFAULT_LAST_N
+    """Final score of a run = mean return of its last N episodes."""
+    points: int = DEFAULT_POINTS
+    """Points of the common frame grid for curves and AUC."""
+    normaliser: tuple[str, ...] = ()
+    """Extra score normalisers ENV=LOW,HIGH (e.g. MyEnv-v0=0,100); Atari and CartPole-v1
+    are built in."""
+
+    def runset(self) -> RunSet:
+        if self.last_n < 1:
+            raise AnalysisError(f"--last-n must be >= 1, got {self.last_n}")
+        if self.points < 2:
+            raise AnalysisError(f"--points must be >= 2, got {self.points}")
+        if not self.inputs and not self.orb:
+            raise AnalysisError("give at least one run/sweep folder (or --orb DIR)")
+        rs = load_runs(self.inputs) if self.inputs else RunSet()
+        cols = ColumnMap(self.step_column, self.return_column, self.time_column)
+        for d in self.orb:
+            if not Path(d).is_dir():
+                raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
+            rs.extend(load_openrlbenchmark_dir(d, columns=cols,
+                                               frames_per_step=self.frames_per_step))
+        for cond in self.where:
+            if "=" not in cond:
+                raise AnalysisError(f"bad --where {cond!r}: expected KEY=VALUE")
+            key, value = cond.split("=", 1)
+            rs.included = [r for r in rs.included
+                           if str(manifest_get(r.manifest, key.strip())) == value.strip()]
+        return rs
+
+    def analysis(self, separate_systems: bool = True) -> Analysis:
+        rs = self.runset()
+        if not rs.included:
+            _print_left_out(rs)
+            raise AnalysisError("no completed runs with episodes to analyse")
+        return analyse(rs, group_by=self.group_by, last_n=self.last_n, points=self.points,
+                       normalisers=parse_normalisers(self.normaliser),
+                       separate_systems=separate_systems)
+
+
+def _print_left_out(rs: RunSet) -> None:
+    for x in rs.left_out:
+        print(f"left out: {x.run_id} [{x.status}] {x.reason}", file=sys.stderr)
+
+
+def _print_warnings(ws: list[str]) -> None:
+    for w in ws:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def _groups(a: Analysis) -> dict[str, GroupScores]:
+    out: dict[str, GroupScores] = {}
+    for suite in a.suites:
+        out.update(suite)
+    if not out:
+        reasons = [w for w in a.warnings if "left out of the analysis" in w] or a.warnings
+        raise AnalysisError("no group could be scored: " + "; ".join(reasons))
+    return out
+
+
+@dataclass(kw_only=True)
+class Summary(RecordArgs):
+    """Runs found, which were left out and why, and per-group point estimates."""
+
+    def run(self) -> int:
+        a = self.analysis()
+        rs = a.runset
+        print(f"{len(rs.included)} completed run(s), {len(rs.left_out)} left out")
+        _print_left_out(rs)
+        rows = []
+        for g, gs in _groups(a).items():
+            rows.append([g, len(gs.seeds), len(gs.tasks), float(np.median(gs.final.mean(0))),
+                         float(AGGREGATES["iqm"](gs.final)), float(AGGREGATES["iqm"](gs.auc)),
+                         float(np.nanmean(gs.wall_time_s) / 60)])
+        print(TableData("summary", "summary", ["group", "seeds", "tasks", "median final",
+                                               "IQM final", "IQM AUC", "minutes/run"],
+                        rows).markdown())
+        _print_warnings(a.warnings)
+        return EXIT_PASS
+
+
+@dataclass(kw_only=True)
+class Aggregate(RecordArgs):
+    """Median, IQM, mean and optimality gap of final scores with stratified bootstrap
+    CIs per group, and the probability of improvement between groups."""
+
+    reps: int = AGGREGATE_REPS
+    """Bootstrap replicates."""
+    seed: int = 0
+    """Bootstrap seed (same seed, same CIs)."""
+    confidence: float = 0.95
+    """Two-sided CI level."""
+    method: Literal["percentile", "basic"] = "percentile"
+    """Bootstrap CI method."""
+    out: Path | None = None
+    """Folder for aggregates.md/.csv/.json (printed only when not given)."""
+
+    def run(self) -> int:
+        a = self.analysis()
+        groups = _groups(a)
+        res = {g: interval_estimates(gs.final, AGGREGATES, reps=self.reps, seed=self.seed,
+                                     confidence=self.confidence, method=self.method)
+               for g, gs in groups.items()}
+        table = aggregate_table(res, title=f"Aggregate final normalised scores, "
+                                f"{self.confidence:.0%} CIs, {self.reps} reps, seed {self.seed}")
+        print(table.markdown())
+        poi_rows = []
+        names = list(groups)
+        for x in names:
+            for y in names:
+                if x != y and groups[x].tasks == groups[y].tasks:
+                    iv = probability_of_improvement_ci(groups[x].final, groups[y].final,
+                                                       reps=self.reps, seed=self.seed,
+                                                       confidence=self.confidence,
+                                                       method=self.method)
+                    poi_rows.append([x, y, ci_text(iv)])
+        poi = TableData("probability_of_improvement", "P(X > Y) with CIs",
+                        ["X", "Y", "P(X > Y) [CI]"], poi_rows)
+        if poi_rows:
+            print(poi.markdown())
+        if self.out:
+            table.write(self.out)
+            poi.write(self.out)
+            write_json(self.out / "aggregates.json",
+                       {g: {m: iv.as_dict() for m, iv in d.items()} for g, d in res.items()})
+        _print_warnings(a.warnings)
+        return EXIT_PASS
+
+
+@dataclass(kw_only=True)
+class Curves(RecordArgs):
+    """Sample-efficiency curves (median/IQM normalised score vs frames or wall time) with
+    pointwise bootstrap CIs: figures and a CSV."""
+
+    out: Path = Path("analysis-out")
+    """Folder for the figures (PNG + PDF) and curves.csv."""
+    axis: Literal["frames", "wall_time_s"] = "frames"
+    """x axis."""
+    metric: tuple[Literal["median", "iqm", "mean", "optimality_gap"], ...] = ("median", "iqm")
+    """Aggregates to plot, one figure each."""
+    reps: int = CURVE_REPS
+    """Bootstrap replicates per curve."""
+    seed: int = 0
+    """Bootstrap seed."""
+
+    def run(self) -> int:
+        a = self.analysis()
+        import csv
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for k, suite in enumerate(a.suites):
+            sfx = "" if k == 0 else f"_suite{k + 1}"
+            curves = [efficiency_curve(gs, axis=self.axis, metrics=self.metric, reps=self.reps,
+                                       seed=self.seed) for gs in suite.values()]
+            for metric in self.metric:
+                info = figs.efficiency_curves_figure(curves, self.out, metric=metric,
+                                                     name=f"{metric}_vs_{self.axis}{sfx}")
+                print(f"wrote {info.png} and {info.pdf}")
+            for c in curves:
+                for m, iv in c.metrics.items():
+                    for x, p, lo, hi in zip(c.grid, iv.point, iv.low, iv.high, strict=True):
+                        rows.append([c.group, self.axis, float(x), m, float(p), float(lo),
+                                     float(hi)])
+        with open(self.out / f"curves_{self.axis}.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["group", "axis", "x", "metric", "point", "low", "high"])
+            w.writerows(rows)
+        print(f"wrote {self.out / f'curves_{self.axis}.csv'}")
+        _print_warnings(a.warnings)
+        return EXIT_PASS
+
+
+def _pick(groups: dict[str, GroupScores], name: str | None, other: str | None) -> GroupScores:
+    names = list(groups)
+    if name is None:
+        rest = [g for g in names if g != other]
+        if len(names) != 2:
+            raise AnalysisError(
+                f"found {len(names)} groups {names}; name the two to compare with --a and --b")
+        return groups[rest[0]]
+    matches = [g for g in names if g == name or g.endswith(f" / {name}")]
+    if len(matches) != 1:
+        raise AnalysisError(f"group {name!r} {'is ambiguous' if matches else 'not found'}; "
+                            f"groups: {names}")
+    return groups[matches[0]]
+
+
+@dataclass(kw_only=True)
+class Equivalence(RecordArgs):
+    """Welch TOST of two groups (e.g. two layouts) on per-seed IQM of final score and of
+    normalised AUC at margin delta. Exit 0 PASS, 1 DIFFERENT/INCONCLUSIVE, 2 error."""
+
+    a: str | None = None
+    """First group label (or its last part, e.g. a0-l1-d1); optional with two groups."""
+    b: str | None = None
+    """Second group label; optional with two groups."""
+    delta: float = DEFAULT_DELTA
+    """Equivalence margin in normalised units (HNS on Atari), fixed beforehand. 0.16 HNS
+    gives ~80% power at 3 seeds when the per-seed IQM sd is ~0.063 (docs/analysis.md)."""
+    json_out: Path | None = None
+    """Write the verdict as JSON here."""
+    bitwise_only: bool = False
+    """Only check whether the two groups' records are bitwise identical."""
+
+    def run(self) -> int:
+        a = self.analysis()
+        groups = _groups(a)
+        ga = _pick(groups, self.a, None)
+        gb = _pick(groups, self.b, ga.group)
+        _print_warnings(a.warnings)
+        if self.bitwise_only:
+            from analysis.verdicts import bitwise_identical
+
+            bw = bitwise_identical(ga, gb)
+            print(f"bitwise {ga.group} vs {gb.group}: "
+                  f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} ({bw.detail})")
+            if self.json_out:
+                write_json(self.json_out, bw.as_dict())
+            return EXIT_PASS if bw.identical else 1
+        res = equivalence(ga, gb, self.delta)
+        f, u = res.final, res.auc
+        rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
+                 f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
+                 f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"]
+                for name, w in (("IQM final", f), ("IQM AUC", u))]
+        print(TableData("eq", "eq", ["metric (per seed)", "A", "B", "A - B", "90% CI",
+                                     "95% CI"], rows).markdown())
+        print(res.line())
+        for n in res.notes:
+            print(f"note: {n}")
+        if self.json_out:
+            write_json(self.json_out, res.as_dict())
+        return res.exit_code
+
+
+@dataclass(kw_only=True)
+class Regression:
+    """CI gate: PASS when the one-sided lower bound of new - reference (per-seed IQM of
+    final normalised score) is above -delta. Exit 0 PASS, 1 REGRESSION, 2 error."""
+
+    new: Path
+    """Run/sweep folder of the new version."""
+    reference: str
+    """Run/sweep folder of the reference, or a published number (same units)."""
+    delta: float
+    """Tolerated drop in normalised units."""
+    metric: Literal["final", "auc"] = "final"
+    """Per-seed value: IQM over tasks of the final score or of the normalised AUC."""
+    confidence: float = 0.95
+    """One-sided confidence level of the lower bound."""
+    where: tuple[str, ...] = ()
+    """Keep only runs whose manifest matches KEY=VALUE (repeatable)."""
+    last_n: int = DEFAULT_LAST_N
+    """Final score = mean return of the last N episodes."""
+    normaliser: tuple[str, ...] = ()
+    """Extra normalisers ENV=LOW,HIGH."""
+    json_out: Path | None = None
+    """Write the verdict as JSON here."""
+
+    def _values(self, path: Path) -> np.ndarray:
+        args = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n,
+                          normaliser=self.normaliser, group_by="")
+        a = args.analysis(separate_systems=False)
+        groups = _groups(a)
+        if len(groups) != 1:
+            raise AnalysisError(f"{path}: runs form {len(groups)} suites/groups "
+                                f"{list(groups)}; narrow them with --where")
+        gs = next(iter(groups.values()))
+        return per_seed_iqm(gs.final if self.metric == "final" else gs.auc)
+
+    def run(self) -> int:
+        new = self._values(self.new)
+        try:
+            ref: float | np.ndarray = float(self.reference)
+        except ValueError:
+            ref = self._values(Path(self.reference))
+        res = regression(new, ref, self.delta, self.confidence)
+        print(res.line())
+        for n in res.notes:
+            print(f"note: {n}")
+        if self.json_out:
+            write_json(self.json_out, res.as_dict())
+        return res.exit_code
+
+
+@dataclass(kw_only=True)
+class Staleness(RecordArgs):
+    """Staleness audit from updates.csv: distribution per run and group, mid-rollout
+    policy changes, and the cleanba/sync rules. Exit 1 on a violation."""
+
+    json_out: Path | None = None
+    """Write the audit as JSON here."""
+    out: Path | None = None
+    """Folder for the staleness histogram figure."""
+    per_run: bool = False
+    """Also print one row per run."""
+
+    def run(self) -> int:
+        rs = self.runset()
+        _print_left_out(rs)
+        if not rs.included:
+            raise AnalysisError("no completed runs to audit")
+        from analysis.report import group_keys
+
+        rep = audit(rs.included, group_keys(self.group_by))
+        rows = [[g, d["runs"], d["updates"],
+                 " ".join(f"{k}:{v}" for k, v in d["histogram"].items()),
+                 f"{d['mean']:.3f}", f"{d['mid_rollout_share']:.3f}", d["violating_runs"]]
+                for g, d in rep.groups.items()]
+        print(TableData("st", "st", ["group", "runs", "updates", "staleness: count",
+                                     "mean", "mid-rollout share", "violating runs"],
+                        rows).markdown())
+        if self.per_run:
+            print(TableData("runs", "runs", ["run", "group", "arch", "updates", "staleness: count",
+                                             "mid-rollout share", "check"],
+                            [[r.run_id, r.group, r.architecture, r.updates,
+                              " ".join(f"{k}:{v}" for k, v in r.histogram.items()),
+                              f"{r.mid_rollout_share:.3f}", r.check]
+                             for r in rep.runs]).markdown())
+        for r in rep.runs:
+            for v in r.violations:
+                print(f"VIOLATION {v}")
+            if r.num_violations > len(r.violations):
+                print(f"  ... {r.num_violations - len(r.violations)} more in run {r.run_id}")
+        print(rep.line())
+        if self.json_out:
+            write_json(self.json_out, rep.as_dict())
+        if self.out:
+            info = figs.staleness_figure(rep, self.out)
+            print(f"wrote {info.png} and {info.pdf}")
+        return rep.exit_code
+
+
+@dataclass(kw_only=True)
+class Figures:
+    """Every figure, table and verdict of the report into one folder (what the HTML
+    report embeds)."""
+
+    inputs: tyro.conf.Positional[tuple[Path, ...]]
+    """Run folders, sweep folders or results roots."""
+    out: Path = Path("analysis-out")
+    """Output folder."""
+    group_by: str = "layout.name"
+    """Dotted manifest keys that define groups (comma-separated)."""
+    delta: float = DEFAULT_DELTA
+    """Equivalence margin (normalised units)."""
+    seed: int = 0
+    """Bootstrap seed."""
+    reps: int = CURVE_REPS
+    """Bootstrap reps for curves and performance profiles."""
+    aggregate_reps: int = AGGREGATE_REPS
+    """Bootstrap reps for aggregate CIs."""
+    normaliser: tuple[str, ...] = ()
+    """Extra normalisers ENV=LOW,HIGH."""
+
+    def run(self) -> int:
+        res = build_report_assets(list(self.inputs), self.out, group_by=self.group_by,
+                                  delta=self.delta, seed=self.seed, reps=self.reps,
+                                  aggregate_reps=self.aggregate_reps,
+                                  normalisers=parse_normalisers(self.normaliser))
+        for f in res["figures"]:
+            print(f"figure {f['name']}: {f['png']}")
+        for t in res["tables"]:
+            print(f"table {t['name']}: {t['csv']}")
+        for v in res["verdicts"]:
+            print(v["line"])
+        print(f"{res['runs']['included']} run(s) included, {len(res['runs']['left_out'])} "
+              "left out")
+        _print_warnings(res["warnings"])
+        (self.out / "index.json").write_text(json.dumps(res, indent=2) + "\n")
+        return EXIT_PASS
+
+
+@dataclass(kw_only=True)
+class PaperTables:
+    """Recompute a published table and its _runtimes twin: median HNS per column (%) and
+    mean runtime relative to the Cleanba IMPALA column, next to the paper's claims."""
+
+    table: Path
+    """A published `mean ± std` CSV, e.g. ../shared/paper-data/main_10CPU.csv."""
+    out: Path | None = None
+    """Folder for the table (.md/.csv) and a runtime bar figure."""
+
+    def run(self) -> int:
+        res = paper_table(self.table)
+        t = res.table_data()
+        print(t.title)
+        print(t.markdown())
+        for n in res.notes:
+            print(f"note: {n}")
+        if self.out:
+            t.write(self.out)
+            if not all(np.isnan(res.runtime_ratio)):
+                from analysis.load import load_published_table, runtimes_twin
+
+                rt = load_published_table(runtimes_twin(self.table))
+                info = figs.runtime_bars_figure(rt.columns, rt.mean.mean(axis=0),
+                                                rt.mean.std(axis=0), self.out,
+                                                name=f"runtimes_{res.table}",
+                                                what=f"{res.table}, mean over games")
+                print(f"wrote {info.png} and {info.pdf}")
+        return EXIT_PASS
+
+
+Command = (
+    Annotated[Summary, tyro.conf.subcommand("summary")]
+    | Annotated[Aggregate, tyro.conf.subcommand("aggregate")]
+    | Annotated[Curves, tyro.conf.subcommand("curves")]
+    | Annotated[Equivalence, tyro.conf.subcommand("equivalence")]
+    | Annotated[Regression, tyro.conf.subcommand("regression")]
+    | Annotated[Staleness, tyro.conf.subcommand("staleness")]
+    | Annotated[Figures, tyro.conf.subcommand("figures")]
+    | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cmd = tyro.cli(Command, args=argv, prog="python -m analysis",  # type: ignore[call-overload]
+                   description=__doc__)
+    try:
+        return int(cmd.run())
+    except (AnalysisError, RecordError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE

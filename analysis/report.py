@@ -1,0 +1,322 @@
+"""Everything the report page needs, from run records to files on disk.
+
+`build_report_assets(inputs, out_dir)` loads every run record under `inputs`, groups
+completed runs by system and `group_by` (dotted manifest keys, e.g. `layout.name`),
+splits them into suites that share one env set, and writes into `out_dir`:
+figures (PNG + PDF), tables (.md + .csv) and verdict JSONs. It returns their index
+(see the function's docstring), which harness/ turns into the HTML page.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis import figures as figs
+from analysis.bootstrap import Interval, interval_estimates
+from analysis.curves import CURVE_REPS, efficiency_curve
+from analysis.errors import AnalysisError
+from analysis.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
+from analysis.metrics import AGGREGATES
+from analysis.scores import DEFAULT_POINTS, GroupScores, group_runs, scores_by_group, suites
+from analysis.staleness import audit
+from analysis.tables import TableData, aggregate_table
+from analysis.verdicts import DEFAULT_DELTA, equivalence, write_json
+from runrecord import RecordError
+
+AGGREGATE_REPS = 50_000
+
+
+FAMILY_KEYS = ("system", "architecture")
+
+
+def group_keys(group_by: str) -> list[str]:
+    """Report groups always separate systems and architectures:
+    ["system", "architecture", *group_by keys]."""
+    keys = [k.strip() for k in group_by.split(",") if k.strip()]
+    return [*FAMILY_KEYS, *[k for k in keys if k not in FAMILY_KEYS]]
+
+
+def _values(gs: GroupScores, keys: Sequence[str]) -> tuple:
+    run = next(iter(gs.runs.values()))
+    return tuple(manifest_get(run.manifest, k) for k in keys)
+
+
+@dataclass
+class Analysis:
+    """Completed runs scored per group, one dict per suite (shared env set)."""
+
+    runset: RunSet
+    suites: list[dict[str, GroupScores]]
+    group_by: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+def analyse(
+    inputs: Sequence[Path | str] | RunSet,
+    *,
+    group_by: str | Sequence[str] = "layout.name",
+    last_n: int = DEFAULT_LAST_N,
+    points: int = DEFAULT_POINTS,
+    normalisers: Mapping[str, tuple[float, float]] | None = None,
+    separate_systems: bool = True,
+) -> Analysis:
+    """Load runs and score them per group and suite. Groups that cannot be scored (e.g.
+    no seed covers every env) are reported in warnings and skipped."""
+    runset = inputs if isinstance(inputs, RunSet) else load_runs(inputs)
+    if isinstance(group_by, str):
+        keys = group_keys(group_by) if separate_systems else [
+            k.strip() for k in group_by.split(",") if k.strip()]
+    else:
+        keys = list(group_by)
+    warnings = list(runset.warnings)
+    out: list[dict[str, GroupScores]] = []
+    for suite in suites(group_runs(runset.included, keys)):
+        runs = [r for rs in suite.values() for r in rs]
+        scored: dict[str, GroupScores] = {}
+        for g, rs in suite.items():
+            try:
+                scored.update(scores_by_group(rs, keys, last_n=last_n, points=points,
+                                              normalisers=normalisers))
+            except AnalysisError as e:
+                warnings.append(f"group {g!r} left out of the analysis: {e}")
+        if scored:
+            # Regrid on the suite's common grid so AUCs and curves compare across groups.
+            kept_ids = {id(r) for gs in scored.values() for r in gs.runs.values()}
+            kept = [r for r in runs if id(r) in kept_ids]
+            scored = scores_by_group(kept, keys, last_n=last_n, points=points,
+                                     normalisers=normalisers)
+            for gs in scored.values():
+                warnings += gs.warnings
+            out.append(scored)
+    return Analysis(runset, out, keys, warnings)
+
+
+def aggregate_intervals(
+    suite: Mapping[str, GroupScores], *, reps: int = AGGREGATE_REPS, seed: int = 0,
+    confidence: float = 0.95, method: str = "percentile",
+) -> dict[str, dict[str, Interval]]:
+    """group -> metric -> CI of the final normalised scores."""
+    return {g: interval_estimates(gs.final, AGGREGATES, reps=reps, seed=seed,
+                                  confidence=confidence, method=method)
+            for g, gs in suite.items()}
+
+
+def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
+    """Paper-style table: raw final score mean ± std (ddof=0) over seeds per game."""
+    groups = list(suite)
+    tasks = sorted({t for gs in suite.values() for t in gs.tasks})
+    rows = []
+    for t in tasks:
+        row: list[Any] = [t]
+        for g in groups:
+            gs = suite[g]
+            if t in gs.tasks:
+                v = gs.final_raw[:, gs.tasks.index(t)]
+                row.append(f"{v.mean():.2f} ± {v.std():.2f}")
+            else:
+                row.append("")
+        rows.append(row)
+    return TableData(name, "Final score per game: mean ± std over seeds of the mean return of "
+                     "each run's last 100 episodes (raw game score)", ["env", *groups], rows)
+
+
+def runtime_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
+    rows = []
+    for g, gs in suite.items():
+        minutes = gs.wall_time_s.ravel() / 60
+        rows.append([g, len(gs.seeds), len(gs.tasks), float(np.nanmean(minutes)),
+                     float(np.nanstd(minutes))])
+    return TableData(name, "Wall time per run in minutes (mean and std over runs)",
+                     ["group", "seeds", "tasks", "minutes (mean)", "minutes (std)"], rows)
+
+
+def build_report_assets(
+    inputs: list[Path],
+    out_dir: Path,
+    *,
+    group_by: str = "layout.name",
+    delta: float = DEFAULT_DELTA,
+    seed: int = 0,
+    reps: int = CURVE_REPS,
+    aggregate_reps: int = AGGREGATE_REPS,
+    last_n: int = DEFAULT_LAST_N,
+    normalisers: Mapping[str, tuple[float, float]] | None = None,
+) -> dict:
+    """Write the report's figures, tables and verdicts into `out_dir`; return their index:
+
+    {"figures": [{"name", "title", "caption", "png", "pdf"}],
+     "tables": [{"name", "title", "markdown", "csv"}],
+     "verdicts": [{"kind", "subject", "verdict", "line", "json"}],
+     "runs": {"included": int, "left_out": [{"run_id", "status", "reason"}]},
+     "warnings": [str]}
+
+    Groups are (system, *group_by); equivalence compares, within each system, every group
+    with the first (sorted) one at margin `delta`. `reps`: bootstrap reps for curves and
+    performance profiles; `aggregate_reps`: for aggregate CIs. Never raises for data that
+    merely cannot be compared (a single group, unfinished runs, envs without normaliser):
+    it says why in warnings.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [],
+                              "runs": {"included": 0, "left_out": []}, "warnings": []}
+    warnings: list[str] = result["warnings"]
+    try:
+        runset = load_runs(inputs)
+    except (AnalysisError, RecordError) as e:
+        warnings.append(f"could not load run records: {e}")
+        return result
+    result["runs"]["included"] = len(runset.included)
+    result["runs"]["left_out"] = [
+        {"run_id": x.run_id, "status": x.status, "reason": x.reason} for x in runset.left_out]
+    if runset.left_out:
+        t = TableData("left_out_runs", "Runs left out of aggregates",
+                      ["run_id", "status", "reason"],
+                      [[x.run_id, x.status, x.reason] for x in runset.left_out])
+        _add_table(result, t, out_dir)
+
+    # Staleness needs no normaliser: audit every completed run first.
+    if runset.included:
+        rep = audit(runset.included, group_keys(group_by))
+        path = write_json(out_dir / "staleness.json", rep.as_dict())
+        result["verdicts"].append({"kind": "staleness", "subject": "all completed runs",
+                                   "verdict": rep.verdict, "line": rep.line(),
+                                   "json": str(path)})
+        if any(r.updates for r in rep.runs):
+            result["figures"].append(figs.staleness_figure(rep, out_dir).as_dict())
+    else:
+        warnings.append("no completed runs: no scores, curves or verdicts")
+        return result
+
+    # Runs whose env has no normaliser are reported and left out, not fatal.
+    usable = RunSet(warnings=list(runset.warnings))
+    from analysis.normalize import get_normaliser
+    for r in runset.included:
+        try:
+            get_normaliser(str(r.manifest["env_id"]), normalisers)
+            usable.included.append(r)
+        except AnalysisError as e:
+            warnings.append(f"run {r.run_id} left out of scores: {e}")
+    analysis = analyse(usable, group_by=group_by, last_n=last_n, normalisers=normalisers)
+    warnings += analysis.warnings
+    if not analysis.suites:
+        warnings.append("no group could be scored")
+        return result
+
+    for k, suite in enumerate(analysis.suites):
+        sfx = "" if k == 0 else f"_suite{k + 1}"
+        envs = sorted({t for gs in suite.values() for t in gs.tasks})
+        label = envs[0] if len(envs) == 1 else f"{len(envs)} envs"
+        score = "HNS" if all(_is_atari(t) for t in envs) else "normalised score"
+        _suite_assets(result, suite, out_dir, sfx, label, score, group_by=analysis.group_by,
+                      delta=delta, seed=seed, reps=reps, aggregate_reps=aggregate_reps)
+    return result
+
+
+def _is_atari(env_id: str) -> bool:
+    from analysis.normalize import ATARI_RANDOM_HUMAN, atari_env_id
+
+    return atari_env_id(env_id) in ATARI_RANDOM_HUMAN
+
+
+def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
+    _, csv_path = table.write(out_dir)
+    result["tables"].append({"name": table.name, "title": table.title,
+                             "markdown": table.markdown(), "csv": str(csv_path)})
+
+
+def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sfx: str,
+                  label: str, score: str, *, group_by: list[str], delta: float, seed: int,
+                  reps: int, aggregate_reps: int) -> None:
+    warnings: list[str] = result["warnings"]
+    add_fig = result["figures"].append
+    # Aggregates
+    agg = aggregate_intervals(suite, reps=aggregate_reps, seed=seed)
+    t = aggregate_table(agg, name=f"aggregates{sfx}",
+                        title=f"Aggregate final {score} ({label}), 95% CIs, "
+                              f"{aggregate_reps} bootstrap reps, seed {seed}")
+    _add_table(result, t, out_dir)
+    add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
+                                            score_label=score).as_dict())
+    # Curves
+    for metric in ("median", "iqm"):
+        curves = [efficiency_curve(gs, metrics=(metric,), reps=reps, seed=seed)
+                  for gs in suite.values()]
+        add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
+                                              name=f"{metric}_vs_frames{sfx}",
+                                              score_label=score).as_dict())
+    timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
+    if len(timed) < len(suite):
+        warnings.append(f"{label}: {len(suite) - len(timed)} group(s) lack wall times: "
+                        "left out of the wall-time curves")
+    if timed:
+        curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),
+                                   reps=reps, seed=seed) for gs in timed]
+        for metric in ("median", "iqm"):
+            add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
+                                                  name=f"{metric}_vs_time{sfx}",
+                                                  score_label=score).as_dict())
+    add_fig(figs.performance_profile_figure(suite, out_dir, reps=reps, seed=seed,
+                                            name=f"performance_profile{sfx}",
+                                            score_label=score).as_dict())
+    _add_table(result, per_game_table(suite, f"per_game{sfx}"), out_dir)
+    rt = runtime_table(suite, f"runtimes{sfx}")
+    _add_table(result, rt, out_dir)
+    if all(math.isfinite(r[3]) for r in rt.rows):
+        add_fig(figs.runtime_bars_figure([r[0] for r in rt.rows], [r[3] for r in rt.rows],
+                                         [r[4] for r in rt.rows], out_dir,
+                                         name=f"runtimes{sfx}",
+                                         what="wall time per run").as_dict())
+    # Equivalence within each (system, architecture) across the other group keys.
+    families: dict[tuple, list[str]] = {}
+    for g, gs in suite.items():
+        families.setdefault(_values(gs, FAMILY_KEYS), []).append(g)
+    compared = False
+    for family, groups in families.items():
+        if len(groups) < 2:
+            continue
+        compared = True
+        name = _slug("_".join(str(v) for v in family))
+        ref = suite[groups[0]]
+        if len(ref.tasks) <= 60:
+            add_fig(figs.per_game_curves_figure({g: suite[g] for g in groups}, out_dir,
+                                                name=f"per_game_curves_{name}{sfx}").as_dict())
+        for g in groups[1:]:
+            other = suite[g]
+            subject = f"{other.group} vs {ref.group}"
+            try:
+                res = equivalence(other, ref, delta)
+            except AnalysisError as e:
+                warnings.append(f"no equivalence verdict for {subject}: {e}")
+                continue
+            path = write_json(out_dir / f"equivalence_{_slug(subject)}.json", res.as_dict())
+            result["verdicts"].append({"kind": "equivalence", "subject": subject,
+                                       "verdict": res.label, "line": res.line(),
+                                       "json": str(path)})
+    if not compared:
+        warnings.append(
+            f"{label}: every (system, architecture) has a single group under --group-by "
+            f"{','.join(group_by[len(FAMILY_KEYS):]) or 'system'}: no equivalence verdict "
+            "(needs two groups of the same system, e.g. two layouts)")
+    # Sync vs cleanba: same system and same other keys, architectures sync and cleanba.
+    rest = group_by[len(FAMILY_KEYS):]
+    by_arch: dict[tuple, dict[str, GroupScores]] = {}
+    for gs in suite.values():
+        system, arch = _values(gs, FAMILY_KEYS)
+        by_arch.setdefault((system, *_values(gs, rest)), {})[str(arch)] = gs
+    for key, archs in by_arch.items():
+        if "sync" in archs and "cleanba" in archs:
+            name = _slug("_".join(str(v) for v in key))
+            add_fig(figs.paired_final_scores_figure(
+                archs["sync"], archs["cleanba"], out_dir, name=f"sync_vs_cleanba_{name}{sfx}",
+                title=f"{' / '.join(map(str, key))}: sync vs cleanba").as_dict())
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text).strip("_")

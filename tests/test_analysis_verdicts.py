@@ -1,0 +1,159 @@
+"""Verdicts: Welch TOST equivalence, bitwise identity, regression gate, exit codes."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from analysis.cli import main
+from analysis.errors import AnalysisError
+from analysis.load import load_runs
+from analysis.report import analyse
+from analysis.synthetic import write_synthetic_run
+from analysis.verdicts import (
+    DEFAULT_DELTA,
+    DIFFERENT,
+    INCONCLUSIVE,
+    PASS,
+    REGRESSION,
+    equivalence,
+    regression,
+    tost_verdict,
+    welch_interval,
+)
+
+DELTA = 0.1
+
+
+def test_welch_interval_matches_scipy():
+    a, b = [1.0, 1.2, 0.9, 1.1], [0.8, 1.0, 0.7]
+    w = welch_interval(a, b)
+    res = stats.ttest_ind(a, b, equal_var=False)
+    lo, hi = res.confidence_interval(0.95)
+    assert w.ci95 == pytest.approx((lo, hi))
+    assert w.diff == pytest.approx(np.mean(a) - np.mean(b))
+    lo90, hi90 = res.confidence_interval(0.90)
+    assert w.ci90 == pytest.approx((lo90, hi90))
+
+
+def test_identical_groups_pass():
+    vals = [0.5, 0.6, 0.55]
+    assert tost_verdict([welch_interval(vals, vals)], DELTA) == PASS
+    flat = welch_interval([0.5, 0.5, 0.5], [0.5, 0.5, 0.5])  # zero variance
+    assert flat.ci90 == (0.0, 0.0) and tost_verdict([flat], DELTA) == PASS
+
+
+def test_shift_of_two_delta_is_different():
+    a = np.array([0.50, 0.52, 0.48])
+    assert tost_verdict([welch_interval(a + 2 * DELTA, a)], DELTA) == DIFFERENT
+    # zero variance and a shift beyond delta: different, not a crash
+    assert tost_verdict([welch_interval([0.7] * 3, [0.5] * 3)], DELTA) == DIFFERENT
+
+
+def test_three_noisy_seeds_near_delta_are_inconclusive():
+    a = np.array([0.40, 0.55, 0.47])
+    b = np.array([0.50, 0.68, 0.52])  # mean shift 0.093 ~ delta, sd ~ 0.08
+    w = welch_interval(b, a)
+    assert w.ci95[0] < 0 < w.ci95[1]  # cannot say different
+    assert w.ci90[1] > DELTA  # cannot say equivalent
+    assert tost_verdict([w], DELTA) == INCONCLUSIVE
+
+
+def test_both_metrics_must_pass():
+    ok = welch_interval([0.5, 0.51, 0.49], [0.5, 0.5, 0.5])
+    bad = welch_interval([0.5, 0.9, 0.1], [0.5, 0.5, 0.5])
+    assert tost_verdict([ok], DELTA) == PASS
+    assert tost_verdict([ok, bad], DELTA) == INCONCLUSIVE
+
+
+def test_one_seed_cannot_pass():
+    assert tost_verdict([welch_interval([0.5], [0.52])], DELTA) == INCONCLUSIVE
+
+
+def test_regression_flags_a_drop():
+    ref = [1.00, 1.02, 0.98]
+    assert regression([0.99, 1.01, 1.00], ref, delta=0.05).verdict == PASS
+    drop = regression([0.80, 0.82, 0.78], ref, delta=0.05)
+    assert drop.verdict == REGRESSION and drop.exit_code == 1
+    assert drop.diff == pytest.approx(-0.2)
+    # one-sided 95% Welch bound by hand
+    se = np.sqrt(np.var([0.8, 0.82, 0.78], ddof=1) / 3 + np.var(ref, ddof=1) / 3)
+    assert drop.lower_bound == pytest.approx(-0.2 - stats.t.ppf(0.95, 4) * se)
+
+
+def test_regression_against_a_published_number():
+    new = [1.00, 1.04, 0.96]
+    r = regression(new, 1.0, delta=0.1)
+    se = np.std(new, ddof=1) / np.sqrt(3)
+    assert r.lower_bound == pytest.approx(0.0 - stats.t.ppf(0.95, 2) * se)
+    assert r.verdict == PASS and r.n_reference == 0
+    assert regression(new, 1.3, delta=0.1).verdict == REGRESSION
+    with pytest.raises(AnalysisError):
+        regression([], 1.0, delta=0.1)
+
+
+def _sweep(tmp_path, *, shift_b=0.0, noise_offset_b=0, seeds=(1, 2, 3),
+           envs=("CartPole-v1",)):
+    for layout, shift, off in (("a0-l0-d1", 0.0, 0), ("a0-l1-d1", shift_b, noise_offset_b)):
+        for s in seeds:
+            for env in envs:
+                write_synthetic_run(tmp_path / layout, seed=s, layout=layout, env_id=env,
+                                    shift=shift, noise_seed_offset=off,
+                                    seconds_per_frame=1e-4 if layout == "a0-l0-d1" else 5e-5)
+    return analyse(load_runs([tmp_path]), group_by="layout.name").suites[0]
+
+
+def test_equivalence_on_records_bitwise_identical(tmp_path):
+    suite = _sweep(tmp_path)
+    a, b = suite.values()
+    res = equivalence(a, b, DEFAULT_DELTA)
+    assert res.verdict == PASS and res.bitwise.identical
+    assert res.label == "PASS (bitwise identical)" and res.exit_code == 0
+    assert res.seeds_a == [1, 2, 3] and res.tasks == ["CartPole-v1"]
+    assert res.final.diff == 0.0
+
+
+def test_equivalence_on_records_not_identical_but_equivalent(tmp_path):
+    a, b = _sweep(tmp_path, noise_offset_b=1).values()
+    res = equivalence(a, b, DEFAULT_DELTA)
+    assert not res.bitwise.identical and "differs" in res.bitwise.detail
+    assert res.verdict == PASS and res.label == "PASS (equivalent)"
+
+
+def test_equivalence_on_records_shifted_is_different(tmp_path):
+    a, b = _sweep(tmp_path, shift_b=2 * DEFAULT_DELTA).values()
+    res = equivalence(b, a, DEFAULT_DELTA)
+    assert res.verdict == DIFFERENT and res.exit_code == 1
+    assert res.final.diff == pytest.approx(2 * DEFAULT_DELTA, abs=0.05)
+
+
+def test_equivalence_cli_writes_json_and_exit_codes(tmp_path, capsys):
+    _sweep(tmp_path / "runs", shift_b=2 * DEFAULT_DELTA)
+    out = tmp_path / "eq.json"
+    rc = main(["equivalence", str(tmp_path / "runs"), "--a", "a0-l1-d1", "--b", "a0-l0-d1",
+               "--json-out", str(out)])
+    assert rc == 1
+    d = json.loads(out.read_text())
+    assert d["verdict"] == "DIFFERENT" and d["delta"] == DEFAULT_DELTA
+    assert len(d["final"]["ci90"]) == 2 and d["seeds_a"] == [1, 2, 3]
+    assert "DIFFERENT" in capsys.readouterr().out
+    assert main(["equivalence", str(tmp_path / "runs"), "--a", "nope"]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["equivalence", str(tmp_path / "runs"), "--bitwise-only"]) == 1
+
+
+def test_regression_cli(tmp_path, capsys):
+    for s in (1, 2, 3):
+        write_synthetic_run(tmp_path / "ref", seed=s)
+        write_synthetic_run(tmp_path / "new", seed=s, shift=-0.3)
+    rc = main(["regression", "--new", str(tmp_path / "new"), "--reference",
+               str(tmp_path / "ref"), "--delta", "0.05", "--json-out", str(tmp_path / "r.json")])
+    assert rc == 1 and "REGRESSION" in capsys.readouterr().out
+    assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "REGRESSION"
+    assert main(["regression", "--new", str(tmp_path / "ref"), "--reference",
+                 str(tmp_path / "ref"), "--delta", "0.05"]) == 0
+    assert main(["regression", "--new", str(tmp_path / "ref"), "--reference", "0.2",
+                 "--delta", "0.05"]) == 0
+    assert main(["regression", "--new", str(tmp_path / "missing"), "--reference", "0.2",
+                 "--delta", "0.05"]) == 2
