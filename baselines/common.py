@@ -1,0 +1,262 @@
+"""What both adapters share: checkouts, the EnvPool env behind the old gym API, records.
+
+Nothing here imports torch: the adapters must set OMP_NUM_THREADS before torch loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cleanba.envs import env_protocol, frames_per_step, make_env
+from runrecord import Layout, RunWriter, provenance, run_id, write_skipped
+
+ARCHITECTURE = "async"
+LAYOUT = Layout((0,), (0,), 1)  # a0-l0-d1: one process, actors and learner on one device
+PROVENANCE_PACKAGES = ("torch", "envpool", "numpy")
+
+# Exit codes of `python -m baselines.monobeast` / `python -m baselines.moolib`.
+EXIT_COMPLETED = 0
+EXIT_FAILED = 1
+EXIT_BAD_ARGS = 2
+EXIT_UNAVAILABLE = 3
+EXIT_INTERRUPTED = 130
+
+REDACTED = "[removed by the baselines adapter: copy of os.environ]"
+
+
+class BaselineUnavailable(RuntimeError):
+    """The baseline's checkout or package is missing; the message says how to provide it."""
+
+
+def find_checkout(
+    given: Path | str | None, env_var: str, name: str, marker: str, url: str
+) -> Path:
+    """The checkout named by the flag, else by `env_var`; it must contain `marker`."""
+    how = (
+        f"pass --{name}-path DIR or set {env_var}=DIR, where DIR is a clone of {url} "
+        f"(the folder that contains {marker})"
+    )
+    raw = given if given not in (None, "") else os.environ.get(env_var, "")
+    if not raw:
+        raise BaselineUnavailable(f"no {name} checkout given: {how}")
+    path = Path(raw).expanduser().resolve()
+    if not (path / marker).is_file():
+        raise BaselineUnavailable(f"{name} checkout not found at {path} (no {marker} there): {how}")
+    return path
+
+
+def checkout_info(path: Path, key_file: str) -> dict[str, Any]:
+    """Which baseline code ran: the checkout's git commit (when it is one) and the key file's hash."""
+    info: dict[str, Any] = {"path": str(path), "commit": None, "dirty": None}
+    try:
+        info["commit"] = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+        info["dirty"] = bool(
+            subprocess.run(
+                ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True, text=True, timeout=10, check=True,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.SubprocessError):
+        pass
+    f = path / key_file
+    info["file"] = key_file
+    info["file_sha256"] = hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None
+    return info
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    env_index: int
+    episode_return: float  # raw game score of the whole game
+    episode_length: int  # agent steps
+    monotonic_s: float  # time.monotonic() when it ended (system-wide, so valid across forks)
+
+
+class OldGymEnv:
+    """One EnvPool env (num_envs=1) behind the old gym API that both baselines call.
+
+    reset() -> obs; step(a) -> (obs, reward, done, info); seed() is a no-op because the
+    env seed is fixed at construction (run seed + env index), whatever the baseline asks
+    for. Rewards are raw (the protocol has reward_clip=False: each baseline clips itself),
+    so the episode return summed here is the raw game score. done = terminated or
+    truncated (108k frames); with episodic_life=False a life loss is not an episode end.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        seed: int,
+        env_index: int,
+        protocol: Mapping[str, Any],
+        on_episode_end: Callable[[EpisodeEnd], None] | None = None,
+        on_step: Callable[[], None] | None = None,
+    ):
+        self._env = make_env(env_id, 1, seed, first_env_index=env_index, protocol=dict(protocol))
+        self.env_index = env_index
+        self.env_seed = seed + env_index
+        self.observation_space = self._env.observation_space  # Box (4, 84, 84) uint8
+        self.action_space = self._env.action_space  # Discrete(18): full action space
+        self._on_episode_end = on_episode_end
+        self._on_step = on_step
+        self._return = 0.0
+        self._length = 0
+        self._needs_reset = True
+
+    def seed(self, seed: int | None = None) -> list[int]:
+        return [self.env_seed]
+
+    def reset(self) -> np.ndarray:
+        obs, _ = self._env.reset()
+        self._return, self._length, self._needs_reset = 0.0, 0, False
+        return obs[0]
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, dict]:
+        if self._needs_reset:
+            # EnvPool would silently turn this step into an auto-reset step.
+            raise RuntimeError("step() after an episode ended: call reset() first")
+        obs, reward, terminated, truncated, info = self._env.step(np.array([int(action)]))
+        r = float(reward[0])
+        done = bool(terminated[0] or truncated[0])
+        self._return += r
+        self._length += 1
+        if self._on_step is not None:
+            self._on_step()
+        if done:
+            self._needs_reset = True
+            if self._on_episode_end is not None:
+                self._on_episode_end(
+                    EpisodeEnd(self.env_index, self._return, self._length, time.monotonic())
+                )
+        return obs[0], r, done, {"truncated": bool(truncated[0]), "lives": int(info["lives"][0])}
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def baseline_protocol(env_id: str) -> dict[str, Any]:
+    """The shared env protocol with raw rewards: both baselines clip rewards themselves."""
+    p = env_protocol(env_id, reward_clip=False)
+    p.setdefault("frame_skip", frames_per_step(env_id))
+    return p
+
+
+def layout_block(device_kind: str) -> dict[str, Any]:
+    block = LAYOUT.to_dict()
+    block["devices"] = [device_kind]
+    block["num_cpus"] = os.cpu_count()
+    return block
+
+
+def run_definition(
+    system: str, env_id: str, seed: int, hyperparameters: Mapping[str, Any],
+    protocol: Mapping[str, Any],
+) -> dict[str, Any]:
+    return {
+        "system": system,
+        "architecture": ARCHITECTURE,
+        "env_id": env_id,
+        "seed": seed,
+        "hyperparameters": dict(hyperparameters),
+        "env_protocol": dict(protocol),
+        "layout": LAYOUT.name,
+    }
+
+
+def build_manifest(
+    system: str,
+    env_id: str,
+    seed: int,
+    hyperparameters: Mapping[str, Any],
+    protocol: Mapping[str, Any],
+    device_kind: str,
+    baseline: Mapping[str, Any],
+    sweep: str | None,
+    given_run_id: str | None,
+) -> dict[str, Any]:
+    definition = run_definition(system, env_id, seed, hyperparameters, protocol)
+    return {
+        "run_id": given_run_id or run_id(definition),
+        "sweep": sweep,
+        "system": system,
+        "architecture": ARCHITECTURE,
+        "env_id": env_id,
+        "seed": seed,
+        "layout": layout_block(device_kind),
+        "hyperparameters": dict(hyperparameters),
+        "env_protocol": dict(protocol),
+        "provenance": provenance.collect(packages=PROVENANCE_PACKAGES, baseline=dict(baseline)),
+    }
+
+
+def default_run_dir(results_root: Path, sweep: str | None, rid: str) -> Path:
+    return Path(results_root) / (sweep or "standalone") / "runs" / rid
+
+
+def record_unavailable(run_dir: Path, manifest: Mapping[str, Any], error: BaselineUnavailable) -> None:
+    """Write the `skipped` record of a run whose baseline is missing, and say so."""
+    reason = f"baseline unavailable: {error}"
+    write_skipped(run_dir, manifest, reason)
+    print(f"error: {reason}", file=sys.stderr)
+    print(f"recorded as skipped in {run_dir}", file=sys.stderr)
+
+
+def redact_native_logs(native_dir: Path) -> list[Path]:
+    """Replace the os.environ copies that the baselines write into meta.json files.
+
+    Returns the files changed. Symlinked meta.json (moolib) are resolved to their target.
+    """
+    changed: list[Path] = []
+    for p in sorted(Path(native_dir).rglob("meta.json*")):
+        if p.is_symlink() or not p.is_file():
+            continue
+        try:
+            meta = json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(meta, dict) and isinstance(meta.get("env"), dict):
+            meta["env"] = REDACTED
+            p.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+            changed.append(p)
+    return changed
+
+
+def summary(env_steps: int, frame_skip: int, wall_time_s: float, updates: int, episodes: int) -> dict:
+    return {
+        "env_steps": int(env_steps),
+        "frames": int(env_steps) * frame_skip,
+        "wall_time_s": float(wall_time_s),
+        "mean_sps": float(env_steps) / wall_time_s if wall_time_s > 0 else 0.0,
+        "updates": int(updates),
+        "episodes": int(episodes),
+    }
+
+
+def version_stats(versions: np.ndarray) -> dict[str, int]:
+    """Policy versions of a batch, shape [T, B] (step t of trajectory b) -> record columns."""
+    v = np.asarray(versions)
+    if v.ndim != 2 or v.size == 0:
+        raise ValueError(f"versions must be a non-empty [T, B] array, got shape {v.shape}")
+    return {
+        "rollout_policy_version_min": int(v.min()),
+        "rollout_policy_version_max": int(v.max()),
+        "num_rollouts": int(v.shape[1]),
+        "policy_changes_mid_rollout": int((v.min(axis=0) != v.max(axis=0)).sum()),
+    }
+
+
+def open_writer(run_dir: Path, manifest: Mapping[str, Any], extra_columns: tuple[str, ...]) -> RunWriter:
+    return RunWriter(run_dir, manifest, extra_update_columns=extra_columns)

@@ -1,0 +1,566 @@
+"""monobeast-impala: torchbeast's monobeast, run from the user's checkout, into a run record.
+
+    python -m baselines.monobeast --torchbeast-path ~/src/torchbeast --env-id Breakout-v5 --seed 1
+
+The checkout's code runs unmodified; the adapter replaces named module attributes of
+torchbeast.monobeast at run time (it copies none of it):
+
+- create_env: an EnvPool env with the shared Atari protocol (cleanba/envs.py) and raw
+  rewards (monobeast clips them itself); actor i's env seed is seed + i.
+- act: seeds torch per actor and reports actor failures to the adapter.
+- Net: the stock AtariNet whose forward also outputs the policy version (a shared counter
+  that each learn() bumps when it loads new parameters into the actors' model), so the
+  unchanged actor loop stores the version of every step in an extra rollout buffer.
+- create_buffers: adds that buffer; get_batch: timed; learn: optional learner delay,
+  then one updates.csv row per update with the versions its batch was generated with.
+- file_writer.gather_metadata: keeps the copy of os.environ out of meta.json.
+Episode returns are recorded where episodes end, in the actors' env wrappers (monobeast
+stores none), and sent to this process through a queue.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before anything imports torch: monobeast's forked actors hang otherwise.
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import _thread  # noqa: E402
+import importlib  # noqa: E402
+import logging  # noqa: E402
+import multiprocessing  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import types  # noqa: E402
+from dataclasses import asdict, dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+import tyro  # noqa: E402
+
+from baselines import common, mapping  # noqa: E402
+from baselines.native_logs import NativeLogError, read_monobeast_logs  # noqa: E402
+from cleanba.envs import EnvError, check_env_id, is_atari  # noqa: E402
+from runrecord import RecordError, schema  # noqa: E402
+
+SYSTEM = "monobeast-impala"
+CHECKOUT_MARKER = "torchbeast/monobeast.py"
+REPO_URL = "https://github.com/facebookresearch/torchbeast"
+XPID = "monobeast"  # native logs go to <run_dir>/native/monobeast/
+EXTRA_COLUMNS = (
+    "loss_total",
+    "loss_policy",
+    "loss_value",
+    "loss_entropy",
+    "stat_learning_rate",
+    "stat_learner_delay_s",
+)
+D = mapping.MONOBEAST_DEFAULTS
+
+
+@dataclass
+class Args:
+    """Run torchbeast's monobeast (IMPALA) from a checkout on the shared EnvPool Atari protocol."""
+
+    env_id: str = D["env_id"]
+    """EnvPool Atari id, e.g. Breakout-v5"""
+    seed: int = D["seed"]
+    """run seed: actor i's env seed is seed + i; torch is seeded from it (monobeast has no seed flag)"""
+    total_timesteps: int = D["total_timesteps"]
+    """agent steps to train for (monobeast --total_steps; frames = 4 x steps)"""
+    num_envs: int = D["num_envs"]
+    """actor processes, one env each (monobeast --num_actors)"""
+    num_steps: int = D["num_steps"]
+    """unroll length of each trajectory (monobeast --unroll_length)"""
+    learning_rate: float = D["learning_rate"]
+    """RMSprop learning rate, decayed linearly to 0 at total_timesteps"""
+    batch_size: int = D["batch_size"]
+    """trajectories per learner update (monobeast --batch_size)"""
+    learner_delay_s: float = D["learner_delay_s"]
+    """seconds added to each learner update, as if learn() slept first inside its lock (Section 3 experiment: 1.0)"""
+    gamma: float = D["gamma"]
+    """discount (monobeast --discounting)"""
+    ent_coef: float = D["ent_coef"]
+    """entropy cost (monobeast --entropy_cost)"""
+    vf_coef: float = D["vf_coef"]
+    """baseline cost (monobeast --baseline_cost)"""
+    max_grad_norm: float = D["max_grad_norm"]
+    """global gradient norm clip (monobeast --grad_norm_clipping)"""
+    num_learner_threads: int = D["num_learner_threads"]
+    """learner threads (monobeast --num_learner_threads)"""
+    num_buffers: int | None = D["num_buffers"]
+    """shared rollout buffers; None: monobeast's max(2 x num_envs, batch_size)"""
+    use_cuda: bool = D["use_cuda"]
+    """learn on CUDA when torch sees a GPU (monobeast's default); --no-use-cuda forces CPU"""
+    torchbeast_path: Path | None = None
+    """torchbeast checkout, the folder holding torchbeast/monobeast.py (default: $TORCHBEAST_PATH)"""
+    run_dir: Path | None = None
+    """record folder; default <results-root>/<sweep or standalone>/runs/<run id>"""
+    sweep: str | None = None
+    """sweep name stored in the manifest (None: a standalone run)"""
+    run_id: str | None = None
+    """run id to record (the harness passes its own); default: hash of the run's definition"""
+    results_root: Path = Path("results")
+    """root of the results store, used when --run-dir is not given"""
+
+    def check(self) -> None:
+        """Raise ValueError naming a setting that cannot run (after parsing, for a plain message)."""
+        if not is_atari(self.env_id):
+            raise ValueError(
+                f"env_id {self.env_id!r}: monobeast's AtariNet needs an Atari '<Game>-v5' id, "
+                "e.g. Breakout-v5"
+            )
+        if self.learner_delay_s < 0:
+            raise ValueError(f"learner_delay_s must be >= 0, got {self.learner_delay_s}")
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """The harness config of this run: the keys of mapping.MONOBEAST_DEFAULTS."""
+        d = asdict(self)
+        return {k: d[k] for k in mapping.MONOBEAST_DEFAULTS}
+
+
+def actor_torch_seed(seed: int, actor_index: int) -> int:
+    """Torch seed of actor i: distinct per actor (forked actors would share the parent's RNG)."""
+    return int(np.random.SeedSequence([seed, 1 + actor_index]).generate_state(1, dtype=np.uint64)[0])
+
+
+def import_monobeast(checkout: Path) -> types.ModuleType:
+    """torchbeast.monobeast from `checkout`, or BaselineUnavailable saying what failed."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise common.BaselineUnavailable(
+            f"import torch failed: {e}; install it with pip install 'cleanba-bench[baselines]'"
+        ) from e
+    if str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    # atari_wrappers imports gym and cv2 for monobeast's own create_env, which the adapter
+    # replaces; an empty stand-in keeps those imports (and old atari-py) unnecessary.
+    stub = types.ModuleType("torchbeast.atari_wrappers")
+    stub.__doc__ = "stand-in: baselines.monobeast replaces create_env with an EnvPool env"
+    sys.modules["torchbeast.atari_wrappers"] = stub
+    try:
+        mb = importlib.import_module("torchbeast.monobeast")
+    except ImportError as e:
+        raise common.BaselineUnavailable(
+            f"import torchbeast.monobeast from {checkout} failed: {e}"
+        ) from e
+    where = Path(str(mb.__file__)).resolve()
+    if checkout not in where.parents:
+        raise common.BaselineUnavailable(
+            f"torchbeast.monobeast was imported from {where}, not from the checkout {checkout}: "
+            "another torchbeast package shadows it; uninstall it or use that checkout"
+        )
+    for name in ("create_env", "act", "learn", "get_batch", "create_buffers", "AtariNet", "train", "parser"):
+        if not hasattr(mb, name):
+            raise common.BaselineUnavailable(
+                f"{where} has no {name!r}: this adapter needs torchbeast's monobeast.py "
+                "(tested at commit 0af07b0)"
+            )
+    return mb
+
+
+def versioned_net(base: type, counter: Any) -> type:
+    """AtariNet whose forward also returns the policy version, bumped by load_state_dict."""
+    import torch
+
+    class VersionedAtariNet(base):  # type: ignore[misc, valid-type]
+        def forward(self, inputs, core_state=()):
+            # Read before computing: learn() may load new parameters mid-forward (hogwild).
+            version = int(counter.item())
+            out, state = super().forward(inputs, core_state)
+            out["policy_version"] = torch.full(
+                out["action"].shape, version, dtype=torch.int64, device=out["action"].device
+            )
+            return out, state
+
+        def load_state_dict(self, *args, **kwargs):
+            # learn() ends by loading the new parameters into the actors' shared model:
+            # from here on, actors act with the next version.
+            result = super().load_state_dict(*args, **kwargs)
+            counter.add_(1)
+            return result
+
+    return VersionedAtariNet
+
+
+class _SpacesOnly:
+    """What monobeast's train() needs from the env it makes in the main process: spaces."""
+
+    def __init__(self, env_id: str, protocol: dict[str, Any]):
+        import envpool
+
+        spec = envpool.make_spec(env_id, **protocol)
+        self.observation_space = spec.observation_space
+        self.action_space = spec.action_space
+
+    def close(self) -> None:
+        pass
+
+
+class MonobeastRun:
+    """Hooks monobeast, runs its train(), and writes the record."""
+
+    def __init__(self, args: Args, mb: Any, writer, protocol: dict[str, Any]):
+        import torch
+
+        self.args = args
+        self.mb = mb
+        self.writer = writer
+        self.protocol = protocol
+        self.frame_skip = int(protocol["frame_skip"])
+        self.batch_steps = args.num_steps * args.batch_size
+        ctx = multiprocessing.get_context("fork")
+        # Shared with the forked actors: the policy version, each actor's step count, events.
+        self.version = torch.ones((), dtype=torch.int64).share_memory_()
+        self.actor_steps = ctx.Array("q", args.num_envs, lock=False)
+        self.events = ctx.SimpleQueue()
+        self.actor_index: int | None = None  # set in each actor process
+        self.t0 = time.monotonic()
+        self.error: str | None = None
+        self.interrupted = False
+        self.learner_done = False
+        self.stopped = False  # set when the record is being finished: no more updates
+        self.updates = 0
+        self.episodes = 0
+        self.actor_pids: dict[int, int] = {}
+        self._learn_lock = threading.Lock()
+        self._tls = threading.local()
+        self._last_row_time = self.t0
+        self._orig = {n: getattr(mb, n) for n in ("act", "learn", "get_batch", "create_buffers")}
+
+    # ---- hooks (run inside monobeast) ----
+
+    def create_env(self, flags):
+        if self.actor_index is None:  # train() in the main process: only needs the spaces
+            return _SpacesOnly(self.args.env_id, self.protocol)
+        return common.OldGymEnv(
+            self.args.env_id,
+            self.args.seed,
+            self.actor_index,
+            self.protocol,
+            on_episode_end=self._send_episode,
+            on_step=self._count_step,
+        )
+
+    def _count_step(self) -> None:
+        self.actor_steps[self.actor_index] += 1  # own slot only: no lock needed
+
+    def _send_episode(self, ep: common.EpisodeEnd) -> None:
+        env_steps = sum(self.actor_steps)  # all actors' steps so far (others' slots read racily)
+        self.events.put(("episode", ep.env_index, ep.episode_return, ep.episode_length, env_steps,
+                         ep.monotonic_s))
+
+    def act(self, flags, actor_index, *rest):
+        import torch
+
+        self.actor_index = actor_index
+        torch.manual_seed(actor_torch_seed(self.args.seed, actor_index))
+        self.events.put(("started", actor_index, os.getpid()))
+        try:
+            return self._orig["act"](flags, actor_index, *rest)
+        except Exception:
+            self.events.put(("error", f"actor {actor_index} failed:\n{traceback.format_exc()}"))
+            raise
+
+    def create_buffers(self, flags, obs_shape, num_actions):
+        import torch
+
+        buffers = self._orig["create_buffers"](flags, obs_shape, num_actions)
+        buffers["policy_version"] = [
+            torch.zeros(flags.unroll_length + 1, dtype=torch.int64).share_memory_()
+            for _ in range(flags.num_buffers)
+        ]
+        return buffers
+
+    def get_batch(self, *a, **kw):
+        start = time.monotonic()
+        try:
+            out = self._orig["get_batch"](*a, **kw)
+        except Exception:
+            self._fail(f"get_batch failed:\n{traceback.format_exc()}")
+            raise
+        self._tls.wait_s = time.monotonic() - start
+        return out
+
+    def learn(self, flags, actor_model, model, batch, initial_agent_state, optimizer, scheduler):
+        try:
+            # Slot 0 repeats the previous rollout's last step; steps 1..T are this rollout's.
+            versions = batch["policy_version"][1:].cpu().numpy()
+            with self._learn_lock:
+                if self.stopped:
+                    # The run is over (interrupted or failed) but monobeast's learner threads
+                    # have no stop signal: park this one; the process ends with os._exit.
+                    threading.Event().wait()
+                if self.args.learner_delay_s > 0:
+                    time.sleep(self.args.learner_delay_s)
+                stats = self._orig["learn"](
+                    flags, actor_model, model, batch, initial_agent_state, optimizer, scheduler
+                )
+                self._log_update(versions, stats, scheduler)
+            return stats
+        except Exception:
+            self._fail(f"learn failed:\n{traceback.format_exc()}")
+            raise
+
+    def _log_update(self, versions: np.ndarray, stats: dict, scheduler) -> None:
+        self.updates += 1
+        learner_version = int(self.version.item())
+        now = time.monotonic()
+        env_steps = self.updates * self.batch_steps
+        row = {
+            "update": self.updates,
+            "env_steps": env_steps,
+            "frames": env_steps * self.frame_skip,
+            "wall_time_s": now - self.t0,
+            "learner_version": learner_version,
+            **common.version_stats(versions),
+            "sps": self.batch_steps / max(now - self._last_row_time, 1e-9),
+            "loss_total": stats["total_loss"],
+            "loss_policy": stats["pg_loss"],
+            "loss_value": stats["baseline_loss"],
+            "loss_entropy": stats["entropy_loss"],
+            "stat_learning_rate": float(scheduler.get_last_lr()[0]),
+            "stat_learner_delay_s": self.args.learner_delay_s,
+            "rollout_queue_get_s": getattr(self._tls, "wait_s", 0.0),
+            # Actors never wait for parameters: they read the shared model in place.
+            "param_queue_get_s": 0.0,
+            "params_checksum": "",
+        }
+        self._last_row_time = now
+        self.writer.log_update(row)
+        if env_steps >= self.args.total_timesteps:
+            self.learner_done = True
+
+    # ---- adapter side ----
+
+    def _fail(self, message: str) -> None:
+        if self.error is None:
+            self.error = message
+            _thread.interrupt_main()  # monobeast's main loop ends on KeyboardInterrupt
+
+    def _drain_events(self, stop: threading.Event) -> None:
+        # Polls instead of waiting for a sentinel: an actor terminated mid-put could hold
+        # the queue's write lock, and a put(None) from here would then never return.
+        while True:
+            if self.events.empty():
+                if stop.is_set():
+                    return
+                time.sleep(0.05)
+                continue
+            msg = self.events.get()
+            kind = msg[0]
+            if kind == "episode":
+                _, env_index, ret, length, env_steps, t = msg
+                self.writer.log_episode({
+                    "env_steps": env_steps,
+                    "frames": env_steps * self.frame_skip,
+                    "wall_time_s": t - self.t0,
+                    "env_index": env_index,
+                    "episode_return": ret,
+                    "episode_length": length,
+                })
+                self.episodes += 1
+            elif kind == "started":
+                self.actor_pids[msg[1]] = msg[2]
+            elif kind == "error":
+                self._fail(msg[1])
+
+    def _watch_actors(self, stop: threading.Event) -> None:
+        """An actor that dies (e.g. killed) would leave monobeast's learner waiting forever."""
+        import psutil
+
+        while not stop.wait(2.0):
+            if self.learner_done or self.interrupted or self.error:
+                continue
+            for i, pid in list(self.actor_pids.items()):
+                try:
+                    dead = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+                except psutil.NoSuchProcess:
+                    dead = True
+                if dead and not (self.learner_done or self.interrupted):
+                    self._fail(f"actor {i} (pid {pid}) exited while training was running")
+
+    def _on_signal(self, signum, frame) -> None:
+        # Set before monobeast's train() stops its actors, so the watchdog expects them to go.
+        if self.error is None:
+            self.interrupted = True
+        raise KeyboardInterrupt
+
+    def run(self, flags) -> str:
+        """Train; returns the final status. The record is finished by the caller."""
+        import torch
+
+        mb: Any = self.mb
+        mb.create_env = self.create_env
+        mb.act = self.act
+        mb.learn = self.learn
+        mb.get_batch = self.get_batch
+        mb.create_buffers = self.create_buffers
+        mb.Net = versioned_net(mb.AtariNet, self.version)
+        fw: Any = sys.modules["torchbeast.core.file_writer"]
+        gather = fw.gather_metadata
+        fw.gather_metadata = lambda: {**gather(), "env": common.REDACTED}
+
+        torch.manual_seed(self.args.seed)  # learner (and initial actor) parameters
+        stop_drain = threading.Event()
+        drain = threading.Thread(target=self._drain_events, args=(stop_drain,), daemon=True)
+        stop_watch = threading.Event()
+        watch = threading.Thread(target=self._watch_actors, args=(stop_watch,), daemon=True)
+        drain.start()
+        watch.start()
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.t0 = self._last_row_time = time.monotonic()
+        try:
+            mb.train(flags)  # returns early (no exception) when interrupted: it catches Ctrl-C
+        except KeyboardInterrupt:
+            pass
+        except Exception:
+            if self.error is None:
+                self.error = f"monobeast train() failed:\n{traceback.format_exc()}"
+        finally:
+            self.wall_time_s = time.monotonic() - self.t0
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            stop_watch.set()
+            with self._learn_lock:
+                self.stopped = True
+            if not self.learner_done and self.error is None:
+                self.interrupted = True
+            self._stop_actors()
+            stop_drain.set()
+            drain.join(timeout=30)
+        if self.error is not None:
+            return schema.FAILED
+        return schema.INTERRUPTED if self.interrupted else schema.COMPLETED
+
+    def _stop_actors(self) -> None:
+        # monobeast asks its actors to stop and waits 1 s; give them time to finish the
+        # rollout they are in (their last episodes are still drained), then terminate.
+        deadline = time.monotonic() + 30
+        for p in multiprocessing.active_children():
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=5)
+
+
+def _finish_native(native_dir: Path, run: MonobeastRun) -> dict[str, Any]:
+    """Redact and summarise monobeast's own logs; returns the manifest's note about them."""
+    latest = native_dir / "latest"
+    if latest.is_symlink():
+        latest.unlink()
+    common.redact_native_logs(native_dir)
+    logs = native_dir / XPID / "logs.csv"
+    note: dict[str, Any] = {"dir": str(native_dir.relative_to(run.writer.run_dir)), "logs": None}
+    if logs.exists():
+        try:
+            parsed = read_monobeast_logs(logs)
+            note["logs"] = {"file": f"{XPID}/logs.csv", "rows": len(parsed.rows), "warnings": parsed.warnings}
+        except NativeLogError as e:
+            note["logs"] = {"file": f"{XPID}/logs.csv", "error": str(e)}
+    return note
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = tyro.cli(Args, args=argv, prog="python -m baselines.monobeast")
+        args.check()
+        check_env_id(args.env_id)
+    except (ValueError, EnvError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return common.EXIT_BAD_ARGS
+    hp = args.hyperparameters()
+    protocol = common.baseline_protocol(args.env_id)
+
+    def manifest_for(baseline: dict[str, Any], device: str) -> dict[str, Any]:
+        return common.build_manifest(
+            SYSTEM, args.env_id, args.seed, hp, protocol, device, baseline, args.sweep, args.run_id
+        )
+
+    probe = manifest_for({"path": None}, "cpu")
+    run_dir = args.run_dir or common.default_run_dir(args.results_root, args.sweep, probe["run_id"])
+    native_dir = Path(run_dir).resolve() / "native"
+    try:
+        native_argv = mapping.monobeast_argv(hp, savedir=str(native_dir), xpid=XPID)
+    except mapping.MappingError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return common.EXIT_BAD_ARGS
+
+    given = args.torchbeast_path or os.environ.get("TORCHBEAST_PATH")
+    try:
+        checkout = common.find_checkout(
+            args.torchbeast_path, "TORCHBEAST_PATH", "torchbeast", CHECKOUT_MARKER, REPO_URL
+        )
+        mb = import_monobeast(checkout)
+    except common.BaselineUnavailable as e:
+        try:
+            common.record_unavailable(run_dir, manifest_for({"path": given and str(given)}, "cpu"), e)
+        except RecordError as re:
+            print(f"error: {e}\nerror: {re}", file=sys.stderr)
+        return common.EXIT_UNAVAILABLE
+
+    import torch
+
+    device = "cuda" if args.use_cuda and torch.cuda.is_available() else "cpu"
+    manifest = manifest_for(common.checkout_info(checkout, CHECKOUT_MARKER), device)
+    manifest["baseline_run"] = {
+        "argv": native_argv,
+        "seeds": {
+            "env": [args.seed + i for i in range(args.num_envs)],
+            "env_rule": "actor i: seed + i",
+            "torch_learner": args.seed,
+            "torch_actor_rule": "actor i: SeedSequence([seed, 1 + i])",
+        },
+        "versions": "shared counter: initial parameters 1, +1 after each learn()",
+    }
+    try:
+        writer = common.open_writer(run_dir, manifest, EXTRA_COLUMNS)
+    except RecordError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return common.EXIT_BAD_ARGS
+
+    print(f"monobeast-impala: record in {writer.run_dir}", flush=True)
+    flags = mb.parser.parse_args(native_argv)
+    run = MonobeastRun(args, mb, writer, protocol)
+    status: str = schema.FAILED
+    error: dict | BaseException | None = None
+    try:
+        status = run.run(flags)
+        if status == schema.FAILED and run.error:
+            error = {"type": "BaselineError", "message": run.error.splitlines()[0],
+                     "traceback": run.error}
+    except BaseException as e:  # noqa: BLE001 - the record must say what happened
+        error = e
+        status = schema.INTERRUPTED if isinstance(e, KeyboardInterrupt) else schema.FAILED
+    finally:
+        native_note = _finish_native(native_dir, run) if native_dir.exists() else None
+        writer.set(baseline_run={**manifest["baseline_run"], "native": native_note})
+        writer.finish(
+            status,
+            error=error,
+            summary=common.summary(
+                run.updates * run.batch_steps, run.frame_skip, getattr(run, "wall_time_s", 0.0),
+                run.updates, run.episodes,
+            ),
+        )
+    print(f"monobeast-impala: {status}; {run.updates} updates, {run.episodes} episodes; "
+          f"record in {writer.run_dir}", flush=True)
+    if status == schema.FAILED:
+        print(f"error: {run.error or error}", file=sys.stderr)
+        return common.EXIT_FAILED
+    return common.EXIT_INTERRUPTED if status == schema.INTERRUPTED else common.EXIT_COMPLETED
+
+
+if __name__ == "__main__":
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # monobeast's learner threads are not daemons and may wait forever on an empty queue
+    # after an interrupt or a failure: leave without joining them (the record is written).
+    os._exit(code)
