@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Run one of the paper's experiments as a sweep, then build its report.
+#
+#   ./benchmark.sh PRESET [--frames N] [--games G1,G2] [--seeds 1,2] [run options]
+#
+# Presets (harness/presets/*.toml): smoke (CPU, minutes), section3 (Fig. 2), base (1 GPU,
+# four systems, 57 games), workstation (8 GPUs), scaling (learner devices 1..7, d1/d2),
+# sync-vs-cleanba (Fig. 6). --frames/--games/--seeds scale any preset down. Other options
+# go to `python -m harness run` (e.g. --backend slurm, --max-parallel 4, --max-attempts 3);
+# `python -m harness run --help` lists them. Ends by printing where the report is and its
+# verdict lines. Exit code: 0 all runs completed, 1 some failed, 2 bad input.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+usage() {
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  echo "presets: $(ls harness/presets | sed 's/\.toml$//' | tr '\n' ' ')"
+}
+if [ $# -lt 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then usage; exit 0; fi
+preset=$1; shift
+if [ ! -f "harness/presets/$preset.toml" ]; then
+  echo "benchmark.sh: unknown preset '$preset'" >&2; usage >&2; exit 2
+fi
+
+# Options that select the sweep go to both `run` and `report`; the rest only to `run`.
+select=(); run_only=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --frames|--games|--seeds|--name|--results-root|--accelerator)
+      [ $# -ge 2 ] || { echo "benchmark.sh: $1 needs a value" >&2; exit 2; }
+      select+=("$1" "$2"); shift 2 ;;
+    --frames=*|--games=*|--seeds=*|--name=*|--results-root=*|--accelerator=*) select+=("$1"); shift ;;
+    *) run_only+=("$1"); shift ;;
+  esac
+done
+
+start=$(date +%s)
+setup_log=$(mktemp)
+if ! scripts/setup.sh >"$setup_log" 2>&1; then
+  cat "$setup_log" >&2; echo "benchmark.sh: scripts/setup.sh failed" >&2; exit 2
+fi
+rm -f "$setup_log"
+export WANDB_MODE="${WANDB_MODE:-offline}" WANDB_SILENT=true
+PY=.venv/bin/python
+
+set +e
+"$PY" -m harness run --preset "$preset" ${select[@]+"${select[@]}"} ${run_only[@]+"${run_only[@]}"}
+run_rc=$?
+set -e
+if [ "$run_rc" = 2 ]; then exit 2; fi
+if [ "$run_rc" = 130 ]; then echo "benchmark.sh: interrupted; run it again to carry on" >&2; exit 130; fi
+
+echo
+echo "== report"
+set +e
+"$PY" -m harness report --preset "$preset" ${select[@]+"${select[@]}"} | tee /tmp/benchmark-report.$$.txt
+report_rc=${PIPESTATUS[0]}
+set -e
+echo
+echo "== $preset: finished in $(( $(date +%s) - start )) s (setup, runs and report)"
+grep -E '^(report|verdict):' /tmp/benchmark-report.$$.txt || true
+rm -f /tmp/benchmark-report.$$.txt
+if [ "$run_rc" != 0 ]; then
+  echo "some runs did not complete (see above); \`python -m harness status --preset $preset\` lists them"
+  exit "$run_rc"
+fi
+exit "$report_rc"

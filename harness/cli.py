@@ -1,0 +1,353 @@
+"""`python -m harness {plan,run,status,report,regress}`: sweeps from one file to a report.
+
+Exit codes: 0 everything asked for completed (or passed), 1 some run failed (or a
+regression), 2 bad input (sweep file, options, data).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import tyro
+
+from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, Outcome
+from harness.store import PENDING, STALE, Store, run_state
+from harness.sweep import PROJECT_ROOT, Sweep, SweepError, load_sweep, parse_list, parse_seeds
+from harness.sweep import preset_path as _preset_path
+from runrecord import atomic_write_json, schema, utc_now
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+@dataclass
+class Select:
+    """Which sweep, where its results live, and how to scale it down."""
+
+    sweep: Path | None = None
+    """Sweep file (TOML). Give this or --preset."""
+    preset: str | None = None
+    """Name of a preset under harness/presets/ (smoke, section3, base, workstation, scaling,
+    sync-vs-cleanba)."""
+    results_root: Path = PROJECT_ROOT / "results"
+    """Root of the results store; a sweep's runs go to <root>/<sweep name>/runs/<run id>/."""
+    frames: int | None = None
+    """Scale down: frame budget per run (replaces the file's frames)."""
+    games: str | None = None
+    """Scale down: keep only these games, comma-separated (e.g. Breakout-v5,Pong-v5)."""
+    seeds: str | None = None
+    """Scale down: these seeds, comma-separated (replaces the file's seeds)."""
+    name: str | None = None
+    """Sweep name (results folder); default: the file's name."""
+    accelerator: Literal["cpu", "gpu"] | None = None
+    """Run every run on this accelerator instead of the file's (cpu: XLA virtual devices),
+    e.g. to try a scaled-down GPU preset here. Not part of the run ids."""
+
+    def load(self) -> Sweep:
+        if (self.sweep is None) == (self.preset is None):
+            raise SweepError("give exactly one of --sweep FILE or --preset NAME")
+        path = self.sweep if self.sweep is not None else _preset_path(str(self.preset))
+        if self.frames is not None and self.frames < 1:
+            raise SweepError(f"--frames must be >= 1, got {self.frames}")
+        return load_sweep(path, frames=self.frames, games=parse_list(self.games),
+                          seeds=parse_seeds(self.seeds), name=self.name,
+                          accelerator=self.accelerator)
+
+    def store(self, sweep: Sweep) -> Store:
+        return Store(self.results_root, sweep.name)
+
+
+@dataclass
+class Plan(Select):
+    """Print the runs a sweep expands to, and each one's command, without starting anything."""
+
+    commands: bool = True
+    """Also print the command line of each run."""
+    sbatch: bool = False
+    """Also print the sbatch script `run --backend slurm` would submit for each job shape."""
+
+
+@dataclass
+class Run(Select):
+    """Run every run of the sweep that is not completed yet (resumable, lock per run)."""
+
+    backend: Literal["local", "slurm"] = "local"
+    """local: a process pool on this machine; slurm: one job (or array task) per run."""
+    max_parallel: int | None = None
+    """Local: at most this many runs at once (default: as many as the CPUs/GPUs allow)."""
+    max_attempts: int = 2
+    """A run that failed this many times is not retried (reported as exhausted)."""
+    retry_skipped: bool = False
+    """Retry runs recorded as skipped (e.g. after installing a missing baseline)."""
+    cpus: int | None = None
+    """Local: use only the first N CPU cores (default: all this process may use)."""
+    gpus: str | None = None
+    """Local: GPU ids to use, comma-separated (default: CUDA_VISIBLE_DEVICES or all)."""
+    slurm_cluster: Literal["slurm", "local", "debug"] = "slurm"
+    """Slurm backend: 'slurm' submits to the cluster; 'local' runs the same jobs through
+    submitit's local executor (for testing); 'debug' runs them in this process."""
+    progress: bool = True
+    """Show a live progress display and one line per finished run."""
+
+
+@dataclass
+class Status(Select):
+    """Table of the sweep's runs by state, with progress and ETA."""
+
+    all_runs: bool = False
+    """List every run, not only the unfinished and failed ones."""
+
+
+@dataclass
+class Report(Select):
+    """Build <root>/<sweep>/report/ (figures, tables, verdicts, index.html) via analysis/."""
+
+    delta: float | None = None
+    """Equivalence margin; default: the sweep's [report] delta."""
+    reps: int | None = None
+    """Bootstrap replicates; default: the sweep's [report] reps or the analysis default."""
+
+
+@dataclass
+class Regress(Select):
+    """Compare the sweep's runs with a committed reference (the CI gate)."""
+
+    reference: Path | None = None
+    """Reference run records (folder); default: the sweep's [regression] reference."""
+    delta: float | None = None
+    """Allowed drop of the normalised score; default: the sweep's [regression] delta."""
+
+
+Command = (
+    Annotated[Plan, tyro.conf.subcommand("plan")]
+    | Annotated[Run, tyro.conf.subcommand("run")]
+    | Annotated[Status, tyro.conf.subcommand("status")]
+    | Annotated[Report, tyro.conf.subcommand("report")]
+    | Annotated[Regress, tyro.conf.subcommand("regress")]
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cmd = tyro.cli(Command, args=argv, prog="python -m harness")  # type: ignore[call-overload]
+    try:
+        sweep = cmd.load()
+    except SweepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if isinstance(cmd, Plan):
+        return do_plan(cmd, sweep)
+    if isinstance(cmd, Run):
+        return do_run(cmd, sweep)
+    if isinstance(cmd, Status):
+        return do_status(cmd, sweep)
+    if isinstance(cmd, Report):
+        from harness.report import do_report
+
+        return do_report(cmd, sweep)
+    if isinstance(cmd, Regress):
+        from harness.report import do_regress
+
+        return do_regress(cmd, sweep)
+    raise AssertionError(cmd)
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def do_plan(cmd: Plan, sweep: Sweep) -> int:
+    store = cmd.store(sweep)
+    print(f"sweep {sweep.name}: {len(sweep.runs)} runs -> {store.runs_dir}")
+    for note in sweep.notes:
+        print(f"note: {note}")
+    for s in sweep.runs:
+        state = run_state(store.run_dir(s.run_id)).state
+        print(f"{s.run_id}  {state:<11} {s.label()}  steps={s.total_timesteps} "
+              f"frames={s.frames} cpus={s.cpus_needed}"
+              + (f" gpus={s.gpus_needed}" if s.gpus_needed else ""))
+        if cmd.commands:
+            for pid in range(s.num_processes):
+                print("    " + " ".join(s.command(store.run_dir(s.run_id), process_id=pid)))
+    if cmd.sbatch:
+        from harness.slurm import sbatch_script, slurm_parameters
+
+        shapes: dict[str, list] = {}
+        for s in sweep.runs:
+            key = repr(sorted((k, str(v)) for k, v in slurm_parameters(s, sweep.slurm).items()
+                              if k != "job_name"))
+            shapes.setdefault(key, []).append(s)
+        for runs in shapes.values():
+            print(f"\n# sbatch script for {len(runs)} run(s) like {runs[0].label()}:")
+            print(sbatch_script(runs[0], sweep.slurm, store.sweep_dir / "slurm",
+                                array_size=len(runs) if len(runs) > 1 else None))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- run
+
+
+def save_plan(sweep: Sweep, store: Store) -> None:
+    """Keep the sweep file and its expansion next to the results (provenance)."""
+    store.sweep_dir.mkdir(parents=True, exist_ok=True)
+    if sweep.source_text:
+        (store.sweep_dir / "sweep.toml").write_text(sweep.source_text, encoding="utf-8")
+    atomic_write_json(store.sweep_dir / "plan.json", {
+        "sweep": sweep.name,
+        "source": str(sweep.source) if sweep.source else None,
+        "written_at": utc_now(),
+        "runs": [
+            {"run_id": s.run_id, "label": s.label(), "definition": s.definition(),
+             "command": s.command(store.run_dir(s.run_id))}
+            for s in sweep.runs
+        ],
+    })
+
+
+def do_run(cmd: Run, sweep: Sweep) -> int:
+    store = cmd.store(sweep)
+    save_plan(sweep, store)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        print(f"\nharness: {signal.Signals(signum).name}: stopping the runs in flight "
+              "(they record `interrupted`; run again to carry on)", file=sys.stderr)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    t0 = time.time()
+    if cmd.backend == "local":
+        from harness.local import Pool, available_cpus
+
+        cpus = available_cpus()
+        if cmd.cpus is not None:
+            if not 1 <= cmd.cpus <= len(cpus):
+                print(f"error: --cpus {cmd.cpus}: this machine offers 1..{len(cpus)}",
+                      file=sys.stderr)
+                return EXIT_BAD_INPUT
+            cpus = cpus[:cmd.cpus]
+        gpus = None
+        if cmd.gpus is not None:
+            gpus = [int(g) for g in parse_list(cmd.gpus) or []]
+        pool = Pool(sweep.runs, store, max_parallel=cmd.max_parallel,
+                    max_attempts=cmd.max_attempts, retry_skipped=cmd.retry_skipped,
+                    cpus=cpus, gpus=gpus, progress=cmd.progress, stop=stop)
+        try:
+            outcomes, stats = pool.run()
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        perf = stats.as_dict()
+    else:
+        from harness.slurm import run_slurm
+
+        outcomes = run_slurm(sweep, store, cluster=cmd.slurm_cluster,
+                             max_attempts=cmd.max_attempts, retry_skipped=cmd.retry_skipped,
+                             progress=cmd.progress)
+        perf = {"wall_time_s": round(time.time() - t0, 2),
+                "run_wall_time_sum_s": round(sum(o.wall_time_s for o in outcomes), 2)}
+    code = summarise(sweep, store, outcomes, perf, stopped=stop.is_set())
+    store.append_log({"started_at": t0, "backend": cmd.backend, "runs": len(sweep.runs),
+                      "exit_code": code, **perf,
+                      "outcomes": {o.run_id: o.status for o in outcomes}})
+    return code
+
+
+def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
+              stopped: bool) -> int:
+    from collections import Counter
+
+    counts = Counter(o.status for o in outcomes)
+    print()
+    print(f"sweep {sweep.name}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if "wall_time_s" in perf:
+        line = (f"wall time {perf['wall_time_s']:.1f} s; sum of run times "
+                f"{perf.get('run_wall_time_sum_s', 0):.1f} s")
+        if "slot_utilisation" in perf:
+            line += (f"; CPU slots busy {100 * perf['slot_utilisation']:.1f}% of "
+                     f"{perf['cpus']} x wall; harness CPU {perf['harness_cpu_s']:.1f} s "
+                     f"= {100 * perf['harness_cpu_share']:.2f}% of all CPU time")
+        print(line)
+    bad = [o for o in outcomes if o.status in (schema.FAILED, EXHAUSTED)]
+    for o in bad:
+        what = "failed" if o.status == schema.FAILED else "failed too often, not retried"
+        print(f"  {what}: {o.run_id} {o.label}: {o.error.splitlines()[0] if o.error else ''}")
+        print(f"    log: {store.run_dir(o.run_id) / 'stdout.log'}")
+    if any(o.status == EXHAUSTED for o in outcomes):
+        print("  (runs that exhausted their attempts run again with a larger --max-attempts)")
+    for o in outcomes:
+        if o.status == schema.SKIPPED:
+            print(f"  skipped: baseline unavailable: {o.run_id} {o.label}: "
+                  f"{(o.error or '').splitlines()[0] if o.error else ''}")
+    if stopped or counts.get(schema.INTERRUPTED):
+        print("  interrupted runs are re-run by the next `harness run`")
+        return 130 if stopped else EXIT_FAILED
+    if bad or counts.get(BUSY):
+        return EXIT_FAILED
+    ok = {schema.COMPLETED, ALREADY_COMPLETED, schema.SKIPPED}
+    return EXIT_OK if all(o.status in ok for o in outcomes) else EXIT_FAILED
+
+
+# --------------------------------------------------------------------------- status
+
+
+def _fmt_s(s: float) -> str:
+    if s <= 0:
+        return "-"
+    h, rem = divmod(int(s), 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s"
+
+
+def do_status(cmd: Status, sweep: Sweep) -> int:
+    from collections import Counter
+
+    from rich.console import Console
+    from rich.table import Table
+
+    store = cmd.store(sweep)
+    rows = [(s, run_state(store.run_dir(s.run_id))) for s in sweep.runs]
+    counts = Counter(st.state for _, st in rows)
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    summary = Table(title=f"sweep {sweep.name}: {len(rows)} runs")
+    summary.add_column("state")
+    summary.add_column("runs", justify="right")
+    for state in ("completed", "running", PENDING, STALE, "interrupted", "failed", "skipped"):
+        if counts.get(state):
+            label = {STALE: "stale (interrupted)"}.get(state, state)
+            summary.add_row(label, str(counts[state]))
+    console.print(summary)
+    done_walls = [st.wall_time_s for _, st in rows if st.state == "completed" and st.wall_time_s]
+    table = Table()
+    for col in ("run id", "run", "state", "progress", "elapsed", "ETA", "attempts", "error"):
+        table.add_column(col)
+    remaining_s = 0.0
+    for spec, st in rows:
+        frac = min(1.0, st.env_steps / spec.total_timesteps) if spec.total_timesteps else 0.0
+        eta = 0.0
+        if st.state == "running" and st.env_steps and st.wall_time_s:
+            eta = (spec.total_timesteps - st.env_steps) * st.wall_time_s / st.env_steps
+        elif st.state in (PENDING, STALE, "interrupted") and done_walls:
+            eta = sum(done_walls) / len(done_walls)
+        if st.state != "completed":
+            remaining_s += eta
+        if not cmd.all_runs and st.state == "completed":
+            continue
+        table.add_row(spec.run_id, spec.label(), st.state, f"{100 * frac:.0f}%",
+                      _fmt_s(st.wall_time_s), _fmt_s(eta) if st.state != "completed" else "",
+                      str(st.attempts), st.error[:60])
+    if table.row_count:
+        console.print(table)
+    if remaining_s:
+        console.print(f"estimated run time left (sum over runs, before parallelism): "
+                      f"{_fmt_s(remaining_s)}")
+    print(json.dumps({k: counts.get(k, 0) for k in sorted(counts)}))
+    return EXIT_OK if counts.get("completed", 0) + counts.get("skipped", 0) == len(rows) \
+        else EXIT_FAILED

@@ -1,0 +1,328 @@
+"""Run one run: take its lock, start its trainer process(es), wait, settle its record.
+
+The same function serves the local pool (one thread per run) and Slurm (one call per
+job, in the job). The trainer writes the run record; the harness writes one only when
+the trainer could not (it died before writing, or was killed): then the run is recorded
+as failed or interrupted with the reason and the tail of stdout.log.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.store import (
+    LOG_FILE,
+    RunLock,
+    Store,
+    failed_attempts,
+    mark_interrupted,
+    read_manifest_or_none,
+)
+from harness.sweep import PROJECT_ROOT, RunSpec
+from harness.systems import EXIT_BAD_ARGS, EXIT_INTERRUPTED, EXIT_UNAVAILABLE
+from runrecord import RunWriter, atomic_write_json, schema, utc_now
+from runrecord.provenance import collect
+
+# Outcome statuses beyond the manifest's: the run was not started by this call.
+ALREADY_COMPLETED = "already-completed"
+BUSY = "busy"  # another harness process holds the run's lock
+EXHAUSTED = "exhausted"  # failed max_attempts times already
+
+STOP_GRACE_S = 30.0  # after SIGINT, how long a trainer may take to record `interrupted`
+PEER_GRACE_S = 20.0  # d>1: how long the other processes may run after one of them failed
+
+
+@dataclass
+class Outcome:
+    run_id: str
+    label: str
+    status: str
+    wall_time_s: float = 0.0
+    returncode: int | None = None
+    error: str = ""
+    attempt: int = 0
+    cpus: int = 1
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def child_env(
+    spec: RunSpec, cpu_ids: Sequence[int] | None, gpu_ids: Sequence[int] | None,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """Environment of a trainer process: its devices, its thread counts, offline wandb."""
+    env = dict(os.environ if base is None else base)
+    threads = str(len(cpu_ids) if cpu_ids else spec.resources.cpus_per_process)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = threads
+    if spec.resources.accelerator == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+        flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
+                       env.get("XLA_FLAGS", "")).strip()
+        env["XLA_FLAGS"] = (
+            f"{flags} --xla_force_host_platform_device_count={spec.layout.devices_per_process}"
+        ).strip()
+    elif gpu_ids is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
+    env.setdefault("WANDB_MODE", "offline")
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
+    )
+    return env
+
+
+def base_manifest(spec: RunSpec, command: list[str]) -> dict[str, Any]:
+    """Identity of a run for a record the harness must write itself (trainer never did)."""
+    from cleanba.envs import env_protocol
+
+    layout = spec.layout.to_dict()
+    layout.update(devices=None, num_cpus=spec.cpus_needed)
+    return {
+        "run_id": spec.run_id, "sweep": spec.sweep, "system": spec.system,
+        "architecture": spec.architecture, "env_id": spec.env_id, "seed": spec.seed,
+        "layout": layout,
+        "hyperparameters": {"preset": spec.preset, "total_timesteps": spec.total_timesteps,
+                            **spec.overrides},
+        "env_protocol": env_protocol(spec.env_id),
+        "provenance": collect(command=command, recorded_by="harness"),
+    }
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 6000))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def launch_and_wait(
+    spec: RunSpec,
+    run_dir: Path,
+    process_ids: Sequence[int],
+    coordinator: str,
+    cpu_ids: Sequence[int] | None,
+    gpu_ids: Sequence[int] | None,
+    stop: threading.Event | None,
+    header: str,
+    python: str = sys.executable,
+) -> tuple[list[int], str]:
+    """Start the given processes of a run, wait for all; returns (exit codes, why stopped)."""
+    log_path = run_dir / LOG_FILE
+    procs: list[subprocess.Popen] = []
+    why = ""
+    with open(log_path, "ab") as log:
+        log.write(f"=== harness: {header} ===\n".encode())
+        log.flush()
+        cpp = spec.resources.cpus_per_process
+        for i, pid in enumerate(process_ids):
+            argv = spec.command(run_dir, process_id=pid, coordinator=coordinator, python=python)
+            my_cpus = list(cpu_ids[i * cpp:(i + 1) * cpp]) if cpu_ids else None
+            shim = [python, "-m", "harness._child"]
+            if my_cpus:
+                shim += ["--cpus", ",".join(map(str, my_cpus))]
+            env = child_env(spec, my_cpus, gpu_ids)
+            env["HARNESS_PARENT_PID"] = str(os.getpid())
+            log.write(f"=== process {pid}: {' '.join(argv)}\n".encode())
+            log.flush()
+            procs.append(subprocess.Popen(
+                [*shim, "--", *argv], stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env, cwd=PROJECT_ROOT, start_new_session=True,
+            ))
+    deadline = (time.monotonic() + spec.resources.timeout_min * 60
+                if spec.resources.timeout_min else None)
+    signalled_at: float | None = None
+    first_failure_at: float | None = None
+    while True:
+        codes = [p.poll() for p in procs]
+        if all(c is not None for c in codes):
+            break
+        now = time.monotonic()
+        if signalled_at is None:
+            if stop is not None and stop.is_set():
+                why = "stopped by the harness (interrupt)"
+            elif deadline is not None and now > deadline:
+                why = f"timeout after {spec.resources.timeout_min} min"
+            if why:
+                for p in procs:
+                    _signal_group(p, signal.SIGINT)
+                signalled_at = now
+        elif now - signalled_at > STOP_GRACE_S:
+            for p in procs:
+                _signal_group(p, signal.SIGKILL)
+        if any(c not in (None, 0) for c in codes):
+            first_failure_at = first_failure_at or now
+            if now - first_failure_at > PEER_GRACE_S:
+                for p in procs:
+                    if p.poll() is None:
+                        _signal_group(p, signal.SIGKILL)
+        time.sleep(0.2)
+    return [int(p.returncode) for p in procs], why
+
+
+_EXIT_MEANING = {
+    0: "exited 0 without completing its record", 1: "the trainer failed", EXIT_BAD_ARGS: "bad arguments (the command line was rejected)",
+    EXIT_UNAVAILABLE: "unavailable", EXIT_INTERRUPTED: "interrupted",
+    -9: "killed by SIGKILL (out of memory?)", -11: "segmentation fault",
+}
+
+
+def exit_meaning(code: int) -> str:
+    if code in _EXIT_MEANING:
+        return _EXIT_MEANING[code]
+    if code < 0:
+        return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def execute_run(
+    spec: RunSpec,
+    store: Store,
+    *,
+    max_attempts: int = 2,
+    retry_skipped: bool = False,
+    cpu_ids: Sequence[int] | None = None,
+    gpu_ids: Sequence[int] | None = None,
+    stop: threading.Event | None = None,
+    process_ids: Sequence[int] | None = None,
+    coordinator: str | None = None,
+) -> Outcome:
+    """Run `spec` unless it is completed, locked by someone else, or out of attempts.
+
+    `process_ids` and `coordinator` are for Slurm, where each task starts its own process
+    (rank 0 calls this; others call `run_peer_process`). Locally all processes start here.
+    """
+    run_dir = store.run_dir(spec.run_id)
+    out = Outcome(spec.run_id, spec.label(), BUSY, cpus=spec.cpus_needed)
+    lock = RunLock(run_dir)
+    if not lock.acquire():
+        return out
+    try:
+        manifest = read_manifest_or_none(run_dir)
+        status = (manifest or {}).get("status")
+        attempts, failures = failed_attempts(run_dir, manifest)
+        out.attempt = attempts
+        if status == schema.COMPLETED:
+            out.status = ALREADY_COMPLETED
+            return out
+        if status == schema.SKIPPED and not retry_skipped:
+            out.status = schema.SKIPPED
+            out.error = ((manifest or {}).get("error") or {}).get("message", "")
+            return out
+        if failures >= max_attempts:
+            out.status = EXHAUSTED
+            out.error = ((manifest or {}).get("error") or {}).get("message", "") or "failed"
+            return out
+        if status == schema.RUNNING:
+            mark_interrupted(run_dir, "its supervising harness died before it finished "
+                             "(the run's lock was free); re-run")
+        out.attempt = attempts + 1
+        if process_ids is None:
+            process_ids = list(range(spec.num_processes))
+        if coordinator is None:
+            coordinator = f"127.0.0.1:{free_port()}"
+        t0 = time.monotonic()
+        header = (f"attempt {out.attempt} of run {spec.run_id} ({spec.label()}) started "
+                  f"{utc_now()} on {socket.gethostname()}")
+        codes, why = launch_and_wait(spec, run_dir, process_ids, coordinator, cpu_ids,
+                                     gpu_ids, stop, header)
+        out.wall_time_s = time.monotonic() - t0
+        out.returncode = codes[0]
+        return _settle(spec, run_dir, out, codes, why, stop)
+    finally:
+        lock.release()
+
+
+def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: str,
+            stop: threading.Event | None) -> Outcome:
+    """Read what the trainer recorded and make the record say what happened."""
+    manifest = read_manifest_or_none(run_dir)
+    status = (manifest or {}).get("status")
+    rc = codes[0]
+    tail = log_tail(run_dir / LOG_FILE)
+    if status == schema.COMPLETED:
+        out.status = schema.COMPLETED
+        if any(c != 0 for c in codes):
+            out.error = f"record completed, but process exit codes were {codes}"
+        return out
+    if status == schema.SKIPPED or rc == EXIT_UNAVAILABLE:
+        out.status = schema.SKIPPED
+        if manifest is None:
+            reason = f"unavailable (exit code 3); log tail:\n{tail}"
+            from runrecord import write_skipped
+
+            write_skipped(run_dir, base_manifest(spec, spec.command(run_dir)), reason)
+            out.error = reason
+        else:
+            out.error = (manifest.get("error") or {}).get("message", "")
+        return out
+    interrupted = (
+        rc == EXIT_INTERRUPTED or status == schema.INTERRUPTED
+        or (stop is not None and stop.is_set() and not why.startswith("timeout"))
+    )
+    final = schema.INTERRUPTED if interrupted else schema.FAILED
+    if status in (schema.FAILED, schema.INTERRUPTED) and manifest is not None:
+        err = manifest.get("error") or {}
+        out.status = str(status)
+        out.error = f"{err.get('type', '')}: {err.get('message', '')}".strip(": ")
+        return out
+    # The trainer did not settle its record: it died, was killed or rejected its arguments.
+    reason = why or exit_meaning(rc)
+    codes_text = ", ".join(f"process {i}: {exit_meaning(c)}" for i, c in enumerate(codes))
+    error = {
+        "type": "Interrupted" if interrupted else "TrainerExit",
+        "message": f"{reason} ({codes_text})",
+        "traceback": tail,
+    }
+    if manifest is None:
+        writer = RunWriter(run_dir, base_manifest(spec, spec.command(run_dir)))
+        writer.finish(final, error=error)
+    else:
+        manifest.update(status=final, finished_at=utc_now(), error=error)
+        atomic_write_json(run_dir / schema.MANIFEST_FILE, manifest)
+    out.status = final
+    out.error = error["message"]
+    return out
+
+
+def run_peer_process(spec: RunSpec, store: Store, process_id: int, coordinator: str,
+                     stop: threading.Event | None = None) -> int:
+    """Slurm tasks of rank > 0: start this task's process of a d>1 run and wait.
+
+    Rank 0 owns the lock and the record; a peer only checks the run is not done already.
+    """
+    run_dir = store.run_dir(spec.run_id)
+    manifest = read_manifest_or_none(run_dir)
+    if manifest and manifest.get("status") in (schema.COMPLETED, schema.SKIPPED):
+        return 0
+    run_dir.mkdir(parents=True, exist_ok=True)
+    codes, _ = launch_and_wait(spec, run_dir, [process_id], coordinator, None, None, stop,
+                               f"process {process_id} of run {spec.run_id} on "
+                               f"{socket.gethostname()} at {utc_now()}")
+    return codes[0]

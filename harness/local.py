@@ -1,0 +1,275 @@
+"""Local backend: a pool that runs as many runs at once as the CPUs and devices allow.
+
+Each run asks for cpus_per_process x processes CPU cores (pinned) and, with
+accelerator = 'gpu', one GPU per layout device per process. The scheduler starts the
+largest runs first and back-fills free slots with smaller ones. Each run is supervised
+by one thread (which holds the run's lock) and its trainer processes die with it.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import resource
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.execute import ALREADY_COMPLETED, BUSY, Outcome, execute_run
+from harness.store import Store, last_progress
+from harness.sweep import RunSpec
+from runrecord import schema
+
+BUSY_RECHECK_S = 5.0  # a run locked by another harness: look again after this long
+
+
+def available_cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def detect_gpus() -> list[int]:
+    """GPU ids this process may use: CUDA_VISIBLE_DEVICES, else nvidia-smi, else none."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [int(x) for x in visible.split(",") if x.strip().isdigit()]
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                                 timeout=20).stdout
+            return list(range(sum(1 for line in out.splitlines() if line.startswith("GPU"))))
+        except (OSError, subprocess.SubprocessError):
+            return []
+    return []
+
+
+@dataclass
+class PoolStats:
+    """Figures of one `harness run`: how busy the slots were and what the harness cost."""
+
+    wall_time_s: float = 0.0
+    run_wall_time_sum_s: float = 0.0
+    cpu_slot_seconds_used: float = 0.0
+    cpus: int = 0
+    harness_cpu_s: float = 0.0
+    children_cpu_s: float = 0.0
+    runs_started: int = 0
+
+    @property
+    def utilisation(self) -> float:
+        total = self.cpus * self.wall_time_s
+        return self.cpu_slot_seconds_used / total if total > 0 else 0.0
+
+    @property
+    def harness_overhead(self) -> float:
+        """Harness CPU time as a share of all CPU time spent (harness + trainers)."""
+        total = self.harness_cpu_s + self.children_cpu_s
+        return self.harness_cpu_s / total if total > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "wall_time_s": round(self.wall_time_s, 2),
+            "run_wall_time_sum_s": round(self.run_wall_time_sum_s, 2),
+            "cpu_slot_seconds_used": round(self.cpu_slot_seconds_used, 2),
+            "cpus": self.cpus,
+            "slot_utilisation": round(self.utilisation, 4),
+            "harness_cpu_s": round(self.harness_cpu_s, 2),
+            "children_cpu_s": round(self.children_cpu_s, 2),
+            "harness_cpu_share": round(self.harness_overhead, 4),
+            "runs_started": self.runs_started,
+        }
+
+
+@dataclass
+class _Active:
+    spec: RunSpec
+    cpu_ids: list[int]
+    gpu_ids: list[int]
+    started: float
+    thread: threading.Thread
+    task: Any = None  # rich TaskID of its progress bar
+
+
+@dataclass
+class _Pending:
+    spec: RunSpec
+    not_before: float = 0.0
+
+
+@dataclass
+class Pool:
+    specs: Sequence[RunSpec]
+    store: Store
+    max_parallel: int | None = None
+    max_attempts: int = 2
+    retry_skipped: bool = False
+    cpus: list[int] = field(default_factory=available_cpus)
+    gpus: list[int] | None = None
+    progress: bool = True
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> tuple[list[Outcome], PoolStats]:
+        gpus = detect_gpus() if self.gpus is None else list(self.gpus)
+        stats = PoolStats(cpus=len(self.cpus))
+        t0 = time.monotonic()
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        for spec in self.specs:
+            if spec.gpus_needed > len(gpus):
+                raise RuntimeError(
+                    f"{spec.label()} needs {spec.gpus_needed} GPU(s), this machine offers "
+                    f"{len(gpus)}; use accelerator = 'cpu' or run on Slurm"
+                )
+        # Largest first (they are the hardest to fit), then sweep order.
+        order = sorted(range(len(self.specs)),
+                       key=lambda i: (-self.specs[i].cpus_needed, -self.specs[i].gpus_needed, i))
+        pending = [_Pending(self.specs[i]) for i in order]
+        free_cpus = list(self.cpus)
+        free_gpus = list(gpus)
+        active: dict[str, _Active] = {}
+        done: queue.Queue[Outcome] = queue.Queue()
+        outcomes: list[Outcome] = []
+        display = _Display(self.specs, self.store, enabled=self.progress)
+
+        def worker(spec: RunSpec, cpu_ids: list[int], gpu_ids: list[int]) -> None:
+            try:
+                o = execute_run(spec, self.store, max_attempts=self.max_attempts,
+                                retry_skipped=self.retry_skipped, cpu_ids=cpu_ids,
+                                gpu_ids=gpu_ids, stop=self.stop)
+            except Exception as e:  # a harness bug must not hang the pool
+                o = Outcome(spec.run_id, spec.label(), schema.FAILED,
+                            error=f"harness error: {type(e).__name__}: {e}")
+            done.put(o)
+
+        with display:
+            while pending or active:
+                now = time.monotonic()
+                if not self.stop.is_set():
+                    for item in list(pending):
+                        if self.max_parallel and len(active) >= self.max_parallel:
+                            break
+                        if item.not_before > now:
+                            continue
+                        spec = item.spec
+                        need_c = min(spec.cpus_needed, len(self.cpus))
+                        if need_c > len(free_cpus) or spec.gpus_needed > len(free_gpus):
+                            continue
+                        cpu_ids = free_cpus[:need_c]
+                        # A run wider than the machine gets all cores, shared by its processes.
+                        while len(cpu_ids) < spec.cpus_needed:
+                            cpu_ids.append(cpu_ids[len(cpu_ids) % need_c])
+                        gpu_ids = free_gpus[:spec.gpus_needed]
+                        del free_cpus[:need_c]
+                        del free_gpus[:spec.gpus_needed]
+                        pending.remove(item)
+                        th = threading.Thread(target=worker, args=(spec, cpu_ids, gpu_ids),
+                                              name=f"run-{spec.run_id}", daemon=True)
+                        active[spec.run_id] = _Active(spec, cpu_ids, gpu_ids, now, th)
+                        th.start()
+                        active[spec.run_id].task = display.start(spec)
+                else:
+                    pending.clear()
+                try:
+                    o = done.get(timeout=0.5)
+                except queue.Empty:
+                    display.refresh(active.values())
+                    continue
+                a = active.pop(o.run_id)
+                a.thread.join()
+                free_cpus = sorted(set(free_cpus) | set(a.cpu_ids))
+                free_gpus = sorted(set(free_gpus) | set(a.gpu_ids))
+                display.finish(a, o)
+                if o.status == BUSY and not self.stop.is_set():
+                    # Another harness runs it; look again later (then it is done, or free).
+                    pending.append(_Pending(a.spec, time.monotonic() + BUSY_RECHECK_S))
+                    continue
+                if o.status != ALREADY_COMPLETED and o.returncode is not None:
+                    stats.runs_started += 1
+                    stats.run_wall_time_sum_s += o.wall_time_s
+                    stats.cpu_slot_seconds_used += o.wall_time_s * len(set(a.cpu_ids))
+                outcomes.append(o)
+        stats.wall_time_s = time.monotonic() - t0
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        stats.harness_cpu_s = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+        stats.children_cpu_s = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+        return outcomes, stats
+
+
+class _Display:
+    """Live progress (rich) of the runs in flight, one line per finished run."""
+
+    def __init__(self, specs: Sequence[RunSpec], store: Store, enabled: bool):
+        from rich.console import Console
+
+        self.console = Console()
+        self.store = store
+        self.enabled = enabled
+        self.total = len(specs)
+        self.finished = 0
+        self.progress = None
+        if enabled and self.console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), TimeRemainingColumn(), console=self.console,
+                transient=False,
+            )
+            self.overall = self.progress.add_task("runs finished", total=self.total)
+
+    def __enter__(self) -> _Display:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def start(self, spec: RunSpec) -> Any:
+        if self.progress is None:
+            return None
+        return self.progress.add_task(f"{spec.run_id} {spec.label()}",
+                                      total=spec.total_timesteps)
+
+    def refresh(self, active) -> None:
+        if self.progress is None:
+            return
+        for a in active:
+            if a.task is not None:
+                steps, _ = last_progress(self.store.run_dir(a.spec.run_id))
+                self.progress.update(a.task, completed=steps)
+
+    def finish(self, a: _Active, o: Outcome) -> None:
+        if self.progress is not None and a.task is not None:
+            self.progress.remove_task(a.task)
+        if o.status == BUSY:
+            return
+        self.finished += 1
+        if self.progress is not None:
+            self.progress.update(self.overall, completed=self.finished)
+        if not self.enabled:
+            return
+        colour = {"completed": "green", "already-completed": "dim", "failed": "red",
+                  "exhausted": "red", "skipped": "yellow", "interrupted": "yellow"}
+        c = colour.get(o.status, "white")
+        msg = f"[{self.finished}/{self.total}] [{c}]{o.status}[/{c}] {o.run_id} {o.label}"
+        if o.returncode is not None:
+            msg += f" ({o.wall_time_s:.1f} s, attempt {o.attempt})"
+        if o.error and o.status != "completed":
+            msg += f": {o.error.splitlines()[0][:160]}"
+        self.console.print(msg, highlight=False, soft_wrap=True)

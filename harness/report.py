@@ -1,0 +1,341 @@
+"""`harness report` and `harness regress`: hand a sweep's records to analysis/.
+
+The report is analysis.report.build_report_assets (figures, tables, verdicts) plus one
+self-contained HTML page built here: figures embedded as base64 PNG, tables as HTML,
+verdict lines, runs left out, warnings and the sweep's provenance. The page has no
+external references, so it opens from disk or as an e-mail attachment.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from harness.store import Store, run_state
+from harness.sweep import PROJECT_ROOT, Sweep
+from runrecord import atomic_write_json, schema, utc_now
+from runrecord.provenance import collect, git_state
+
+REPORT_PAGE = "index.html"
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
+max-width:1100px;padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;
+margin-top:2em}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.88em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+figure{margin:1.2em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:.88em;color:#444}
+.verdict{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;padding:.3em .5em;
+margin:.2em 0;border-left:4px solid #999;background:#fafafa;white-space:pre-wrap}
+.v-PASS,.v-OK,.v-BITWISE{border-color:#2a7}.v-DIFFERENT,.v-FAIL,.v-REGRESSION{border-color:#c33}
+.v-INCONCLUSIVE,.v-WARN{border-color:#d92}
+.muted{color:#666;font-size:.88em}code{font-size:.92em}
+"""
+
+
+def _table_html(header: list[str], rows: list[list[Any]], cls: str = "") -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
+    )
+    c = f' class="{cls}"' if cls else ""
+    return f"<table{c}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _csv_table(path: str | Path) -> str:
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return "<p class='muted'>(empty table)</p>"
+    return _table_html(rows[0], rows[1:], "data")
+
+
+def _png_data_uri(path: str | Path) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f"data:image/png;base64,{data}"
+
+
+def _verdict_class(verdict: str) -> str:
+    word = str(verdict).split()[0].upper() if verdict else "WARN"
+    return "v-" + "".join(ch for ch in word if ch.isalnum())
+
+
+def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = None) -> str:
+    """The report page: everything inline (no network, no files beside it needed)."""
+    title = f"Sweep {sweep.name}: report"
+    parts = [
+        "<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
+    if sweep.description:
+        parts.append(f"<p>{html.escape(sweep.description)}</p>")
+    runs = assets.get("runs", {})
+    parts.append(
+        f"<p class='muted'>{int(runs.get('included', 0))} completed runs analysed, "
+        f"{len(runs.get('left_out', []))} left out. Generated {utc_now()}.</p>"
+    )
+
+    parts.append("<h2 id='verdicts'>Verdicts</h2>")
+    verdicts = assets.get("verdicts", [])
+    if not verdicts:
+        parts.append("<p class='muted'>No verdict could be computed (see warnings).</p>")
+    for v in verdicts:
+        # The line names its kind and subject already ("equivalence A vs B: PASS ...").
+        parts.append(f"<div class='verdict {_verdict_class(v.get('verdict', ''))}' "
+                     f"title='{html.escape(str(v.get('subject', '')))}'>"
+                     f"{html.escape(str(v.get('line', '')))}</div>")
+
+    parts.append("<h2 id='figures'>Figures</h2>")
+    for fig in assets.get("figures", []):
+        parts.append(
+            f"<figure id='fig-{html.escape(fig['name'])}'>"
+            f"<img src='{_png_data_uri(fig['png'])}' alt='{html.escape(fig['title'])}'>"
+            f"<figcaption><b>{html.escape(fig['title'])}.</b> "
+            f"{html.escape(fig.get('caption', ''))}</figcaption></figure>"
+        )
+    if not assets.get("figures"):
+        parts.append("<p class='muted'>No figures (see warnings).</p>")
+
+    parts.append("<h2 id='tables'>Tables</h2>")
+    for t in assets.get("tables", []):
+        parts.append(f"<h3>{html.escape(t['title'])}</h3>")
+        parts.append(_csv_table(t["csv"]))
+
+    left_out = runs.get("left_out", [])
+    if left_out:
+        parts.append("<h2 id='left-out'>Runs left out</h2>")
+        parts.append(_table_html(["run id", "status", "reason"],
+                                 [[r.get("run_id"), r.get("status"), r.get("reason")]
+                                  for r in left_out]))
+    warnings = assets.get("warnings", [])
+    if warnings:
+        parts.append("<h2 id='warnings'>Warnings</h2><ul>")
+        parts += [f"<li>{html.escape(str(w))}</li>" for w in warnings]
+        parts.append("</ul>")
+
+    parts.append("<h2 id='runs'>Runs of the sweep</h2>")
+    rows = []
+    for s in sweep.runs:
+        st = run_state(store.run_dir(s.run_id))
+        rows.append([s.run_id, s.label(), st.state, f"{st.wall_time_s:.0f}", st.attempts,
+                     st.error[:80]])
+    parts.append(_table_html(["run id", "run", "state", "wall time (s)", "attempts", "error"],
+                             rows))
+
+    parts.append("<h2 id='provenance'>Provenance</h2>")
+    prov = collect(packages=("jax", "jaxlib", "flax", "optax", "envpool", "numpy", "scipy",
+                             "matplotlib", "submitit"))
+    git = git_state(PROJECT_ROOT)
+    items = [
+        ("sweep", sweep.name), ("sweep file", str(sweep.source) if sweep.source else "-"),
+        ("results", str(store.sweep_dir)),
+        ("project git", f"{git.get('sha')} (dirty: {git.get('dirty')})"),
+        ("report built on", f"{prov['host']}, {prov['cpu_model']}, python {prov['python']}"),
+        ("packages", ", ".join(f"{k} {v}" for k, v in prov["packages"].items() if v)),
+        *((k, str(v)) for k, v in (extra or {}).items()),
+    ]
+    parts.append(_table_html(["", ""], [list(i) for i in items]))
+    if sweep.source_text:
+        parts.append("<details><summary>sweep file</summary><pre>"
+                     f"{html.escape(sweep.source_text)}</pre></details>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def planned_run_dirs(sweep: Sweep, store: Store) -> list[Path]:
+    return [store.run_dir(s.run_id) for s in sweep.runs
+            if (store.run_dir(s.run_id) / schema.MANIFEST_FILE).exists()]
+
+
+def report_parts(sweep: Sweep, store: Store) -> dict[str, list[Path]]:
+    """Planned runs with a record, split into parts analysed separately: Atari games
+    together, every other env on its own. A part is one benchmark: runs of different
+    benchmarks (CartPole, Atari) must not share a group, or a group that ran both would
+    drop out of the comparisons of either."""
+    from cleanba.envs import is_atari
+
+    parts: dict[str, list[Path]] = {}
+    for s in sweep.runs:
+        d = store.run_dir(s.run_id)
+        if (d / schema.MANIFEST_FILE).exists():
+            parts.setdefault("Atari" if is_atari(s.env_id) else s.env_id, []).append(d)
+    return parts or {"runs": []}
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def _empty_assets() -> dict[str, Any]:
+    return {"figures": [], "tables": [], "verdicts": [],
+            "runs": {"included": 0, "left_out": []}, "warnings": []}
+
+
+def _merge_assets(into: dict[str, Any], part: dict[str, Any], label: str) -> None:
+    """Add one part's assets, titles prefixed with the part's label."""
+    pre = f"{label}: " if label else ""
+    for f in part.get("figures", []):
+        into["figures"].append({**f, "name": _slug(pre + f["name"]), "title": pre + f["title"]})
+    for t in part.get("tables", []):
+        into["tables"].append({**t, "name": _slug(pre + t["name"]), "title": pre + t["title"]})
+    for v in part.get("verdicts", []):
+        into["verdicts"].append({**v, "subject": pre + str(v.get("subject", "")),
+                                 "line": pre + str(v.get("line", ""))})
+    runs = part.get("runs", {})
+    into["runs"]["included"] += int(runs.get("included", 0))
+    into["runs"]["left_out"] += list(runs.get("left_out", []))
+    into["warnings"] += [pre + str(w) for w in part.get("warnings", [])]
+
+
+def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
+                 reps: int | None = None) -> tuple[Path, dict]:
+    """Write <sweep>/report/ and its index.html; return (page path, assets)."""
+    from analysis.report import build_report_assets
+
+    out_dir = store.report_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    opts: dict[str, Any] = {"group_by": str(sweep.report.get("group_by", "layout.name"))}
+    if delta is not None or "delta" in sweep.report:
+        opts["delta"] = float(delta if delta is not None else sweep.report["delta"])
+    if reps is not None or "reps" in sweep.report:
+        r = int(reps if reps is not None else sweep.report["reps"])
+        opts["reps"] = r
+        opts["aggregate_reps"] = max(r, min(50_000, 10 * r))
+    if "seed" in sweep.report:
+        opts["seed"] = int(sweep.report["seed"])
+    assets = _empty_assets()
+    parts = report_parts(sweep, store)
+    for label, inputs in parts.items():
+        sub = out_dir if len(parts) == 1 else out_dir / _slug(label)
+        part = build_report_assets(inputs, sub, **opts)
+        _merge_assets(assets, part, label if len(parts) > 1 else "")
+    states = Counter(run_state(store.run_dir(s.run_id)).state for s in sweep.runs)
+    extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
+    page = out_dir / REPORT_PAGE
+    tmp = page.with_suffix(".html.tmp")
+    tmp.write_text(build_html(assets, sweep, store, extra), encoding="utf-8")
+    tmp.replace(page)
+    atomic_write_json(out_dir / "assets.json", assets)
+    lines = [str(v.get("line", "")) for v in assets.get("verdicts", [])]
+    (out_dir / "verdicts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return page, assets
+
+
+def do_report(cmd: Any, sweep: Sweep) -> int:
+    store = cmd.store(sweep)
+    if not store.runs_dir.exists():
+        print(f"error: no runs of sweep {sweep.name} under {store.runs_dir}; "
+              "run `python -m harness run` first", file=sys.stderr)
+        return 2
+    page, assets = build_report(sweep, store, delta=cmd.delta, reps=cmd.reps)
+    print(f"report: {page}")
+    for w in assets.get("warnings", []):
+        print(f"warning: {w}")
+    for v in assets.get("verdicts", []):
+        print(f"verdict: {v.get('kind')}: {v.get('line')}")
+    return 0
+
+
+# --------------------------------------------------------------------------- regression
+
+
+def _per_seed_values(runs, system: str, layout: str, games: list[str]):
+    """Per-seed IQM over `games` of the final normalised score of one system on one layout."""
+    from analysis.errors import AnalysisError
+    from analysis.load import RunSet
+    from analysis.report import analyse
+    from analysis.verdicts import per_seed_iqm
+
+    chosen = RunSet(included=[
+        r for r in runs.included
+        if r.manifest.get("system") == system and (r.manifest.get("layout") or {}).get("name")
+        == layout and r.manifest.get("env_id") in games])
+    if not chosen.included:
+        raise AnalysisError(f"no completed run of {system} on {layout} ({', '.join(games)})")
+    a = analyse(chosen, group_by="", separate_systems=False)
+    groups = {g: gs for suite in a.suites for g, gs in suite.items()}
+    if len(groups) != 1:
+        raise AnalysisError(f"{system} on {layout}: runs form {len(groups)} groups; expected "
+                            f"one ({'; '.join(a.warnings)})")
+    return per_seed_iqm(next(iter(groups.values())).final)
+
+
+def regress(sweep: Sweep, store: Store, reference: Path, delta: float) -> tuple[int, list[str]]:
+    """One regression verdict per system of the [regression] selection.
+
+    The replicates of a system are its (layout, seed) runs: layouts are hardware only, so
+    every layout's seeds estimate the same score, and pooling them makes the bound tighter
+    than 3 seeds alone could. Each replicate is the IQM over the selected games of the
+    final normalised score. A layout with no completed run is a data error (exit 2): a
+    layout that stops working must fail the gate too.
+    """
+    import numpy as np
+
+    from analysis.errors import AnalysisError
+    from analysis.load import load_runs
+    from analysis.verdicts import regression
+
+    cfg = sweep.regression
+    systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
+    games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})
+    layouts = cfg.get("layouts") or sorted({s.layout.name for s in sweep.runs})
+    new_runs = load_runs(planned_run_dirs(sweep, store))
+    ref_runs = load_runs([reference])
+    lines: list[str] = []
+    code = 0
+    for system in systems:
+        mine = sorted({s.layout.name for s in sweep.runs
+                       if s.system == system and s.env_id in games and s.layout.name in layouts})
+        if not mine:
+            continue
+        try:
+            new = np.concatenate([_per_seed_values(new_runs, system, lay, games) for lay in mine])
+            ref = np.concatenate([_per_seed_values(ref_runs, system, lay, games) for lay in mine])
+            res = regression(new, ref, delta)
+        except AnalysisError as e:
+            lines.append(f"ERROR {system}: {e}")
+            code = max(code, 2)
+            continue
+        lines.append(f"{system} ({len(mine)} layouts x seeds, {', '.join(games)}): "
+                     f"{res.line()}")
+        code = max(code, res.exit_code)
+    if not lines:
+        lines.append("ERROR: the [regression] selection matches no run of this sweep")
+        code = 2
+    return code, lines
+
+
+def do_regress(cmd: Any, sweep: Sweep) -> int:
+    store = cmd.store(sweep)
+    ref = cmd.reference or sweep.regression.get("reference")
+    if ref is None:
+        print("error: no reference: give --reference DIR or set [regression] reference",
+              file=sys.stderr)
+        return 2
+    ref = Path(ref)
+    if not ref.is_absolute():
+        ref = PROJECT_ROOT / ref
+    if not ref.exists():
+        print(f"error: reference {ref} does not exist", file=sys.stderr)
+        return 2
+    delta = cmd.delta if cmd.delta is not None else sweep.regression.get("delta")
+    if delta is None:
+        print("error: no delta: give --delta D or set [regression] delta", file=sys.stderr)
+        return 2
+    code, lines = regress(sweep, store, ref, float(delta))
+    for line in lines:
+        print(f"regression: {line}")
+    verdict = {0: "PASS", 1: "REGRESSION", 2: "ERROR"}[code]
+    print(f"regression verdict: {verdict} (reference {ref}, delta {delta})")
+    return code

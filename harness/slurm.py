@@ -1,0 +1,215 @@
+"""Slurm backend through submitit: one job per run (or job arrays), same records.
+
+A job runs `slurm_job`, which calls the same `execute_run` as the local pool: the job's
+rank-0 task takes the run's lock, starts process 0 of the trainer and settles the record.
+A layout with d processes gets d Slurm tasks (all on one node unless [slurm]
+processes_per_node is smaller); every task starts its own trainer process with
+--distributed, the coordinator being the job's first node at a port derived from the job
+id. The [slurm] table of the sweep file sets partition, GPUs, CPUs, time, account, ...
+
+`cluster="local"` runs the same jobs through submitit's LocalExecutor (tests, laptops):
+the only difference from Slurm is who starts the job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from harness.execute import ALREADY_COMPLETED, EXHAUSTED, Outcome, execute_run, run_peer_process
+from harness.store import Store, run_state
+from harness.sweep import RunSpec, Sweep
+from runrecord import schema
+
+DEFAULT_TIMEOUT_MIN = 60
+
+
+def _processes_per_node(spec: RunSpec, cfg: dict[str, Any]) -> int:
+    return min(spec.num_processes, int(cfg.get("processes_per_node") or spec.num_processes))
+
+
+def job_shape(spec: RunSpec, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Generic job parameters of a run (submitit's names, cluster-independent)."""
+    per_node = _processes_per_node(spec, cfg)
+    nodes = math.ceil(spec.num_processes / per_node)
+    gpus = cfg.get("gpus_per_node")
+    if gpus is None:
+        gpus = spec.layout.devices_per_process * per_node if spec.gpus_needed else 0
+    timeout = cfg.get("timeout_min") or spec.resources.timeout_min or DEFAULT_TIMEOUT_MIN
+    return {
+        "nodes": nodes,
+        "tasks_per_node": per_node,
+        "cpus_per_task": int(cfg.get("cpus_per_task") or spec.resources.cpus_per_process),
+        "gpus_per_node": int(gpus),
+        "timeout_min": int(math.ceil(float(timeout))),
+    }
+
+
+def slurm_parameters(spec: RunSpec, cfg: dict[str, Any]) -> dict[str, Any]:
+    """SlurmExecutor parameters (sbatch names) of a run."""
+    shape = job_shape(spec, cfg)
+    params: dict[str, Any] = {
+        "job_name": f"{spec.sweep}-{spec.run_id}",
+        "nodes": shape["nodes"],
+        "ntasks_per_node": shape["tasks_per_node"],
+        "cpus_per_task": shape["cpus_per_task"],
+        "time": shape["timeout_min"],
+    }
+    if shape["gpus_per_node"]:
+        params["gpus_per_node"] = shape["gpus_per_node"]
+    for key in ("partition", "account", "qos", "constraint"):
+        if cfg.get(key):
+            params[key] = cfg[key]
+    if cfg.get("mem_gb"):
+        params["mem"] = f"{int(cfg['mem_gb'])}GB"
+    if cfg.get("array_parallelism"):
+        params["array_parallelism"] = int(cfg["array_parallelism"])
+    if cfg.get("setup"):
+        params["setup"] = list(cfg["setup"])
+    if cfg.get("additional_parameters"):
+        params["additional_parameters"] = dict(cfg["additional_parameters"])
+    return params
+
+
+def sbatch_script(spec: RunSpec, cfg: dict[str, Any], folder: Path | str,
+                  array_size: int | None = None) -> str:
+    """The sbatch script submitit would submit for this run (nothing is submitted; works
+    without Slurm installed). Same text as SlurmExecutor._make_submission_file_text."""
+    import shlex
+    import sys
+
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    params = slurm_parameters(spec, cfg)
+    if array_size:
+        params["map_count"] = array_size
+        params["job_name"] = f"{spec.sweep}-array"
+    command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit",
+                        shlex.quote(str(folder))])
+    return _make_sbatch_string(command=command, folder=str(folder), **params)
+
+
+def make_executor(folder: Path, cluster: str, spec: RunSpec, cfg: dict[str, Any]):
+    """A submitit executor for the jobs shaped like `spec`."""
+    import submitit
+
+    executor: Any
+    if cluster == "slurm":
+        executor = submitit.SlurmExecutor(folder=folder)
+        executor.update_parameters(**slurm_parameters(spec, cfg))
+        return executor
+    if cluster == "local":
+        executor = submitit.LocalExecutor(folder=folder)
+    elif cluster == "debug":
+        executor = submitit.DebugExecutor(folder=folder)
+    else:
+        raise ValueError(f"unknown cluster {cluster!r}; valid: slurm, local, debug")
+    shape = job_shape(spec, cfg)
+    if shape["nodes"] > 1:
+        raise ValueError(f"{spec.label()} needs {shape['nodes']} nodes; the {cluster} "
+                         "executor has one (set [slurm] processes_per_node)")
+    executor.update_parameters(timeout_min=shape["timeout_min"],
+                               tasks_per_node=shape["tasks_per_node"])
+    return executor
+
+
+def coordinator_address(job_id: str, hostnames: list[str], num_nodes: int) -> str:
+    """host:port of jax.distributed's coordinator, the same in every task of the job."""
+    port = 20000 + int(hashlib.sha256(str(job_id).encode()).hexdigest(), 16) % 20000
+    host = "127.0.0.1" if num_nodes <= 1 else hostnames[0]
+    return f"{host}:{port}"
+
+
+def slurm_job(spec: RunSpec, results_root: str, max_attempts: int,
+              retry_skipped: bool) -> dict[str, Any]:
+    """What each Slurm task of a run's job executes (module level: submitit pickles it)."""
+    import submitit
+
+    store = Store(results_root, spec.sweep)
+    env = submitit.JobEnvironment()
+    rank = env.global_rank
+    coordinator = coordinator_address(env.job_id, list(env.hostnames), env.num_nodes)
+    if rank == 0:
+        out = execute_run(spec, store, max_attempts=max_attempts, retry_skipped=retry_skipped,
+                          process_ids=[0], coordinator=coordinator)
+        return asdict(out)
+    code = run_peer_process(spec, store, rank, coordinator)
+    return {"run_id": spec.run_id, "rank": rank, "returncode": code}
+
+
+def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempts: int = 2,
+              retry_skipped: bool = False, progress: bool = True,
+              poll_s: float = 2.0) -> list[Outcome]:
+    """Submit every run that still needs running, wait for the jobs, return outcomes."""
+    from rich.console import Console
+
+    console = Console()
+    folder = store.sweep_dir / "slurm"
+    folder.mkdir(parents=True, exist_ok=True)
+    outcomes: list[Outcome] = []
+    todo: list[RunSpec] = []
+    for spec in sweep.runs:
+        st = run_state(store.run_dir(spec.run_id))
+        if st.state == schema.COMPLETED:
+            outcomes.append(Outcome(spec.run_id, spec.label(), ALREADY_COMPLETED))
+        elif st.state == schema.SKIPPED and not retry_skipped:
+            outcomes.append(Outcome(spec.run_id, spec.label(), schema.SKIPPED, error=st.error))
+        elif st.state in (schema.FAILED, schema.INTERRUPTED, "stale", "pending") and \
+                st.failures >= max_attempts:
+            outcomes.append(Outcome(spec.run_id, spec.label(), EXHAUSTED, error=st.error))
+        else:
+            todo.append(spec)
+    # One executor (and, with use_array, one array) per job shape.
+    groups: dict[str, list[RunSpec]] = defaultdict(list)
+    for spec in todo:
+        groups[repr(sorted(slurm_parameters(spec, sweep.slurm).items() - {
+            ("job_name", f"{spec.sweep}-{spec.run_id}")}))].append(spec)
+    jobs: list[tuple[RunSpec, Any]] = []
+    use_array = bool(sweep.slurm.get("use_array", True))
+    for specs in groups.values():
+        executor = make_executor(folder, cluster, specs[0], sweep.slurm)
+        args = [str(store.root)] * len(specs)
+        if use_array and len(specs) > 1:
+            if cluster == "slurm":
+                executor.update_parameters(job_name=f"{sweep.name}-array")
+            submitted = executor.map_array(slurm_job, specs, args, [max_attempts] * len(specs),
+                                           [retry_skipped] * len(specs))
+        else:
+            submitted = []
+            for spec in specs:
+                if cluster == "slurm":
+                    executor.update_parameters(job_name=f"{spec.sweep}-{spec.run_id}")
+                submitted.append(executor.submit(slurm_job, spec, str(store.root),
+                                                 max_attempts, retry_skipped))
+        for spec, job in zip(specs, submitted, strict=True):
+            jobs.append((spec, job))
+            if progress:
+                console.print(f"submitted {spec.run_id} {spec.label()} as job {job.job_id}",
+                              highlight=False, soft_wrap=True)
+    pending = list(jobs)
+    while pending:
+        still = []
+        for spec, job in pending:
+            if not job.done():
+                still.append((spec, job))
+                continue
+            try:
+                res = job.results()[0]
+                o = Outcome(**res)
+            except Exception as e:  # the job died (time limit, node failure, pickling)
+                o = Outcome(spec.run_id, spec.label(), schema.FAILED,
+                            error=f"job {job.job_id}: {type(e).__name__}: "
+                                  f"{str(e).strip().splitlines()[-1] if str(e) else ''}")
+            outcomes.append(o)
+            if progress:
+                console.print(f"[{len(outcomes)}/{len(sweep.runs)}] {o.status} {o.run_id} "
+                              f"{o.label} (job {job.job_id})", highlight=False, soft_wrap=True)
+        pending = still
+        if pending:
+            time.sleep(poll_s)
+    return outcomes

@@ -1,0 +1,217 @@
+"""The results store as the harness sees it: run folders, their locks and their states.
+
+<results root>/<sweep>/
+  sweep.toml          the sweep file as last run (provenance)
+  plan.json           the expanded runs (id, label, command)
+  runs/<run_id>/      run records (runrecord), plus .lock and stdout.log
+  report/             built by `harness report`
+  harness-runs.jsonl  one line per `harness run` invocation (wall time, overhead)
+
+A run's lock is an flock on <run_dir>/.lock held by the harness process that supervises
+the run (local pool thread or Slurm task). The kernel releases it when that process dies,
+so a manifest still saying `running` while nobody holds the lock is an interrupted run.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runrecord import atomic_write_json, schema, utc_now
+
+LOCK_FILE = ".lock"
+LOG_FILE = "stdout.log"
+ATTEMPTS_DIR = "previous_attempts"
+
+# States the harness reports. The first five are manifest statuses; the others are
+# derived: `pending` (no record yet), `stale` (manifest says running, nobody holds the lock).
+PENDING = "pending"
+STALE = "stale"
+
+
+class RunLock:
+    """Exclusive, non-blocking lock on one run folder; released on close or process death."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {socket.gethostname()} {utc_now()}\n".encode())
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_holder(run_dir: Path) -> str | None:
+    """'pid host since' of the process holding the run's lock, or None when free."""
+    path = Path(run_dir) / LOCK_FILE
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return path.read_text().strip() or "unknown"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_manifest_or_none(run_dir: Path) -> dict[str, Any] | None:
+    """The manifest, or None when absent. An unreadable one reads as None: it was never
+    completed (the writer replaces it atomically), so the run is redone."""
+    path = Path(run_dir) / schema.MANIFEST_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def previous_statuses(run_dir: Path) -> list[str]:
+    """Statuses of the archived earlier attempts, oldest first."""
+    root = Path(run_dir) / ATTEMPTS_DIR
+    if not root.exists():
+        return []
+    out = []
+    for d in sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
+        m = read_manifest_or_none(d)
+        out.append(str(m.get("status")) if m else "no-record")
+    return out
+
+
+@dataclass
+class RunState:
+    run_id: str
+    state: str
+    """pending, running, stale, completed, failed, interrupted, skipped."""
+    attempts: int
+    failures: int
+    env_steps: int = 0
+    wall_time_s: float = 0.0
+    error: str = ""
+    holder: str | None = None
+
+
+def failed_attempts(run_dir: Path, manifest: dict | None) -> tuple[int, int]:
+    """(attempts so far, failed attempts so far) of a run folder."""
+    prev = previous_statuses(run_dir)
+    attempts = len(prev) + (1 if manifest else 0)
+    failures = sum(s == schema.FAILED for s in prev)
+    if manifest and manifest.get("status") == schema.FAILED:
+        failures += 1
+    return attempts, failures
+
+
+def last_progress(run_dir: Path) -> tuple[int, float]:
+    """(env_steps, wall_time_s) of the last complete line of updates.csv (0, 0 if none).
+
+    Reads only the file's tail, so polling many runs stays cheap.
+    """
+    path = Path(run_dir) / schema.UPDATES_FILE
+    try:
+        with open(path, "rb") as f:
+            header = f.readline().decode("utf-8", "replace").strip().split(",")
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 8192))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return 0, 0.0
+    lines = tail.split("\n")
+    complete = lines[:-1]  # the part after the last newline may be torn
+    for line in reversed(complete):
+        cells = line.split(",")
+        if len(cells) != len(header) or cells == header:
+            continue
+        try:
+            row = dict(zip(header, cells, strict=True))
+            return int(float(row["env_steps"])), float(row["wall_time_s"])
+        except (KeyError, ValueError):
+            continue
+    return 0, 0.0
+
+
+def run_state(run_dir: Path) -> RunState:
+    run_dir = Path(run_dir)
+    manifest = read_manifest_or_none(run_dir)
+    attempts, failures = failed_attempts(run_dir, manifest)
+    holder = lock_holder(run_dir) if run_dir.exists() else None
+    if manifest is None:
+        state = "running" if holder else PENDING
+    else:
+        status = str(manifest.get("status"))
+        if status == schema.RUNNING:
+            state = "running" if holder else STALE
+        else:
+            state = status
+    steps, wall = (0, 0.0)
+    if state in ("running", STALE, schema.FAILED, schema.INTERRUPTED):
+        steps, wall = last_progress(run_dir)
+    summary = (manifest or {}).get("summary") or {}
+    if state == schema.COMPLETED and summary:
+        steps = int(summary.get("env_steps") or 0)
+        wall = float(summary.get("wall_time_s") or 0.0)
+    err = (manifest or {}).get("error") or {}
+    error = f"{err.get('type', '')}: {err.get('message', '')}".strip(": ") if err else ""
+    return RunState(run_dir.name, state, attempts, failures, steps, wall, error, holder)
+
+
+def mark_interrupted(run_dir: Path, reason: str) -> None:
+    """Turn a stale `running` manifest into `interrupted` (caller holds the run's lock)."""
+    manifest = read_manifest_or_none(run_dir)
+    if not manifest or manifest.get("status") != schema.RUNNING:
+        return
+    manifest["status"] = schema.INTERRUPTED
+    manifest["finished_at"] = utc_now()
+    manifest["error"] = {"type": "Interrupted", "message": reason, "traceback": ""}
+    atomic_write_json(Path(run_dir) / schema.MANIFEST_FILE, manifest)
+
+
+class Store:
+    def __init__(self, root: Path | str, sweep: str):
+        self.root = Path(root)
+        self.sweep = sweep
+        self.sweep_dir = self.root / sweep
+        self.runs_dir = self.sweep_dir / "runs"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def report_dir(self) -> Path:
+        return self.sweep_dir / "report"
+
+    def append_log(self, entry: dict[str, Any]) -> None:
+        self.sweep_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.sweep_dir / "harness-runs.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, sort_keys=True) + "\n")

@@ -1,0 +1,153 @@
+"""`harness report` (self-contained HTML, checked in headless Chromium) and
+`harness regress` (the CI gate), on records written by the test-only trainer."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Builds three fake sweeps and three reports/regressions: ~1-2 minutes on 2 cores.
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = ROOT / "tests" / "harness_fake_trainer.py"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking"]
+
+
+def sweep_text(name: str, offset: float, reference: Path | None = None) -> str:
+    reg = f'[regression]\nreference = "{reference}"\ndelta = 0.05\n' if reference else ""
+    return f"""\
+name = "{name}"
+description = "fake records for the report test"
+systems = ["fake-ppo"]
+layouts = ["a0-l0-d1", "a0-l1-d1"]
+games = ["CartPole-v1"]
+seeds = [1, 2, 3]
+frames = 1000
+[report]
+reps = 200
+[entry_points.fake-ppo]
+entry = "{FAKE}"
+[overrides]
+sleep-s = 0.0
+updates = 8
+return-offset = {offset}
+{reg}"""
+
+
+def harness(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """Two fake sweeps: `ref` (returns +100) and `new` (the same), plus `worse` (+0)."""
+    tmp = tmp_path_factory.mktemp("report")
+    root = tmp / "res"
+    files = {}
+    for name, offset in (("ref", 100.0), ("new", 100.0), ("worse", 0.0)):
+        ref = root / "ref" / "runs" if name != "ref" else None
+        f = tmp / f"{name}.toml"
+        f.write_text(sweep_text(name, offset, ref))
+        p = harness("run", "--sweep", str(f), "--results-root", str(root), "--no-progress")
+        assert p.returncode == 0, p.stdout + p.stderr
+        files[name] = f
+    return root, files
+
+
+def test_report_page_is_self_contained(swept):
+    root, files = swept
+    p = harness("report", "--sweep", str(files["new"]), "--results-root", str(root))
+    assert p.returncode == 0, p.stderr
+    page = root / "new" / "report" / "index.html"
+    assert f"report: {page}" in p.stdout
+    assert "verdict: equivalence" in p.stdout and "verdict: staleness" in p.stdout
+    html = page.read_text()
+    assets = json.loads((root / "new" / "report" / "assets.json").read_text())
+    assert assets["figures"] and assets["tables"]
+    srcs = re.findall(r"<img src='([^']*)'", html)
+    assert len(srcs) == len(assets["figures"])
+    assert all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert "http://" not in html and "https://" not in html  # nothing fetched from outside
+    for v in assets["verdicts"]:
+        assert v["line"].split(";")[0].replace("&", "&amp;") in html or v["line"][:40] in html
+    # Moved elsewhere, the page still has everything (no relative file references).
+    assert not re.search(r"""(src|href)=['"](?!data:|#)""", html)
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None,
+                    reason="chromium not installed (scripts/setup.sh --browser installs it)")
+def test_report_renders_in_headless_chromium(swept, tmp_path):
+    root, files = swept
+    page = root / "new" / "report" / "index.html"
+    if not page.exists():
+        assert harness("report", "--sweep", str(files["new"]), "--results-root",
+                       str(root)).returncode == 0
+    # A copy of the page with a probe that writes what the browser rendered into the DOM.
+    probe = """<script>window.addEventListener('load', function () {
+      var imgs = Array.prototype.slice.call(document.images);
+      var r = {images: imgs.length,
+               rendered: imgs.filter(function (i) {
+                 return i.complete && i.naturalWidth > 0 && i.naturalHeight > 0; }).length,
+               tables: document.querySelectorAll('table').length,
+               rows: document.querySelectorAll('tbody tr').length,
+               verdicts: document.querySelectorAll('.verdict').length};
+      var p = document.createElement('pre'); p.id = 'probe';
+      p.textContent = JSON.stringify(r); document.body.appendChild(p); });</script>"""
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", probe + "</body>"))
+    out = subprocess.run(
+        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+         "--virtual-time-budget=10000", "--dump-dom", probed.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="probe">(.*?)</pre>', out.stdout)
+    assert m, out.stderr[-2000:]
+    seen = json.loads(m[1])
+    assets = json.loads((root / "new" / "report" / "assets.json").read_text())
+    assert seen["images"] == len(assets["figures"]) > 0
+    assert seen["rendered"] == seen["images"]  # every figure decoded with a real size
+    assert seen["tables"] >= len(assets["tables"]) > 0
+    assert seen["rows"] > 0 and seen["verdicts"] == len(assets["verdicts"])
+
+
+def test_regress_passes_on_equal_and_fails_on_worse(swept):
+    root, files = swept
+    p = harness("regress", "--sweep", str(files["new"]), "--results-root", str(root))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("PASS") >= 2  # one verdict (fake-ppo) and the overall line
+    p = harness("regress", "--sweep", str(files["worse"]), "--results-root", str(root))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "REGRESSION" in p.stdout
+    # No reference: a usage error, exit 2.
+    p = harness("regress", "--sweep", str(files["worse"]), "--results-root", str(root),
+                "--reference", str(root / "nope"))
+    assert p.returncode == 2 and "does not exist" in p.stderr
+
+
+def test_report_analyses_each_benchmark_apart(tmp_path):
+    """CartPole and Atari runs of one sweep (like smoke) get separate analyses, so a group
+    that ran both does not drop out of the CartPole comparisons."""
+    f = tmp_path / "mixed.toml"
+    f.write_text(sweep_text("mixed", 0.0).replace('games = ["CartPole-v1"]',
+                                                  'games = ["CartPole-v1", "Breakout-v5"]'))
+    root = tmp_path / "res"
+    assert harness("run", "--sweep", str(f), "--results-root", str(root),
+                   "--no-progress").returncode == 0
+    p = harness("report", "--sweep", str(f), "--results-root", str(root))
+    assert p.returncode == 0, p.stderr
+    assert "verdict: equivalence: CartPole-v1: equivalence" in p.stdout
+    assert "verdict: equivalence: Atari: equivalence" in p.stdout
+    assert (root / "mixed" / "report" / "CartPole-v1").is_dir()
+    assert (root / "mixed" / "report" / "Atari").is_dir()

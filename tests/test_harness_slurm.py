@@ -1,0 +1,111 @@
+"""Slurm backend: the sbatch scripts it would submit, and real jobs through submitit's
+LocalExecutor (the same code path as Slurm, minus the cluster)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.slurm import coordinator_address, job_shape, sbatch_script
+from harness.sweep import parse_sweep
+from runrecord import read_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = ROOT / "tests" / "harness_fake_trainer.py"
+
+GPU_SWEEP = """\
+name = "gpu"
+systems = ["cleanba-ppo"]
+layouts = ["a0-l1-d1", "a0-l1,2,3-d2"]
+games = ["Breakout-v5"]
+seeds = [1, 2]
+frames = 200_000_000
+
+[resources]
+accelerator = "gpu"
+cpus_per_process = 10
+
+[slurm]
+partition = "gpu-a100"
+account = "rl-lab"
+timeout_min = 90
+array_parallelism = 8
+mem_gb = 64
+setup = ["module load cuda/12", "source .venv/bin/activate"]
+"""
+
+
+def test_sbatch_script_has_partition_gpus_cpus_time_array():
+    sw = parse_sweep(GPU_SWEEP, "gpu.toml")
+    d1 = next(r for r in sw.runs if r.layout.name == "a0-l1-d1")
+    text = sbatch_script(d1, sw.slurm, "/shared/res/gpu/slurm", array_size=20)
+    lines = set(text.splitlines())
+    for expected in ("#SBATCH --partition=gpu-a100", "#SBATCH --account=rl-lab",
+                     "#SBATCH --gpus-per-node=2", "#SBATCH --cpus-per-task=10",
+                     "#SBATCH --time=90", "#SBATCH --ntasks-per-node=1", "#SBATCH --nodes=1",
+                     "#SBATCH --mem=64GB", "#SBATCH --array=0-19%8", "module load cuda/12"):
+        assert expected in lines, (expected, text)
+    assert re.search(r"^srun .*submitit", text, re.M)
+    # A two-process layout: two tasks, four GPUs each (actor GPU 0, learners 1-3).
+    d2 = next(r for r in sw.runs if r.layout.name == "a0-l1,2,3-d2")
+    text2 = sbatch_script(d2, sw.slurm, "/shared/res/gpu/slurm")
+    assert "#SBATCH --ntasks-per-node=2" in text2
+    assert "#SBATCH --gpus-per-node=8" in text2
+    assert "--array" not in text2
+    shape = job_shape(d2, {**sw.slurm, "processes_per_node": 1})
+    assert shape["nodes"] == 2 and shape["tasks_per_node"] == 1 and shape["gpus_per_node"] == 4
+
+
+def test_coordinator_is_the_same_for_every_task():
+    a = coordinator_address("123", ["node7", "node8"], 2)
+    assert a == coordinator_address("123", ["node7", "node8"], 2)
+    assert a.startswith("node7:") and 20000 <= int(a.split(":")[1]) < 40000
+    assert coordinator_address("123", ["node7"], 1).startswith("127.0.0.1:")
+
+
+@pytest.mark.slow
+def test_local_executor_runs_jobs_and_resumes(tmp_path):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f"""\
+name = "sl"
+systems = ["fake-ppo"]
+layouts = ["a0-l0-d1", "a0-l0-d2"]
+games = ["CartPole-v1"]
+seeds = [1, 2]
+frames = 1000
+[slurm]
+timeout_min = 5
+[entry_points.fake-ppo]
+entry = "{FAKE}"
+[overrides]
+sleep-s = 0.1
+fail-seeds = [2]
+ledger = "{tmp_path / 'ledger.txt'}"
+""")
+    root = tmp_path / "res"
+    args = [sys.executable, "-m", "harness", "run", "--sweep", str(sweep), "--results-root",
+            str(root), "--backend", "slurm", "--slurm-cluster", "local"]
+    p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 1, p.stdout + p.stderr  # seed 2 fails
+    sw = parse_sweep(sweep.read_text(), sweep)
+    for r in sw.runs:
+        m = read_manifest(root / "sl" / "runs" / r.run_id)
+        assert m["status"] == ("failed" if r.seed == 2 else "completed"), m
+    d2 = next(r for r in sw.runs if r.layout.name == "a0-l0-d2" and r.seed == 1)
+    log = (root / "sl" / "runs" / d2.run_id / "stdout.log").read_text()
+    assert "--process-id 0" in log and "--process-id 1" in log
+    addrs = set(re.findall(r"--coordinator-address (\S+)", log))
+    assert len(addrs) == 1  # both tasks found the same coordinator
+    completed = (tmp_path / "ledger.txt").read_text().split()
+    # Again: completed runs are not resubmitted; the failed ones get one more attempt.
+    p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 1
+    assert (tmp_path / "ledger.txt").read_text().split() == completed
+    assert p.stdout.count("submitted") == 2
+    log_lines = [json.loads(x) for x in (root / "sl" / "harness-runs.jsonl").read_text().splitlines()]
+    assert [e["backend"] for e in log_lines] == ["slurm", "slurm"]
