@@ -29,7 +29,15 @@ from analysis.load import (
 )
 from analysis.metrics import AGGREGATES
 from analysis.normalize import parse_normalisers
-from analysis.report import AGGREGATE_REPS, Analysis, analyse, build_report_assets
+from analysis.report import (
+    AGGREGATE_REPS,
+    Analysis,
+    analyse,
+    build_report_assets,
+    choose_reference,
+    manifest_family,
+    match_groups,
+)
 from analysis.scores import DEFAULT_POINTS, GroupScores
 from analysis.staleness import audit
 from analysis.tables import TableData, aggregate_table, ci_text, paper_table
@@ -117,9 +125,12 @@ def _print_warnings(ws: list[str]) -> None:
 
 
 def _groups(a: Analysis) -> dict[str, GroupScores]:
+    """Every scored group; labels get a "<suite>: " prefix when there are several suites
+    (the same group can appear in, e.g., the CartPole and the Atari suite)."""
     out: dict[str, GroupScores] = {}
-    for suite in a.suites:
-        out.update(suite)
+    multi = len(a.suites) > 1
+    for name, suite in zip(a.suite_names, a.suites, strict=True):
+        out.update({(f"{name}: {g}" if multi else g): gs for g, gs in suite.items()})
     if not out:
         reasons = [w for w in a.warnings if "left out of the analysis" in w] or a.warnings
         raise AnalysisError("no group could be scored: " + "; ".join(reasons))
@@ -217,8 +228,10 @@ class Curves(RecordArgs):
 
         self.out.mkdir(parents=True, exist_ok=True)
         rows = []
-        for k, suite in enumerate(a.suites):
-            sfx = "" if k == 0 else f"_suite{k + 1}"
+        multi = len(a.suites) > 1
+        for name, suite in zip(a.suite_names, a.suites, strict=True):
+            sfx = "_" + name.replace("/", "_") if multi else ""
+            pre = f"{name}: " if multi else ""
             curves = [efficiency_curve(gs, axis=self.axis, metrics=self.metric, reps=self.reps,
                                        seed=self.seed) for gs in suite.values()]
             for metric in self.metric:
@@ -228,7 +241,7 @@ class Curves(RecordArgs):
             for c in curves:
                 for m, iv in c.metrics.items():
                     for x, p, lo, hi in zip(c.grid, iv.point, iv.low, iv.high, strict=True):
-                        rows.append([c.group, self.axis, float(x), m, float(p), float(lo),
+                        rows.append([pre + c.group, self.axis, float(x), m, float(p), float(lo),
                                      float(hi)])
         with open(self.out / f"curves_{self.axis}.csv", "w", newline="") as f:
             w = csv.writer(f)
@@ -239,67 +252,108 @@ class Curves(RecordArgs):
         return EXIT_PASS
 
 
-def _pick(groups: dict[str, GroupScores], name: str | None, other: str | None) -> GroupScores:
-    names = list(groups)
-    if name is None:
-        rest = [g for g in names if g != other]
-        if len(names) != 2:
-            raise AnalysisError(
-                f"found {len(names)} groups {names}; name the two to compare with --a and --b")
-        return groups[rest[0]]
-    matches = [g for g in names if g == name or g.endswith(f" / {name}")]
-    if len(matches) != 1:
-        raise AnalysisError(f"group {name!r} {'is ambiguous' if matches else 'not found'}; "
-                            f"groups: {names}")
-    return groups[matches[0]]
+def _one(groups: dict[str, GroupScores], name: str, what: str) -> str | None:
+    found = match_groups(groups, name)
+    if len(found) > 1:
+        raise AnalysisError(f"{what} {name!r} is ambiguous: {found}")
+    return found[0] if found else None
+
+
+def equivalence_pairs(suite: dict[str, GroupScores], a: str | None, reference: str | None
+                      ) -> list[tuple[GroupScores, GroupScores]]:
+    """(group, reference) pairs of one suite. With `a`: that group against `reference`
+    (default: the smallest-hardware other group of its system and architecture, or of the
+    suite when it has none). Without: within each (system, architecture) with 2+ groups,
+    every group against the reference (choose_reference); when no such family exists,
+    the whole suite is one family. Empty when a named group is not in this suite."""
+    if a is not None:
+        ga = _one(suite, a, "group")
+        if ga is None:
+            return []
+        if reference is not None:
+            gr = _one(suite, reference, "reference group")
+            return [] if gr is None else [(suite[ga], suite[gr])]
+        family_a = manifest_family(suite[ga])
+        others = {g: gs for g, gs in suite.items()
+                  if g != ga and manifest_family(gs) == family_a}
+        others = others or {g: gs for g, gs in suite.items() if g != ga}
+        return [(suite[ga], suite[choose_reference(others)])] if others else []
+    families: dict[tuple, dict[str, GroupScores]] = {}
+    for g, gs in suite.items():
+        families.setdefault(manifest_family(gs), {})[g] = gs
+    units = [f for f in families.values() if len(f) > 1] or [dict(suite)]
+    pairs = []
+    for fam in units:
+        if reference is not None and not match_groups(fam, reference):
+            continue
+        ref = choose_reference(fam, reference)
+        pairs += [(gs, fam[ref]) for g, gs in fam.items() if g != ref]
+    return pairs
 
 
 @dataclass(kw_only=True)
 class Equivalence(RecordArgs):
-    """Welch TOST of two groups (e.g. two layouts) on per-seed IQM of final score and of
-    normalised AUC at margin delta. Exit 0 PASS, 1 DIFFERENT/INCONCLUSIVE, 2 error."""
+    """Welch TOST of groups (e.g. hardware layouts) against a reference group on per-seed
+    IQM of final score and of normalised AUC at margin delta, within each suite (Atari, or
+    one other env). Exit 0 all PASS, 1 a DIFFERENT/INCONCLUSIVE, 2 error."""
 
     a: str | None = None
-    """First group label (or its last part, e.g. a0-l1-d1); optional with two groups."""
-    b: str | None = None
-    """Second group label; optional with two groups."""
+    """Compare only this group (label or layout name, e.g. a0-l1-d1) with the reference;
+    default: every group of each system and architecture."""
+    reference: str | None = None
+    """Reference group (label or layout name, e.g. a0-l0-d1); default: the group with the
+    smallest hardware (fewest processes, then devices, then layout name)."""
     delta: float = DEFAULT_DELTA
     """Equivalence margin in normalised units (HNS on Atari), fixed beforehand. 0.16 HNS
     gives ~80% power at 3 seeds when the per-seed IQM sd is ~0.063 (docs/analysis.md)."""
     json_out: Path | None = None
-    """Write the verdict as JSON here."""
+    """Write the verdict as JSON here (a list under "comparisons" when there are several)."""
     bitwise_only: bool = False
-    """Only check whether the two groups' records are bitwise identical."""
+    """Only check whether each group's records are bitwise identical to the reference's."""
 
     def run(self) -> int:
         a = self.analysis()
-        groups = _groups(a)
-        ga = _pick(groups, self.a, None)
-        gb = _pick(groups, self.b, ga.group)
         _print_warnings(a.warnings)
-        if self.bitwise_only:
-            from analysis.verdicts import bitwise_identical
+        multi = len(a.suites) > 1
+        pairs = []
+        for name, suite in zip(a.suite_names, a.suites, strict=True):
+            pre = f"{name}: " if multi else ""
+            pairs += [(pre, x, y) for x, y in equivalence_pairs(suite, self.a, self.reference)]
+        if not pairs:
+            groups = list(_groups(a))
+            if self.a is not None or self.reference is not None:
+                named = " / ".join(repr(n) for n in (self.a, self.reference) if n is not None)
+                raise AnalysisError(f"group {named} not found (or not together in one "
+                                    f"suite); groups: {groups}")
+            raise AnalysisError(f"found {len(groups)} group(s) {groups}: nothing to compare")
+        results: list[dict] = []
+        code = EXIT_PASS
+        for pre, ga, gb in pairs:
+            if self.bitwise_only:
+                from analysis.verdicts import bitwise_identical
 
-            bw = bitwise_identical(ga, gb)
-            print(f"bitwise {ga.group} vs {gb.group}: "
-                  f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} ({bw.detail})")
-            if self.json_out:
-                write_json(self.json_out, bw.as_dict())
-            return EXIT_PASS if bw.identical else 1
-        res = equivalence(ga, gb, self.delta)
-        f, u = res.final, res.auc
-        rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
-                 f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
-                 f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"]
-                for name, w in (("IQM final", f), ("IQM AUC", u))]
-        print(TableData("eq", "eq", ["metric (per seed)", "A", "B", "A - B", "90% CI",
-                                     "95% CI"], rows).markdown())
-        print(res.line())
-        for n in res.notes:
-            print(f"note: {n}")
+                bw = bitwise_identical(ga, gb)
+                print(f"{pre}bitwise {ga.group} vs reference {gb.group}: "
+                      f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} ({bw.detail})")
+                results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict()})
+                code = max(code, EXIT_PASS if bw.identical else 1)
+                continue
+            res = equivalence(ga, gb, self.delta)
+            rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
+                     f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
+                     f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"]
+                    for name, w in (("IQM final", res.final), ("IQM AUC", res.auc))]
+            print(TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
+                                         "90% CI", "95% CI"], rows).markdown())
+            print(pre + res.line())
+            for n in res.notes:
+                print(f"note: {n}")
+            results.append({**res.as_dict(), "suite": pre[:-2] or None})
+            code = max(code, res.exit_code)
         if self.json_out:
-            write_json(self.json_out, res.as_dict())
-        return res.exit_code
+            write_json(self.json_out, results[0] if len(results) == 1
+                       else {"comparisons": results})
+        return code
 
 
 @dataclass(kw_only=True)
@@ -421,12 +475,16 @@ class Figures:
     """Bootstrap reps for aggregate CIs."""
     normaliser: tuple[str, ...] = ()
     """Extra normalisers ENV=LOW,HIGH."""
+    reference: str | None = None
+    """Reference group of the equivalence verdicts (label or layout name, e.g. a0-l0-d1);
+    default: the group with the smallest hardware."""
 
     def run(self) -> int:
         res = build_report_assets(list(self.inputs), self.out, group_by=self.group_by,
                                   delta=self.delta, seed=self.seed, reps=self.reps,
                                   aggregate_reps=self.aggregate_reps,
-                                  normalisers=parse_normalisers(self.normaliser))
+                                  normalisers=parse_normalisers(self.normaliser),
+                                  reference=self.reference)
         for f in res["figures"]:
             print(f"figure {f['name']}: {f['png']}")
         for t in res["tables"]:

@@ -1,15 +1,17 @@
 """Everything the report page needs, from run records to files on disk.
 
 `build_report_assets(inputs, out_dir)` loads every run record under `inputs`, groups
-completed runs by system and `group_by` (dotted manifest keys, e.g. `layout.name`),
-splits them into suites that share one env set, and writes into `out_dir`:
-figures (PNG + PDF), tables (.md + .csv) and verdict JSONs. It returns their index
+completed runs into suites (all Atari games one suite, every other env its own), groups
+each suite's runs by system and `group_by` (dotted manifest keys, e.g. `layout.name`),
+and writes into `out_dir` figures (PNG + PDF), tables (.md + .csv) and verdict JSONs
+(one subfolder per suite when there are several). It returns their index
 (see the function's docstring), which harness/ turns into the HTML page.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +25,12 @@ from analysis.curves import CURVE_REPS, efficiency_curve
 from analysis.errors import AnalysisError
 from analysis.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
 from analysis.metrics import AGGREGATES
-from analysis.scores import DEFAULT_POINTS, GroupScores, group_runs, scores_by_group, suites
+from analysis.scores import DEFAULT_POINTS, GroupScores, group_runs, runs_by_suite, scores_by_group
 from analysis.staleness import audit
 from analysis.tables import TableData, aggregate_table
 from analysis.verdicts import DEFAULT_DELTA, equivalence, write_json
 from runrecord import RecordError
+from runrecord.layout import LayoutError, parse_layout
 
 AGGREGATE_REPS = 50_000
 
@@ -47,14 +50,21 @@ def _values(gs: GroupScores, keys: Sequence[str]) -> tuple:
     return tuple(manifest_get(run.manifest, k) for k in keys)
 
 
+def manifest_family(gs: GroupScores) -> tuple:
+    """(system, architecture) of a group: equivalence compares groups of one family."""
+    return _values(gs, FAMILY_KEYS)
+
+
 @dataclass
 class Analysis:
-    """Completed runs scored per group, one dict per suite (shared env set)."""
+    """Completed runs scored per group, one dict per suite (Atari, or one other env);
+    suite_names[k] names suites[k]."""
 
     runset: RunSet
     suites: list[dict[str, GroupScores]]
     group_by: list[str]
     warnings: list[str] = field(default_factory=list)
+    suite_names: list[str] = field(default_factory=list)
 
 
 def analyse(
@@ -66,8 +76,9 @@ def analyse(
     normalisers: Mapping[str, tuple[float, float]] | None = None,
     separate_systems: bool = True,
 ) -> Analysis:
-    """Load runs and score them per group and suite. Groups that cannot be scored (e.g.
-    no seed covers every env) are reported in warnings and skipped."""
+    """Load runs, split them into suites (runs_by_suite), then group and score each
+    suite's runs on the suite's own frame grid. Groups that cannot be scored (e.g. no seed
+    covers every env) are reported in warnings and skipped."""
     runset = inputs if isinstance(inputs, RunSet) else load_runs(inputs)
     if isinstance(group_by, str):
         keys = group_keys(group_by) if separate_systems else [
@@ -76,15 +87,17 @@ def analyse(
         keys = list(group_by)
     warnings = list(runset.warnings)
     out: list[dict[str, GroupScores]] = []
-    for suite in suites(group_runs(runset.included, keys)):
-        runs = [r for rs in suite.values() for r in rs]
+    names: list[str] = []
+    by_suite = runs_by_suite(runset.included)
+    for suite_name, runs in by_suite.items():
+        pre = f"{suite_name}: " if len(by_suite) > 1 else ""
         scored: dict[str, GroupScores] = {}
-        for g, rs in suite.items():
+        for g, rs in group_runs(runs, keys).items():
             try:
                 scored.update(scores_by_group(rs, keys, last_n=last_n, points=points,
                                               normalisers=normalisers))
             except AnalysisError as e:
-                warnings.append(f"group {g!r} left out of the analysis: {e}")
+                warnings.append(f"{pre}group {g!r} left out of the analysis: {e}")
         if scored:
             # Regrid on the suite's common grid so AUCs and curves compare across groups.
             kept_ids = {id(r) for gs in scored.values() for r in gs.runs.values()}
@@ -92,9 +105,69 @@ def analyse(
             scored = scores_by_group(kept, keys, last_n=last_n, points=points,
                                      normalisers=normalisers)
             for gs in scored.values():
-                warnings += gs.warnings
+                warnings += [pre + w for w in gs.warnings]
             out.append(scored)
-    return Analysis(runset, out, keys, warnings)
+            names.append(suite_name)
+    return Analysis(runset, out, keys, warnings, names)
+
+
+# ---------------------------------------------------------------- reference group
+
+def _natural(text: str) -> tuple:
+    """Natural sort key: digit runs compare as numbers (a0-l2-d1 before a0-l10-d1)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
+                 for p in re.split(r"(\d+)", text) if p)
+
+
+def layout_names(gs: GroupScores) -> list[str]:
+    """Sorted layout names of a group's runs (empty when the records have none)."""
+    names = set()
+    for r in gs.runs.values():
+        lay = r.manifest.get("layout")
+        name = lay.get("name") if isinstance(lay, dict) else lay
+        if name:
+            names.add(str(name))
+    return sorted(names, key=_natural)
+
+
+def hardware_key(gs: GroupScores) -> tuple:
+    """Order of groups by hardware: fewest processes, then fewest devices (distinct
+    actor/learner device ids x processes), then layout name in natural order, then label.
+    A group without a parseable layout sorts last."""
+    keys = []
+    for name in layout_names(gs):
+        try:
+            lay = parse_layout(name)
+        except LayoutError:
+            continue
+        devices = len(set(lay.actor_device_ids) | set(lay.learner_device_ids))
+        keys.append((lay.num_processes, lay.num_processes * devices, _natural(name)))
+    best = min(keys) if keys else (math.inf, math.inf, ())
+    return (*best, _natural(gs.group))
+
+
+def match_groups(groups: Mapping[str, GroupScores], name: str) -> list[str]:
+    """Labels of the groups that `name` names: the whole label, its last part(s) after
+    ' / ' (e.g. a0-l0-d1), or the layout name of every run of the group."""
+    name = name.strip()
+    return [g for g, gs in groups.items()
+            if g == name or g.endswith(f" / {name}") or layout_names(gs) == [name]]
+
+
+def choose_reference(groups: Mapping[str, GroupScores], reference: str | None = None) -> str:
+    """Label of the reference group: the one `reference` names (label or layout name), or
+    by default the smallest hardware (hardware_key), e.g. a0-l0-d1 when present."""
+    if not groups:
+        raise AnalysisError("no groups to choose a reference from")
+    if reference is None:
+        return min(groups, key=lambda g: hardware_key(groups[g]))
+    found = match_groups(groups, reference)
+    if len(found) != 1:
+        raise AnalysisError(
+            f"reference group {reference!r} {'is ambiguous' if found else 'not found'}"
+            f"{': ' + str(found) if found else ''}; groups: {list(groups)} (name a group "
+            "label or a layout name, e.g. a0-l0-d1)")
+    return found[0]
 
 
 def aggregate_intervals(
@@ -147,6 +220,7 @@ def build_report_assets(
     aggregate_reps: int = AGGREGATE_REPS,
     last_n: int = DEFAULT_LAST_N,
     normalisers: Mapping[str, tuple[float, float]] | None = None,
+    reference: str | None = None,
 ) -> dict:
     """Write the report's figures, tables and verdicts into `out_dir`; return their index:
 
@@ -156,8 +230,13 @@ def build_report_assets(
      "runs": {"included": int, "left_out": [{"run_id", "status", "reason"}]},
      "warnings": [str]}
 
-    Groups are (system, *group_by); equivalence compares, within each system, every group
-    with the first (sorted) one at margin `delta`. `reps`: bootstrap reps for curves and
+    Runs are split into suites first (all Atari games one suite, every other env its
+    own); with several suites each writes into `out_dir/<suite>/` and its names get a
+    `_<suite>` suffix, its titles, verdict lines and warnings a `<suite>: ` prefix.
+    Groups are (system, architecture, *group_by); equivalence compares, within each
+    (system, architecture) of each suite, every group with the reference group at margin
+    `delta`: the group that `reference` names (group label or layout name, e.g.
+    "a0-l0-d1"), by default the one with the smallest hardware (choose_reference). `reps`: bootstrap reps for curves and
     performance profiles; `aggregate_reps`: for aggregate CIs. Never raises for data that
     merely cannot be compared (a single group, unfinished runs, envs without normaliser):
     it says why in warnings.
@@ -209,20 +288,30 @@ def build_report_assets(
         warnings.append("no group could be scored")
         return result
 
-    for k, suite in enumerate(analysis.suites):
-        sfx = "" if k == 0 else f"_suite{k + 1}"
+    multi = len(analysis.suites) > 1
+    for suite_name, suite in zip(analysis.suite_names, analysis.suites, strict=True):
         envs = sorted({t for gs in suite.values() for t in gs.tasks})
         label = envs[0] if len(envs) == 1 else f"{len(envs)} envs"
-        score = "HNS" if all(_is_atari(t) for t in envs) else "normalised score"
-        _suite_assets(result, suite, out_dir, sfx, label, score, group_by=analysis.group_by,
-                      delta=delta, seed=seed, reps=reps, aggregate_reps=aggregate_reps)
+        score = "HNS" if suite_name == "Atari" else "normalised score"
+        if not multi:
+            _suite_assets(result, suite, out_dir, "", label, score,
+                          group_by=analysis.group_by, delta=delta, seed=seed, reps=reps,
+                          aggregate_reps=aggregate_reps, reference=reference)
+            continue
+        part: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [], "warnings": []}
+        slug = _slug(suite_name)
+        _suite_assets(part, suite, out_dir / slug, f"_{slug}", label, score,
+                      group_by=analysis.group_by, delta=delta, seed=seed, reps=reps,
+                      aggregate_reps=aggregate_reps, reference=reference)
+        pre = f"{suite_name}: "
+        result["figures"] += [{**f, "title": pre + f["title"], "suite": suite_name}
+                              for f in part["figures"]]
+        result["tables"] += [{**t, "title": pre + t["title"], "suite": suite_name}
+                             for t in part["tables"]]
+        result["verdicts"] += [{**v, "subject": pre + v["subject"], "line": pre + v["line"],
+                                "suite": suite_name} for v in part["verdicts"]]
+        warnings += [pre + w for w in part["warnings"]]
     return result
-
-
-def _is_atari(env_id: str) -> bool:
-    from analysis.normalize import ATARI_RANDOM_HUMAN, atari_env_id
-
-    return atari_env_id(env_id) in ATARI_RANDOM_HUMAN
 
 
 def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
@@ -233,7 +322,7 @@ def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
 
 def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sfx: str,
                   label: str, score: str, *, group_by: list[str], delta: float, seed: int,
-                  reps: int, aggregate_reps: int) -> None:
+                  reps: int, aggregate_reps: int, reference: str | None) -> None:
     warnings: list[str] = result["warnings"]
     add_fig = result["figures"].append
     # Aggregates
@@ -283,12 +372,18 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
             continue
         compared = True
         name = _slug("_".join(str(v) for v in family))
-        ref = suite[groups[0]]
-        if len(ref.tasks) <= 60:
+        if len({t for g in groups for t in suite[g].tasks}) <= 60:
             add_fig(figs.per_game_curves_figure({g: suite[g] for g in groups}, out_dir,
                                                 name=f"per_game_curves_{name}{sfx}").as_dict())
-        for g in groups[1:]:
+        try:
+            ref = suite[choose_reference({g: suite[g] for g in groups}, reference)]
+        except AnalysisError as e:
+            warnings.append(f"no equivalence verdicts for {' / '.join(map(str, family))}: {e}")
+            continue
+        for g in groups:
             other = suite[g]
+            if other is ref:
+                continue
             subject = f"{other.group} vs {ref.group}"
             try:
                 res = equivalence(other, ref, delta)

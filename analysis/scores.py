@@ -24,7 +24,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.load import DEFAULT_LAST_N, episode_frames, final_return, group_key
-from analysis.normalize import get_normaliser
+from analysis.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
 from runrecord import Run
 
 DEFAULT_POINTS = 50
@@ -206,11 +206,16 @@ def scores_by_group(
     }
 
 
-def suites(groups: Mapping[str, Sequence[Run]]) -> list[dict[str, list[Run]]]:
-    """Split groups into suites that share one set of envs (e.g. CartPole runs apart from
-    Atari runs), so each suite gets its own frame grid. Largest suite first."""
-    by_envs: dict[tuple[str, ...], dict[str, list[Run]]] = defaultdict(dict)
-    for g, rs in groups.items():
-        envs = tuple(sorted({str(r.manifest["env_id"]) for r in rs}))
-        by_envs[envs][g] = list(rs)
-    return sorted(by_envs.values(), key=lambda d: -sum(len(v) for v in d.values()))
+def suite_name(env_id: str) -> str:
+    """The benchmark a run belongs to: "Atari" for every Atari game, else the env id."""
+    return "Atari" if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else str(env_id)
+
+
+def runs_by_suite(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    """Split runs into suites BEFORE grouping: all Atari games form one suite, every other
+    env its own, so a group that ran both CartPole and Atari is compared in each. Largest
+    suite first (then by name)."""
+    out: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        out[suite_name(str(r.manifest["env_id"]))].append(r)
+    return dict(sorted(out.items(), key=lambda kv: (-len(kv[1]), kv[0])))

@@ -185,6 +185,10 @@ class EquivalenceResult:
     tasks: list[str]
     per_game: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    reference: str = ""  # the group compared against: group_b
+
+    def __post_init__(self) -> None:
+        self.reference = self.reference or self.group_b
 
     @property
     def exit_code(self) -> int:
@@ -200,7 +204,8 @@ class EquivalenceResult:
     def line(self) -> str:
         f, u = self.final, self.auc
         return (
-            f"equivalence {self.group_a} vs {self.group_b}: {self.label}; delta {self.delta:g}; "
+            f"equivalence {self.group_a} vs reference {self.group_b}: {self.label}; "
+            f"delta {self.delta:g}; "
             f"final IQM diff {f.diff:+.3f} 90% CI [{f.ci90[0]:+.3f}, {f.ci90[1]:+.3f}]; "
             f"AUC IQM diff {u.diff:+.3f} 90% CI [{u.ci90[0]:+.3f}, {u.ci90[1]:+.3f}]; "
             f"seeds {len(self.seeds_a)} vs {len(self.seeds_b)}, {len(self.tasks)} task(s)"
@@ -214,7 +219,8 @@ class EquivalenceResult:
 
 
 def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA) -> EquivalenceResult:
-    """Welch TOST of group a vs b on per-seed IQM of final score and of normalised AUC."""
+    """Welch TOST of group a vs b (the reference) on per-seed IQM of final score and of
+    normalised AUC; differences are a - b."""
     if a.tasks != b.tasks:
         raise AnalysisError(
             f"groups {a.group!r} and {b.group!r} cover different tasks: {a.tasks} vs {b.tasks}"

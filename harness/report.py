@@ -158,46 +158,6 @@ def planned_run_dirs(sweep: Sweep, store: Store) -> list[Path]:
             if (store.run_dir(s.run_id) / schema.MANIFEST_FILE).exists()]
 
 
-def report_parts(sweep: Sweep, store: Store) -> dict[str, list[Path]]:
-    """Planned runs with a record, split into parts analysed separately: Atari games
-    together, every other env on its own. A part is one benchmark: runs of different
-    benchmarks (CartPole, Atari) must not share a group, or a group that ran both would
-    drop out of the comparisons of either."""
-    from cleanba.envs import is_atari
-
-    parts: dict[str, list[Path]] = {}
-    for s in sweep.runs:
-        d = store.run_dir(s.run_id)
-        if (d / schema.MANIFEST_FILE).exists():
-            parts.setdefault("Atari" if is_atari(s.env_id) else s.env_id, []).append(d)
-    return parts or {"runs": []}
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-
-def _empty_assets() -> dict[str, Any]:
-    return {"figures": [], "tables": [], "verdicts": [],
-            "runs": {"included": 0, "left_out": []}, "warnings": []}
-
-
-def _merge_assets(into: dict[str, Any], part: dict[str, Any], label: str) -> None:
-    """Add one part's assets, titles prefixed with the part's label."""
-    pre = f"{label}: " if label else ""
-    for f in part.get("figures", []):
-        into["figures"].append({**f, "name": _slug(pre + f["name"]), "title": pre + f["title"]})
-    for t in part.get("tables", []):
-        into["tables"].append({**t, "name": _slug(pre + t["name"]), "title": pre + t["title"]})
-    for v in part.get("verdicts", []):
-        into["verdicts"].append({**v, "subject": pre + str(v.get("subject", "")),
-                                 "line": pre + str(v.get("line", ""))})
-    runs = part.get("runs", {})
-    into["runs"]["included"] += int(runs.get("included", 0))
-    into["runs"]["left_out"] += list(runs.get("left_out", []))
-    into["warnings"] += [pre + str(w) for w in part.get("warnings", [])]
-
-
 def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
                  reps: int | None = None) -> tuple[Path, dict]:
     """Write <sweep>/report/ and its index.html; return (page path, assets)."""
@@ -214,12 +174,9 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
         opts["aggregate_reps"] = max(r, min(50_000, 10 * r))
     if "seed" in sweep.report:
         opts["seed"] = int(sweep.report["seed"])
-    assets = _empty_assets()
-    parts = report_parts(sweep, store)
-    for label, inputs in parts.items():
-        sub = out_dir if len(parts) == 1 else out_dir / _slug(label)
-        part = build_report_assets(inputs, sub, **opts)
-        _merge_assets(assets, part, label if len(parts) > 1 else "")
+    # One call: analysis splits runs into suites (Atari; each other env) before grouping,
+    # and writes each suite into its own subfolder when there are several.
+    assets = build_report_assets(planned_run_dirs(sweep, store), out_dir, **opts)
     states = Counter(run_state(store.run_dir(s.run_id)).state for s in sweep.runs)
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE

@@ -86,9 +86,12 @@ def test_atari_and_cartpole_mixed_systems_and_bad_env(tmp_path):
     res = build_report_assets([runs], tmp_path / "out", reps=100, aggregate_reps=500)
     _check_files(res)
     names = {f["name"] for f in res["figures"]}
-    assert "aggregates" in names and "aggregates_suite2" in names
+    # Two suites: each in its own subfolder, names suffixed and titles prefixed by suite.
+    assert {"aggregates_Atari", "aggregates_CartPole-v1"} <= names
+    atari_agg = next(f for f in res["figures"] if f["name"] == "aggregates_Atari")
+    assert "/Atari/" in atari_agg["png"] and atari_agg["title"].startswith("Atari: ")
     assert any("Pendulum-v1" in w for w in res["warnings"])
-    agg = next(t for t in res["tables"] if t["name"] == "aggregates")
+    agg = next(t for t in res["tables"] if t["name"] == "aggregates_Atari")
     assert "cleanba-impala" in agg["markdown"] and "monobeast-impala" in agg["markdown"]
 
 

@@ -131,11 +131,12 @@ def test_equivalence_on_records_shifted_is_different(tmp_path):
 def test_equivalence_cli_writes_json_and_exit_codes(tmp_path, capsys):
     _sweep(tmp_path / "runs", shift_b=2 * DEFAULT_DELTA)
     out = tmp_path / "eq.json"
-    rc = main(["equivalence", str(tmp_path / "runs"), "--a", "a0-l1-d1", "--b", "a0-l0-d1",
-               "--json-out", str(out)])
+    rc = main(["equivalence", str(tmp_path / "runs"), "--a", "a0-l1-d1", "--reference",
+               "a0-l0-d1", "--json-out", str(out)])
     assert rc == 1
     d = json.loads(out.read_text())
     assert d["verdict"] == "DIFFERENT" and d["delta"] == DEFAULT_DELTA
+    assert d["reference"].endswith("a0-l0-d1") and d["group_a"].endswith("a0-l1-d1")
     assert len(d["final"]["ci90"]) == 2 and d["seeds_a"] == [1, 2, 3]
     assert "DIFFERENT" in capsys.readouterr().out
     assert main(["equivalence", str(tmp_path / "runs"), "--a", "nope"]) == 2
