@@ -92,20 +92,26 @@ class MLPTorso(nn.Module):
 class ActorCritic(nn.Module):
     """Shared torso with a policy head and a value head.
 
+    With `critic_torso` set, the value head reads its own torso instead (CleanRL's CartPole
+    agent: separate actor and critic MLPs, which learns CartPole far faster than one shared
+    torso).
+
     __call__(obs (B, *obs_shape)) -> (logits (B, num_actions), value (B,)).
     """
 
     torso: nn.Module
     num_actions: int
+    critic_torso: nn.Module | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         features = self.torso(obs)
+        critic_features = features if self.critic_torso is None else self.critic_torso(obs)
         logits = nn.Dense(
             self.num_actions, kernel_init=orthogonal(0.01), bias_init=constant(0.0), name="actor"
         )(features)
         value = nn.Dense(1, kernel_init=orthogonal(1.0), bias_init=constant(0.0), name="critic")(
-            features
+            critic_features
         )
         return logits, value.squeeze(-1)
 
@@ -116,11 +122,13 @@ def make_network(
     channels: Sequence[int] = (16, 32, 32),
     hidden: int = 256,
     mlp_hidden: Sequence[int] = (64, 64),
+    separate_critic: bool = False,
 ) -> ActorCritic:
     """The actor-critic for an observation shape (without the batch axis).
 
     3-D obs (C, H, W) (Atari frames) get the `ImpalaResNet(channels, hidden)` torso; 1-D obs
     (D,) (classic control) get `MLPTorso(mlp_hidden)`. Anything else raises ValueError.
+    `separate_critic` gives the value head its own copy of the torso architecture.
     """
     obs_shape = tuple(int(d) for d in obs_shape)
     if num_actions < 1:
@@ -136,7 +144,8 @@ def make_network(
             f"observations (C, H, W), e.g. Atari (4, 84, 84), which get the IMPALA ResNet, and "
             f"1-D vector observations (D,), e.g. CartPole (4,), which get the MLP"
         )
-    return ActorCritic(torso=torso, num_actions=num_actions)
+    critic_torso = torso.clone(name=None) if separate_critic else None
+    return ActorCritic(torso=torso, num_actions=num_actions, critic_torso=critic_torso)
 
 
 def init_params(network: nn.Module, obs_shape: tuple[int, ...], key: jax.Array):

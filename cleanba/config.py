@@ -1,0 +1,171 @@
+"""Configuration shared by the Cleanba trainers: env, seed, layout, architecture, records.
+
+Each entry point (cleanba.ppo, cleanba.impala) has ONE tyro dataclass that extends
+`CommonConfig` with its algorithm's hyperparameters, and named presets (`atari`, the
+paper's settings, and `cartpole`, a small CPU preset). Every field is a documented flag;
+`python -m cleanba.ppo atari --help` lists them.
+
+Sizes are global: `num_envs` is the total number of envs of the whole run (all actor
+threads, devices and processes), `num_steps` the rollout length, and the batch is
+num_envs x num_steps. The layout (device ids, threads, processes) only decides where the
+work runs; an impossible split is rejected before anything starts (cleanba.layout).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Architecture = Literal["sync", "cleanba", "async"]
+
+
+class ConfigError(ValueError):
+    """Bad arguments: reported on stderr with exit code 2, before anything starts."""
+
+
+@dataclass
+class CommonConfig:
+    """Settings every Cleanba trainer shares (environment, sizes, layout, records)."""
+
+    # --- experiment -------------------------------------------------------------------
+    env_id: str = "Breakout-v5"
+    """EnvPool env id: an Atari game as '<Game>-v5' (Breakout-v5) or e.g. CartPole-v1."""
+    seed: int = 1
+    """Run seed: env i gets seed + i; init and action-sampling keys derive from it."""
+    total_timesteps: int = 10_000_000
+    """Agent env steps of the whole run (all envs, all processes); frames = steps x frame skip."""
+    num_envs: int = 128
+    """Total envs of the run (global), split over processes x actor devices x threads."""
+    num_steps: int = 128
+    """Rollout length: steps per env per batch. Global batch = num_envs x num_steps."""
+
+    # --- architecture and layout --------------------------------------------------------
+    architecture: Architecture = "cleanba"
+    """sync: staleness 0; cleanba: size-1 queues, staleness 1; async: IMPALA-style."""
+    actor_device_ids: tuple[int, ...] = (0,)
+    """Local device ids the actor threads run inference on (per process)."""
+    learner_device_ids: tuple[int, ...] = (0,)
+    """Local device ids the learner splits each batch over (gradients averaged)."""
+    num_actor_threads: int = 2
+    """Actor threads per actor device."""
+    learner_delay_s: float = 0.0
+    """Extra sleep after each learner update (the paper's Section 3 staleness experiment)."""
+
+    # --- distributed (jax.distributed) ---------------------------------------------------
+    distributed: bool = False
+    """Use jax.distributed (coordinator from Slurm unless --coordinator-address is given)."""
+    coordinator_address: str | None = None
+    """HOST:PORT of process 0's coordinator (with --distributed)."""
+    num_processes: int | None = None
+    """Number of processes (with --distributed and --coordinator-address)."""
+    process_id: int | None = None
+    """This process's index, 0 .. num_processes - 1 (with --coordinator-address)."""
+
+    # --- records ----------------------------------------------------------------------
+    run_dir: str | None = None
+    """Folder of the run record; default results/standalone/runs/<run_id>."""
+    sweep: str | None = None
+    """Sweep name written to the manifest (the harness sets it)."""
+    run_id: str | None = None
+    """Run id; default: a hash of what defines the run (runrecord.run_id)."""
+    params_checksum: bool = True
+    """Write a SHA-256 digest of the params after each update (bitwise checks; ~ms)."""
+    progress_interval_s: float = 10.0
+    """Seconds between console progress lines (0 turns them off)."""
+    track: bool = False
+    """Also log to Weights & Biases (honours WANDB_MODE=offline)."""
+    wandb_project: str = "cleanba"
+    """wandb project (with --track)."""
+    wandb_entity: str | None = None
+    """wandb entity, i.e. user or team (with --track)."""
+
+    def __post_init__(self) -> None:
+        for name in ("total_timesteps", "num_envs", "num_steps", "num_actor_threads"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(self, name)}")
+        if self.learner_delay_s < 0:
+            raise ConfigError(f"--learner-delay-s must be >= 0, got {self.learner_delay_s}")
+        if self.architecture not in ("sync", "cleanba", "async"):
+            raise ConfigError(
+                f"--architecture must be one of sync, cleanba, async; got {self.architecture!r}"
+            )
+        self.actor_device_ids = tuple(self.actor_device_ids)
+        self.learner_device_ids = tuple(self.learner_device_ids)
+        explicit = (self.coordinator_address, self.num_processes, self.process_id)
+        if any(x is not None for x in explicit) and not self.distributed:
+            raise ConfigError(
+                "--coordinator-address/--num-processes/--process-id need --distributed"
+            )
+        if self.coordinator_address is not None and (
+            self.num_processes is None or self.process_id is None
+        ):
+            raise ConfigError(
+                "--coordinator-address needs --num-processes and --process-id as well"
+            )
+        if self.num_processes is not None and self.process_id is not None:
+            if not 0 <= self.process_id < self.num_processes:
+                raise ConfigError(
+                    f"--process-id must be in 0..{self.num_processes - 1}, got {self.process_id}"
+                )
+
+
+# Fields that say where and how a run is recorded or launched, not what it computes:
+# left out of the run id so that the same run gets the same id wherever it is launched.
+BOOKKEEPING_FIELDS = (
+    "run_dir",
+    "sweep",
+    "run_id",
+    "params_checksum",
+    "progress_interval_s",
+    "track",
+    "wandb_project",
+    "wandb_entity",
+    "coordinator_address",
+    "process_id",
+)
+
+
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    """The resolved config as plain JSON-able data (tuples become lists)."""
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(config).items()}
+
+
+def defining_hyperparameters(config: Any) -> dict[str, Any]:
+    """The config without bookkeeping fields: what the run id hashes."""
+    return {k: v for k, v in config_dict(config).items() if k not in BOOKKEEPING_FIELDS}
+
+
+# --- fault injection (a test hook; documented in docs/cleanba.md) ------------------------
+
+FAULT_ENV_VAR = "CLEANBA_FAULT"
+FAULT_KINDS = ("actor", "learner", "nan")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An injected failure: `actor:K` raises in actor thread 0 at its rollout K,
+    `learner:K` raises in the learner at update K, `nan:K` makes update K's rewards NaN so
+    the real loss turns NaN."""
+
+    kind: str
+    at: int
+
+
+def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
+    text = environ.get(FAULT_ENV_VAR, "").strip()
+    if not text:
+        return None
+    kind, _, at = text.partition(":")
+    if kind not in FAULT_KINDS or not at.isdigit() or int(at) < 1:
+        raise ConfigError(
+            f"{FAULT_ENV_VAR}={text!r}: expected KIND:N with KIND one of {', '.join(FAULT_KINDS)}"
+            " and N >= 1 (e.g. actor:3)"
+        )
+    return Fault(kind, int(at))

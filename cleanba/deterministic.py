@@ -1,0 +1,407 @@
+"""Layout-independent numerics for the deterministic mode of the Cleanba trainers (issue 6).
+
+Goal: with the same seed and hyperparameters, bit-identical parameters, losses and episode
+records on every layout of the same device type (one or two learner devices, one or two
+actor devices, one or two processes). Floating-point addition is not associative, so
+every result must be computed by the same operations in the same order whatever the
+layout. Three rules give that (docs/deterministic.md explains them and what they cost):
+
+1. Fixed shapes. The network only ever sees micro-batches of a fixed size M (a
+   hyperparameter, never derived from the layout): inference runs `lax.map` over chunks
+   of M envs (`microbatched_apply`), gradients are taken per micro-batch of M samples
+   (`microbatch_grads` in one jit, or one jitted call per micro-batch from the host).
+   XLA compiles the same computation for the same shape to the same code, so a sample's
+   outputs do not depend on how many others share its call, device or process.
+2. Fixed reduction order. Micro-batch gradients (and any statistic over a minibatch) are
+   added by one pairwise tree over the global micro-batch index (`pairwise_sum`), never by
+   psum/pmean, whose order follows the device count. A device that holds an aligned
+   power-of-two block of micro-batches adds its block first (a subtree of that tree) and
+   only the block sums cross devices (`fixed_order_sum`); otherwise every micro-batch sum
+   is gathered. Either way every device ends with the same bits, so replicated parameters
+   stay identical.
+3. Randomness by global index. The sampling key of env i at step t is
+   fold_in(fold_in(run_key, i), t) (`env_sampling_keys`), never a per-thread or per-device
+   key.
+
+Elementwise operations (adds, the optimiser's update) are correctly rounded IEEE
+operations, so they give the same bits whatever XLA fuses or vectorises; only reductions
+and contractions (sums, matmuls, convolutions) depend on shapes and order, and those are
+what the rules above pin down.
+
+All functions are pure JAX and work under jit, pmap and shard_map (pass the mapped axis
+name as `axis_name`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from cleanba.losses import categorical_entropy, categorical_logprob, masked_sum
+from cleanba.parallel import checksum as params_checksum  # one checksum for the project
+from cleanba.parallel import per_device_params  # shared with the default learner
+
+try:  # all_gather whose result is typed device-invariant, so shard_map's out_specs=P() holds
+    from jax._src.lax.parallel import all_gather_invariant as _all_gather
+except ImportError:  # pragma: no cover - older/newer jax: needs shard_map(check_vma=False)
+    _all_gather = jax.lax.all_gather
+
+__all__ = [
+    "PairwiseAccumulator",
+    "combine_block_sums",
+    "deterministic_grad",
+    "env_sampling_keys",
+    "fixed_order_masked_mean_std",
+    "fixed_order_sum",
+    "microbatch_grad",
+    "microbatch_grads",
+    "microbatched_apply",
+    "microbatched_policy_step",
+    "num_microbatches",
+    "pairwise_sum",
+    "per_device_params",
+    "params_checksum",
+    "ppo_microbatch_loss_sum",
+    "sample_actions",
+    "split_microbatches",
+]
+
+PyTree = Any
+
+
+# --------------------------------------------------------------------------------------
+# shapes
+
+
+def num_microbatches(num_samples: int, microbatch_size: int) -> int:
+    """num_samples // microbatch_size; ValueError unless microbatch_size divides it."""
+    if microbatch_size < 1:
+        raise ValueError(f"microbatch_size must be >= 1, got {microbatch_size}")
+    if num_samples % microbatch_size:
+        raise ValueError(
+            f"{num_samples} samples cannot be split into micro-batches of {microbatch_size}: "
+            f"the micro-batch size must divide the per-call sample count on every layout "
+            f"(e.g. a divisor of the envs per actor call and of the samples per learner device)"
+        )
+    return num_samples // microbatch_size
+
+
+def split_microbatches(tree: PyTree, microbatch_size: int) -> PyTree:
+    """Leaves (n * M, ...) -> (n, M, ...): consecutive samples form a micro-batch."""
+    def split(x: jax.Array) -> jax.Array:
+        n = num_microbatches(x.shape[0], microbatch_size)
+        return x.reshape(n, microbatch_size, *x.shape[1:])
+
+    return jax.tree.map(split, tree)
+
+
+def _merge_microbatches(tree: PyTree) -> PyTree:
+    return jax.tree.map(lambda x: x.reshape(x.shape[0] * x.shape[1], *x.shape[2:]), tree)
+
+
+# --------------------------------------------------------------------------------------
+# 1. inference and 2. action sampling
+
+
+def microbatched_apply(
+    apply_fn: Callable[[PyTree, jax.Array], PyTree],
+    params: PyTree,
+    obs: jax.Array,
+    microbatch_size: int,
+) -> PyTree:
+    """apply_fn(params, obs) computed as `lax.map` over chunks of `microbatch_size` envs.
+
+    obs: (E, ...) with E a multiple of M = microbatch_size. Returns apply_fn's outputs with
+    leading axis E, e.g. (logits (E, A), value (E,)). Env e's outputs are bit-identical
+    whatever E is (8 envs in one call, two calls of 4, another device of the same type),
+    because the network only ever runs on (M, ...) inputs inside the same loop body.
+    """
+    chunks = split_microbatches(obs, microbatch_size)
+    return _merge_microbatches(jax.lax.map(lambda o: apply_fn(params, o), chunks))
+
+
+def env_sampling_keys(run_key: jax.Array, env_indices: jax.Array, step: jax.Array | int) -> jax.Array:
+    """Key of each env at a step: fold_in(fold_in(run_key, global env index), step).
+
+    env_indices: (E,) int, the GLOBAL env indices (0 .. total envs - 1 of the run, over
+    all actor threads, devices and processes). step: the env's step counter (the same for
+    every env block of the run at the same point of the rollout). Returns (E,) keys of
+    run_key's kind (raw uint32 keys give (E, 2)).
+    """
+    return jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(run_key, i), step))(
+        env_indices
+    )
+
+
+def sample_actions(
+    run_key: jax.Array, logits: jax.Array, env_indices: jax.Array, step: jax.Array | int
+) -> jax.Array:
+    """Categorical actions (E,) int32 from logits (E, A), one key per env (`env_sampling_keys`).
+
+    Sampling is elementwise per env (Gumbel-max), so env e's action is the same whichever
+    other envs share the call.
+    """
+    keys = env_sampling_keys(run_key, env_indices, step)
+    return jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
+
+
+def microbatched_policy_step(
+    apply_fn: Callable[[PyTree, jax.Array], tuple[jax.Array, jax.Array]],
+    params: PyTree,
+    obs: jax.Array,
+    run_key: jax.Array,
+    env_indices: jax.Array,
+    step: jax.Array | int,
+    microbatch_size: int,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """The actor's deterministic step: (actions, logprobs, logits, values), each (E, ...).
+
+    Inference by `microbatched_apply`, sampling by `sample_actions` with global env
+    indices; a drop-in for a plain `apply` + `categorical` policy step.
+    """
+    logits, values = microbatched_apply(apply_fn, params, obs, microbatch_size)
+    actions = sample_actions(run_key, logits, env_indices, step)
+    return actions, categorical_logprob(logits, actions), logits, values
+
+
+# --------------------------------------------------------------------------------------
+# fixed-order reductions
+
+
+def _pairwise_level(x: jax.Array) -> jax.Array:
+    n = x.shape[0]
+    pairs = x[0 : n - n % 2 : 2] + x[1 : n - n % 2 : 2]
+    return jnp.concatenate([pairs, x[n - 1 :]], axis=0) if n % 2 else pairs
+
+
+def pairwise_sum(stacked: PyTree) -> PyTree:
+    """Sum over the leading axis by a fixed pairwise tree; leaves (n, ...) -> (...).
+
+    Each level adds neighbours (0+1, 2+3, ...); an odd element out is carried unchanged to
+    the next level. The tree depends only on n, so the bits do too: an aligned block of
+    2^k consecutive elements is summed by a subtree, which is what lets devices add their
+    own block first (`fixed_order_sum`). Adds are elementwise, so XLA cannot reorder them.
+    """
+    def tree_sum(x: jax.Array) -> jax.Array:
+        if x.shape[0] < 1:
+            raise ValueError("pairwise_sum needs at least one element on the leading axis")
+        while x.shape[0] > 1:
+            x = _pairwise_level(x)
+        return x[0]
+
+    return jax.tree.map(tree_sum, stacked)
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def fixed_order_sum(local_stacked: PyTree, axis_name: str | None = None) -> PyTree:
+    """`pairwise_sum` over the GLOBAL leading axis, identical on every device and layout.
+
+    local_stacked: leaves (n_local, ...), this device's consecutive block of the global
+    sequence (device k of the mapped axis holds elements k * n_local ... (k + 1) * n_local
+    - 1, as shard_map/pmap order the axis: process by process, then local device order).
+    Without axis_name it is plain `pairwise_sum`. With it, the result is
+    pairwise_sum(concatenation of all devices' blocks), the same bits as one device holding
+    everything: if n_local is a power of two the block sum is a subtree, so only block
+    sums (one per device) are gathered; otherwise all n_local elements are gathered.
+    """
+    if axis_name is None:
+        return pairwise_sum(local_stacked)
+    n_local = jax.tree.leaves(local_stacked)[0].shape[0]
+    if _is_power_of_two(n_local):
+        block = pairwise_sum(local_stacked)
+        return pairwise_sum(jax.tree.map(lambda x: _all_gather(x, axis_name), block))
+    gathered = jax.tree.map(lambda x: _all_gather(x, axis_name, tiled=True), local_stacked)
+    return pairwise_sum(gathered)
+
+
+class PairwiseAccumulator:
+    """`pairwise_sum` of a stream of pytrees, holding O(log n) partial sums.
+
+    For the host-loop gradient (one jitted call per micro-batch, see docs): `add` each
+    micro-batch gradient in global order, then `result()`. The partial sums are combined
+    like a binary counter (two sums of the same size are added as soon as both exist) and
+    flushed smallest-first from the right, which is exactly `pairwise_sum`'s tree for
+    every n (tests/test_cleanba_deterministic_primitives.py checks this). Works on arrays
+    of any sharding: the adds are elementwise, so each device adds its own shard.
+    """
+
+    def __init__(self, add: Callable[[PyTree, PyTree], PyTree] | None = None):
+        self._add = add or jax.jit(lambda a, b: jax.tree.map(jnp.add, a, b))
+        self._stack: list[tuple[int, PyTree]] = []  # (size, partial sum), sizes decreasing
+        self.count = 0
+
+    def add(self, tree: PyTree) -> None:
+        size, total = 1, tree
+        while self._stack and self._stack[-1][0] == size:
+            left_size, left = self._stack.pop()
+            size, total = left_size + size, self._add(left, total)
+        self._stack.append((size, total))
+        self.count += 1
+
+    def result(self) -> PyTree:
+        if not self._stack:
+            raise ValueError("PairwiseAccumulator.result() before any add()")
+        _, total = self._stack[-1]
+        for _, left in reversed(self._stack[:-1]):
+            total = self._add(left, total)
+        return total
+
+
+# --------------------------------------------------------------------------------------
+# 3. gradients
+
+
+def microbatch_grads(
+    loss_fn: Callable[[PyTree, PyTree], tuple[jax.Array, PyTree]],
+    params: PyTree,
+    microbatches: PyTree,
+    axis_name: str | None = None,
+) -> tuple[PyTree, PyTree]:
+    """Per-micro-batch gradients in one program: `lax.map` of value_and_grad.
+
+    loss_fn(params, microbatch) -> (loss, aux): the micro-batch's SHARE of the minibatch
+    loss, i.e. a sum over its samples (see `ppo_microbatch_loss_sum`), so the minibatch
+    gradient is the sum of micro-batch gradients. microbatches: leaves (n, M, ...) (see
+    `split_microbatches`). Returns (grads, aux), leaves stacked (n, ...); aux includes
+    "loss". Micro-batch k's gradient is bit-identical whatever n is. Inside shard_map or
+    pmap pass axis_name: the gradients are then this device's own (see `per_device_params`).
+    """
+    if axis_name is not None:
+        params = per_device_params(params, axis_name)
+
+    def one(mb: PyTree) -> tuple[PyTree, PyTree]:
+        (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, mb)
+        return grads, {**aux, "loss": loss}
+
+    return jax.lax.map(one, microbatches)
+
+
+def microbatch_grad(
+    loss_fn: Callable[[PyTree, PyTree], tuple[jax.Array, PyTree]],
+    params: PyTree,
+    microbatch: PyTree,
+    axis_name: str | None = None,
+) -> tuple[PyTree, PyTree]:
+    """Gradient (and aux, with "loss") of ONE micro-batch (leaves (M, ...)): the body of
+    the host-loop path, jitted once and called per micro-batch (see docs/deterministic.md).
+
+    Not the same bits as `microbatch_grads`' loop body on every backend (XLA compiles a
+    loop body differently; on this CPU the ResNet's gradients differ in the last bits), so
+    a run uses one path throughout; each path is layout-independent on its own.
+    """
+    if axis_name is not None:
+        params = per_device_params(params, axis_name)
+    (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, microbatch)
+    return grads, {**aux, "loss": loss}
+
+
+def combine_block_sums(block_sum: PyTree, num_local_microbatches: int, axis_name: str) -> PyTree:
+    """Finish `fixed_order_sum` from each device's `PairwiseAccumulator` result.
+
+    block_sum: this device's pairwise sum of its num_local_microbatches consecutive
+    micro-batch gradients. Only valid when that count is a power of two (the block is
+    then a subtree of the global pairwise tree); ValueError otherwise.
+    """
+    if not _is_power_of_two(num_local_microbatches):
+        raise ValueError(
+            f"the host-loop gradient needs a power-of-two number of micro-batches per learner "
+            f"device, got {num_local_microbatches}; choose the minibatch size, micro-batch "
+            f"size and learner device count so that minibatch / (M * devices) is 1, 2, 4, ..."
+        )
+    return pairwise_sum(jax.tree.map(lambda x: _all_gather(x, axis_name), block_sum))
+
+
+def deterministic_grad(
+    loss_fn: Callable[[PyTree, PyTree], tuple[jax.Array, PyTree]],
+    params: PyTree,
+    microbatches: PyTree,
+    axis_name: str | None = None,
+) -> tuple[PyTree, PyTree]:
+    """Sum of the minibatch's micro-batch gradients (and aux), layout-independent.
+
+    Each device passes its consecutive block of the minibatch's micro-batches (leaves
+    (n_local, M, ...), device k holding global micro-batches k * n_local ...); the result
+    is `pairwise_sum` over all micro-batches in global order, the same bits on every
+    device and for every number of devices or processes. Divide by the minibatch's sample
+    count (or valid-sample count) afterwards for a mean-loss gradient.
+    """
+    grads, aux = microbatch_grads(loss_fn, params, microbatches, axis_name)
+    return fixed_order_sum(grads, axis_name), fixed_order_sum(aux, axis_name)
+
+
+def fixed_order_masked_mean_std(
+    x: jax.Array, mask: jax.Array, axis_name: str | None = None
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(mean, population std, valid count) of x over mask > 0, in a fixed order.
+
+    x, mask: (n_local, M), this device's micro-batches of the minibatch (as for
+    `deterministic_grad`). Two passes (mean, then squared deviations), each summed within
+    micro-batches and then across them by `fixed_order_sum`, so the statistics (e.g. for
+    PPO's advantage normalisation over the minibatch) are the same bits on every layout.
+    """
+    if x.ndim != 2 or x.shape != mask.shape:
+        raise ValueError(f"x and mask must both be (n_local, M), got {x.shape} and {mask.shape}")
+    valid = mask > 0
+    w = jnp.where(valid, mask, 0.0).astype(x.dtype)
+    xv = jnp.where(valid, x, 0.0)
+
+    def total(per_sample: jax.Array) -> jax.Array:
+        per_microbatch = pairwise_sum(per_sample.T)  # (n_local,), elementwise adds only
+        return fixed_order_sum(per_microbatch, axis_name)
+
+    count = total(w)
+    mean = total(xv * w) / jnp.maximum(count, 1.0)
+    var = total(jnp.square(xv - mean) * w) / jnp.maximum(count, 1.0)
+    return mean, jnp.sqrt(var), count
+
+
+def ppo_microbatch_loss_sum(
+    new_logits: jax.Array,
+    old_logprobs: jax.Array,
+    actions: jax.Array,
+    normalized_advantages: jax.Array,
+    new_values: jax.Array,
+    returns: jax.Array,
+    mask: jax.Array,
+    clip_coef: float,
+    ent_coef: float,
+    vf_coef: float,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """A micro-batch's share of `cleanba.losses.ppo_loss`, as masked SUMS (shapes (M,)).
+
+    ppo_loss over a minibatch = (sum over its micro-batches of this loss) / (valid count),
+    when `normalized_advantages` were normalised with the minibatch's statistics
+    (`fixed_order_masked_mean_std`), not the micro-batch's. aux holds the sums of the
+    policy, value and entropy terms, of approx_kl and clipfrac and the valid count
+    (divide by the summed count for ppo_loss's metrics).
+    """
+    mask = mask.astype(jnp.float32)
+    valid = mask > 0
+    advantages = jax.lax.stop_gradient(normalized_advantages)
+    returns = jax.lax.stop_gradient(returns)
+    logratio = jnp.where(valid, categorical_logprob(new_logits, actions) - old_logprobs, 0.0)
+    ratio = jnp.exp(logratio)
+    pg = jnp.maximum(
+        -advantages * ratio, -advantages * jnp.clip(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
+    )
+    pg_sum = masked_sum(pg, mask)
+    v_sum = 0.5 * masked_sum(jnp.square(new_values - returns), mask)
+    ent_sum = masked_sum(categorical_entropy(new_logits), mask)
+    loss = pg_sum - ent_coef * ent_sum + vf_coef * v_sum
+    aux = {
+        "loss_policy": pg_sum,
+        "loss_value": v_sum,
+        "loss_entropy": ent_sum,
+        "stat_approx_kl": jax.lax.stop_gradient(masked_sum((ratio - 1.0) - logratio, mask)),
+        "stat_clipfrac": jax.lax.stop_gradient(
+            masked_sum((jnp.abs(ratio - 1.0) > clip_coef).astype(jnp.float32), mask)
+        ),
+        "count": jnp.sum(jnp.where(valid, mask, 0.0)),
+    }
+    return loss, aux

@@ -1,0 +1,146 @@
+"""Where the work runs: jax.distributed start-up, devices, and the split of the global sizes.
+
+The layout never changes the hyperparameters. `make_plan` takes the global sizes of the
+config (total envs, rollout length, minibatches) and the hardware (processes, actor and
+learner devices, actor threads) and works out who runs what, or raises ConfigError naming
+the numbers and what would be valid, before anything starts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from cleanba.config import CommonConfig, ConfigError
+from runrecord import Layout
+
+
+def init_distributed(config: CommonConfig) -> None:
+    """Start jax.distributed when asked: explicit coordinator, or Slurm's variables."""
+    if not config.distributed:
+        return
+    import jax
+
+    # CPU collectives across processes (pmap's psum, process_allgather) need gloo.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if config.coordinator_address is not None:
+        jax.distributed.initialize(
+            coordinator_address=config.coordinator_address,
+            num_processes=config.num_processes,
+            process_id=config.process_id,
+        )
+    else:
+        if "SLURM_JOB_ID" not in os.environ:
+            raise ConfigError(
+                "--distributed without --coordinator-address needs a Slurm job (SLURM_* "
+                "variables); outside Slurm give --coordinator-address HOST:PORT "
+                "--num-processes N --process-id I"
+            )
+        jax.distributed.initialize()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The split of one run over processes, devices and threads (all sizes are counts)."""
+
+    num_processes: int
+    process_index: int
+    actor_device_ids: tuple[int, ...]
+    learner_device_ids: tuple[int, ...]
+    num_actor_threads: int  # per actor device
+    num_envs: int  # global
+    num_steps: int
+    num_updates: int
+
+    @property
+    def threads_per_process(self) -> int:
+        return len(self.actor_device_ids) * self.num_actor_threads
+
+    @property
+    def total_actor_threads(self) -> int:
+        return self.num_processes * self.threads_per_process
+
+    @property
+    def envs_per_thread(self) -> int:
+        return self.num_envs // self.total_actor_threads
+
+    @property
+    def local_num_envs(self) -> int:
+        return self.num_envs // self.num_processes
+
+    @property
+    def total_learner_devices(self) -> int:
+        return self.num_processes * len(self.learner_device_ids)
+
+    @property
+    def envs_per_learner_device(self) -> int:
+        return self.num_envs // self.total_learner_devices
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+    def thread_global_index(self, actor_device_pos: int, thread: int) -> int:
+        """Global index of an actor thread: process-major, then actor device, then thread."""
+        return (
+            self.process_index * self.threads_per_process
+            + actor_device_pos * self.num_actor_threads
+            + thread
+        )
+
+    def first_env_index(self, thread_global_index: int) -> int:
+        return thread_global_index * self.envs_per_thread
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.actor_device_ids, self.learner_device_ids, self.num_processes)
+
+
+def make_plan(
+    config: CommonConfig, num_processes: int, process_index: int, num_local_devices: int
+) -> Plan:
+    """Check the layout against the global sizes and the devices there are."""
+    for kind, ids in (("actor", config.actor_device_ids), ("learner", config.learner_device_ids)):
+        if not ids:
+            raise ConfigError(f"--{kind}-device-ids is empty; give at least one id, e.g. 0")
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"--{kind}-device-ids repeats an id: {list(ids)}")
+        bad = [i for i in ids if not 0 <= i < num_local_devices]
+        if bad:
+            raise ConfigError(
+                f"--{kind}-device-ids {list(ids)}: device id(s) {bad} out of range; this "
+                f"process has {num_local_devices} device(s), valid ids are "
+                f"0..{num_local_devices - 1}"
+            )
+    threads = num_processes * len(config.actor_device_ids) * config.num_actor_threads
+    if config.num_envs % threads:
+        valid = [threads * k for k in range(1, 5)]
+        raise ConfigError(
+            f"--num-envs {config.num_envs} cannot be split evenly over {threads} actor threads "
+            f"({num_processes} process(es) x {len(config.actor_device_ids)} actor device(s) x "
+            f"{config.num_actor_threads} thread(s)); use a multiple of {threads}, e.g. {valid}, "
+            "or change the layout"
+        )
+    learners = num_processes * len(config.learner_device_ids)
+    if config.num_envs % learners:
+        raise ConfigError(
+            f"--num-envs {config.num_envs} cannot be split evenly over {learners} learner "
+            f"device(s) ({num_processes} process(es) x {len(config.learner_device_ids)}); "
+            f"use a multiple of {learners}"
+        )
+    batch = config.num_envs * config.num_steps
+    if config.total_timesteps < batch:
+        raise ConfigError(
+            f"--total-timesteps {config.total_timesteps} is less than one batch "
+            f"(num_envs {config.num_envs} x num_steps {config.num_steps} = {batch})"
+        )
+    return Plan(
+        num_processes=num_processes,
+        process_index=process_index,
+        actor_device_ids=tuple(config.actor_device_ids),
+        learner_device_ids=tuple(config.learner_device_ids),
+        num_actor_threads=config.num_actor_threads,
+        num_envs=config.num_envs,
+        num_steps=config.num_steps,
+        num_updates=config.total_timesteps // batch,
+    )

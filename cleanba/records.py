@@ -1,0 +1,155 @@
+"""Run records of the Cleanba trainers: manifest, episode tracking, wandb, console progress.
+
+The files themselves are written by runrecord.RunWriter (the project's only writer).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cleanba.config import config_dict, defining_hyperparameters
+from runrecord import Layout, provenance, run_id
+
+
+def make_run_id(system: str, config: Any, env_protocol: dict, layout: Layout) -> str:
+    """runrecord.run_id over what defines the run (bookkeeping flags left out)."""
+    return run_id(
+        {
+            "system": system,
+            "architecture": config.architecture,
+            "env_id": config.env_id,
+            "seed": config.seed,
+            "hyperparameters": defining_hyperparameters(config),
+            "env_protocol": env_protocol,
+            "layout": layout.to_dict(),
+        }
+    )
+
+
+def default_run_dir(rid: str) -> Path:
+    return Path("results") / "standalone" / "runs" / rid
+
+
+def build_manifest(
+    *,
+    system: str,
+    config: Any,
+    rid: str,
+    env_protocol: dict,
+    layout: Layout,
+    derived: dict[str, Any],
+    devices: list[str],
+) -> dict[str, Any]:
+    hyperparameters = config_dict(config)
+    hyperparameters["derived"] = derived
+    layout_dict = layout.to_dict()
+    layout_dict["devices"] = devices
+    layout_dict["num_cpus"] = os.cpu_count()
+    return {
+        "run_id": rid,
+        "sweep": config.sweep,
+        "system": system,
+        "architecture": config.architecture,
+        "env_id": config.env_id,
+        "seed": config.seed,
+        "layout": layout_dict,
+        "hyperparameters": hyperparameters,
+        "env_protocol": env_protocol,
+        "provenance": provenance.collect(
+            accelerators=sorted(set(devices)), process_count=layout.num_processes
+        ),
+    }
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A finished episode: `env_steps` = global agent steps of the run when it ended."""
+
+    env_steps: int
+    env_index: int
+    episode_return: float
+    episode_length: int
+    wall_time_s: float  # seconds since the run started, when the episode ended
+
+
+class EpisodeTracker:
+    """Sums raw rewards (EnvPool's info["reward"], never clipped) per env into whole-game
+    returns. Reset steps (mask 0, EnvPool's next-step autoreset) are not part of an episode.
+    """
+
+    def __init__(self, first_env_index: int, num_envs: int):
+        self.env_index = first_env_index + np.arange(num_envs)
+        self.returns = np.zeros(num_envs, np.float64)
+        self.lengths = np.zeros(num_envs, np.int64)
+
+    def step(
+        self, raw_reward: np.ndarray, done: np.ndarray, mask: np.ndarray, env_steps: int,
+        wall_time_s: float,
+    ) -> list[Episode]:
+        valid = mask > 0
+        self.returns += np.where(valid, raw_reward, 0.0)
+        self.lengths += valid
+        finished = []
+        for i in np.flatnonzero(done & valid):
+            finished.append(
+                Episode(env_steps, int(self.env_index[i]), float(self.returns[i]),
+                        int(self.lengths[i]), wall_time_s)
+            )
+        self.returns[done] = 0.0
+        self.lengths[done] = 0
+        return finished
+
+
+class WandbLogger:
+    """--track: charts/episodic_return, charts/SPS, losses/*, stats/* to Weights & Biases."""
+
+    def __init__(self, config: Any, system: str, rid: str, run_dir: Path, manifest: dict):
+        import wandb
+
+        self._wandb = wandb
+        self.run = wandb.init(
+            project=config.wandb_project,
+            entity=config.wandb_entity,
+            name=f"{system}/{config.env_id}/{config.architecture}/seed{config.seed}/{rid}",
+            id=rid,
+            dir=str(run_dir),
+            config={"system": system, **manifest["hyperparameters"], "layout": manifest["layout"]},
+            resume="allow",
+        )
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        self.run.log(metrics, step=step)
+
+    def close(self, exit_code: int) -> None:
+        self.run.finish(exit_code=exit_code)
+
+
+class Progress:
+    """What the console progress line shows; written by the learner, read by the main thread."""
+
+    def __init__(self, num_updates: int):
+        self.num_updates = num_updates
+        self.update = 0
+        self.env_steps = 0
+        self.sps = 0.0
+        self.recent_returns: deque[float] = deque(maxlen=20)
+        self.start = time.monotonic()
+
+    def line(self) -> str:
+        ret = f"{np.mean(self.recent_returns):.1f}" if self.recent_returns else "-"
+        return (
+            f"[cleanba] update {self.update}/{self.num_updates} | env steps {self.env_steps:,} | "
+            f"SPS {self.sps:,.0f} | return (last {len(self.recent_returns)}) {ret} | "
+            f"{time.monotonic() - self.start:.0f}s"
+        )
+
+    def print(self) -> None:
+        print(self.line(), file=sys.stdout, flush=True)

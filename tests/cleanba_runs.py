@@ -1,0 +1,104 @@
+"""Helpers for the Cleanba trainer tests: run `python -m cleanba.<alg>` in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from runrecord import load_run, schema
+
+# A tiny CartPole run: 4 envs x 16 steps per batch; a few seconds including compilation.
+TINY = ["--num-envs", "4", "--num-steps", "16", "--num-actor-threads", "1",
+        "--num-minibatches", "2", "--update-epochs", "1", "--progress-interval-s", "0"]
+
+
+def trainer_env(devices: int = 1, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    flags = [f for f in env.get("XLA_FLAGS", "").split()
+             if not f.startswith("--xla_force_host_platform_device_count")]
+    flags.append(f"--xla_force_host_platform_device_count={devices}")
+    env["XLA_FLAGS"] = " ".join(flags)
+    env.setdefault("WANDB_MODE", "offline")
+    env.setdefault("WANDB_SILENT", "true")
+    env.pop("CLEANBA_FAULT", None)
+    env.update(extra)
+    return env
+
+
+def command(alg: str, preset: str, run_dir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", f"cleanba.{alg}", preset, "--run-dir", str(run_dir), *args]
+
+
+def run(alg: str, run_dir: Path, *args: str, preset: str = "cartpole", devices: int = 1,
+        timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        command(alg, preset, run_dir, *args), env=trainer_env(devices, **env),
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+# The standard small run that several test modules read (run once per test session):
+# PPO on CartPole, cleanba architecture, layout a0-l0, 2 actor threads, 8 updates, seed 1.
+STANDARD_UPDATES = 8
+STANDARD_BATCH = 4 * 16
+STANDARD = [*TINY[:-6], "--num-actor-threads", "2", *TINY[-6:], "--total-timesteps",
+            str(STANDARD_BATCH * STANDARD_UPDATES)]
+_cache: dict[tuple[str, ...], Path] = {}
+
+
+def cached_run(alg: str, *args: str) -> Path:
+    """Run once per test session and return the record folder (the run must complete)."""
+    key = (alg, *args)
+    if key not in _cache:
+        run_dir = Path(tempfile.mkdtemp(prefix="cleanba-test-")) / "run"
+        p = run(alg, run_dir, *args)
+        assert p.returncode == 0, p.stderr
+        _cache[key] = run_dir
+    return _cache[key]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def staleness(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Per update: (max staleness, min staleness) of the data it trained on."""
+    u = load_run(run_dir).updates
+    lv = u["learner_version"]
+    return (
+        schema.staleness(lv, u["rollout_policy_version_min"]),
+        schema.staleness(lv, u["rollout_policy_version_max"]),
+    )
+
+
+def check_valid_record(run_dir: Path, num_envs: int, batch: int, num_updates: int):
+    """A completed record with the contract's columns, counts and step bookkeeping."""
+    r = load_run(run_dir)
+    assert r.warnings == []
+    assert r.status == schema.COMPLETED, r.manifest.get("error")
+    assert list(r.updates.names[: len(schema.UPDATE_COLUMNS) - 3]) == list(
+        schema.UPDATE_COLUMNS[:-3]
+    )
+    assert len(r.updates) == num_updates
+    np.testing.assert_array_equal(r.updates["update"], np.arange(1, num_updates + 1))
+    np.testing.assert_array_equal(r.updates["env_steps"], batch * np.arange(1, num_updates + 1))
+    np.testing.assert_array_equal(r.updates["learner_version"], np.arange(2, num_updates + 2))
+    assert np.all(np.isfinite(r.updates["loss_total"]))
+    e = r.episodes
+    assert len(e) > 0
+    assert set(np.unique(e["env_index"]).astype(int)) <= set(range(num_envs))
+    assert np.all(e["env_steps"] <= batch * num_updates)
+    assert np.all(e["episode_length"] >= 1)
+    m = r.manifest
+    assert m["summary"]["env_steps"] == batch * num_updates
+    assert m["summary"]["updates"] == num_updates
+    assert m["summary"]["episodes"] == len(e)
+    return r
