@@ -7,7 +7,7 @@ scripts/setup.sh --dev --browser
 export XLA_FLAGS="${XLA_FLAGS:-} --xla_force_host_platform_device_count=4"
 export WANDB_MODE=offline WANDB_SILENT=true
 .venv/bin/ruff check .
-.venv/bin/mypy runrecord analysis harness cleanba baselines 2>/dev/null | tail -1 || true
+.venv/bin/mypy runrecord analysis harness cleanba baselines
 set +e
 .venv/bin/python -m pytest "$@"
 rc=$?
