@@ -1,10 +1,10 @@
-"""Throughput of the baselines on the IMPALA benchmark setting; prints SPS per system.
+"""Throughput of the baselines beside ours on the IMPALA benchmark setting; prints SPS.
 
     python -m baselines.bench --torchbeast-path ~/src/torchbeast --moolib-path ~/src/moolib
 
-Runs each available adapter once on Breakout-v5 with 8 envs and unroll 20 (the envs and
-unroll of our cleanba-impala benchmark; 8 trajectories per update, so 160 steps per
-update as ours), one after the other, CPU only unless --use-cuda, and prints:
+Runs our cleanba-impala and each available adapter once on Breakout-v5 with 8 envs and
+unroll 20 (8 trajectories per update, so 160 steps per update for all three), one after
+the other in one invocation, CPU only unless --use-cuda, and prints:
 mean SPS over the whole run (start-up included) and steady SPS from the first to the last
 update in updates.csv. Records go to --results-root/bench/runs/.
 """
@@ -43,6 +43,8 @@ class Args:
     """agent steps of the monobeast run"""
     moolib_timesteps: int = 10_000
     """agent steps of the moolib run"""
+    cleanba_timesteps: int = 8_000
+    """agent steps of our cleanba-impala run (0: leave it out)"""
     num_actor_cpus: int = 2
     """moolib env worker processes"""
     use_cuda: bool = False
@@ -69,22 +71,31 @@ def main(argv: list[str] | None = None) -> int:
     common = ["--env-id", args.env_id, "--seed", str(args.seed), "--num-steps", str(args.num_steps),
               "--batch-size", str(args.num_envs), "--num-envs", str(args.num_envs),
               "--use-cuda" if args.use_cuda else "--no-use-cuda"]
-    systems = {
-        "monobeast-impala": (
-            "baselines.monobeast", args.torchbeast_path or os.environ.get("TORCHBEAST_PATH"),
-            "--torchbeast-path", ["--total-timesteps", str(args.monobeast_timesteps)]),
-        "moolib-impala": (
-            "baselines.moolib", args.moolib_path or os.environ.get("MOOLIB_PATH"), "--moolib-path",
+    def baseline(module: str, flag: str, path: str | Path | None, extra: list[str]):
+        return None if not path else [sys.executable, "-m", module, flag, str(path), *common, *extra]
+
+    # name -> command without --run-dir, or None when not available here
+    systems: dict[str, list[str] | None] = {
+        "cleanba-impala": None if not args.cleanba_timesteps else [
+            sys.executable, "-m", "cleanba.impala", "atari", "--env-id", args.env_id,
+            "--seed", str(args.seed), "--num-envs", str(args.num_envs),
+            "--num-steps", str(args.num_steps), "--total-timesteps", str(args.cleanba_timesteps)],
+        "monobeast-impala": baseline(
+            "baselines.monobeast", "--torchbeast-path",
+            args.torchbeast_path or os.environ.get("TORCHBEAST_PATH"),
+            ["--total-timesteps", str(args.monobeast_timesteps)]),
+        "moolib-impala": baseline(
+            "baselines.moolib", "--moolib-path", args.moolib_path or os.environ.get("MOOLIB_PATH"),
             ["--total-timesteps", str(args.moolib_timesteps), "--num-actor-batches", "2",
              "--num-actor-cpus", str(args.num_actor_cpus)]),
     }
     print(f"{'system':18} {'mean SPS':>9} {'steady SPS':>11}  record")
-    for name, (module, path, flag, extra) in systems.items():
-        if not path:
+    for name, base_cmd in systems.items():
+        if base_cmd is None:
             print(f"{name:18} skipped: no checkout given")
             continue
         run_dir = root / "bench" / "runs" / name
-        cmd = [sys.executable, "-m", module, flag, str(path), *common, *extra, "--run-dir", str(run_dir)]
+        cmd = [*base_cmd, "--run-dir", str(run_dir)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"{name:18} exit {r.returncode}: {r.stderr.strip().splitlines()[-1:]}")
