@@ -25,7 +25,7 @@ from runrecord import load_run
 
 @dataclass
 class Args:
-    """Measure monobeast-impala and moolib-impala SPS on the IMPALA benchmark setting."""
+    """Measure cleanba-impala, monobeast-impala and moolib-impala SPS on one IMPALA setting."""
 
     torchbeast_path: Path | None = None
     """torchbeast checkout (default: $TORCHBEAST_PATH; skipped when neither is set)"""
