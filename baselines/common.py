@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from cleanba.envs import env_protocol, frames_per_step, make_env
-from runrecord import Layout, RunWriter, provenance, run_id, write_skipped
+from cleanba.envs import EnvError, check_env_id, env_protocol, frames_per_step, is_atari, make_env
+from runrecord import Layout, RecordError, RunWriter, provenance, run_id, write_skipped
 
 ARCHITECTURE = "async"
 LAYOUT = Layout((0,), (0,), 1)  # a0-l0-d1: one process, actors and learner on one device
@@ -200,6 +200,48 @@ def build_manifest(
         "env_protocol": dict(protocol),
         "provenance": provenance.collect(packages=PROVENANCE_PACKAGES, baseline=dict(baseline)),
     }
+
+
+def check_adapter_args(env_id: str, learner_delay_s: float, model: str) -> None:
+    """Raise ValueError naming a setting an adapter cannot run (after parsing)."""
+    if not is_atari(env_id):
+        raise ValueError(
+            f"env_id {env_id!r}: {model} needs an Atari '<Game>-v5' id, e.g. Breakout-v5"
+        )
+    if learner_delay_s < 0:
+        raise ValueError(f"learner_delay_s must be >= 0, got {learner_delay_s}")
+
+
+def parse_cli(cls: type, argv: list[str] | None, prog: str) -> Any | None:
+    """The adapter's parsed and checked Args, or None after printing why (exit EXIT_BAD_ARGS)."""
+    import tyro
+
+    try:
+        args: Any = tyro.cli(cls, args=argv, prog=prog)
+        args.check()
+        check_env_id(args.env_id)
+    except (ValueError, EnvError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+    return args
+
+
+def load_checkout(
+    given: Path | None, env_var: str, name: str, marker: str, url: str,
+    importer: Callable[[Path], Any], run_dir: Path,
+    manifest_for: Callable[[dict[str, Any]], Mapping[str, Any]],
+) -> tuple[Path, Any] | None:
+    """(checkout, what `importer` returns), or None after recording the run as skipped."""
+    named = given or os.environ.get(env_var)
+    try:
+        checkout = find_checkout(given, env_var, name, marker, url)
+        return checkout, importer(checkout)
+    except BaselineUnavailable as e:
+        try:
+            record_unavailable(run_dir, manifest_for({"path": named and str(named)}), e)
+        except RecordError as re:
+            print(f"error: {e}\nerror: {re}", file=sys.stderr)
+        return None
 
 
 def default_run_dir(results_root: Path, sweep: str | None, rid: str) -> Path:

@@ -43,11 +43,9 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-import tyro  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
 from baselines.native_logs import NativeLogError, read_moolib_logs  # noqa: E402
-from cleanba.envs import EnvError, check_env_id, is_atari  # noqa: E402
 from runrecord import RecordError, schema  # noqa: E402
 
 SYSTEM = "moolib-impala"
@@ -117,13 +115,7 @@ class Args:
 
     def check(self) -> None:
         """Raise ValueError naming a setting that cannot run (after parsing, for a plain message)."""
-        if not is_atari(self.env_id):
-            raise ValueError(
-                f"env_id {self.env_id!r}: moolib's Atari model needs an Atari '<Game>-v5' id, "
-                "e.g. Breakout-v5"
-            )
-        if self.learner_delay_s < 0:
-            raise ValueError(f"learner_delay_s must be >= 0, got {self.learner_delay_s}")
+        common.check_adapter_args(self.env_id, self.learner_delay_s, "moolib's Atari model")
         mapping.moolib_actor_batch_size(self.num_envs, self.num_actor_batches)
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -506,12 +498,8 @@ def _finish_native(native_dir: Path, run_dir: Path, keep_checkpoint: bool) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = tyro.cli(Args, args=argv, prog="python -m baselines.moolib")
-        args.check()
-        check_env_id(args.env_id)
-    except (ValueError, EnvError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    args = common.parse_cli(Args, argv, "python -m baselines.moolib")
+    if args is None:
         return common.EXIT_BAD_ARGS
     hp = args.hyperparameters()
     protocol = common.baseline_protocol(args.env_id)
@@ -526,16 +514,13 @@ def main(argv: list[str] | None = None) -> int:
     native_dir = run_dir.resolve() / "native"
     savedir = native_dir / "moolib"
 
-    given = args.moolib_path or os.environ.get("MOOLIB_PATH")
-    try:
-        checkout = common.find_checkout(args.moolib_path, "MOOLIB_PATH", "moolib", CHECKOUT_MARKER, REPO_URL)
-        mods = import_moolib_example(checkout)
-    except common.BaselineUnavailable as e:
-        try:
-            common.record_unavailable(run_dir, manifest_for({"path": given and str(given)}, "cpu"), e)
-        except RecordError as re:
-            print(f"error: {e}\nerror: {re}", file=sys.stderr)
+    found = common.load_checkout(
+        args.moolib_path, "MOOLIB_PATH", "moolib", CHECKOUT_MARKER, REPO_URL,
+        import_moolib_example, run_dir, lambda baseline: manifest_for(baseline, "cpu"),
+    )
+    if found is None:
         return common.EXIT_UNAVAILABLE
+    checkout, mods = found
 
     import torch
 

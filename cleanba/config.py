@@ -54,6 +54,16 @@ class CommonConfig:
     learner_delay_s: float = 0.0
     """Extra sleep after each learner update (the paper's Section 3 staleness experiment)."""
 
+    # --- network (picked from the observation space) ---------------------------------
+    channels: tuple[int, ...] = (16, 32, 32)
+    """IMPALA ResNet channels (image observations)."""
+    hidden: int = 256
+    """IMPALA ResNet hidden units (image observations)."""
+    mlp_hidden: tuple[int, ...] = (64, 64)
+    """MLP widths (vector observations, e.g. CartPole)."""
+    separate_critic: bool = False
+    """Give the value head its own torso (CleanRL's CartPole agent; Atari shares one)."""
+
     # --- distributed (jax.distributed) ---------------------------------------------------
     distributed: bool = False
     """Use jax.distributed (coordinator from Slurm unless --coordinator-address is given)."""
@@ -81,6 +91,13 @@ class CommonConfig:
     """wandb project (with --track)."""
     wandb_entity: str | None = None
     """wandb entity, i.e. user or team (with --track)."""
+
+    def make_network(self, obs_shape: tuple[int, ...], num_actions: int):
+        """The actor-critic for this env: IMPALA ResNet for images, MLP for vectors."""
+        from cleanba.networks import make_network
+
+        return make_network(obs_shape, num_actions, self.channels, self.hidden, self.mlp_hidden,
+                            self.separate_critic)
 
     def __post_init__(self) -> None:
         for name in ("total_timesteps", "num_envs", "num_steps", "num_actor_threads"):

@@ -32,7 +32,7 @@ from flax.training.train_state import TrainState
 from cleanba.config import CommonConfig, ConfigError
 from cleanba.layout import Plan
 from cleanba.losses import impala_loss
-from cleanba.networks import init_params, make_network
+from cleanba.networks import init_params
 from cleanba.parallel import LearnerMesh, first_replica, learner_value_and_grad
 from cleanba.runtime import Algorithm, UpdateFn, main
 
@@ -79,14 +79,6 @@ class ImpalaConfig(CommonConfig):
     """V-trace clip of importance weights in the policy-gradient advantage."""
     clip_c: float = 1.0
     """V-trace c-bar (clips the trace coefficients)."""
-    channels: tuple[int, ...] = (16, 32, 32)
-    """IMPALA ResNet channels (image observations)."""
-    hidden: int = 256
-    """IMPALA ResNet hidden units (image observations)."""
-    mlp_hidden: tuple[int, ...] = (64, 64)
-    """MLP widths (vector observations, e.g. CartPole)."""
-    separate_critic: bool = False
-    """Give the value head its own torso (CleanRL's CartPole agent; Atari shares one)."""
 
 
 PRESETS: dict[str, tuple[str, ImpalaConfig]] = {
@@ -174,8 +166,7 @@ def make_algorithm(config: ImpalaConfig, plan: Plan, obs_shape: tuple[int, ...],
             f"{config.num_minibatches} does not divide; choose a divisor of {envs_per_device} "
             "or change --num-envs"
         )
-    network = make_network(obs_shape, num_actions, config.channels, config.hidden,
-                           config.mlp_hidden, config.separate_critic)
+    network = config.make_network(obs_shape, num_actions)
     tx = make_optimizer(config, plan.num_updates)
     envs_per_minibatch = envs_per_device // config.num_minibatches
 

@@ -2,9 +2,10 @@
 
 Learner devices (of every process) form a 1-D mesh with axis `learners`. Batches carry a
 leading axis with one entry per learner device (sharded over the mesh); the train state is
-replicated. `learner_map` runs a per-device function over the mesh (shard_map under jit)
+replicated. `LearnerMesh.map` runs a per-device function over the mesh (shard_map under jit)
 and `learner_value_and_grad` (with `average_over_learners`) is the one cross-device
-reduction: each device's own gradient, then a pmean of gradients and metrics. A deterministic mode (its own issue) can replace that one function with "gather
+reduction: each device's own gradient, then a pmean of gradients and metrics. A
+deterministic mode (its own issue) can replace that one function with "gather
 per-device gradients and reduce them in a fixed order" without touching the algorithms.
 """
 

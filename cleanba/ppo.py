@@ -26,7 +26,7 @@ from flax.training.train_state import TrainState
 from cleanba.config import CommonConfig, ConfigError
 from cleanba.layout import Plan
 from cleanba.losses import gae, ppo_loss
-from cleanba.networks import init_params, make_network
+from cleanba.networks import init_params
 from cleanba.parallel import LearnerMesh, first_replica, learner_value_and_grad
 from cleanba.runtime import Algorithm, UpdateFn, main
 
@@ -69,14 +69,6 @@ class PPOConfig(CommonConfig):
     """Global gradient-norm clip."""
     adam_eps: float = 1e-5
     """Adam epsilon."""
-    channels: tuple[int, ...] = (16, 32, 32)
-    """IMPALA ResNet channels (image observations)."""
-    hidden: int = 256
-    """IMPALA ResNet hidden units (image observations)."""
-    mlp_hidden: tuple[int, ...] = (64, 64)
-    """MLP widths (vector observations, e.g. CartPole)."""
-    separate_critic: bool = False
-    """Give the value head its own torso (CleanRL's CartPole agent; Atari shares one)."""
 
 
 PRESETS: dict[str, tuple[str, PPOConfig]] = {
@@ -161,8 +153,7 @@ def make_algorithm(config: PPOConfig, plan: Plan, obs_shape: tuple[int, ...],
         )
     if config.num_minibatches < 1 or config.update_epochs < 1:
         raise ConfigError("--num-minibatches and --update-epochs must be >= 1")
-    network = make_network(obs_shape, num_actions, config.channels, config.hidden,
-                           config.mlp_hidden, config.separate_critic)
+    network = config.make_network(obs_shape, num_actions)
     tx = make_optimizer(config, plan.num_updates)
     minibatch_size = samples_per_device // config.num_minibatches
 
