@@ -202,6 +202,56 @@ def build_manifest(
     }
 
 
+def require_packages(packages: Mapping[str, str]) -> dict[str, Any]:
+    """Import each package (name -> what to tell the user if it is missing); the modules,
+    or BaselineUnavailable naming the first that failed."""
+    import importlib
+
+    out = {}
+    for name, hint in packages.items():
+        try:
+            out[name] = importlib.import_module(name)
+        except ImportError as e:
+            raise BaselineUnavailable(f"import {name} failed: {e}; {hint}") from e
+    return out
+
+
+def import_from_checkout(checkout: Path, modules: tuple[str, ...], stubs: Mapping[str, str],
+                         required: tuple[str, ...], tested_at: str) -> list[Any]:
+    """Import `modules` from the baseline's `checkout` (put first on sys.path), or raise
+    BaselineUnavailable saying what failed.
+
+    stubs: module name -> docstring of an empty stand-in registered first (the baselines'
+    own env modules import gym/atari-py, which the adapters replace with EnvPool).
+    required: attributes the first module must have (the functions the adapter patches or
+    calls); tested_at: the checkout commit the adapter was tested with, for the message.
+    A module found outside the checkout (another installed package shadowing it) fails.
+    """
+    import importlib
+    import types
+
+    if str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    for name, doc in stubs.items():
+        stub = types.ModuleType(name)
+        stub.__doc__ = doc
+        sys.modules[name] = stub
+    try:
+        loaded = [importlib.import_module(m) for m in modules]
+    except ImportError as e:
+        raise BaselineUnavailable(f"import {modules[0]} from {checkout} failed: {e}") from e
+    where = Path(str(loaded[0].__file__)).resolve()
+    if checkout.resolve() not in where.parents:
+        raise BaselineUnavailable(
+            f"{modules[0]} was imported from {where}, not from the checkout {checkout}: "
+            "another installed package shadows it; uninstall it or use that checkout")
+    for name in required:
+        if not hasattr(loaded[0], name):
+            raise BaselineUnavailable(
+                f"{where} has no {name!r}: this adapter needs {modules[0]} as of {tested_at}")
+    return loaded
+
+
 def check_adapter_args(env_id: str, learner_delay_s: float, model: str) -> None:
     """Raise ValueError naming a setting an adapter cannot run (after parsing)."""
     if not is_atari(env_id):

@@ -26,7 +26,6 @@ import os
 os.environ["OMP_NUM_THREADS"] = "1"
 
 import _thread  # noqa: E402
-import importlib  # noqa: E402
 import logging  # noqa: E402
 import multiprocessing  # noqa: E402
 import signal  # noqa: E402
@@ -122,37 +121,16 @@ def actor_torch_seed(seed: int, actor_index: int) -> int:
 
 def import_monobeast(checkout: Path) -> types.ModuleType:
     """torchbeast.monobeast from `checkout`, or BaselineUnavailable saying what failed."""
-    try:
-        import torch  # noqa: F401
-    except ImportError as e:
-        raise common.BaselineUnavailable(
-            f"import torch failed: {e}; install it with pip install 'cleanba-bench[baselines]'"
-        ) from e
-    if str(checkout) not in sys.path:
-        sys.path.insert(0, str(checkout))
+    common.require_packages({"torch": "install it with pip install 'cleanba-bench[baselines]'"})
     # atari_wrappers imports gym and cv2 for monobeast's own create_env, which the adapter
     # replaces; an empty stand-in keeps those imports (and old atari-py) unnecessary.
-    stub = types.ModuleType("torchbeast.atari_wrappers")
-    stub.__doc__ = "stand-in: baselines.monobeast replaces create_env with an EnvPool env"
-    sys.modules["torchbeast.atari_wrappers"] = stub
-    try:
-        mb = importlib.import_module("torchbeast.monobeast")
-    except ImportError as e:
-        raise common.BaselineUnavailable(
-            f"import torchbeast.monobeast from {checkout} failed: {e}"
-        ) from e
-    where = Path(str(mb.__file__)).resolve()
-    if checkout not in where.parents:
-        raise common.BaselineUnavailable(
-            f"torchbeast.monobeast was imported from {where}, not from the checkout {checkout}: "
-            "another torchbeast package shadows it; uninstall it or use that checkout"
-        )
-    for name in ("create_env", "act", "learn", "get_batch", "create_buffers", "AtariNet", "train", "parser"):
-        if not hasattr(mb, name):
-            raise common.BaselineUnavailable(
-                f"{where} has no {name!r}: this adapter needs torchbeast's monobeast.py "
-                "(tested at commit 0af07b0)"
-            )
+    (mb,) = common.import_from_checkout(
+        checkout, ("torchbeast.monobeast",),
+        stubs={"torchbeast.atari_wrappers":
+               "stand-in: baselines.monobeast replaces create_env with an EnvPool env"},
+        required=("create_env", "act", "learn", "get_batch", "create_buffers", "AtariNet",
+                  "train", "parser"),
+        tested_at="torchbeast commit 0af07b0")
     return mb
 
 

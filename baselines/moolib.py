@@ -29,7 +29,6 @@ import os
 os.environ["OMP_NUM_THREADS"] = "1"
 
 import getpass  # noqa: E402
-import importlib  # noqa: E402
 import logging  # noqa: E402
 import multiprocessing  # noqa: E402
 import socket  # noqa: E402
@@ -182,56 +181,25 @@ class Broker:
 
 def import_moolib_example(checkout: Path) -> types.SimpleNamespace:
     """moolib and the checkout's vtrace example modules, or BaselineUnavailable."""
-    try:
-        import moolib
-    except ImportError as e:
-        raise common.BaselineUnavailable(
-            f"import moolib failed: {e}; build and install it from the checkout "
-            f"(cd {checkout} && pip install --no-build-isolation .; see docs/baselines.md)"
-        ) from e
-    try:
-        import torch  # noqa: F401
-    except ImportError as e:
-        raise common.BaselineUnavailable(
-            f"import torch failed: {e}; install it with pip install 'cleanba-bench[baselines]'"
-        ) from e
-    for dep in ("hydra", "omegaconf", "coolname"):
-        try:
-            importlib.import_module(dep)
-        except ImportError as e:
-            raise common.BaselineUnavailable(
-                f"import {dep} failed: {e}; moolib's vtrace example needs it: "
-                "pip install 'cleanba-bench[baselines]'"
-            ) from e
-    if str(checkout) not in sys.path:
-        sys.path.insert(0, str(checkout))
+    pip = "pip install 'cleanba-bench[baselines]'"
+    packages = common.require_packages({
+        "moolib": f"build and install it from the checkout (cd {checkout} && pip install "
+                  "--no-build-isolation .; see docs/baselines.md)",
+        "torch": f"install it with {pip}",
+        **{dep: f"moolib's vtrace example needs it: {pip}"
+           for dep in ("hydra", "omegaconf", "coolname")},
+    })
     # examples/atari/environment.py imports gym for moolib's own create_env, which the
     # adapter replaces: a stand-in module takes its place before the example imports it.
-    env_stub = types.ModuleType("examples.atari.environment")
-    env_stub.__doc__ = "stand-in: baselines.moolib provides create_env (EnvPool)"
-    sys.modules["examples.atari.environment"] = env_stub
-    try:
-        experiment = importlib.import_module("examples.vtrace.experiment")
-        models = importlib.import_module("examples.atari.models")
-    except ImportError as e:
-        raise common.BaselineUnavailable(
-            f"import examples.vtrace.experiment from {checkout} failed: {e}"
-        ) from e
-    where = Path(str(experiment.__file__)).resolve()
-    if checkout not in where.parents:
-        raise common.BaselineUnavailable(
-            f"examples.vtrace.experiment was imported from {where}, not from {checkout}: "
-            "another 'examples' package shadows the checkout's"
-        )
-    needed = ("main", "compute_gradients", "step_optimizer", "compute_entropy_loss",
-              "compute_policy_gradient_loss", "compute_baseline_loss", "common", "record")
-    for name in needed:
-        if not hasattr(experiment, name):
-            raise common.BaselineUnavailable(
-                f"{where} has no {name!r}: this adapter needs moolib's examples/vtrace "
-                "(tested at commit 06e7a3e)"
-            )
-    return types.SimpleNamespace(moolib=moolib, experiment=experiment, models=models, env=env_stub)
+    env_module = "examples.atari.environment"
+    experiment, models = common.import_from_checkout(
+        checkout, ("examples.vtrace.experiment", "examples.atari.models"),
+        stubs={env_module: "stand-in: baselines.moolib provides create_env (EnvPool)"},
+        required=("main", "compute_gradients", "step_optimizer", "compute_entropy_loss",
+                  "compute_policy_gradient_loss", "compute_baseline_loss", "common", "record"),
+        tested_at="moolib commit 06e7a3e")
+    return types.SimpleNamespace(moolib=packages["moolib"], experiment=experiment,
+                                 models=models, env=sys.modules[env_module])
 
 
 def keyword_op_group(group_cls: type) -> type:

@@ -24,7 +24,7 @@ import numpy as np
 import tyro
 
 from cleanba import deterministic as det
-from cleanba.losses import normalized_advantages, ppo_loss
+from cleanba.losses import normalized_advantages, ppo_loss, ppo_loss_sums
 from cleanba.networks import init_params, make_network
 
 
@@ -104,7 +104,7 @@ def main(cfg: BenchConfig) -> None:
 
     def micro_loss(p, mb):
         logits, values = network.apply(p, mb["obs"])
-        return det.ppo_microbatch_loss_sum(logits, mb["logprobs"], mb["actions"],
+        return ppo_loss_sums(logits, mb["logprobs"], mb["actions"],
                                            mb["advantages"], values, mb["returns"],
                                            mb["mask"], **coefs)
 

@@ -8,7 +8,9 @@ Prints (does not assert):
     20 episodes first reaches 475, and the total wall time;
 (c) the overlap ratio of the cleanba architecture: SPS / (batch / max(t_actor, t_learner)),
     with t_actor (one rollout) and t_learner (one update) timed separately, each alone,
-    through the trainer's own actor and learner loops.
+    through the trainer's own actor and learner loops;
+(d) the cost of --deterministic: steady SPS with and without it (cleanba architecture) on
+    Breakout (as (a)) and on CartPole-v1 PPO (cartpole preset, 64 updates), as a ratio.
 The targets of issue 2 (this 2-core machine): Breakout SPS >= 3x the reference Cleanba's
 ~14 SPS, peak RSS <= 1/4 of its 19.7 GB, CartPole to 475 in under 60 s, overlap >= 0.9.
 """
@@ -48,6 +50,8 @@ class BenchConfig:
     """Also time the actor and the learner alone and print the overlap ratio."""
     timed_steps: int = 3
     """Rollouts / updates timed alone for the overlap ratio (after one warm-up)."""
+    deterministic: bool = True
+    """Also time --deterministic against the default on Breakout and CartPole."""
     json_out: str | None = None
     """Also write the figures to this JSON file."""
 
@@ -174,6 +178,28 @@ def bench_overlap(cfg: BenchConfig, cleanba_sps: float | None) -> dict:
     return out
 
 
+def bench_deterministic(cfg: BenchConfig, plain_breakout_sps: float | None) -> dict:
+    breakout = ["cleanba.ppo", *BREAKOUT, "--total-timesteps", str(8 * 128 * cfg.atari_updates)]
+    cartpole = ["cleanba.ppo", "cartpole", "--progress-interval-s", "0",
+                "--total-timesteps", str(8 * 128 * 64)]
+    out = {}
+    for name, args, plain in (("breakout", breakout, plain_breakout_sps),
+                              ("cartpole", cartpole, None)):
+        if plain is None:
+            run_dir, _, _ = run_trainer(args)
+            plain = steady_sps(run_dir)
+            shutil.rmtree(run_dir.parent, ignore_errors=True)
+        run_dir, _, rss = run_trainer([*args, "--deterministic"])
+        det = steady_sps(run_dir)
+        shutil.rmtree(run_dir.parent, ignore_errors=True)
+        out[name] = {"sps": plain, "deterministic_sps": det, "ratio": det / plain,
+                     "deterministic_peak_rss_gb": rss}
+        print(f"(d) {name:8s} PPO cleanba a0-l0: SPS {plain:7.1f} default, {det:7.1f} "
+              f"--deterministic ({det / plain:.2f}x; overhead {100 * (plain / det - 1):+.0f}% "
+              f"time per step)", flush=True)
+    return out
+
+
 def main(cfg: BenchConfig) -> dict:
     import jax
 
@@ -187,6 +213,9 @@ def main(cfg: BenchConfig) -> dict:
     if cfg.overlap:
         cleanba_sps = figures.get("breakout", {}).get("cleanba", {}).get("sps")
         figures["overlap"] = bench_overlap(cfg, cleanba_sps)
+    if cfg.deterministic:
+        plain = figures.get("breakout", {}).get("cleanba", {}).get("sps")
+        figures["deterministic"] = bench_deterministic(cfg, plain)
     if cfg.json_out:
         Path(cfg.json_out).write_text(json.dumps(figures, indent=2))
     return figures

@@ -54,6 +54,14 @@ class CommonConfig:
     learner_delay_s: float = 0.0
     """Extra sleep after each learner update (the paper's Section 3 staleness experiment)."""
 
+    # --- deterministic mode (docs/deterministic.md) ------------------------------------
+    deterministic: bool = False
+    """Bit-identical params, losses and episodes on every layout of one device type: fixed
+    env groups, micro-batched inference and gradients, fixed-order sums (not with async)."""
+    deterministic_groups: int = 4
+    """(--deterministic) Env groups G, the unit every layout splits alike: a power of two
+    dividing --num-envs that the actor threads and the learner devices divide."""
+
     # --- network (picked from the observation space) ---------------------------------
     channels: tuple[int, ...] = (16, 32, 32)
     """IMPALA ResNet channels (image observations)."""
@@ -108,6 +116,19 @@ class CommonConfig:
         if self.architecture not in ("sync", "cleanba", "async"):
             raise ConfigError(
                 f"--architecture must be one of sync, cleanba, async; got {self.architecture!r}"
+            )
+        if self.deterministic and self.architecture == "async":
+            raise ConfigError(
+                "--deterministic needs --architecture sync or cleanba: with async, which policy "
+                "version acts at which step depends on timing, so no two runs are alike"
+            )
+        groups = self.deterministic_groups
+        if self.deterministic and (groups < 1 or groups & (groups - 1)
+                                   or self.num_envs % groups):
+            raise ConfigError(
+                f"--deterministic-groups must be a power of two that divides --num-envs "
+                f"{self.num_envs}, got {groups}; valid: "
+                f"{[g for g in (1, 2, 4, 8, 16, 32, 64) if self.num_envs % g == 0]}"
             )
         self.actor_device_ids = tuple(self.actor_device_ids)
         self.learner_device_ids = tuple(self.learner_device_ids)

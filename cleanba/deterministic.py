@@ -35,14 +35,16 @@ name as `axis_name`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from cleanba.losses import categorical_entropy, categorical_logprob, masked_sum
+from cleanba.losses import categorical_logprob
+from cleanba.parallel import LEARNER_AXIS, per_device_params  # shared with the default learner
 from cleanba.parallel import checksum as params_checksum  # one checksum for the project
-from cleanba.parallel import per_device_params  # shared with the default learner
 
 try:  # all_gather whose result is typed device-invariant, so shard_map's out_specs=P() holds
     from jax._src.lax.parallel import all_gather_invariant as _all_gather
@@ -50,11 +52,13 @@ except ImportError:  # pragma: no cover - older/newer jax: needs shard_map(check
     _all_gather = jax.lax.all_gather
 
 __all__ = [
+    "FixedOrderGradient",
     "PairwiseAccumulator",
     "combine_block_sums",
     "deterministic_grad",
     "env_sampling_keys",
     "fixed_order_masked_mean_std",
+    "gradient_path_is_one_program",
     "fixed_order_sum",
     "microbatch_grad",
     "microbatch_grads",
@@ -64,7 +68,6 @@ __all__ = [
     "pairwise_sum",
     "per_device_params",
     "params_checksum",
-    "ppo_microbatch_loss_sum",
     "sample_actions",
     "split_microbatches",
 ]
@@ -220,6 +223,11 @@ def fixed_order_sum(local_stacked: PyTree, axis_name: str | None = None) -> PyTr
     return pairwise_sum(gathered)
 
 
+# One jitted elementwise add shared by every accumulator: a jit created per accumulator
+# would compile again for every minibatch.
+_tree_add = jax.jit(lambda a, b: jax.tree.map(jnp.add, a, b))
+
+
 class PairwiseAccumulator:
     """`pairwise_sum` of a stream of pytrees, holding O(log n) partial sums.
 
@@ -232,7 +240,7 @@ class PairwiseAccumulator:
     """
 
     def __init__(self, add: Callable[[PyTree, PyTree], PyTree] | None = None):
-        self._add = add or jax.jit(lambda a, b: jax.tree.map(jnp.add, a, b))
+        self._add = add or _tree_add
         self._stack: list[tuple[int, PyTree]] = []  # (size, partial sum), sizes decreasing
         self.count = 0
 
@@ -266,7 +274,7 @@ def microbatch_grads(
     """Per-micro-batch gradients in one program: `lax.map` of value_and_grad.
 
     loss_fn(params, microbatch) -> (loss, aux): the micro-batch's SHARE of the minibatch
-    loss, i.e. a sum over its samples (see `ppo_microbatch_loss_sum`), so the minibatch
+    loss, i.e. a sum over its samples (see `cleanba.losses.ppo_loss_sums`), so the minibatch
     gradient is the sum of micro-batch gradients. microbatches: leaves (n, M, ...) (see
     `split_microbatches`). Returns (grads, aux), leaves stacked (n, ...); aux includes
     "loss". Micro-batch k's gradient is bit-identical whatever n is. Inside shard_map or
@@ -361,47 +369,87 @@ def fixed_order_masked_mean_std(
     return mean, jnp.sqrt(var), count
 
 
-def ppo_microbatch_loss_sum(
-    new_logits: jax.Array,
-    old_logprobs: jax.Array,
-    actions: jax.Array,
-    normalized_advantages: jax.Array,
-    new_values: jax.Array,
-    returns: jax.Array,
-    mask: jax.Array,
-    clip_coef: float,
-    ent_coef: float,
-    vf_coef: float,
-) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """A micro-batch's share of `cleanba.losses.ppo_loss`, as masked SUMS (shapes (M,)).
+# --------------------------------------------------------------------------------------
+# the trainers' deterministic learner step (host-loop path over the learner mesh)
 
-    ppo_loss over a minibatch = (sum over its micro-batches of this loss) / (valid count),
-    when `normalized_advantages` were normalised with the minibatch's statistics
-    (`fixed_order_masked_mean_std`), not the micro-batch's. aux holds the sums of the
-    policy, value and entropy terms, of approx_kl and clipfrac and the valid count
-    (divide by the summed count for ppo_loss's metrics).
+
+def gradient_path_is_one_program(obs_shape: tuple[int, ...]) -> bool:
+    """The trainers' choice of `FixedOrderGradient` path, from the observations alone (so
+    every layout of a run takes the same path): image observations (the IMPALA ResNet) use
+    the host loop, vector observations (MLPs) one program."""
+    return len(obs_shape) != 3
+
+
+class FixedOrderGradient:
+    """One deterministic gradient step over all learner devices, for the trainers.
+
+    Each learner device holds `groups_per_device` micro-batches of the minibatch (its env
+    groups, in global group order; a power of two). The gradient of every micro-batch's
+    loss SUM is taken on its device, the device's block is added by the pairwise tree, the
+    devices' block sums are joined in the fixed pairwise order (`combine_block_sums`), and
+    `finish` turns the summed (grads, aux) into the new state and metrics inside the same
+    mapped call (so every device applies the same bits). Same bits for 1, 2, 4, ... learner
+    devices in one or several processes. Two paths, each layout-independent on its own
+    (their bits differ from each other, so a run uses one on every layout):
+
+    - host loop (`one_program=False`): one jitted call per local group k, a
+      `PairwiseAccumulator` adds the calls' per-device results; for convolutional networks
+      on CPU, where XLA runs convolutions inside a loop ~10x slower;
+    - one program (`one_program=True`): `lax.map` over the local groups and the reduction in
+      one mapped call per minibatch; for small networks, where dispatches dominate.
+
+    microbatch_loss(params, *args, k) -> (loss_sum, aux_sums): runs per device, k a traced
+    int32 (one compilation for all k). args follow `in_split` (see `LearnerMesh.map`).
+    finish(state, grads_sum, aux_sums) -> (state, metrics).
     """
-    mask = mask.astype(jnp.float32)
-    valid = mask > 0
-    advantages = jax.lax.stop_gradient(normalized_advantages)
-    returns = jax.lax.stop_gradient(returns)
-    logratio = jnp.where(valid, categorical_logprob(new_logits, actions) - old_logprobs, 0.0)
-    ratio = jnp.exp(logratio)
-    pg = jnp.maximum(
-        -advantages * ratio, -advantages * jnp.clip(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
-    )
-    pg_sum = masked_sum(pg, mask)
-    v_sum = 0.5 * masked_sum(jnp.square(new_values - returns), mask)
-    ent_sum = masked_sum(categorical_entropy(new_logits), mask)
-    loss = pg_sum - ent_coef * ent_sum + vf_coef * v_sum
-    aux = {
-        "loss_policy": pg_sum,
-        "loss_value": v_sum,
-        "loss_entropy": ent_sum,
-        "stat_approx_kl": jax.lax.stop_gradient(masked_sum((ratio - 1.0) - logratio, mask)),
-        "stat_clipfrac": jax.lax.stop_gradient(
-            masked_sum((jnp.abs(ratio - 1.0) > clip_coef).astype(jnp.float32), mask)
-        ),
-        "count": jnp.sum(jnp.where(valid, mask, 0.0)),
-    }
-    return loss, aux
+
+    def __init__(self, mesh: Any, microbatch_loss: Callable[..., tuple[jax.Array, PyTree]],
+                 in_split: tuple[bool, ...], finish: Callable[..., tuple[Any, PyTree]],
+                 groups_per_device: int, one_program: bool = False):
+        if not _is_power_of_two(groups_per_device):
+            raise ValueError(
+                f"each learner device must hold a power-of-two number of env groups, got "
+                f"{groups_per_device}")
+        self.groups_per_device = groups_per_device
+        self.one_program = one_program
+
+        def grad_k(params: PyTree, data: list, k: jax.Array) -> tuple[PyTree, PyTree]:
+            loss_fn = partial(_loss_with_sum, microbatch_loss, data, k)
+            (_, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            return grads, aux
+
+        def grad_call(state: Any, *args: Any) -> tuple[PyTree, PyTree]:
+            *data, k = args
+            return grad_k(per_device_params(state.params, LEARNER_AXIS), data, k)
+
+        def combine_and_finish(state: Any, grads: PyTree, aux: PyTree) -> tuple[Any, PyTree]:
+            total = combine_block_sums((grads, aux), groups_per_device, LEARNER_AXIS)
+            return finish(state, *total)
+
+        def whole_step(state: Any, *data: Any) -> tuple[Any, PyTree]:
+            params = per_device_params(state.params, LEARNER_AXIS)
+            stacked = jax.lax.map(lambda k: grad_k(params, list(data), k),
+                                  jnp.arange(groups_per_device, dtype=jnp.int32))
+            return finish(state, *fixed_order_sum(stacked, LEARNER_AXIS))
+
+        if one_program:
+            self._step = mesh.map(whole_step, (False, *in_split), (False, False))
+        else:
+            self._grad = mesh.map(grad_call, (False, *in_split, False), (True, True))
+            self._finish = mesh.map(combine_and_finish, (False, True, True), (False, False))
+            self._index = [mesh.replicate(np.int32(k)) for k in range(groups_per_device)]
+
+    def __call__(self, state: Any, *args: Any) -> tuple[Any, PyTree]:
+        if self.one_program:
+            return self._step(state, *args)
+        accumulator = PairwiseAccumulator()
+        for k in self._index:
+            accumulator.add(self._grad(state, *args, k))
+        grads, aux = accumulator.result()
+        return self._finish(state, grads, aux)
+
+
+def _loss_with_sum(microbatch_loss: Callable[..., tuple[jax.Array, PyTree]], data: list,
+                   k: jax.Array, params: PyTree) -> tuple[jax.Array, PyTree]:
+    loss, aux = microbatch_loss(params, *data, k)
+    return loss, {**aux, "loss_sum": loss}

@@ -15,6 +15,11 @@ Layout invariance: the reference sums the loss per device and then averages grad
 devices, so its gradient shrinks with the number of learner devices. Here each device's
 loss is multiplied by the number of learner devices before the average, so the step is the
 gradient of the global sum on any layout; loss_* columns are global sums too.
+
+With --deterministic (docs/deterministic.md) the update is `make_deterministic_update`:
+each minibatch takes the same share of envs from every env group, and the groups' gradient
+sums are added in a fixed order (`deterministic.FixedOrderGradient`), the same bits on every
+layout.
 """
 
 from __future__ import annotations
@@ -25,15 +30,17 @@ from functools import partial
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
 from cleanba.config import CommonConfig, ConfigError
+from cleanba.deterministic import FixedOrderGradient, gradient_path_is_one_program
 from cleanba.layout import Plan
 from cleanba.losses import impala_loss
 from cleanba.networks import init_params
-from cleanba.parallel import LearnerMesh, first_replica, learner_value_and_grad
+from cleanba.parallel import LearnerMesh, learner_value_and_grad, mean_of_steps
 from cleanba.runtime import Algorithm, UpdateFn, main
 
 SYSTEM = "cleanba-impala"
@@ -124,25 +131,30 @@ def make_optimizer(config: ImpalaConfig, num_updates: int) -> optax.GradientTran
     )
 
 
+def minibatch_loss(network: Any, config: ImpalaConfig, params: Any,
+                   batch: dict[str, jax.Array], columns: jax.Array):
+    """V-trace loss (a sum over samples, as the reference) of the envs `columns` of this
+    device's slice, all T steps."""
+    obs = batch["obs"][:, columns]  # (T + 1, m, ...)
+    steps, m = obs.shape[0] - 1, obs.shape[1]
+    logits, values = network.apply(params, obs.reshape((-1, *obs.shape[2:])))
+    logits = logits.reshape(steps + 1, m, -1)
+    values = values.reshape(steps + 1, m)
+    return impala_loss(
+        logits[:-1], batch["logits"][:, columns], batch["actions"][:, columns], values[:-1],
+        values[-1], batch["rewards"][:, columns],
+        config.gamma * (1.0 - batch["dones"][:, columns]), batch["mask"][:, columns],
+        lambda_=config.vtrace_lambda, clip_rho=config.clip_rho, clip_pg_rho=config.clip_pg_rho,
+        clip_c=config.clip_c, baseline_cost=config.vf_coef, entropy_cost=config.ent_coef,
+    )
+
+
 def train_minibatch(network: Any, config: ImpalaConfig, num_learner_devices: int,
                     state: TrainState, batch: dict[str, jax.Array], columns: jax.Array):
     """One V-trace gradient step on the envs `columns` of this device's slice."""
-    obs = batch["obs"][:, columns]  # (T + 1, m, ...)
-    steps, m = obs.shape[0] - 1, obs.shape[1]
-    actions = batch["actions"][:, columns]
-    behaviour_logits = batch["logits"][:, columns]
 
     def loss_fn(params):
-        logits, values = network.apply(params, obs.reshape((-1, *obs.shape[2:])))
-        logits = logits.reshape(steps + 1, m, -1)
-        values = values.reshape(steps + 1, m)
-        loss, metrics = impala_loss(
-            logits[:-1], behaviour_logits, actions, values[:-1], values[-1],
-            batch["rewards"][:, columns], config.gamma * (1.0 - batch["dones"][:, columns]),
-            batch["mask"][:, columns], lambda_=config.vtrace_lambda, clip_rho=config.clip_rho,
-            clip_pg_rho=config.clip_pg_rho, clip_c=config.clip_c,
-            baseline_cost=config.vf_coef, entropy_cost=config.ent_coef,
-        )
+        loss, metrics = minibatch_loss(network, config, params, batch, columns)
         # Sum over all devices' samples after the average below (see the module docstring).
         return loss * num_learner_devices, metrics
 
@@ -150,6 +162,27 @@ def train_minibatch(network: Any, config: ImpalaConfig, num_learner_devices: int
     metrics = {k: v * num_learner_devices if k.startswith("loss_") else v
                for k, v in metrics.items()}
     state = state.apply_gradients(grads=grads)
+    metrics["stat_learning_rate"] = state.opt_state[1].hyperparams["learning_rate"]
+    return state, metrics
+
+
+def deterministic_microbatch_loss(network: Any, config: ImpalaConfig, params: Any,
+                                  batch: dict[str, jax.Array], columns: jax.Array, k: jax.Array):
+    """V-trace loss SUMS of env group k's share of the minibatch (columns: (groups, envs)).
+
+    stat_mean_rho comes back multiplied by the valid count, so that the fixed-order sum over
+    groups divided by the summed count is the minibatch's masked mean."""
+    loss, metrics = minibatch_loss(network, config, params, batch, columns[k])
+    count = jnp.sum(batch["mask"][:, columns[k]])
+    metrics["stat_mean_rho"] = metrics["stat_mean_rho"] * jnp.maximum(count, 1.0)
+    return loss, {**metrics, "count": count}
+
+
+def deterministic_finish(state: TrainState, grads: Any, sums: dict):
+    """Gradient step on the summed loss (as the default learner); the minibatch's metrics."""
+    state = state.apply_gradients(grads=grads)
+    metrics = {k: v for k, v in sums.items() if k.startswith("loss_") and k != "loss_sum"}
+    metrics["stat_mean_rho"] = sums["stat_mean_rho"] / jnp.maximum(sums["count"], 1.0)
     metrics["stat_learning_rate"] = state.opt_state[1].hyperparams["learning_rate"]
     return state, metrics
 
@@ -166,6 +199,12 @@ def make_algorithm(config: ImpalaConfig, plan: Plan, obs_shape: tuple[int, ...],
             f"{config.num_minibatches} does not divide; choose a divisor of {envs_per_device} "
             "or change --num-envs"
         )
+    if plan.deterministic and plan.envs_per_group % config.num_minibatches:
+        raise ConfigError(
+            f"--deterministic: each env group holds {plan.envs_per_group} envs, which "
+            f"--num-minibatches {config.num_minibatches} does not divide (every minibatch "
+            "takes the same share of every group)"
+        )
     network = config.make_network(obs_shape, num_actions)
     tx = make_optimizer(config, plan.num_updates)
     envs_per_minibatch = envs_per_device // config.num_minibatches
@@ -174,7 +213,33 @@ def make_algorithm(config: ImpalaConfig, plan: Plan, obs_shape: tuple[int, ...],
         params = init_params(network, obs_shape, key)
         return TrainState.create(apply_fn=network.apply, params=params, tx=tx)
 
+    def make_deterministic_update(mesh: LearnerMesh) -> UpdateFn:
+        # Minibatch j takes envs j * share ... (j + 1) * share - 1 of every env group (share =
+        # envs per group / minibatches); device-local columns, the same on every device.
+        epg, gpd = plan.envs_per_group, plan.groups_per_learner_device
+        share = epg // config.num_minibatches
+        step = FixedOrderGradient(mesh, partial(deterministic_microbatch_loss, network, config),
+                                (True, False), deterministic_finish, gpd,
+                                gradient_path_is_one_program(obs_shape))
+        columns = [
+            mesh.replicate(np.array([[k * epg + j * share + c for c in range(share)]
+                                     for k in range(gpd)],
+                                    dtype=np.int32))
+            for j in range(config.num_minibatches)
+        ]
+
+        def update(state: TrainState, batch: dict, update_index: int):
+            metrics = []
+            for cols in columns:
+                state, mb_metrics = step(state, batch, cols)
+                metrics.append(mb_metrics)
+            return state, mean_of_steps(metrics)
+
+        return update
+
     def make_update(mesh: LearnerMesh) -> UpdateFn:
+        if plan.deterministic:
+            return make_deterministic_update(mesh)
         step_fn = mesh.map(
             partial(train_minibatch, network, config, plan.total_learner_devices),
             (False, True, False), (False, False),
@@ -189,9 +254,8 @@ def make_algorithm(config: ImpalaConfig, plan: Plan, obs_shape: tuple[int, ...],
             metrics = []
             for columns in blocks:
                 state, mb_metrics = step_fn(state, batch, columns)
-                metrics.append(first_replica(mb_metrics))
-            host = jax.device_get(metrics)
-            return state, {k: float(np.mean([m[k] for m in host])) for k in host[0]}
+                metrics.append(mb_metrics)
+            return state, mean_of_steps(metrics)
 
         return update
 

@@ -51,6 +51,20 @@ class Plan:
     num_envs: int  # global
     num_steps: int
     num_updates: int
+    env_groups: int = 0  # deterministic mode: env groups G (0: off)
+
+    @property
+    def deterministic(self) -> bool:
+        return self.env_groups > 0
+
+    @property
+    def envs_per_group(self) -> int:
+        """Deterministic mode: envs per env group (consecutive global env indices)."""
+        return self.num_envs // self.env_groups
+
+    @property
+    def groups_per_learner_device(self) -> int:
+        return self.env_groups // self.total_learner_devices
 
     @property
     def threads_per_process(self) -> int:
@@ -128,6 +142,15 @@ def make_plan(
             f"device(s) ({num_processes} process(es) x {len(config.learner_device_ids)}); "
             f"use a multiple of {learners}"
         )
+    if config.deterministic:
+        groups = config.deterministic_groups
+        for what, count in (("actor threads", threads), ("learner devices", learners)):
+            if groups % count:
+                raise ConfigError(
+                    f"--deterministic: {count} {what} cannot each hold whole env groups of the "
+                    f"{groups} (--deterministic-groups); use a multiple of {count} that is a "
+                    f"power of two and divides --num-envs {config.num_envs}, or change the layout"
+                )
     batch = config.num_envs * config.num_steps
     if config.total_timesteps < batch:
         raise ConfigError(
@@ -143,4 +166,5 @@ def make_plan(
         num_envs=config.num_envs,
         num_steps=config.num_steps,
         num_updates=config.total_timesteps // batch,
+        env_groups=config.deterministic_groups if config.deterministic else 0,
     )

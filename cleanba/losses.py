@@ -250,7 +250,41 @@ def ppo_loss(
       entropy = mean(H(pi)). metrics: loss_total, loss_policy, loss_value, loss_entropy
       (the mean entropy, positive, as CleanRL logs losses/entropy), stat_approx_kl
       (mean((ratio - 1) - log ratio)), stat_clipfrac (mean(|ratio - 1| > clip_coef)).
-      The stats carry no gradient.
+      The stats carry no gradient. Computed as `ppo_loss_sums` / the valid count.
+    """
+    if normalize_advantages:
+        _check_same_shape(advantages=advantages, mask=mask)
+        advantages = normalized_advantages(advantages, mask)
+    _, sums = ppo_loss_sums(new_logits, old_logprobs, actions, advantages, new_values, returns,
+                            mask, clip_coef=clip_coef, ent_coef=ent_coef, vf_coef=vf_coef)
+    count = jnp.maximum(jnp.sum(mask.astype(jnp.float32)), 1.0)
+    metrics = {k: v / count for k, v in sums.items() if k != "count"}
+    metrics["loss_total"] = (metrics["loss_policy"] - ent_coef * metrics["loss_entropy"]
+                             + metrics["loss_value"] * vf_coef)
+    return metrics["loss_total"], metrics
+
+
+def ppo_loss_sums(
+    new_logits: Array,
+    old_logprobs: Array,
+    actions: Array,
+    advantages: Array,
+    new_values: Array,
+    returns: Array,
+    mask: Array,
+    clip_coef: float,
+    ent_coef: float,
+    vf_coef: float,
+) -> tuple[Array, dict[str, Array]]:
+    """`ppo_loss`'s terms as masked SUMS (no advantage normalisation: pass normalised ones).
+
+    ppo_loss = these sums / the valid count. The deterministic learner takes gradients of
+    micro-batch sums and adds them in a fixed order, with advantages normalised by the whole
+    minibatch's statistics (docs/deterministic.md).
+
+    Returns (loss_sum, sums): loss_sum = pg - ent_coef * entropy + vf_coef * value (sums);
+    sums: loss_policy, loss_value, loss_entropy, stat_approx_kl, stat_clipfrac (masked sums;
+    the stats carry no gradient) and count (the valid count, sum of mask over mask > 0).
     """
     _check_same_shape(
         old_logprobs=old_logprobs,
@@ -269,32 +303,26 @@ def ppo_loss(
     valid = mask > 0
     advantages = jax.lax.stop_gradient(advantages)
     returns = jax.lax.stop_gradient(returns)
-
     new_logprobs = categorical_logprob(new_logits, actions)
     # Zero the log-ratio of masked entries before exp so garbage there cannot overflow.
     logratio = jnp.where(valid, new_logprobs - old_logprobs, 0.0)
     ratio = jnp.exp(logratio)
-    approx_kl = masked_mean((ratio - 1.0) - logratio, mask)
-    clipfrac = masked_mean((jnp.abs(ratio - 1.0) > clip_coef).astype(jnp.float32), mask)
-
-    if normalize_advantages:
-        advantages = normalized_advantages(advantages, mask)
-
     pg_loss1 = -advantages * ratio
     pg_loss2 = -advantages * jnp.clip(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
-    pg_loss = masked_mean(jnp.maximum(pg_loss1, pg_loss2), mask)
-    v_loss = 0.5 * masked_mean(jnp.square(new_values - returns), mask)
-    entropy = masked_mean(categorical_entropy(new_logits), mask)
-    loss = pg_loss - ent_coef * entropy + v_loss * vf_coef
-    metrics = {
-        "loss_total": loss,
-        "loss_policy": pg_loss,
-        "loss_value": v_loss,
+    pg = masked_sum(jnp.maximum(pg_loss1, pg_loss2), mask)
+    value = 0.5 * masked_sum(jnp.square(new_values - returns), mask)
+    entropy = masked_sum(categorical_entropy(new_logits), mask)
+    sums = {
+        "loss_policy": pg,
+        "loss_value": value,
         "loss_entropy": entropy,
-        "stat_approx_kl": jax.lax.stop_gradient(approx_kl),
-        "stat_clipfrac": jax.lax.stop_gradient(clipfrac),
+        "stat_approx_kl": jax.lax.stop_gradient(masked_sum((ratio - 1.0) - logratio, mask)),
+        "stat_clipfrac": jax.lax.stop_gradient(
+            masked_sum((jnp.abs(ratio - 1.0) > clip_coef).astype(jnp.float32), mask)
+        ),
+        "count": jnp.sum(jnp.where(valid, mask, 0.0)),
     }
-    return loss, metrics
+    return pg - ent_coef * entropy + vf_coef * value, sums
 
 
 def impala_loss(

@@ -20,6 +20,62 @@ import numpy as np
 from flax.linen.initializers import constant, orthogonal
 
 
+def _same_pool_geometry(size: int) -> tuple[int, int, int]:
+    """(output size, low pad, high pad) of a 3-wide, stride-2 window with SAME padding."""
+    out = -(-size // 2)
+    total = max((out - 1) * 2 + 3 - size, 0)
+    return out, total // 2, total - total // 2
+
+
+@jax.custom_vjp
+def max_pool_3x3_s2(x: jax.Array) -> jax.Array:
+    """Max pool, window 3x3, stride 2, SAME padding, NHWC: `nn.max_pool(x, (3, 3), (2, 2),
+    "SAME")` with a faster gradient.
+
+    Why: XLA on CPU lowers the max pool's gradient (select-and-scatter) to iota, reduce-window
+    and scatter ops that took ~0.9 s of a 1.3 s ResNet gradient step (minibatch 256); this
+    gradient is ~3x faster (1.0 s per step in all). It routes each output's gradient to the first maximum of its
+    window in row-major order, as select-and-scatter does (tested against it, ties included).
+    """
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+
+
+def _max_pool_fwd(x: jax.Array) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+    y = max_pool_3x3_s2(x)
+    return y, (x, y)
+
+
+def _max_pool_bwd(residuals: tuple[jax.Array, jax.Array], gy: jax.Array) -> tuple[jax.Array]:
+    # Pad to (2 Ho + 2, 2 Wo + 2) and split rows and columns by parity into four "phases" of
+    # (Ho + 1, Wo + 1): window offset i of output row o reads padded row 2 o + i, i.e. phase
+    # i % 2 at row o + i // 2. Everything then runs at the output resolution with shifts of
+    # 0 or 1, and one reshape interleaves the phases back.
+    x, y = residuals
+    batch, height, width, channels = x.shape
+    out_h, low_h, high_h = _same_pool_geometry(height)
+    out_w, low_w, high_w = _same_pool_geometry(width)
+    padded = jnp.pad(x, ((0, 0), (low_h, high_h + 1), (low_w, high_w + 1), (0, 0)),
+                     constant_values=-jnp.inf)
+    phases = padded.reshape(batch, out_h + 1, 2, out_w + 1, 2, channels)
+    taken = jnp.zeros(y.shape, bool)
+    grad_phase: dict[tuple[int, int], jax.Array] = {}
+    for i in range(3):
+        for j in range(3):
+            a, b, di, dj = i % 2, j % 2, i // 2, j // 2
+            candidate = phases[:, di:di + out_h, a, dj:dj + out_w, b, :]
+            hit = (candidate == y) & ~taken
+            taken = taken | hit
+            routed = jnp.pad(jnp.where(hit, gy, 0.0),
+                             ((0, 0), (di, 1 - di), (dj, 1 - dj), (0, 0)))
+            grad_phase[a, b] = grad_phase[a, b] + routed if (a, b) in grad_phase else routed
+    rows = [jnp.stack([grad_phase[a, 0], grad_phase[a, 1]], axis=3) for a in (0, 1)]
+    grad = jnp.stack(rows, axis=2).reshape(batch, 2 * out_h + 2, 2 * out_w + 2, channels)
+    return (grad[:, low_h:low_h + height, low_w:low_w + width, :],)
+
+
+max_pool_3x3_s2.defvjp(_max_pool_fwd, _max_pool_bwd)
+
+
 class ResidualBlock(nn.Module):
     """relu, conv 3x3, relu, conv 3x3, plus the input (channel count unchanged)."""
 
@@ -43,7 +99,7 @@ class ConvSequence(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         x = nn.Conv(self.channels, kernel_size=(3, 3))(x)
-        x = nn.max_pool(x, window_shape=(3, 3), strides=(2, 2), padding="SAME")
+        x = max_pool_3x3_s2(x)
         x = ResidualBlock(self.channels)(x)
         x = ResidualBlock(self.channels)(x)
         return x

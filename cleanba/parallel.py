@@ -122,6 +122,13 @@ def first_replica(tree: Any) -> Any:
     return jax.tree.map(lambda x: x.addressable_shards[0].data, tree)
 
 
+def mean_of_steps(step_metrics: list[Any]) -> dict[str, float]:
+    """Host floats: each metric averaged over an update's gradient steps (each step's
+    metrics as returned by a mapped step, replicated over the learner devices)."""
+    host = jax.device_get([first_replica(m) for m in step_metrics])
+    return {k: float(np.mean([m[k] for m in host])) for k in host[0]}
+
+
 def checksum(tree: Any) -> str:
     """SHA-256 (16 hex digits) of a pytree's leaves' bytes, in tree order."""
     h = hashlib.sha256()

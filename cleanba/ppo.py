@@ -9,6 +9,11 @@ The algorithm as pure functions on the learner devices:
 `make_update` loops over epochs x minibatches in Python, calling the jitted step (on CPU,
 XLA runs convolutions inside lax.scan far slower than a jitted step called from a loop).
 Minibatch permutations come from NumPy seeded by (seed, update, epoch).
+
+With --deterministic (docs/deterministic.md) the update is `make_deterministic_update`:
+minibatches drawn per env group (`deterministic_minibatch_indices`), advantage statistics
+and gradients summed in a fixed order (`deterministic.FixedOrderGradient`), the same bits on
+every layout.
 """
 
 from __future__ import annotations
@@ -19,15 +24,22 @@ from functools import partial
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
 from cleanba.config import CommonConfig, ConfigError
+from cleanba.deterministic import (
+    FixedOrderGradient,
+    fixed_order_masked_mean_std,
+    gradient_path_is_one_program,
+    microbatched_apply,
+)
 from cleanba.layout import Plan
-from cleanba.losses import gae, ppo_loss
+from cleanba.losses import ADV_NORM_EPS, gae, ppo_loss, ppo_loss_sums
 from cleanba.networks import init_params
-from cleanba.parallel import LearnerMesh, first_replica, learner_value_and_grad
+from cleanba.parallel import LEARNER_AXIS, LearnerMesh, learner_value_and_grad, mean_of_steps
 from cleanba.runtime import Algorithm, UpdateFn, main
 
 SYSTEM = "cleanba-ppo"
@@ -107,9 +119,17 @@ def make_optimizer(config: PPOConfig, num_updates: int) -> optax.GradientTransfo
     )
 
 
-def prepare(network: Any, config: PPOConfig, state: TrainState, batch: dict[str, jax.Array]):
-    """Advantages and returns (T, envs) of one device's slice of the batch."""
-    _, bootstrap_value = network.apply(state.params, batch["obs"][-1])
+def prepare(network: Any, config: PPOConfig, inference_envs: int, state: TrainState,
+            batch: dict[str, jax.Array]):
+    """Advantages and returns (T, envs) of one device's slice of the batch. With
+    inference_envs > 0 (deterministic mode) the bootstrap value is computed in chunks of
+    that many envs (`microbatched_apply`), so no env's value depends on its neighbours."""
+    last_obs = batch["obs"][-1]
+    if inference_envs:
+        _, bootstrap_value = microbatched_apply(network.apply, state.params, last_obs,
+                                                inference_envs)
+    else:
+        _, bootstrap_value = network.apply(state.params, last_obs)
     discounts = config.gamma * (1.0 - batch["dones"])
     advantages, returns = gae(
         batch["rewards"], discounts, batch["values"], bootstrap_value, config.gae_lambda
@@ -141,6 +161,72 @@ def train_minibatch(network: Any, config: PPOConfig, state: TrainState,
     return state, metrics
 
 
+def deterministic_minibatch_indices(config: PPOConfig, plan: Plan, update_index: int,
+                                    epoch: int) -> list[np.ndarray]:
+    """Deterministic mode: this process's sample indices of every minibatch of an epoch.
+
+    The rule does not depend on the layout: each env group g (envs_per_group consecutive
+    global envs, T steps) is permuted by default_rng([seed, update, epoch, g]); minibatch j
+    takes slice j of every group's permutation (a stratified shuffle). Returns one array
+    per minibatch, (this process's learner devices, groups per device, samples per group
+    and minibatch), of flat indices t * envs_per_learner_device + local env into the
+    device's slice of the batch.
+    """
+    T, epg = plan.num_steps, plan.envs_per_group
+    per_group = T * epg // config.num_minibatches
+    gpd = plan.groups_per_learner_device
+    local_devices = len(plan.learner_device_ids)
+    first_group = plan.process_index * local_devices * gpd
+    out = np.empty((config.num_minibatches, local_devices, gpd, per_group), np.int32)
+    for d in range(local_devices):
+        for k in range(gpd):
+            g = first_group + d * gpd + k
+            perm = np.random.default_rng([config.seed, update_index, epoch, g]).permutation(T * epg)
+            t, e = perm // epg, perm % epg
+            flat = t * plan.envs_per_learner_device + k * epg + e
+            out[:, d, k] = flat.reshape(config.num_minibatches, per_group)
+    return list(out)
+
+
+def deterministic_advantage_stats(targets: tuple[jax.Array, jax.Array], mask: jax.Array,
+                                  idx: jax.Array):
+    """(mean, std) of the minibatch's advantages (idx: (groups, samples)), fixed order."""
+    num_envs = mask.shape[1]
+    t, e = idx // num_envs, idx % num_envs
+    mean, std, _ = fixed_order_masked_mean_std(targets[0][t, e], mask[t, e], LEARNER_AXIS)
+    return mean, std
+
+
+def deterministic_microbatch_loss(network: Any, config: PPOConfig, params: Any,
+                                  batch: dict[str, jax.Array],
+                                  targets: tuple[jax.Array, jax.Array], idx: jax.Array,
+                                  adv_stats: tuple[jax.Array, jax.Array], k: jax.Array):
+    """Loss SUMS of env group k's share of the minibatch (idx: (groups, samples))."""
+    advantages, returns = targets
+    num_envs = batch["actions"].shape[1]
+    sel = idx[k]
+    t, e = sel // num_envs, sel % num_envs
+    adv = advantages[t, e]
+    if config.norm_adv:
+        mean, std = adv_stats
+        adv = (adv - mean) / (std + ADV_NORM_EPS)
+    logits, values = network.apply(params, batch["obs"][t, e])
+    return ppo_loss_sums(logits, batch["logprobs"][t, e], batch["actions"][t, e], adv, values,
+                         returns[t, e], batch["mask"][t, e], clip_coef=config.clip_coef,
+                         ent_coef=config.ent_coef, vf_coef=config.vf_coef)
+
+
+def deterministic_finish(config: PPOConfig, state: TrainState, grads: Any, sums: dict):
+    """Mean-loss gradient step from the fixed-order sums; ppo_loss's metrics."""
+    count = jnp.maximum(sums["count"], 1.0)
+    state = state.apply_gradients(grads=jax.tree.map(lambda g: g / count, grads))
+    metrics = {k: v / count for k, v in sums.items() if k not in ("count", "loss_sum")}
+    metrics["loss_total"] = (metrics["loss_policy"] - config.ent_coef * metrics["loss_entropy"]
+                             + metrics["loss_value"] * config.vf_coef)
+    metrics["stat_learning_rate"] = state.opt_state[1].hyperparams["learning_rate"]
+    return state, metrics
+
+
 def make_algorithm(config: PPOConfig, plan: Plan, obs_shape: tuple[int, ...],
                    num_actions: int) -> Algorithm:
     samples_per_device = plan.num_steps * plan.envs_per_learner_device
@@ -153,6 +239,13 @@ def make_algorithm(config: PPOConfig, plan: Plan, obs_shape: tuple[int, ...],
         )
     if config.num_minibatches < 1 or config.update_epochs < 1:
         raise ConfigError("--num-minibatches and --update-epochs must be >= 1")
+    if plan.deterministic and (plan.num_steps * plan.envs_per_group) % config.num_minibatches:
+        raise ConfigError(
+            f"--deterministic: each env group holds num_steps x envs per group = "
+            f"{plan.num_steps} x {plan.envs_per_group} samples, which --num-minibatches "
+            f"{config.num_minibatches} does not divide (every minibatch takes the same share "
+            "of every group)"
+        )
     network = config.make_network(obs_shape, num_actions)
     tx = make_optimizer(config, plan.num_updates)
     minibatch_size = samples_per_device // config.num_minibatches
@@ -161,8 +254,32 @@ def make_algorithm(config: PPOConfig, plan: Plan, obs_shape: tuple[int, ...],
         params = init_params(network, obs_shape, key)
         return TrainState.create(apply_fn=network.apply, params=params, tx=tx)
 
+    def make_deterministic_update(mesh: LearnerMesh) -> UpdateFn:
+        prepare_fn = mesh.map(partial(prepare, network, config, plan.envs_per_group),
+                              (False, True), (True,))
+        stats_fn = mesh.map(deterministic_advantage_stats, (True, True, True), (False, False))
+        step = FixedOrderGradient(
+            mesh, partial(deterministic_microbatch_loss, network, config),
+            (True, True, True, False), partial(deterministic_finish, config),
+            plan.groups_per_learner_device, gradient_path_is_one_program(obs_shape))
+
+        def update(state: TrainState, batch: dict, update_index: int):
+            (targets,) = prepare_fn(state, batch)
+            metrics = []
+            for epoch in range(config.update_epochs):
+                for idx in deterministic_minibatch_indices(config, plan, update_index, epoch):
+                    idx = mesh.shard(idx)
+                    adv_stats = stats_fn(targets, batch["mask"], idx)
+                    state, mb_metrics = step(state, batch, targets, idx, adv_stats)
+                    metrics.append(mb_metrics)
+            return state, mean_of_steps(metrics)
+
+        return update
+
     def make_update(mesh: LearnerMesh) -> UpdateFn:
-        prepare_fn = mesh.map(partial(prepare, network, config), (False, True), (True,))
+        if plan.deterministic:
+            return make_deterministic_update(mesh)
+        prepare_fn = mesh.map(partial(prepare, network, config, 0), (False, True), (True,))
         step_fn = mesh.map(partial(train_minibatch, network, config),
                            (False, True, True, False), (False, False))
 
@@ -175,9 +292,8 @@ def make_algorithm(config: PPOConfig, plan: Plan, obs_shape: tuple[int, ...],
                 for m in range(config.num_minibatches):
                     idx = mesh.replicate(perm[m * minibatch_size:(m + 1) * minibatch_size])
                     state, mb_metrics = step_fn(state, batch, targets, idx)
-                    metrics.append(first_replica(mb_metrics))
-            host = jax.device_get(metrics)
-            return state, {k: float(np.mean([m[k] for m in host])) for k in host[0]}
+                    metrics.append(mb_metrics)
+            return state, mean_of_steps(metrics)
 
         return update
 

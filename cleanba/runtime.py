@@ -50,6 +50,7 @@ import numpy as np
 
 from cleanba import envs as cenvs
 from cleanba.config import CommonConfig, ConfigError, Fault, fault_from_env
+from cleanba.deterministic import microbatched_apply, sample_actions
 from cleanba.layout import Plan, init_distributed, make_plan
 from cleanba.losses import categorical_logprob
 from cleanba.parallel import LearnerMesh, checksum, first_replica
@@ -62,6 +63,7 @@ from cleanba.records import (
     default_run_dir,
     make_run_id,
 )
+from cleanba.xla_flags import apply_gpu_determinism_flag
 from runrecord import LayoutError, RecordError, RunWriter, schema
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BAD_ARGS, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -229,13 +231,17 @@ class Rollout:
     episodes: list[Episode]
 
 
-def sample_step(network: Any, params: Any, obs: jax.Array, env_index: jax.Array,
-                step: jax.Array, key: jax.Array):
+def sample_step(network: Any, inference_envs: int, params: Any, obs: jax.Array,
+                env_index: jax.Array, step: jax.Array, key: jax.Array):
     """One policy step for a block of envs. The sampling key of env i at step t is
-    fold_in(fold_in(key, global env index), t): independent of how envs are split."""
-    logits, value = network.apply(params, obs)
-    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(key, i), step))(env_index)
-    actions = jax.vmap(jax.random.categorical)(keys, logits)
+    fold_in(fold_in(key, global env index), t): independent of how envs are split. With
+    inference_envs > 0 (deterministic mode) the network runs on chunks of that many envs
+    (`microbatched_apply`), so an env's logits do not depend on how many share the call."""
+    if inference_envs:
+        logits, value = microbatched_apply(network.apply, params, obs, inference_envs)
+    else:
+        logits, value = network.apply(params, obs)
+    actions = sample_actions(key, logits, env_index, step)
     return actions, categorical_logprob(logits, actions), logits, value
 
 
@@ -244,12 +250,7 @@ class Context:
     """What the threads of one run share."""
 
     config: CommonConfig
-    plan: Plan
-    algorithm: Algorithm
-    protocol: dict[str, Any]
-    obs_shape: tuple[int, ...]
-    obs_dtype: Any
-    num_actions: int
+    prep: Prepared  # the checked run: plan, algorithm, env protocol, observation spec
     control: Control
     channel: ParamChannel
     rollout_queues: list[queue.Queue]
@@ -263,13 +264,22 @@ class Context:
     episodes_written: int = 0
     timing: dict[str, list[float]] = field(default_factory=lambda: {"rollout": [], "update": []})
 
+    @property
+    def plan(self) -> Plan:
+        return self.prep.plan
+
+    @property
+    def algorithm(self) -> Algorithm:
+        return self.prep.algorithm
+
 
 def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_global: int) -> None:
     plan, cfg = ctx.plan, ctx.config
     n, T = plan.envs_per_thread, plan.num_steps
     first_env = plan.first_env_index(thread_global)
-    env = cenvs.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=ctx.protocol)
-    policy = jax.jit(partial(sample_step, ctx.algorithm.network))
+    env = cenvs.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=ctx.prep.protocol)
+    inference_envs = plan.envs_per_group if plan.deterministic else 0
+    policy = jax.jit(partial(sample_step, ctx.algorithm.network, inference_envs))
     env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
     key = jax.device_put(ctx.action_key, device)
     tracker = EpisodeTracker(first_env, n)
@@ -287,10 +297,10 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
         param_wait = time.monotonic() - t_wait
         t_rollout = time.monotonic()
         arrays = {
-            "obs": np.empty((T + 1, n, *ctx.obs_shape), ctx.obs_dtype),
+            "obs": np.empty((T + 1, n, *ctx.prep.obs_shape), ctx.prep.obs_dtype),
             "actions": np.empty((T, n), np.int32),
             "logprobs": np.empty((T, n), np.float32),
-            "logits": np.empty((T, n, ctx.num_actions), np.float32),
+            "logits": np.empty((T, n, ctx.prep.num_actions), np.float32),
             "values": np.empty((T, n), np.float32),
             "rewards": np.empty((T, n), np.float32),
             "dones": np.empty((T, n), np.float32),
@@ -428,6 +438,8 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         stats, episodes = gather_from_processes(
             rollout_stats(rollouts), [e for r in rollouts for e in r.episodes], capacity
         )
+        # One order whatever the layout: by env step, then global env index.
+        episodes.sort(key=lambda e: (e.env_steps, e.env_index))
         now = time.monotonic()
         env_steps = k * plan.batch_size
         sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
@@ -560,6 +572,8 @@ def train(config: CommonConfig, factory: AlgorithmFactory, system: str) -> int:
     interrupted)."""
     # gymnasium warns about EnvPool's float64 Box bounds on every env; it means nothing here.
     warnings.filterwarnings("ignore", message=".*precision lowered.*")
+    if config.deterministic:
+        apply_gpu_determinism_flag()
     control = Control()
     previous_handlers = _install_signal_handlers(control)
     try:
@@ -639,9 +653,7 @@ def make_context(config: CommonConfig, prep: Prepared, control: Control,
     channel = ParamChannel(config.architecture, plan.threads_per_process, plan.num_updates,
                            control)
     ctx = Context(
-        config=config, plan=plan, algorithm=prep.algorithm, protocol=prep.protocol,
-        obs_shape=prep.obs_shape, obs_dtype=prep.obs_dtype, num_actions=prep.num_actions,
-        control=control, channel=channel,
+        config=config, prep=prep, control=control, channel=channel,
         rollout_queues=[queue.Queue(maxsize=1) for _ in range(plan.threads_per_process)],
         action_key=action_key, fault=prep.fault, progress=Progress(plan.num_updates),
         writer=writer, wandb=wandb_logger, start_time=time.monotonic(),

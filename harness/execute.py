@@ -75,7 +75,8 @@ def child_env(
         flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
                        env.get("XLA_FLAGS", "")).strip()
         env["XLA_FLAGS"] = (
-            f"{flags} --xla_force_host_platform_device_count={spec.layout.devices_per_process}"
+            f"{flags} --xla_force_host_platform_device_count="
+            f"{spec.cpu_devices or spec.layout.devices_per_process}"
         ).strip()
     elif gpu_ids is not None:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))

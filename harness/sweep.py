@@ -128,6 +128,11 @@ class RunSpec:
     baseline: bool
     matrix: str = ""
     run_id: str = ""
+    # XLA virtual CPU devices per process for accelerator 'cpu' (0: the layout's count).
+    # A sweep gives all its CPU runs one count, its largest layout's: on CPU, XLA splits
+    # matrix products and convolutions by its thread pool and device count, so layouts
+    # compared bit for bit (--deterministic) must run with the same XLA configuration.
+    cpu_devices: int = 0
 
     def definition(self) -> dict[str, Any]:
         """What defines the run (hashed into run_id); where and how it runs is not part of it."""
@@ -262,6 +267,11 @@ def parse_sweep(
         if accelerator not in ("cpu", "gpu"):
             raise SweepError(f"--accelerator {accelerator!r}: valid: cpu, gpu")
         sweep.runs = [replace(r, resources=replace(r.resources, accelerator=accelerator))
+                      for r in sweep.runs]
+    cpu_runs = [r for r in sweep.runs if r.resources.accelerator == "cpu"]
+    if cpu_runs:
+        count = max(r.layout.devices_per_process for r in cpu_runs)
+        sweep.runs = [replace(r, cpu_devices=count) if r.resources.accelerator == "cpu" else r
                       for r in sweep.runs]
     sweep.source = path
     sweep.source_text = text

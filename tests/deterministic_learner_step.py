@@ -26,6 +26,7 @@ from jax.sharding import PartitionSpec as P
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cleanba import deterministic as det  # noqa: E402
+from cleanba.losses import ppo_loss_sums  # noqa: E402
 from cleanba.networks import init_params, make_network  # noqa: E402
 
 AXIS = "learners"
@@ -105,7 +106,7 @@ def pmean_step(network, tx, params, opt_state, local_batch, axis_name):
 def ppo_loss_fn(network):
     def loss_fn(p, mb):
         logits, values = network.apply(p, mb["obs"])
-        return det.ppo_microbatch_loss_sum(
+        return ppo_loss_sums(
             logits, mb["logprobs"], mb["actions"], mb["advantages"], values, mb["returns"],
             mb["mask"], CLIP, ENT, VF)
 

@@ -106,3 +106,55 @@ def test_make_network_rejects_other_obs_shapes_with_a_clear_message(bad_shape):
 def test_make_network_rejects_zero_actions():
     with pytest.raises(ValueError, match="num_actions"):
         networks.make_network((4,), 0)
+
+
+def test_max_pool_gradient_goes_to_each_windows_first_maximum_by_hand():
+    # 4x4 input, windows 3x3 stride 2 SAME (pad 0 low, 1 high): outputs read rows/cols
+    # {0,1,2} and {2,3}. The 9 at (1,1) is the maximum of window (0,0) only; the tie of 5s
+    # in window (1,1) (rows/cols 2-3) goes to the first in row-major order, (2,2).
+    x = jnp.array([[0, 1, 2, 0],
+                   [3, 9, 1, 4],
+                   [2, 0, 5, 5],
+                   [1, 7, 5, 0]], jnp.float32)[None, :, :, None]
+    y = networks.max_pool_3x3_s2(x)
+    assert y[0, :, :, 0].tolist() == [[9, 5], [7, 5]]
+    weights = jnp.array([[1.0, 10.0], [100.0, 1000.0]])[None, :, :, None]
+    grad = jax.grad(lambda v: (networks.max_pool_3x3_s2(v) * weights).sum())(x)[0, :, :, 0]
+    expected = np.zeros((4, 4), np.float32)
+    expected[1, 1] = 1.0           # window (0,0): the 9
+    expected[2, 2] = 10.0 + 1000.0  # window (0,1)'s 5 at (2,2) comes first; (1,1)'s tie too
+    expected[3, 1] = 100.0         # window (1,0): the 7
+    np.testing.assert_array_equal(np.asarray(grad), expected)
+
+
+@pytest.mark.parametrize("shape", [(2, 84, 84, 3), (2, 42, 42, 4), (2, 21, 21, 5), (1, 7, 9, 2),
+                                   (1, 1, 1, 1), (1, 2, 3, 1)])
+@pytest.mark.parametrize("ties", [False, True])
+def test_max_pool_matches_flax_max_pool_and_its_gradient(shape, ties):
+    import flax.linen as nn
+
+    rng = np.random.default_rng(sum(shape))
+    x = rng.normal(size=shape).astype(np.float32)
+    if ties:  # many equal maxima: rounded, rectified values
+        x = np.maximum(np.round(x), 0).astype(np.float32)
+    ref_out = nn.max_pool(jnp.asarray(x), (3, 3), (2, 2), "SAME")
+    out = networks.max_pool_3x3_s2(jnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(ref_out))
+    weights = jnp.asarray(rng.normal(size=out.shape).astype(np.float32))
+    ref = jax.grad(lambda v: (nn.max_pool(v, (3, 3), (2, 2), "SAME") * weights).sum())(x)
+    got = jax.grad(lambda v: (networks.max_pool_3x3_s2(v) * weights).sum())(x)
+    # Same routing; where one input is the maximum of several windows the two add the
+    # routed gradients in a different order.
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-6, atol=1e-6)
+    assert np.array_equal(np.asarray(got) != 0, np.asarray(ref) != 0)
+
+
+def test_cpu_conv_flag_is_added_once_and_never_overrides_the_users_choice():
+    from cleanba.xla_flags import CPU_CONV_FLAG, with_cpu_conv_flag
+
+    assert with_cpu_conv_flag("") == CPU_CONV_FLAG
+    assert with_cpu_conv_flag("--xla_force_host_platform_device_count=4") == (
+        f"--xla_force_host_platform_device_count=4 {CPU_CONV_FLAG}")
+    assert with_cpu_conv_flag(with_cpu_conv_flag("")) == CPU_CONV_FLAG
+    mine = "--xla_cpu_experimental_ynn_fusion_type=individual_convolution"
+    assert with_cpu_conv_flag(mine) == mine

@@ -191,13 +191,17 @@ def test_lock_is_exclusive_across_processes_and_dies_with_holder(tmp_path):
     assert lock_holder(run_dir) is None
 
 
-def test_child_env_devices_follow_the_layout(tmp_path):
+def test_child_env_gives_every_cpu_run_the_sweeps_largest_device_count(tmp_path):
+    # One XLA CPU configuration for all layouts (their bits depend on it), large enough
+    # for the layout with the most devices per process.
     sw = load_sweep(write_sweep(tmp_path, layouts=("a0-l0-d1", "a0-l1,2-d1", "a0-l0-d2")))
     base = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4 --xla_foo=1"}
     flags = {r.layout.name: child_env(r, [0], None, base=base)["XLA_FLAGS"] for r in sw.runs}
-    assert flags["a0-l0-d1"] == "--xla_foo=1 --xla_force_host_platform_device_count=1"
+    assert flags["a0-l0-d1"] == "--xla_foo=1 --xla_force_host_platform_device_count=3"
     assert flags["a0-l1,2-d1"].endswith("device_count=3")
-    assert flags["a0-l0-d2"].endswith("device_count=1")
+    assert flags["a0-l0-d2"].endswith("device_count=3")
+    one = load_sweep(write_sweep(tmp_path, layouts=("a0-l0-d1",)))
+    assert child_env(one.runs[0], [0], None, base=base)["XLA_FLAGS"].endswith("device_count=1")
     env = child_env(sw.runs[0], [0, 1], None, base={})
     assert env["OMP_NUM_THREADS"] == "2" and env["JAX_PLATFORMS"] == "cpu"
 
