@@ -174,6 +174,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
         opts["aggregate_reps"] = max(r, min(50_000, 10 * r))
     if "seed" in sweep.report:
         opts["seed"] = int(sweep.report["seed"])
+    if "reference" in sweep.report:
+        opts["reference"] = str(sweep.report["reference"])
     # One call: analysis splits runs into suites (Atari; each other env) before grouping,
     # and writes each suite into its own subfolder when there are several.
     assets = build_report_assets(planned_run_dirs(sweep, store), out_dir, **opts)

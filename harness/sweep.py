@@ -79,6 +79,8 @@ REPORT_KEYS = {
     "delta": "equivalence margin (HNS units) fixed before the runs",
     "reps": "bootstrap replicates",
     "seed": "bootstrap seed",
+    "reference": "group every other group is compared with, e.g. a0-l0-d1 (default: the "
+                 "smallest hardware)",
 }
 REGRESSION_KEYS = {
     "reference": "folder of reference run records (relative to the project root)",

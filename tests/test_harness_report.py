@@ -151,3 +151,23 @@ def test_report_analyses_each_benchmark_apart(tmp_path):
     assert "verdict: equivalence: Atari: equivalence" in p.stdout
     assert (root / "mixed" / "report" / "CartPole-v1").is_dir()
     assert (root / "mixed" / "report" / "Atari").is_dir()
+
+
+def test_report_reference_key_picks_the_group_compared_against(swept, tmp_path):
+    root, _ = swept
+    for reference, ok in (("a0-l1-d1", True), ("a9-l9-d1", False)):
+        f = tmp_path / "ref_key.toml"
+        f.write_text(sweep_text("refkey", 100.0).replace(
+            "[report]\n", f'[report]\nreference = "{reference}"\n'))
+        if ok:
+            p = harness("run", "--sweep", str(f), "--results-root", str(root), "--no-progress")
+            assert p.returncode == 0, p.stdout + p.stderr
+        p = harness("report", "--sweep", str(f), "--results-root", str(root))
+        if ok:
+            assert p.returncode == 0, p.stdout + p.stderr
+            line = next(x for x in p.stdout.splitlines() if "verdict: equivalence" in x)
+            assert "a0-l0-d1 vs reference fake-ppo" in line and line.count("a0-l1-d1") == 1
+        else:  # the report is still built; the warning names the groups there are
+            assert p.returncode == 0 and "Traceback" not in p.stderr
+            assert "reference group 'a9-l9-d1' not found" in p.stdout
+            assert "fake-ppo / cleanba / a0-l1-d1" in p.stdout
