@@ -3,7 +3,8 @@
 #
 #   ./benchmark.sh PRESET [--frames N] [--games G1,G2] [--seeds 1,2] [run options]
 #
-# Presets (harness/presets/*.toml): smoke (CPU, minutes), section3 (Fig. 2), base (1 GPU,
+# Presets (harness/presets/*.toml): smoke (CPU, minutes), deterministic (CPU, minutes:
+# --deterministic on 5 layouts, all bitwise identical), section3 (Fig. 2), base (1 GPU,
 # four systems, 57 games), workstation (8 GPUs), scaling (learner devices 1..7, d1/d2),
 # sync-vs-cleanba (Fig. 6). --frames/--games/--seeds scale any preset down. Other options
 # go to `python -m harness run` (e.g. --backend slurm, --max-parallel 4, --max-attempts 3);

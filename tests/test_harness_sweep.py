@@ -155,8 +155,11 @@ def test_grid_expands_cartesian_product():
 
 
 def test_every_preset_parses():
-    assert {"smoke", "section3", "base", "workstation", "scaling",
+    assert {"smoke", "deterministic", "section3", "base", "workstation", "scaling",
             "sync-vs-cleanba"} <= set(list_presets())
+    det = load_sweep(preset_path("deterministic"))
+    assert all(r.overrides["deterministic"] is True for r in det.runs)
+    assert {r.cpu_devices for r in det.runs} == {4}  # one XLA CPU configuration for all
     base = load_sweep(preset_path("base"))
     assert len(base.runs) == 4 * 57 * 3
     assert {r.system for r in base.runs} == {"cleanba-ppo", "cleanba-impala",
