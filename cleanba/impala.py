@@ -16,7 +16,7 @@ devices, so its gradient shrinks with the number of learner devices. Here each d
 loss is multiplied by the number of learner devices before the average, so the step is the
 gradient of the global sum on any layout; loss_* columns are global sums too.
 
-With --deterministic (docs/deterministic.md) the update is `make_deterministic_update`:
+With --deterministic (docs/deterministic.md) the update uses `deterministic_step`:
 each minibatch takes the same share of envs from every env group, and the groups' gradient
 sums are added in a fixed order (`deterministic.FixedOrderGradient`), the same bits on every
 layout.
@@ -213,34 +213,23 @@ def make_algorithm(config: ImpalaConfig, plan: Plan, obs_shape: tuple[int, ...],
         params = init_params(network, obs_shape, key)
         return TrainState.create(apply_fn=network.apply, params=params, tx=tx)
 
-    def make_deterministic_update(mesh: LearnerMesh) -> UpdateFn:
+    def deterministic_step(mesh: LearnerMesh) -> tuple[Any, list]:
         # Minibatch j takes envs j * share ... (j + 1) * share - 1 of every env group (share =
         # envs per group / minibatches); device-local columns, the same on every device.
         epg, gpd = plan.envs_per_group, plan.groups_per_learner_device
         share = epg // config.num_minibatches
         step = FixedOrderGradient(mesh, partial(deterministic_microbatch_loss, network, config),
-                                (True, False), deterministic_finish, gpd,
-                                gradient_path_is_one_program(obs_shape))
+                                  (True, False), deterministic_finish, gpd,
+                                  gradient_path_is_one_program(obs_shape))
         columns = [
             mesh.replicate(np.array([[k * epg + j * share + c for c in range(share)]
-                                     for k in range(gpd)],
-                                    dtype=np.int32))
+                                     for k in range(gpd)], dtype=np.int32))
             for j in range(config.num_minibatches)
         ]
+        return step, columns
 
-        def update(state: TrainState, batch: dict, update_index: int):
-            metrics = []
-            for cols in columns:
-                state, mb_metrics = step(state, batch, cols)
-                metrics.append(mb_metrics)
-            return state, mean_of_steps(metrics)
-
-        return update
-
-    def make_update(mesh: LearnerMesh) -> UpdateFn:
-        if plan.deterministic:
-            return make_deterministic_update(mesh)
-        step_fn = mesh.map(
+    def default_step(mesh: LearnerMesh) -> tuple[Any, list]:
+        step = mesh.map(
             partial(train_minibatch, network, config, plan.total_learner_devices),
             (False, True, False), (False, False),
         )
@@ -249,11 +238,17 @@ def make_algorithm(config: ImpalaConfig, plan: Plan, obs_shape: tuple[int, ...],
                                      dtype=np.int32))
             for m in range(config.num_minibatches)
         ]
+        return step, blocks
+
+    def make_update(mesh: LearnerMesh) -> UpdateFn:
+        # One pass over the minibatches; the mode decides the step and each minibatch's envs.
+        step, minibatch_columns = (deterministic_step if plan.deterministic
+                                   else default_step)(mesh)
 
         def update(state: TrainState, batch: dict, update_index: int):
             metrics = []
-            for columns in blocks:
-                state, mb_metrics = step_fn(state, batch, columns)
+            for columns in minibatch_columns:
+                state, mb_metrics = step(state, batch, columns)
                 metrics.append(mb_metrics)
             return state, mean_of_steps(metrics)
 

@@ -14,19 +14,24 @@ import os
 CPU_CONV_FLAG = "--xla_cpu_experimental_ynn_fusion_type=-individual_convolution"
 
 
-def with_cpu_conv_flag(flags: str) -> str:
-    """`flags` (an XLA_FLAGS value) with CPU_CONV_FLAG added, unless it already sets the
-    YNN fusion types (the user's choice wins)."""
-    if "xla_cpu_experimental_ynn_fusion_type" in flags:
+def with_flag(flags: str, flag: str) -> str:
+    """`flags` (an XLA_FLAGS value) with `flag` ("--name=value") added, unless it already
+    sets that name (the user's choice wins)."""
+    name = flag.split("=", 1)[0].lstrip("-")
+    if name in flags:
         return flags
-    return f"{flags} {CPU_CONV_FLAG}".strip()
+    return f"{flags} {flag}".strip()
+
+
+def _apply(flag: str) -> None:
+    # XLA reads XLA_FLAGS when the first backend is created: this must run before the
+    # first computation. Child processes inherit the variable.
+    os.environ["XLA_FLAGS"] = with_flag(os.environ.get("XLA_FLAGS", ""), flag)
 
 
 def apply_cpu_conv_flag() -> None:
-    """Add CPU_CONV_FLAG to this process's XLA_FLAGS (children inherit it). XLA reads the
-    variable when the first backend is created, so this must run before the first
-    computation; importing `cleanba` does it."""
-    os.environ["XLA_FLAGS"] = with_cpu_conv_flag(os.environ.get("XLA_FLAGS", ""))
+    """Add CPU_CONV_FLAG to this process's XLA_FLAGS; importing `cleanba` does it."""
+    _apply(CPU_CONV_FLAG)
 
 
 GPU_DETERMINISM_FLAG = "--xla_gpu_deterministic_ops=true"
@@ -37,6 +42,4 @@ def apply_gpu_determinism_flag() -> None:
     without atomics, deterministic autotuning choices). Like `apply_cpu_conv_flag`, it
     takes effect only if set before JAX creates its GPU backend; the trainers call it
     before their first JAX computation. No effect on CPU."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_gpu_deterministic_ops" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} {GPU_DETERMINISM_FLAG}".strip()
+    _apply(GPU_DETERMINISM_FLAG)

@@ -150,7 +150,10 @@ def test_max_pool_matches_flax_max_pool_and_its_gradient(shape, ties):
 
 
 def test_cpu_conv_flag_is_added_once_and_never_overrides_the_users_choice():
-    from cleanba.xla_flags import CPU_CONV_FLAG, with_cpu_conv_flag
+    from cleanba.xla_flags import CPU_CONV_FLAG, GPU_DETERMINISM_FLAG, with_flag
+
+    def with_cpu_conv_flag(flags: str) -> str:
+        return with_flag(flags, CPU_CONV_FLAG)
 
     assert with_cpu_conv_flag("") == CPU_CONV_FLAG
     assert with_cpu_conv_flag("--xla_force_host_platform_device_count=4") == (
@@ -158,3 +161,8 @@ def test_cpu_conv_flag_is_added_once_and_never_overrides_the_users_choice():
     assert with_cpu_conv_flag(with_cpu_conv_flag("")) == CPU_CONV_FLAG
     mine = "--xla_cpu_experimental_ynn_fusion_type=individual_convolution"
     assert with_cpu_conv_flag(mine) == mine
+    # the GPU determinism flag goes through the same rule
+    assert with_flag(CPU_CONV_FLAG, GPU_DETERMINISM_FLAG) == (
+        f"{CPU_CONV_FLAG} {GPU_DETERMINISM_FLAG}")
+    assert with_flag("--xla_gpu_deterministic_ops=false", GPU_DETERMINISM_FLAG) == (
+        "--xla_gpu_deterministic_ops=false")
