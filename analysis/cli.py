@@ -40,6 +40,7 @@ from analysis.report import (
     match_groups,
 )
 from analysis.scores import DEFAULT_POINTS, GroupScores
+from analysis.seedplan import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.staleness import audit
 from analysis.tables import TableData, aggregate_table, ci_text, paper_table
 from analysis.verdicts import (
@@ -453,6 +454,59 @@ class Regression:
 
 
 @dataclass(kw_only=True)
+class PlanSeeds(RecordArgs):
+    """Seed planner: power of the equivalence test (TOST, both metrics) and of the
+    regression gate at 3/5/10/20 seeds, seeds needed for 80% and 90% power, and the
+    smallest margin reachable at 80% for --for-seeds seeds, by simulating the verdict code
+    with the per-seed spread of pilot runs (folders) or a given --sd."""
+
+    sd: float | None = None
+    """Per-seed sd of the metric (normalised units) instead of pilot runs."""
+    auc_sd: float | None = None
+    """With --sd: the AUC metric's sd (default: --sd)."""
+    correlation: float = 0.0
+    """With --sd: correlation of final score and AUC per seed (0 is the cautious choice:
+    requiring two metrics to pass costs most power when they are independent)."""
+    suite: str = "Atari"
+    """With --sd: the suite whose default margin applies (Atari or an env id)."""
+    delta: float | None = None
+    """Equivalence margin (default: the suite's, analysis.margins)."""
+    gate_delta: float | None = None
+    """Regression gate margin (default: --delta)."""
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    """Seeds per side at which to give the power."""
+    for_seeds: int = 3
+    """Seeds per side for the smallest margin reachable at 80% power."""
+    sims: int = DEFAULT_SIMS
+    """Simulations per (verdict, seed count)."""
+    seed: int = 0
+    """Seed of the simulations (same seed, same table)."""
+
+    def run(self) -> int:
+        from analysis.seedplan import given_spread, plan, spread_from_analysis
+
+        if self.sd is not None:
+            if self.inputs or self.orb:
+                raise AnalysisError("give pilot run folders or --sd, not both")
+            spread, suite = given_spread(self.sd, self.auc_sd, self.correlation), self.suite
+        else:
+            a = self.analysis()
+            _print_warnings(a.warnings)
+            if len(a.suites) != 1:
+                raise AnalysisError(f"pilot runs form {len(a.suites)} suites {a.suite_names}; "
+                                    "plan one at a time (--where env_id=...)")
+            spread, suite = spread_from_analysis(a), a.suite_names[0]
+        norms = parse_normalisers(self.normaliser)
+        eq = margin(suite, self.delta, norms)
+        gate = margin(suite, self.gate_delta if self.gate_delta is not None else self.delta,
+                      norms)
+        print(f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}")
+        print(plan(spread, eq.value, gate.value, seeds=self.seeds, for_seeds=self.for_seeds,
+                   sims=self.sims, seed=self.seed).text())
+        return EXIT_PASS
+
+
+@dataclass(kw_only=True)
 class Staleness(RecordArgs):
     """Staleness audit from updates.csv: distribution per run and group, mid-rollout
     policy changes, and the cleanba/sync rules. Exit 1 on a violation."""
@@ -590,6 +644,7 @@ Command = (
     | Annotated[Curves, tyro.conf.subcommand("curves")]
     | Annotated[Equivalence, tyro.conf.subcommand("equivalence")]
     | Annotated[Regression, tyro.conf.subcommand("regression")]
+    | Annotated[PlanSeeds, tyro.conf.subcommand("plan-seeds")]
     | Annotated[Staleness, tyro.conf.subcommand("staleness")]
     | Annotated[Figures, tyro.conf.subcommand("figures")]
     | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]
