@@ -147,8 +147,8 @@ def test_report_analyses_each_benchmark_apart(tmp_path):
                    "--no-progress").returncode == 0
     p = harness("report", "--sweep", str(f), "--results-root", str(root))
     assert p.returncode == 0, p.stderr
-    assert "verdict: equivalence: CartPole-v1: equivalence" in p.stdout
-    assert "verdict: equivalence: Atari: equivalence" in p.stdout
+    assert "verdict: CartPole-v1: equivalence" in p.stdout
+    assert "verdict: Atari: equivalence" in p.stdout
     assert (root / "mixed" / "report" / "CartPole-v1").is_dir()
     assert (root / "mixed" / "report" / "Atari").is_dir()
 
