@@ -168,12 +168,17 @@ def aggregate_intervals_figure(
     """rliable-style interval plot: one panel per metric, one bar (CI) per group."""
     groups = list(results)
     metrics = list(next(iter(results.values())))
+    # Two panels per row: a row of four is too wide to read at a page's width.
+    ncols = min(2, len(metrics))
+    nrows = math.ceil(len(metrics) / ncols)
     with _style():
-        fig, axes = plt.subplots(1, len(metrics), figsize=(3.0 * len(metrics),
-                                                          max(2.6, 0.55 * len(groups) + 1.6)),
-                                 squeeze=False, layout="constrained")
+        fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                                 figsize=(4.6 * ncols, nrows * max(2.2, 0.5 * len(groups) + 1.2)
+                                          + 0.4))
+        for j in range(len(metrics), nrows * ncols):
+            axes[j // ncols, j % ncols].axis("off")
         for k, m in enumerate(metrics):
-            ax = axes[0, k]
+            ax = axes[k // ncols, k % ncols]
             lows, highs = [], []
             for i, g in enumerate(groups):
                 iv = results[g][m]
@@ -186,7 +191,7 @@ def aggregate_intervals_figure(
             if finite:
                 ax.set_xlim(*_padded_limits(min(finite), max(finite)))
             ax.set_yticks(range(len(groups)))
-            ax.set_yticklabels(groups if k == 0 else [])
+            ax.set_yticklabels(groups if k % ncols == 0 else [])
             ax.set_title(AGGREGATE_LABELS.get(m, m))
             ax.invert_yaxis()
             ax.grid(axis="y", visible=False)

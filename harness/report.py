@@ -112,8 +112,9 @@ def equivalence_text(v: dict) -> tuple[str, set[str]]:
         return str(v.get("line", "")), set()
     notes = set()
     n_min = min(n_a, n_b)
-    if n_min < 2:
-        notes.add("one_seed")
+    cis = [c for w in (f, u) for c in (w.get("ci90") or [math.nan])]
+    if n_min < 2 and not all(math.isfinite(float(c)) for c in cis):
+        notes.add("one_seed")  # the text shows "CI n/a (1 seed)": say why
     bitwise = bool((d.get("bitwise") or {}).get("identical"))
     if bitwise:
         notes.add("bitwise")
