@@ -92,9 +92,15 @@ def _verdict_class(verdict: str) -> str:
     return "v-" + "".join(ch for ch in word if ch.isalnum())
 
 
+def _number(x: Any) -> float:
+    """A JSON number; null (how verdict JSONs store NaN) and anything else: nan."""
+    return float(x) if isinstance(x, int | float) else math.nan
+
+
 def _ci_text(diff: float, ci: Any, n_min: int) -> str:
     """'+0.012 [-0.030, +0.054]'; a side with one seed: '+0.012, CI n/a (1 seed)'."""
-    lo, hi = (float(ci[0]), float(ci[1])) if isinstance(ci, list | tuple) else (math.nan,) * 2
+    lo, hi = (_number(ci[0]), _number(ci[1])) if isinstance(ci, list | tuple) \
+        and len(ci) == 2 else (math.nan, math.nan)
     if math.isfinite(lo) and math.isfinite(hi):
         return f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]"
     return f"{diff:+.3f}, CI {ONE_SEED if n_min < 2 else 'n/a'}"
@@ -113,7 +119,7 @@ def equivalence_text(v: dict) -> tuple[str, set[str]]:
     notes = set()
     n_min = min(n_a, n_b)
     cis = [c for w in (f, u) for c in (w.get("ci90") or [math.nan])]
-    if n_min < 2 and not all(math.isfinite(float(c)) for c in cis):
+    if n_min < 2 and not all(math.isfinite(_number(c)) for c in cis):
         notes.add("one_seed")  # the text shows "CI n/a (1 seed)": say why
     bitwise = bool((d.get("bitwise") or {}).get("identical"))
     if bitwise:
@@ -121,8 +127,8 @@ def equivalence_text(v: dict) -> tuple[str, set[str]]:
     pre = f"{v['suite']}: " if v.get("suite") else ""
     text = (f"{pre}equivalence {d['group_a']} vs reference {d['group_b']}: {d['label']}; "
             f"delta {float(d['delta']):g}; "
-            f"final IQM diff {_ci_text(float(f['diff']), f.get('ci90'), n_min)} (90% CI); "
-            f"AUC IQM diff {_ci_text(float(u['diff']), u.get('ci90'), n_min)} (90% CI); "
+            f"final IQM diff {_ci_text(_number(f['diff']), f.get('ci90'), n_min)} (90% CI); "
+            f"AUC IQM diff {_ci_text(_number(u['diff']), u.get('ci90'), n_min)} (90% CI); "
             f"independent seeds {n_a} vs {n_b}, {len(d.get('tasks', []))} task(s)")
     return text, notes
 

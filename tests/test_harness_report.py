@@ -255,3 +255,19 @@ def test_report_pages_read_well_at_1400_and_800_px(swept, tmp_path):
             runs = "2 run(s)" if scaled else "6 run(s)"
             assert f"This report covers {runs}" in seen["what_ran"], seen["what_ran"]
             assert ("1 seed (1)" in seen["what_ran"]) == scaled
+
+
+def test_one_seed_equivalence_reads_n_a_not_nan(tmp_path):
+    """Verdict JSONs store an undefined CI as null: the page says 'n/a (1 seed)' and why."""
+    from harness.report import WHY_NO_INTERVAL, equivalence_text
+
+    undefined = {"diff": -0.007, "ci90": [None, None]}
+    path = tmp_path / "eq.json"
+    path.write_text(json.dumps({"group_a": "A", "group_b": "B", "label": "INCONCLUSIVE",
+                                "delta": 0.1, "final": undefined, "auc": undefined,
+                                "seeds_a": [1], "seeds_b": [1], "tasks": ["CartPole-v1"],
+                                "bitwise": {"identical": False}}))
+    text, notes = equivalence_text({"json": str(path), "line": "unused"})
+    assert "nan" not in text.lower() and text.count("CI n/a (1 seed)") == 2
+    assert "independent seeds 1 vs 1" in text and notes == {"one_seed"}
+    assert "no confidence" in WHY_NO_INTERVAL
