@@ -312,14 +312,18 @@ def paired_final_scores_figure(
     return _save(fig, out_dir, name, title, caption)
 
 
-def _duration_text(minutes: float) -> str:
-    if not math.isfinite(minutes):
-        return "n/a"
-    if minutes < 1.0:
-        return f"{minutes * 60:.1f} s"
-    if minutes < 120:
-        return f"{minutes:.1f} min"
-    return f"{minutes / 60:.1f} h"
+def _duration_unit(top_minutes: float) -> tuple[str, str, float]:
+    """(axis unit, label suffix, factor from minutes) for an axis whose largest value is
+    `top_minutes`: seconds below 2 min, minutes below 2 h, else hours."""
+    if top_minutes < 2.0:
+        return "seconds", "s", 60.0
+    if top_minutes < 120.0:
+        return "minutes", "min", 1.0
+    return "hours", "h", 1 / 60
+
+
+def _duration_text(minutes: float, suffix: str, k: float) -> str:
+    return f"{minutes * k:.1f} {suffix}" if math.isfinite(minutes) else "n/a"
 
 
 def runtime_bars_figure(
@@ -333,8 +337,7 @@ def runtime_bars_figure(
     minutes = np.asarray(minutes_mean, dtype=np.float64)
     err = (np.zeros_like(minutes) if minutes_err is None
            else np.nan_to_num(np.asarray(minutes_err, dtype=np.float64)))
-    use_seconds = len(minutes) > 0 and float(np.nanmax(minutes)) < 2.0
-    unit, k = ("seconds", 60.0) if use_seconds else ("minutes", 1.0)
+    unit, suffix, k = _duration_unit(float(np.nanmax(minutes)) if len(minutes) else 1.0)
     if reference is None:
         reference = int(np.nanargmin(minutes)) if len(minutes) else 0
     base = float(minutes[reference]) if len(minutes) else 1.0
@@ -350,7 +353,7 @@ def runtime_bars_figure(
         for i, m in enumerate(minutes):
             ratio = m / base if base > 0 else math.nan
             tag = " (reference)" if i == reference else f" ({ratio:.2f}x)"
-            ax.annotate(f"{_duration_text(m)}{tag}", (float(ends[i]), i),
+            ax.annotate(f"{_duration_text(m, suffix, k)}{tag}", (float(ends[i]), i),
                         xytext=(6, 0), textcoords="offset points", va="center", fontsize=10)
         ax.set_yticks(y)
         ax.set_yticklabels(labels)
