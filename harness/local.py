@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.execute import ALREADY_COMPLETED, BUSY, Outcome, execute_run
-from harness.store import Store, last_progress
+from harness.store import Store, last_progress, run_state
 from harness.sweep import RunSpec
 from runrecord import schema
 
@@ -277,7 +277,9 @@ class _Display:
     def start(self, spec: RunSpec, cpu_ids: Sequence[int] = (),
               gpu_ids: Sequence[int] = ()) -> Any:
         if self.progress is None:
-            if self.enabled:
+            # A run completed before this `run` gets its one "already-completed" line.
+            if self.enabled and run_state(self.store.run_dir(spec.run_id)).state \
+                    != schema.COMPLETED:
                 where = f"CPU {','.join(map(str, sorted(set(cpu_ids))))}" + (
                     f", GPU {','.join(map(str, gpu_ids))}" if gpu_ids else "")
                 self.console.print(f"start: {spec.run_id} {spec.label()} ({where})",
