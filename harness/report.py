@@ -12,7 +12,7 @@ import base64
 import csv
 import html
 import json
-import math
+import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -92,44 +92,31 @@ def _verdict_class(verdict: str) -> str:
     return "v-" + "".join(ch for ch in word if ch.isalnum())
 
 
-def _number(x: Any) -> float:
-    """A JSON number; null (how verdict JSONs store NaN) and anything else: nan."""
-    return float(x) if isinstance(x, int | float) else math.nan
+NAN_CI = re.compile(r"\[[+-]?nan, [+-]?nan\]", re.IGNORECASE)
 
 
-def _ci_text(diff: float, ci: Any, n_min: int) -> str:
-    """'+0.012 [-0.030, +0.054]'; a side with one seed: '+0.012, CI n/a (1 seed)'."""
-    lo, hi = (_number(ci[0]), _number(ci[1])) if isinstance(ci, list | tuple) \
-        and len(ci) == 2 else (math.nan, math.nan)
-    if math.isfinite(lo) and math.isfinite(hi):
-        return f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]"
-    return f"{diff:+.3f}, CI {ONE_SEED if n_min < 2 else 'n/a'}"
-
-
-def equivalence_text(v: dict) -> tuple[str, set[str]]:
-    """The report's text of an equivalence verdict, from its JSON (never 'nan': a side
-    with one seed says 'n/a (1 seed)'), and which footnotes it needs ('one_seed',
-    'bitwise'). Falls back to the verdict's own line when the JSON cannot be read."""
+def _min_seeds(v: dict) -> int | None:
+    """Fewest seeds on a side of a verdict, from its JSON (None when unknown)."""
     try:
         d = json.loads(Path(v["json"]).read_text(encoding="utf-8"))
-        f, u = d["final"], d["auc"]
-        n_a, n_b = len(d["seeds_a"]), len(d["seeds_b"])
+        return min(len(d["seeds_a"]), len(d["seeds_b"]))
     except (OSError, KeyError, TypeError, ValueError):
-        return str(v.get("line", "")), set()
-    notes = set()
-    n_min = min(n_a, n_b)
-    cis = [c for w in (f, u) for c in (w.get("ci90") or [math.nan])]
-    if n_min < 2 and not all(math.isfinite(_number(c)) for c in cis):
-        notes.add("one_seed")  # the text shows "CI n/a (1 seed)": say why
-    bitwise = bool((d.get("bitwise") or {}).get("identical"))
-    if bitwise:
+        return None
+
+
+def verdict_text(v: dict) -> tuple[str, set[str]]:
+    """A verdict's line as the report and console show it: an undefined interval
+    ("[+nan, +nan]", a side with one seed) reads "n/a (1 seed)" (or "n/a"), never nan;
+    and which footnotes it needs ('one_seed', 'bitwise')."""
+    text = str(v.get("line", ""))
+    notes: set[str] = set()
+    if NAN_CI.search(text):
+        one = _min_seeds(v) == 1
+        text = NAN_CI.sub(ONE_SEED if one else "n/a", text)
+        if one:
+            notes.add("one_seed")
+    if "bitwise identical" in str(v.get("verdict", "")):
         notes.add("bitwise")
-    pre = f"{v['suite']}: " if v.get("suite") else ""
-    text = (f"{pre}equivalence {d['group_a']} vs reference {d['group_b']}: {d['label']}; "
-            f"delta {float(d['delta']):g}; "
-            f"final IQM diff {_ci_text(_number(f['diff']), f.get('ci90'), n_min)} (90% CI); "
-            f"AUC IQM diff {_ci_text(_number(u['diff']), u.get('ci90'), n_min)} (90% CI); "
-            f"independent seeds {n_a} vs {n_b}, {len(d.get('tasks', []))} task(s)")
     return text, notes
 
 
@@ -187,10 +174,8 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     footnotes: set[str] = set()
     for v in verdicts:
         # The line names its kind and subject already ("equivalence A vs B: PASS ...").
-        text = str(v.get("line", ""))
-        if v.get("kind") == "equivalence" and v.get("json"):
-            text, notes = equivalence_text(v)
-            footnotes |= notes
+        text, notes = verdict_text(v)
+        footnotes |= notes
         parts.append(f"<div class='verdict {_verdict_class(v.get('verdict', ''))}' "
                      f"title='{html.escape(str(v.get('subject', '')))}'>"
                      f"{html.escape(text)}</div>")
@@ -303,7 +288,7 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     tmp.write_text(build_html(assets, sweep, store, extra), encoding="utf-8")
     tmp.replace(page)
     atomic_write_json(out_dir / "assets.json", assets)
-    lines = [str(v.get("line", "")) for v in assets.get("verdicts", [])]
+    lines = [verdict_text(v)[0] for v in assets.get("verdicts", [])]
     (out_dir / "verdicts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return page, assets
 
@@ -320,7 +305,7 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
         print(f"warning: {w}")
     for v in assets.get("verdicts", []):
         # The line names its kind and subject already ("staleness: PASS; ...").
-        print(f"verdict: {v.get('line')}")
+        print(f"verdict: {verdict_text(v)[0]}")
     return 0
 
 

@@ -258,17 +258,21 @@ def test_report_pages_read_well_at_1400_and_800_px(swept, tmp_path):
             assert ("1 seed (1)" in seen["what_ran"]) == scaled
 
 
-def test_one_seed_equivalence_reads_n_a_not_nan(tmp_path):
-    """Verdict JSONs store an undefined CI as null: the page says 'n/a (1 seed)' and why."""
-    from harness.report import WHY_NO_INTERVAL, equivalence_text
+def test_one_seed_verdict_reads_n_a_not_nan(tmp_path):
+    """An interval that one seed cannot give is printed as 'n/a (1 seed)', with a note."""
+    from harness.report import WHY_NO_INTERVAL, verdict_text
 
-    undefined = {"diff": -0.007, "ci90": [None, None]}
     path = tmp_path / "eq.json"
-    path.write_text(json.dumps({"group_a": "A", "group_b": "B", "label": "INCONCLUSIVE",
-                                "delta": 0.1, "final": undefined, "auc": undefined,
-                                "seeds_a": [1], "seeds_b": [1], "tasks": ["CartPole-v1"],
-                                "bitwise": {"identical": False}}))
-    text, notes = equivalence_text({"json": str(path), "line": "unused"})
-    assert "nan" not in text.lower() and text.count("CI n/a (1 seed)") == 2
-    assert "independent seeds 1 vs 1" in text and notes == {"one_seed"}
+    path.write_text(json.dumps({"seeds_a": [1], "seeds_b": [1]}))
+    line = ("equivalence A vs reference B: INCONCLUSIVE; delta 0.1; final IQM diff -0.007 "
+            "90% CI [+nan, +nan]; AUC IQM diff -0.009 90% CI [+nan, +nan]; 1 vs 1 "
+            "independent seeds")
+    text, notes = verdict_text({"json": str(path), "line": line, "verdict": "INCONCLUSIVE"})
+    assert "nan" not in text.lower() and text.count("90% CI n/a (1 seed)") == 2
+    assert text.startswith("equivalence A vs reference B: INCONCLUSIVE") and notes == {
+        "one_seed"}
     assert "no confidence" in WHY_NO_INTERVAL
+    # A defined interval is left alone; a bitwise-identical PASS gets its note.
+    ok = "equivalence A vs reference B: PASS (bitwise identical); 90% CI [-0.070, +0.070]"
+    assert verdict_text({"line": ok, "verdict": "PASS (bitwise identical)"}) == (
+        ok, {"bitwise"})
