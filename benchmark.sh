@@ -14,7 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  # The header comment: every line from line 2 up to the first line that is not a comment.
+  awk 'NR > 1 { if (!/^#/) exit; sub(/^# ?/, ""); print }' "$0"
   echo "presets: $(ls harness/presets | sed 's/\.toml$//' | tr '\n' ' ')"
 }
 if [ $# -lt 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then usage; exit 0; fi
@@ -36,14 +37,17 @@ while [ $# -gt 0 ]; do
 done
 
 start=$(date +%s)
-setup_log=$(mktemp)
-if ! scripts/setup.sh >"$setup_log" 2>&1; then
-  cat "$setup_log" >&2; echo "benchmark.sh: scripts/setup.sh failed" >&2; exit 2
+elapsed() { echo "$(( $(date +%s) - start )) s"; }
+echo "== setup: scripts/setup.sh (.venv and packages; nothing to do when installed)"
+if ! scripts/setup.sh; then
+  echo "benchmark.sh: scripts/setup.sh failed" >&2; exit 2
 fi
-rm -f "$setup_log"
-export WANDB_MODE="${WANDB_MODE:-offline}" WANDB_SILENT=true
+echo "setup: done after $(elapsed)"
+# Lines reach a log or CI as they are printed, not when a buffer fills.
+export WANDB_MODE="${WANDB_MODE:-offline}" WANDB_SILENT=true PYTHONUNBUFFERED=1
 PY=.venv/bin/python
 
+echo "== run: python -m harness run --preset $preset ${select[*]-} ${run_only[*]-}"
 set +e
 "$PY" -m harness run --preset "$preset" ${select[@]+"${select[@]}"} ${run_only[@]+"${run_only[@]}"}
 run_rc=$?
@@ -52,15 +56,18 @@ if [ "$run_rc" = 2 ]; then exit 2; fi
 if [ "$run_rc" = 130 ]; then echo "benchmark.sh: interrupted; run it again to carry on" >&2; exit 130; fi
 
 echo
-echo "== report"
+echo "== report (after $(elapsed))"
+report_out=$(mktemp)
 set +e
-"$PY" -m harness report --preset "$preset" ${select[@]+"${select[@]}"} | tee /tmp/benchmark-report.$$.txt
-report_rc=${PIPESTATUS[0]}
+"$PY" -m harness report --preset "$preset" ${select[@]+"${select[@]}"} >"$report_out"
+report_rc=$?
 set -e
+# Warnings first, then the summary; the page and each verdict are printed once, last.
+grep -vE '^(report|verdict):' "$report_out" || true
 echo
-echo "== $preset: finished in $(( $(date +%s) - start )) s (setup, runs and report)"
-grep -E '^(report|verdict):' /tmp/benchmark-report.$$.txt || true
-rm -f /tmp/benchmark-report.$$.txt
+echo "== $preset: finished in $(elapsed) (setup, runs and report)"
+grep -E '^(report|verdict):' "$report_out" || true
+rm -f "$report_out"
 if [ "$run_rc" != 0 ]; then
   echo "some runs did not complete (see above); \`python -m harness status --preset $preset\` lists them"
   exit "$run_rc"

@@ -635,10 +635,13 @@ class PaperTables:
                 from analysis.load import load_published_table, runtimes_twin
 
                 rt = load_published_table(runtimes_twin(self.table))
+                ref = res.columns.index(res.reference_column) if res.reference_column \
+                    else None
                 info = figs.runtime_bars_figure(rt.columns, rt.mean.mean(axis=0),
                                                 rt.mean.std(axis=0), self.out,
                                                 name=f"runtimes_{res.table}",
-                                                what=f"{res.table}, mean over games")
+                                                what=f"{res.table}, mean over games",
+                                                error_what="std over games", reference=ref)
                 print(f"wrote {info.png} and {info.pdf}")
         return EXIT_PASS
 

@@ -208,21 +208,33 @@ def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
             gs = suite[g]
             if t in gs.tasks:
                 v = gs.final_raw[:, gs.tasks.index(t)]
-                row.append(f"{v.mean():.2f} ± {v.std():.2f}")
+                # One seed has no spread: say so rather than print "± 0.00".
+                row.append(f"{v.mean():.2f} (1 seed)" if len(v) < 2
+                           else f"{v.mean():.2f} ± {v.std():.2f}")
             else:
-                row.append("")
+                row.append("-")
         rows.append(row)
     return TableData(name, "Final score per game: mean ± std over seeds of the mean return of "
                      "each run's last 100 episodes (raw game score)", ["env", *groups], rows)
 
 
+def runtime_minutes(gs: GroupScores) -> tuple[float, float]:
+    """(mean, std) over a group's runs of the training wall time in minutes."""
+    minutes = gs.wall_time_s.ravel() / 60
+    return float(np.nanmean(minutes)), float(np.nanstd(minutes))
+
+
 def runtime_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
-    rows = []
+    rows: list[list[Any]] = []
     for g, gs in suite.items():
-        minutes = gs.wall_time_s.ravel() / 60
-        rows.append([g, len(gs.seeds), len(gs.tasks), float(np.nanmean(minutes)),
-                     float(np.nanstd(minutes))])
-    return TableData(name, "Wall time per run in minutes (mean and std over runs)",
+        mean, std = runtime_minutes(gs)
+        runs = gs.wall_time_s.size
+        rows.append([g, len(gs.seeds), len(gs.tasks), f"{mean:.2f}",
+                     f"{std:.2f}" if runs > 1 else "n/a (1 run)"])
+    return TableData(name, "Training wall time per run in minutes, mean and std over runs "
+                     "(the trainer's own clock, from its first step to its last record: "
+                     "without process start-up, imports and compilation, which the "
+                     "harness's per-run console time includes)",
                      ["group", "seeds", "tasks", "minutes (mean)", "minutes (std)"], rows)
 
 
@@ -353,7 +365,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     agg = aggregate_intervals(suite, reps=aggregate_reps, seed=seed)
     t = aggregate_table(agg, name=f"aggregates{sfx}",
                         title=f"Aggregate final {score} ({label}), 95% CIs, "
-                              f"{aggregate_reps} bootstrap reps, seed {seed}")
+                              f"{aggregate_reps} bootstrap reps, seed {seed}",
+                        seeds={g: len(gs.seeds) for g, gs in suite.items()})
     _add_table(result, t, out_dir)
     add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
                                             score_label=score).as_dict())
@@ -379,13 +392,14 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                             name=f"performance_profile{sfx}",
                                             score_label=score).as_dict())
     _add_table(result, per_game_table(suite, f"per_game{sfx}"), out_dir)
-    rt = runtime_table(suite, f"runtimes{sfx}")
-    _add_table(result, rt, out_dir)
-    if all(math.isfinite(r[3]) for r in rt.rows):
-        add_fig(figs.runtime_bars_figure([r[0] for r in rt.rows], [r[3] for r in rt.rows],
-                                         [r[4] for r in rt.rows], out_dir,
+    _add_table(result, runtime_table(suite, f"runtimes{sfx}"), out_dir)
+    times = [runtime_minutes(gs) for gs in suite.values()]
+    if all(math.isfinite(m) for m, _ in times):
+        add_fig(figs.runtime_bars_figure(list(suite), [m for m, _ in times],
+                                         [s for _, s in times], out_dir,
                                          name=f"runtimes{sfx}",
-                                         what="wall time per run").as_dict())
+                                         what="training wall time per run, mean over runs",
+                                         error_what="std over runs").as_dict())
     # Equivalence within each (system, architecture) across the other group keys.
     families: dict[tuple, list[str]] = {}
     for g, gs in suite.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,12 +70,22 @@ def ci_text(iv: Interval, scale: float = 1.0, digits: int = 3) -> str:
     return f"{p:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
+ONE_SEED = "n/a (1 seed)"
+
+
 def aggregate_table(results: dict[str, dict[str, Interval]], name: str = "aggregates",
-                    title: str = "Aggregate normalised scores (95% bootstrap CIs)") -> TableData:
-    """Rows: groups; columns: each metric 'point [low, high]'."""
+                    title: str = "Aggregate normalised scores (95% bootstrap CIs)",
+                    seeds: Mapping[str, int] | None = None) -> TableData:
+    """Rows: groups; columns: each metric 'point [low, high]'. A group of one seed (per
+    `seeds`) shows 'point [n/a (1 seed)]': resampling one seed gives no interval."""
     metrics = list(next(iter(results.values()))) if results else []
     header = ["group", *(AGGREGATE_LABELS.get(m, m) for m in metrics)]
-    rows = [[g, *(ci_text(iv[m]) for m in metrics)] for g, iv in results.items()]
+    rows = []
+    for g, iv in results.items():
+        if seeds is not None and seeds.get(g, 2) < 2:
+            rows.append([g, *(f"{float(iv[m].point):.3f} [{ONE_SEED}]" for m in metrics)])
+        else:
+            rows.append([g, *(ci_text(iv[m]) for m in metrics)])
     return TableData(name, title, header, rows)
 
 
@@ -121,8 +131,14 @@ class PaperTableResult:
 
 
 def reference_column(columns: Sequence[str]) -> int | None:
+    """The column runtimes are relative to: the first "Cleanba IMPALA," column, else (a
+    table without IMPALA, e.g. sync_or_not_sync) the first Cleanba column that is not a
+    "(sync)" variant, so the asynchronous Cleanba design is the reference either way."""
     for j, c in enumerate(columns):
         if c.startswith(REFERENCE_COLUMN_PREFIX):
+            return j
+    for j, c in enumerate(columns):
+        if c.startswith("Cleanba") and "sync" not in c.lower():
             return j
     return None
 
@@ -135,7 +151,8 @@ def median_hns(table: PublishedTable) -> np.ndarray:
 
 def paper_table(path: Path | str) -> PaperTableResult:
     """Recompute a published table: median HNS per column (%, one decimal) and the ratio of
-    each column's mean runtime over games to the Cleanba IMPALA column's (two decimals)."""
+    each column's mean runtime over games to the reference column's (reference_column;
+    two decimals)."""
     table = load_published_table(path)
     stem = Path(path).stem
     med = [round(float(v) * 100, 1) for v in median_hns(table)]
@@ -144,10 +161,14 @@ def paper_table(path: Path | str) -> PaperTableResult:
     ref = reference_column(table.columns)
     twin = runtimes_twin(path)
     if ref is None:
-        notes.append(f"no '{REFERENCE_COLUMN_PREFIX}' column: runtime ratios not defined")
-    elif not twin.exists():
+        notes.append(f"no '{REFERENCE_COLUMN_PREFIX}' column and no asynchronous Cleanba "
+                     "column: runtime ratios not defined")
+    elif not table.columns[ref].startswith(REFERENCE_COLUMN_PREFIX):
+        notes.append(f"no '{REFERENCE_COLUMN_PREFIX}' column: runtimes are relative to "
+                     f"{table.columns[ref]}")
+    if ref is not None and not twin.exists():
         notes.append(f"no runtimes twin {twin.name}: runtime ratios not computed")
-    else:
+    elif ref is not None:
         rt = load_published_table(twin)
         if rt.columns != table.columns or sorted(rt.games) != sorted(table.games):
             raise AnalysisError(f"{twin}: columns or games differ from {path}")

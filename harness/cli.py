@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -49,18 +49,47 @@ class Select:
     """Run every run on this accelerator instead of the file's (cpu: XLA virtual devices),
     e.g. to try a scaled-down GPU preset here. Not part of the run ids."""
 
+    def filters(self) -> dict[str, str | int]:
+        """The scale-down options given (--frames, --games, --seeds), as the flags' values."""
+        given = {"frames": self.frames, "games": self.games, "seeds": self.seeds}
+        return {k: v for k, v in given.items() if v is not None}
+
     def load(self) -> Sweep:
         if (self.sweep is None) == (self.preset is None):
             raise SweepError("give exactly one of --sweep FILE or --preset NAME")
         path = self.sweep if self.sweep is not None else _preset_path(str(self.preset))
         if self.frames is not None and self.frames < 1:
             raise SweepError(f"--frames must be >= 1, got {self.frames}")
-        return load_sweep(path, frames=self.frames, games=parse_list(self.games),
-                          seeds=parse_seeds(self.seeds), name=self.name,
-                          accelerator=self.accelerator)
+        sweep = load_sweep(path, frames=self.frames, games=parse_list(self.games),
+                           seeds=parse_seeds(self.seeds), name=self.name,
+                           accelerator=self.accelerator)
+        sweep.filters = self.filters()
+        return sweep
 
     def store(self, sweep: Sweep) -> Store:
         return Store(self.results_root, sweep.name)
+
+
+@dataclass
+class Inspect(Select):
+    """A command that looks at a sweep's runs: by default the runs of its last `run`."""
+
+    last_filters: bool = True
+    """With no --frames/--games/--seeds, use those of the sweep's last `harness run`
+    (kept in <root>/<sweep>/plan.json); --no-last-filters: the whole sweep file."""
+
+    def load(self) -> Sweep:
+        sweep = super().load()
+        if self.filters() or not self.last_filters:
+            return sweep
+        stored = last_run_filters(self.store(sweep))
+        if not stored:
+            return sweep
+        scaled = replace(self, frames=stored.get("frames"), games=stored.get("games"),
+                         seeds=stored.get("seeds"))
+        print(f"harness: using the filters of the sweep's last run: {filter_flags(stored)} "
+              "(--no-last-filters: the whole sweep file)", file=sys.stderr)
+        return Select.load(scaled)
 
 
 @dataclass
@@ -96,8 +125,22 @@ class Run(Select):
     """Show a live progress display and one line per finished run."""
 
 
+def filter_flags(filters: dict) -> str:
+    return " ".join(f"--{k} {v}" for k, v in sorted(filters.items()))
+
+
+def last_run_filters(store: Store) -> dict:
+    """The scale-down options of the sweep's last `harness run` ({} if none or unknown)."""
+    try:
+        plan = json.loads((store.sweep_dir / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    stored = plan.get("filters") if isinstance(plan, dict) else None
+    return {k: v for k, v in (stored or {}).items() if k in ("frames", "games", "seeds")}
+
+
 @dataclass
-class Status(Select):
+class Status(Inspect):
     """Table of the sweep's runs by state, with progress and ETA."""
 
     all_runs: bool = False
@@ -105,7 +148,7 @@ class Status(Select):
 
 
 @dataclass
-class Report(Select):
+class Report(Inspect):
     """Build <root>/<sweep>/report/ (figures, tables, verdicts, index.html) via analysis/."""
 
     delta: float | None = None
@@ -118,7 +161,7 @@ class Report(Select):
 
 
 @dataclass
-class Regress(Select):
+class Regress(Inspect):
     """Compare the sweep's runs with a committed reference (the CI gate)."""
 
     reference: Path | None = None
@@ -206,6 +249,7 @@ def save_plan(sweep: Sweep, store: Store) -> None:
         "sweep": sweep.name,
         "source": str(sweep.source) if sweep.source else None,
         "written_at": utc_now(),
+        "filters": sweep.filters,
         "runs": [
             {"run_id": s.run_id, "label": s.label(), "definition": s.definition(),
              "command": s.command(store.run_dir(s.run_id))}
@@ -276,7 +320,8 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
     if "wall_time_s" in perf:
         line = (f"wall time {perf['wall_time_s']:.1f} s; sum of run times "
                 f"{perf.get('run_wall_time_sum_s', 0):.1f} s")
-        if "slot_utilisation" in perf:
+        # Nothing started (all runs done already): no slot or overhead figures to give.
+        if "slot_utilisation" in perf and perf.get("runs_started"):
             line += (f"; CPU slots busy {100 * perf['slot_utilisation']:.1f}% of "
                      f"{perf['cpus']} x wall; harness CPU {perf['harness_cpu_s']:.1f} s "
                      f"= {100 * perf['harness_cpu_share']:.2f}% of all CPU time")

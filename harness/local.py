@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.execute import ALREADY_COMPLETED, BUSY, Outcome, execute_run
-from harness.store import Store, last_progress
+from harness.store import Store, last_progress, run_state
 from harness.sweep import RunSpec
 from runrecord import schema
 
@@ -136,6 +136,10 @@ class Pool:
         done: queue.Queue[Outcome] = queue.Queue()
         outcomes: list[Outcome] = []
         display = _Display(self.specs, self.store, enabled=self.progress)
+        display.announce(
+            f"harness: {len(self.specs)} run(s) of sweep {self.store.sweep}, up to "
+            f"{self.max_parallel or len(self.cpus)} at once on {len(self.cpus)} CPU core(s)"
+            + (f" and {len(gpus)} GPU(s)" if gpus else ""))
 
         def worker(spec: RunSpec, cpu_ids: list[int], gpu_ids: list[int]) -> None:
             try:
@@ -172,7 +176,7 @@ class Pool:
                                               name=f"run-{spec.run_id}", daemon=True)
                         active[spec.run_id] = _Active(spec, cpu_ids, gpu_ids, now, th)
                         th.start()
-                        active[spec.run_id].task = display.start(spec)
+                        active[spec.run_id].task = display.start(spec, cpu_ids, gpu_ids)
                 else:
                     pending.clear()
                 try:
@@ -202,8 +206,25 @@ class Pool:
         return outcomes, stats
 
 
+def progress_interval_s(elapsed_s: float) -> float:
+    """Seconds between progress lines when output is not a terminal: often at first (a log
+    shows life within seconds), rarely in an hours-long sweep."""
+    if elapsed_s < 120:
+        return 10.0
+    return 30.0 if elapsed_s < 600 else 60.0
+
+
+def fmt_duration(s: float) -> str:
+    s = max(0, int(s))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s"
+
+
 class _Display:
-    """Live progress (rich) of the runs in flight, one line per finished run."""
+    """Progress of the runs in flight: a live rich display on a terminal; otherwise (CI,
+    logs) a line per started run and a periodic progress line (runs finished, running,
+    ETA). One line per finished run either way."""
 
     def __init__(self, specs: Sequence[RunSpec], store: Store, enabled: bool):
         from rich.console import Console
@@ -214,6 +235,11 @@ class _Display:
         self.total = len(specs)
         self.finished = 0
         self.progress = None
+        self.t0 = time.monotonic()
+        self.last_line = self.t0
+        self.steps_total = sum(s.total_timesteps for s in specs)
+        self.steps_done = 0  # of finished runs that ran here (not already completed ones)
+        self.steps_skipped = 0  # of runs that were complete before this `run`
         if enabled and self.console.is_terminal:
             from rich.progress import (
                 BarColumn,
@@ -223,11 +249,15 @@ class _Display:
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
+            from rich.table import Column
 
+            # The description takes what the fixed columns leave and is cut with an
+            # ellipsis, so an 80-column terminal still shows counts, elapsed and ETA.
             self.progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TimeRemainingColumn(), console=self.console,
-                transient=False,
+                TextColumn("{task.description}", table_column=Column(
+                    ratio=1, no_wrap=True, overflow="ellipsis")),
+                BarColumn(bar_width=16), MofNCompleteColumn(), TimeElapsedColumn(),
+                TimeRemainingColumn(), console=self.console, transient=False, expand=True,
             )
             self.overall = self.progress.add_task("runs finished", total=self.total)
 
@@ -240,19 +270,56 @@ class _Display:
         if self.progress is not None:
             self.progress.stop()
 
-    def start(self, spec: RunSpec) -> Any:
+    def announce(self, text: str) -> None:
+        if self.enabled:
+            self.console.print(text, highlight=False, soft_wrap=True)
+
+    def start(self, spec: RunSpec, cpu_ids: Sequence[int] = (),
+              gpu_ids: Sequence[int] = ()) -> Any:
         if self.progress is None:
+            # A run completed before this `run` gets its one "already-completed" line.
+            if self.enabled and run_state(self.store.run_dir(spec.run_id)).state \
+                    != schema.COMPLETED:
+                where = f"CPU {','.join(map(str, sorted(set(cpu_ids))))}" + (
+                    f", GPU {','.join(map(str, gpu_ids))}" if gpu_ids else "")
+                self.console.print(f"start: {spec.run_id} {spec.label()} ({where})",
+                                   highlight=False, soft_wrap=True)
             return None
         return self.progress.add_task(f"{spec.run_id} {spec.label()}",
                                       total=spec.total_timesteps)
 
     def refresh(self, active) -> None:
         if self.progress is None:
+            self._progress_line(list(active))
             return
         for a in active:
             if a.task is not None:
                 steps, _ = last_progress(self.store.run_dir(a.spec.run_id))
                 self.progress.update(a.task, completed=steps)
+
+    def _progress_line(self, active: list, force: bool = False) -> None:
+        now = time.monotonic()
+        elapsed = now - self.t0
+        if not self.enabled or (not force and now - self.last_line
+                                < progress_interval_s(elapsed)):
+            return
+        self.last_line = now
+        parts, steps_running = [], 0
+        for a in active:
+            steps, _ = last_progress(self.store.run_dir(a.spec.run_id))
+            steps = min(steps, a.spec.total_timesteps)
+            steps_running += steps
+            share = steps / a.spec.total_timesteps if a.spec.total_timesteps else 0.0
+            parts.append(f"{a.spec.run_id} {share:.0%}")
+        todo = self.steps_total - self.steps_skipped
+        done = self.steps_done + steps_running
+        eta = (f"ETA {fmt_duration(elapsed * (todo - done) / done)} (from env steps so far)"
+               if done > 0 and todo > done else "ETA unknown until a run reports progress")
+        running = f" ({', '.join(parts)})" if parts else ""
+        self.console.print(
+            f"progress: {self.finished}/{self.total} runs finished, {len(active)} running"
+            f"{running}; elapsed {fmt_duration(elapsed)}; {eta}",
+            highlight=False, soft_wrap=True)
 
     def finish(self, a: _Active, o: Outcome) -> None:
         if self.progress is not None and a.task is not None:
@@ -260,6 +327,10 @@ class _Display:
         if o.status == BUSY:
             return
         self.finished += 1
+        if o.status == ALREADY_COMPLETED:
+            self.steps_skipped += a.spec.total_timesteps
+        else:
+            self.steps_done += a.spec.total_timesteps
         if self.progress is not None:
             self.progress.update(self.overall, completed=self.finished)
         if not self.enabled:
@@ -269,7 +340,9 @@ class _Display:
         c = colour.get(o.status, "white")
         msg = f"[{self.finished}/{self.total}] [{c}]{o.status}[/{c}] {o.run_id} {o.label}"
         if o.returncode is not None:
-            msg += f" ({o.wall_time_s:.1f} s, attempt {o.attempt})"
+            # The harness's clock: the whole attempt, start-up and compilation included
+            # (the report's run times are the trainer's own training clock).
+            msg += f" ({o.wall_time_s:.1f} s incl. start-up, attempt {o.attempt})"
         if o.error and o.status != "completed":
             msg += f": {o.error.splitlines()[0][:160]}"
         self.console.print(msg, highlight=False, soft_wrap=True)

@@ -12,8 +12,10 @@ import base64
 import csv
 import html
 import json
+import re
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +29,32 @@ REPORT_PAGE = "index.html"
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
 max-width:1100px;padding:0 1em;color:#222;line-height:1.45}
-h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;
-margin-top:2em}
+h1{font-size:1.6em;overflow-wrap:anywhere}h2{font-size:1.25em;border-bottom:1px solid #ddd;
+padding-bottom:.2em;margin-top:2em}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.88em}
-th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+table.kv th{text-align:left;white-space:nowrap}table.kv td{text-align:left;overflow-wrap:anywhere}
 figure{margin:1.2em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.88em;color:#444}
 .verdict{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;padding:.3em .5em;
-margin:.2em 0;border-left:4px solid #999;background:#fafafa;white-space:pre-wrap}
+margin:.2em 0;border-left:4px solid #999;background:#fafafa;white-space:pre-wrap;
+overflow-wrap:anywhere}
 .v-PASS,.v-OK,.v-BITWISE{border-color:#2a7}.v-DIFFERENT,.v-FAIL,.v-REGRESSION{border-color:#c33}
 .v-INCONCLUSIVE,.v-WARN{border-color:#d92}
-.muted{color:#666;font-size:.88em}code{font-size:.92em}
+.muted{color:#666;font-size:.88em}code{font-size:.92em;overflow-wrap:anywhere}
+pre{white-space:pre-wrap;overflow-wrap:anywhere}li{overflow-wrap:anywhere}
 """
+
+ONE_SEED = "n/a (1 seed)"
+WHY_NO_INTERVAL = ("n/a (1 seed): with one seed per group there is no spread between "
+                   "seeds to estimate, so no confidence interval (and no equivalence PASS) "
+                   "exists; run two or more seeds.")
+WHY_BITWISE = ("PASS (bitwise identical): every paired record of the two groups matches "
+               "exactly, so the difference is exactly 0 whatever the interval; the interval "
+               "shown is the unpaired Welch CI from the seeds' spread, which ignores the "
+               "pairing and is not what decides this verdict.")
 
 
 def _table_html(header: list[str], rows: list[list[Any]], cls: str = "") -> str:
@@ -48,14 +63,22 @@ def _table_html(header: list[str], rows: list[list[Any]], cls: str = "") -> str:
         "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
     )
     c = f' class="{cls}"' if cls else ""
-    return f"<table{c}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f"<div class='scroll'><table{c}><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def _kv_table_html(items: list[tuple[str, str]]) -> str:
+    """A two-column key/value table: keys as row headers, no (empty) header row."""
+    body = "".join(f"<tr><th scope='row'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                   for k, v in items)
+    return f"<div class='scroll'><table class='kv'><tbody>{body}</tbody></table></div>"
 
 
 def _csv_table(path: str | Path) -> str:
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
-    if not rows:
-        return "<p class='muted'>(empty table)</p>"
+    if len(rows) < 2:
+        return "<p class='muted'>(no rows)</p>"
     return _table_html(rows[0], rows[1:], "data")
 
 
@@ -69,17 +92,75 @@ def _verdict_class(verdict: str) -> str:
     return "v-" + "".join(ch for ch in word if ch.isalnum())
 
 
-def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = None) -> str:
-    """The report page: everything inline (no network, no files beside it needed)."""
+NAN_CI = re.compile(r"\[[+-]?nan, [+-]?nan\]", re.IGNORECASE)
+
+
+def _min_seeds(v: dict) -> int | None:
+    """Fewest seeds on a side of a verdict, from its JSON (None when unknown)."""
+    try:
+        d = json.loads(Path(v["json"]).read_text(encoding="utf-8"))
+        return min(len(d["seeds_a"]), len(d["seeds_b"]))
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+
+
+def verdict_text(v: dict) -> tuple[str, set[str]]:
+    """A verdict's line as the report and console show it: an undefined interval
+    ("[+nan, +nan]", a side with one seed) reads "n/a (1 seed)" (or "n/a"), never nan;
+    and which footnotes it needs ('one_seed', 'bitwise')."""
+    text = str(v.get("line", ""))
+    notes: set[str] = set()
+    if NAN_CI.search(text):
+        one = _min_seeds(v) == 1
+        text = NAN_CI.sub(ONE_SEED if one else "n/a", text)
+        if one:
+            notes.add("one_seed")
+    if "bitwise identical" in str(v.get("verdict", "")):
+        notes.add("bitwise")
+    return text, notes
+
+
+def run_description(sweep: Sweep) -> str:
+    """What this report's runs are: counts per axis, and the filters that scaled the sweep
+    file down (the file's own description speaks of the whole sweep)."""
+    runs = sweep.runs
+
+    def axis(values: list[Any], what: str) -> str:
+        uniq = sorted(set(values), key=str)
+        shown = ", ".join(map(str, uniq[:6])) + (", ..." if len(uniq) > 6 else "")
+        return f"{len(uniq)} {what}{'' if len(uniq) == 1 else 's'} ({shown})"
+
+    frames = sorted({s.frames for s in runs})
+    parts = [axis([s.system for s in runs], "system"), axis([s.layout.name for s in runs],
+             "layout"), axis([s.env_id for s in runs], "game"),
+             axis([s.seed for s in runs], "seed"),
+             "frames per run " + ", ".join(f"{f:,}" for f in frames)]
+    text = f"This report covers {len(runs)} run(s): " + "; ".join(parts) + "."
+    if sweep.filters:
+        flags = " ".join(f"--{k} {v}" for k, v in sorted(sweep.filters.items()))
+        text += (f" Scaled down from the sweep file with {flags}: the file's description "
+                 "below is of the whole sweep, not of what ran here.")
+    return text
+
+
+def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = None,
+               sections: Sequence[tuple[str, str]] = ()) -> str:
+    """The report page: everything inline (no network, no files beside it needed).
+
+    `extra`: more provenance rows (key -> value). `sections`: more report sections, each
+    (title, inner HTML), placed after the tables and before the run list; other report
+    parts (e.g. an Atari-5 estimate, a reproduction check) add theirs here."""
     title = f"Sweep {sweep.name}: report"
     parts = [
         "<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
+        f"<p id='what-ran'>{html.escape(run_description(sweep))}</p>",
     ]
     if sweep.description:
-        parts.append(f"<p>{html.escape(sweep.description)}</p>")
+        label = "Sweep file's description (whole sweep)" if sweep.filters else "Description"
+        parts.append(f"<p><b>{label}:</b> {html.escape(sweep.description)}</p>")
     runs = assets.get("runs", {})
     parts.append(
         f"<p class='muted'>{int(runs.get('included', 0))} completed runs analysed, "
@@ -90,11 +171,17 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     verdicts = assets.get("verdicts", [])
     if not verdicts:
         parts.append("<p class='muted'>No verdict could be computed (see warnings).</p>")
+    footnotes: set[str] = set()
     for v in verdicts:
         # The line names its kind and subject already ("equivalence A vs B: PASS ...").
+        text, notes = verdict_text(v)
+        footnotes |= notes
         parts.append(f"<div class='verdict {_verdict_class(v.get('verdict', ''))}' "
                      f"title='{html.escape(str(v.get('subject', '')))}'>"
-                     f"{html.escape(str(v.get('line', '')))}</div>")
+                     f"{html.escape(text)}</div>")
+    for key, note in (("one_seed", WHY_NO_INTERVAL), ("bitwise", WHY_BITWISE)):
+        if key in footnotes:
+            parts.append(f"<p class='muted'>{html.escape(note)}</p>")
 
     parts.append("<h2 id='figures'>Figures</h2>")
     for fig in assets.get("figures", []):
@@ -111,6 +198,14 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     for t in assets.get("tables", []):
         parts.append(f"<h3>{html.escape(t['title'])}</h3>")
         parts.append(_csv_table(t["csv"]))
+    if any(ONE_SEED in Path(t["csv"]).read_text(encoding="utf-8")
+           for t in assets.get("tables", [])):
+        parts.append("<p class='muted'>n/a (1 seed): a bootstrap over one seed resamples the "
+                     "same run, so it gives no interval; run two or more seeds.</p>")
+
+    for sec_title, sec_html in sections:
+        parts.append(f"<h2>{html.escape(sec_title)}</h2>")
+        parts.append(sec_html)
 
     left_out = runs.get("left_out", [])
     if left_out:
@@ -128,10 +223,15 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     rows = []
     for s in sweep.runs:
         st = run_state(store.run_dir(s.run_id))
-        rows.append([s.run_id, s.label(), st.state, f"{st.wall_time_s:.0f}", st.attempts,
-                     st.error[:80]])
-    parts.append(_table_html(["run id", "run", "state", "wall time (s)", "attempts", "error"],
-                             rows))
+        rows.append([s.run_id, s.label(), st.state,
+                     f"{st.wall_time_s:.1f}" if st.wall_time_s else "-", st.attempts,
+                     st.error[:80] or "-"])
+    parts.append(_table_html(["run id", "run", "state", "training wall time (s)", "attempts",
+                              "error"], rows))
+    parts.append("<p class='muted'>Training wall time: the trainer's own clock from its "
+                 "first step to its final record. The console's per-run time is the "
+                 "harness's clock for the whole attempt, so it also counts process start-up, "
+                 "imports and compilation.</p>")
 
     parts.append("<h2 id='provenance'>Provenance</h2>")
     prov = collect(packages=("jax", "jaxlib", "flax", "optax", "envpool", "numpy", "scipy",
@@ -139,13 +239,15 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     git = git_state(PROJECT_ROOT)
     items = [
         ("sweep", sweep.name), ("sweep file", str(sweep.source) if sweep.source else "-"),
+        ("filters", " ".join(f"--{k} {v}" for k, v in sorted(sweep.filters.items()))
+         or "none (the whole sweep file)"),
         ("results", str(store.sweep_dir)),
         ("project git", f"{git.get('sha')} (dirty: {git.get('dirty')})"),
         ("report built on", f"{prov['host']}, {prov['cpu_model']}, python {prov['python']}"),
         ("packages", ", ".join(f"{k} {v}" for k, v in prov["packages"].items() if v)),
         *((k, str(v)) for k, v in (extra or {}).items()),
     ]
-    parts.append(_table_html(["", ""], [list(i) for i in items]))
+    parts.append(_kv_table_html(items))
     if sweep.source_text:
         parts.append("<details><summary>sweep file</summary><pre>"
                      f"{html.escape(sweep.source_text)}</pre></details>")
@@ -189,7 +291,7 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     tmp.write_text(build_html(assets, sweep, store, extra), encoding="utf-8")
     tmp.replace(page)
     atomic_write_json(out_dir / "assets.json", assets)
-    lines = [str(v.get("line", "")) for v in assets.get("verdicts", [])]
+    lines = [verdict_text(v)[0] for v in assets.get("verdicts", [])]
     (out_dir / "verdicts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return page, assets
 
@@ -206,7 +308,8 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
     for w in assets.get("warnings", []):
         print(f"warning: {w}")
     for v in assets.get("verdicts", []):
-        print(f"verdict: {v.get('kind')}: {v.get('line')}")
+        # The line names its kind and subject already ("staleness: PASS; ...").
+        print(f"verdict: {verdict_text(v)[0]}")
     return 0
 
 

@@ -208,6 +208,9 @@ class Sweep:
     source: Path | None = None
     source_text: str = ""
     notes: list[str] = field(default_factory=list)
+    # Scale-down options this sweep was loaded with ({"games": "...", "seeds": "...",
+    # "frames": N}), so the report can say what was run; empty: the whole file.
+    filters: dict[str, Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- loading

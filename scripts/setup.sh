@@ -14,12 +14,16 @@ for a in "$@"; do
 done
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  echo "setup.sh: creating .venv"
   "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
 fi
-stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-$dev"
-if [ ! -f "$stamp" ]; then
+hash=$(sha256sum pyproject.toml | cut -c1-16)
+stamp=".venv/.installed-$hash-$dev"
+# A --dev install (stamp -1) includes the plain one: no reinstall for benchmark.sh.
+if [ ! -f "$stamp" ] && { [ "$dev" = 1 ] || [ ! -f ".venv/.installed-$hash-1" ]; }; then
   if [ "$dev" = 1 ]; then extras="[dev]"; else extras=""; fi
+  echo "setup.sh: installing the project${extras} into .venv (pip; minutes on a first run)"
   .venv/bin/python -m pip install -q -e ".$extras" 2>&1 | grep -vE "^WARNING: Location|ignored: it is neither" || true
   .venv/bin/python -c "import jax, envpool, flax, optax, tyro" || { echo "setup.sh: install failed" >&2; exit 1; }
   touch "$stamp"

@@ -35,8 +35,12 @@ def test_spec_out_and_table_without_reference():
     res = paper_table(PAPER / "spec_out.csv")
     assert res.runtime_ratio[_col(res, "Monobeast IMPALA,")] == 4.69
     assert res.runtime_ratio[_col(res, "Moolib IMPALA,")] == 1.92
+    # Without an IMPALA column the asynchronous Cleanba PPO column is the reference.
     sync = paper_table(PAPER / "sync_or_not_sync.csv")
-    assert sync.reference_column is None and "no 'Cleanba IMPALA,' column" in sync.notes[0]
+    assert sync.reference_column == "Cleanba PPO, 8 A100, 46 CPU"
+    assert "relative to Cleanba PPO, 8 A100, 46 CPU" in sync.notes[0]
+    ref = sync.columns.index(sync.reference_column)
+    assert sync.runtime_ratio[ref] == 1.0 and all(r > 0 for r in sync.runtime_ratio)
 
 
 def test_cli_prints_numbers_next_to_claims(tmp_path, capsys):

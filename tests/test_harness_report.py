@@ -159,8 +159,8 @@ def test_report_analyses_each_benchmark_apart(tmp_path):
                    "--no-progress").returncode == 0
     p = harness("report", "--sweep", str(f), "--results-root", str(root))
     assert p.returncode == 0, p.stderr
-    assert "verdict: equivalence: CartPole-v1: equivalence" in p.stdout
-    assert "verdict: equivalence: Atari: equivalence" in p.stdout
+    assert "verdict: CartPole-v1: equivalence" in p.stdout
+    assert "verdict: Atari: equivalence" in p.stdout
     assert (root / "mixed" / "report" / "CartPole-v1").is_dir()
     assert (root / "mixed" / "report" / "Atari").is_dir()
 
@@ -183,3 +183,108 @@ def test_report_reference_key_picks_the_group_compared_against(swept, tmp_path):
             assert p.returncode == 0 and "Traceback" not in p.stderr
             assert "reference group 'a9-l9-d1' not found" in p.stdout
             assert "fake-ppo / cleanba / a0-l1-d1" in p.stdout
+
+
+# What a reader of the page sees, measured in headless Chromium at two widths.
+PAGE_PROBE = """<script>window.addEventListener('load', function () {
+  var doc = document.documentElement;
+  var text = document.body.innerText;
+  var empty = Array.prototype.slice.call(document.querySelectorAll('table')).filter(
+    function (t) { return t.querySelectorAll('tbody tr').length === 0; }).length;
+  var wide = Array.prototype.slice.call(document.querySelectorAll('body *')).filter(
+    function (e) { return e.getBoundingClientRect().right > doc.clientWidth + 1; })
+    .map(function (e) { return e.tagName + '.' + e.className; }).slice(0, 5);
+  var r = {width: window.innerWidth, scroll_width: doc.scrollWidth,
+           client_width: doc.clientWidth, wide: wide,
+           nan: (text.match(/\\bnan\\b/gi) || []).length, empty_tables: empty,
+           empty_header_cells: Array.prototype.slice.call(document.querySelectorAll('th'))
+             .filter(function (h) { return !h.textContent.trim(); }).length,
+           what_ran: (document.getElementById('what-ran') || {}).textContent || ''};
+  var p = document.createElement('pre'); p.id = 'probe';
+  p.textContent = JSON.stringify(r); document.body.appendChild(p); });</script>"""
+
+
+def render_probe(page: Path, tmp_path: Path, width: int) -> dict:
+    probed = tmp_path / f"probed-{width}.html"
+    probed.write_text(page.read_text().replace("</body>", PAGE_PROBE + "</body>"))
+    out = subprocess.run(
+        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / f'profile-{width}'}",
+         f"--window-size={width},2000", "--virtual-time-budget=10000", "--dump-dom",
+         probed.as_uri()], capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="probe">(.*?)</pre>', out.stdout)
+    assert m, out.stderr[-2000:]
+    return json.loads(html_unescape(m[1]))
+
+
+def html_unescape(text: str) -> str:
+    import html
+
+    return html.unescape(text)
+
+
+@pytest.mark.skipif(_chromium() is None,
+                    reason="chromium not installed (scripts/setup.sh --browser installs it)")
+def test_report_pages_read_well_at_1400_and_800_px(swept, tmp_path):
+    """A 1-seed run of a sweep scaled down with --seeds 1 (status and report take its
+    filters by default) and the whole small sweep: no 'nan', no empty table or header
+    cell, nothing wider than the window, and the page says what ran."""
+    root, files = swept
+    small = root / "small"
+    p = harness("run", "--sweep", str(files["new"]), "--results-root", str(small),
+                "--seeds", "1", "--no-progress")
+    assert p.returncode == 0, p.stdout + p.stderr
+    # No filters given: status and report use those of the last run (2 runs, not 6).
+    p = harness("status", "--sweep", str(files["new"]), "--results-root", str(small))
+    assert p.returncode == 0 and "filters of the sweep's last run: --seeds 1" in p.stderr
+    assert '"completed": 2' in p.stdout and "pending" not in p.stdout
+    p = harness("status", "--sweep", str(files["new"]), "--results-root", str(small),
+                "--no-last-filters")
+    assert p.returncode == 1 and '"pending": 4' in p.stdout
+    p = harness("report", "--sweep", str(files["new"]), "--results-root", str(small))
+    assert p.returncode == 0, p.stdout + p.stderr
+    # Each verdict printed once, without a doubled kind ("verdict: staleness: staleness").
+    verdicts = [x for x in p.stdout.splitlines() if x.startswith("verdict: ")]
+    assert len(verdicts) == len(set(verdicts)) == 2
+    assert not any(x.startswith(("verdict: staleness: staleness", "verdict: equivalence: "))
+                   for x in verdicts)
+    one_seed = small / "new" / "report" / "index.html"
+    full = root / "new" / "report" / "index.html"
+    if not full.exists():  # test_report_page_is_self_contained builds it
+        assert harness("report", "--sweep", str(files["new"]), "--results-root",
+                       str(root)).returncode == 0
+    for page, scaled in ((one_seed, True), (full, False)):
+        text = page.read_text()
+        if scaled:
+            assert "n/a (1 seed)" in text and "Scaled down from the sweep file with --seeds 1" \
+                in text
+        else:
+            assert "Scaled down" not in text and "PASS (bitwise identical)" in text
+        for width in (1400, 800):
+            seen = render_probe(page, tmp_path, width)
+            assert seen["width"] == width, seen
+            assert seen["nan"] == 0, (page, width)
+            assert seen["empty_tables"] == 0 and seen["empty_header_cells"] == 0, seen
+            assert seen["scroll_width"] <= seen["client_width"], (page, width, seen["wide"])
+            runs = "2 run(s)" if scaled else "6 run(s)"
+            assert f"This report covers {runs}" in seen["what_ran"], seen["what_ran"]
+            assert ("1 seed (1)" in seen["what_ran"]) == scaled
+
+
+def test_one_seed_verdict_reads_n_a_not_nan(tmp_path):
+    """An interval that one seed cannot give is printed as 'n/a (1 seed)', with a note."""
+    from harness.report import WHY_NO_INTERVAL, verdict_text
+
+    path = tmp_path / "eq.json"
+    path.write_text(json.dumps({"seeds_a": [1], "seeds_b": [1]}))
+    line = ("equivalence A vs reference B: INCONCLUSIVE; delta 0.1; final IQM diff -0.007 "
+            "90% CI [+nan, +nan]; AUC IQM diff -0.009 90% CI [+nan, +nan]; 1 vs 1 "
+            "independent seeds")
+    text, notes = verdict_text({"json": str(path), "line": line, "verdict": "INCONCLUSIVE"})
+    assert "nan" not in text.lower() and text.count("90% CI n/a (1 seed)") == 2
+    assert text.startswith("equivalence A vs reference B: INCONCLUSIVE") and notes == {
+        "one_seed"}
+    assert "no confidence" in WHY_NO_INTERVAL
+    # A defined interval is left alone; a bitwise-identical PASS gets its note.
+    ok = "equivalence A vs reference B: PASS (bitwise identical); 90% CI [-0.070, +0.070]"
+    assert verdict_text({"line": ok, "verdict": "PASS (bitwise identical)"}) == (
+        ok, {"bitwise"})

@@ -1,0 +1,66 @@
+"""What `harness run` and `benchmark.sh` print when output is a log, not a terminal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.local import progress_interval_s
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = ROOT / "tests" / "harness_fake_trainer.py"
+
+SWEEP = f"""\
+name = "console"
+systems = ["fake-ppo"]
+layouts = ["a0-l0-d1", "a0-l1-d1"]
+games = ["CartPole-v1"]
+seeds = [1]
+frames = 1000
+[entry_points.fake-ppo]
+entry = "{FAKE}"
+[overrides]
+sleep-s = 0.0
+updates = 4
+"""
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_log_shows_start_finish_and_no_overhead_line_when_nothing_ran(tmp_path):
+    f = tmp_path / "console.toml"
+    f.write_text(SWEEP)
+    args = ("run", "--sweep", str(f), "--results-root", str(tmp_path / "res"))
+    p = _run(*args)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "harness: 2 run(s) of sweep console, up to 2 at once on " \
+        f"{lines[0].split(' on ')[1]}"
+    assert sum(x.startswith("start: ") for x in lines) == 2
+    finished = [x for x in lines if x.startswith(("[1/2]", "[2/2]"))]
+    assert len(finished) == 2 and all("s incl. start-up, attempt 1)" in x for x in finished)
+    assert "harness CPU" in p.stdout  # runs started: the overhead figure means something
+    # Again: nothing to do. One line per run, no start lines, no "0.0 s = 100.00%".
+    p = _run(*args)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "start: " not in p.stdout and p.stdout.count("already-completed") == 3
+    assert "harness CPU" not in p.stdout and "100.00%" not in p.stdout
+
+
+def test_progress_interval_is_short_at_first_and_long_later():
+    assert progress_interval_s(0) == 10 and progress_interval_s(119) == 10
+    assert progress_interval_s(300) == 30 and progress_interval_s(3600) == 60
+
+
+def test_benchmark_help_is_whole():
+    p = subprocess.run([str(ROOT / "benchmark.sh"), "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0
+    text = p.stdout
+    assert text.startswith("Run one of the paper's experiments")
+    assert "Exit code: 0 all runs completed, 1 some failed, 2 bad input." in text
+    assert "set -euo" not in text and text.rstrip().splitlines()[-1].startswith("presets: ")
