@@ -529,6 +529,66 @@ class PaperTables:
         return EXIT_PASS
 
 
+@dataclass(kw_only=True)
+class Atari5(RecordArgs):
+    """Atari-5 (Aitchison et al. 2023): each group's 57-game median HNS estimated from
+    BattleZone, DoubleDunk, NameThisGame, Phoenix and Qbert, with an interval combining
+    seed uncertainty (stratified bootstrap) and model error (docs/atari5.md)."""
+
+    subset: Literal["atari5", "atari3"] = "atari5"
+    """atari5, or atari3 (BattleZone, NameThisGame, Phoenix: development only, larger error)."""
+    confidence: float = 0.9
+    """Two-sided level of the interval."""
+    reps: int = 20_000
+    """Bootstrap replicates."""
+    seed: int = 0
+    """Bootstrap seed (same seed, same interval)."""
+    pool_layouts: bool = False
+    """One estimate per system/architecture over all its layouts (a seed's layout copies
+    averaged into one row) instead of one per group."""
+    allow_protocol_mismatch: bool = False
+    """Estimate groups whose runs mix env protocols anyway (the output says so)."""
+    table: Path | None = None
+    """Instead of runs: a published `mean ± std` table (e.g.
+    ../shared/paper-data/main_10CPU.csv): estimate per column vs its own median."""
+    json_out: Path | None = None
+    """Write the estimates as JSON here."""
+
+    def run(self) -> int:
+        from analysis import atari5
+
+        model = atari5.load_model(self.subset)
+        if self.table is not None:
+            rows = atari5.estimate_published_table(self.table, model)
+            print(atari5.published_estimates_table(rows, model).markdown())
+            if self.json_out:
+                write_json(self.json_out, {"table": str(self.table), "columns": rows})
+            return EXIT_PASS
+        a = self.analysis()
+        if "Atari" not in a.suite_names:
+            raise AnalysisError(f"no Atari runs among the inputs (suites: {a.suite_names}); "
+                                f"{model.label} needs {', '.join(model.env_ids)}")
+        suite = a.suites[a.suite_names.index("Atari")]
+        estimates, warnings = atari5.estimate_suite(
+            suite, subset=self.subset, pool_layouts=self.pool_layouts,
+            allow_protocol_mismatch=self.allow_protocol_mismatch,
+            confidence=self.confidence, reps=self.reps, seed=self.seed)
+        for e in estimates:
+            print(e.line())
+            for n in e.notes:
+                print(f"note: {n}")
+        print(atari5.per_game_table(estimates).markdown())
+        print(f"model: {model.label}, fitted on {model.n} published algorithms with all 57 "
+              f"games; leave-one-out error {atari5.relative_error_percent(model.loo_mae):.1f}% "
+              "(mean), see docs/atari5.md")
+        _print_warnings(a.warnings + warnings)
+        if self.json_out:
+            write_json(self.json_out, {"model": model.as_dict(),
+                                       "estimates": [e.as_dict() for e in estimates],
+                                       "warnings": warnings})
+        return EXIT_PASS
+
+
 Command = (
     Annotated[Summary, tyro.conf.subcommand("summary")]
     | Annotated[Aggregate, tyro.conf.subcommand("aggregate")]
@@ -538,6 +598,7 @@ Command = (
     | Annotated[Staleness, tyro.conf.subcommand("staleness")]
     | Annotated[Figures, tyro.conf.subcommand("figures")]
     | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]
+    | Annotated[Atari5, tyro.conf.subcommand("atari5")]
 )
 
 
