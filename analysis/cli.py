@@ -559,6 +559,8 @@ class Atari5(RecordArgs):
 
         model = atari5.load_model(self.subset)
         if self.table is not None:
+            if self.inputs or self.orb:
+                raise AnalysisError("give either run folders or --table, not both")
             rows = atari5.estimate_published_table(self.table, model)
             print(atari5.published_estimates_table(rows, model).markdown())
             if self.json_out:
