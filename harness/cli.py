@@ -121,7 +121,10 @@ class Regress(Select):
     reference: Path | None = None
     """Reference run records (folder); default: the sweep's [regression] reference."""
     delta: float | None = None
-    """Allowed drop of the normalised score; default: the sweep's [regression] delta."""
+    """Allowed drop of the normalised score; default: the sweep's [regression] delta, else
+    the suite's default margin (analysis.margins)."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs whose recorded env protocols differ (a warning says so)."""
 
 
 Command = (
