@@ -45,7 +45,7 @@ from scipy import stats
 
 from analysis.bootstrap import replicates
 from analysis.errors import AnalysisError
-from analysis.normalize import atari_env_id
+from analysis.normalize import atari_env_id, get_normaliser
 from analysis.replicates import SeedValues, collapse_seed_copies
 from analysis.scores import GroupScores
 from analysis.tables import TableData
@@ -425,6 +425,21 @@ def per_seed_estimate(raw: np.ndarray, tasks: Sequence[str], model: Atari5Model 
     model = model or load_model(ATARI5)
     raw = np.asarray(raw, dtype=np.float64)
     return model.estimate_hns(raw[:, subset_columns(tasks, model, label)])
+
+
+def per_seed_from_normalised(values: np.ndarray, tasks: Sequence[str],
+                             subset: str = ATARI5) -> np.ndarray:
+    """The verdicts' SeedMetric for `--metric atari5-median` (analysis.verdicts.
+    SEED_METRICS): (seeds, tasks) normalised scores (HNS, 1.0 = human, DQN Zoo references)
+    -> (seeds,) each seed's estimated 57-game median HNS. Scores are mapped back to raw
+    (HNS is linear in the score) and renormalised with the model's own references."""
+    model = load_model(subset)
+    cols = subset_columns(tasks, model, f"--metric {subset}-median")
+    values = np.asarray(values, dtype=np.float64)
+    raw = np.stack([get_normaliser(tasks[j]).low + values[:, j]
+                    * (get_normaliser(tasks[j]).high - get_normaliser(tasks[j]).low)
+                    for j in cols], axis=1)
+    return model.estimate_hns(raw)
 
 
 @dataclass

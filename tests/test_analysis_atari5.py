@@ -289,3 +289,38 @@ def test_preset_runs_the_five_games():
     assert sorted({r.env_id for r in sweep.runs}) == sorted(GAMES)
     assert {r.frames for r in sweep.runs} == {1_000_000}
     assert {r.seed for r in sweep.runs} == {1, 2}
+
+
+# ---------------------------------------------------------------- --metric atari5-median
+
+
+def test_seed_metric_matches_the_estimator(five_games):
+    from analysis.verdicts import SEED_METRICS
+
+    gs = next(iter(_suite(five_games).values()))
+    per_seed = SEED_METRICS["atari5-median"](gs.final, gs.tasks)
+    assert per_seed == pytest.approx(atari5.per_seed_estimate(gs.final_raw, gs.tasks), rel=1e-9)
+    with pytest.raises(AnalysisError, match="missing: Qbert-v5"):
+        SEED_METRICS["atari5-median"](gs.final[:, :4], gs.tasks[:4])
+
+
+def test_equivalence_on_atari5_median(five_games, capsys):
+    assert cli_main(["equivalence", str(five_games), "--metric", "atari5-median"]) == 0
+    out = capsys.readouterr().out
+    assert "atari5-median final" in out and "final atari5-median diff +0.000" in out
+
+
+def test_regression_gate_on_atari5_median(tmp_path, capsys):
+    ref = _runs(tmp_path / "ref", seeds=(1, 2, 3))
+    same = _runs(tmp_path / "same", seeds=(4, 5, 6))
+    worse = _runs(tmp_path / "worse", seeds=(4, 5, 6), skill=0.5)
+    gate = ["regression", "--metric", "atari5-median", "--reference"]
+    assert cli_main([*gate, str(ref), "--new", str(same)]) == 0
+    assert "regression (atari5-median per seed): PASS" in capsys.readouterr().out
+    assert cli_main([*gate, str(ref), "--new", str(worse)]) == 1
+    assert "REGRESSION" in capsys.readouterr().out
+    assert cli_main([*gate, "0.3", "--new", str(worse)]) == 0  # a published number
+    assert "reference 0.3000 (published number)" in capsys.readouterr().out
+    # The plain IQM gate on the same data still works and says nothing of atari5.
+    assert cli_main(["regression", "--reference", str(ref), "--new", str(same)]) == 0
+    assert "atari5" not in capsys.readouterr().out
