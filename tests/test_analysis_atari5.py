@@ -324,3 +324,12 @@ def test_regression_gate_on_atari5_median(tmp_path, capsys):
     # The plain IQM gate on the same data still works and says nothing of atari5.
     assert cli_main(["regression", "--reference", str(ref), "--new", str(same)]) == 0
     assert "atari5" not in capsys.readouterr().out
+
+
+def test_sweep_files_take_the_regression_metric(tmp_path):
+    from harness.sweep import load_sweep
+
+    text = (atari5.PROJECT_ROOT / "harness" / "presets" / "atari5.toml").read_text()
+    f = tmp_path / "a5.toml"
+    f.write_text(text + '\n[regression]\nreference = "ref"\nmetric = "atari5-median"\n')
+    assert load_sweep(f).regression["metric"] == "atari5-median"
