@@ -687,6 +687,7 @@ def report_table(suite: Mapping[str, GroupScores], name: str = "atari5", *,
         except AnalysisError as err:
             warnings.append(f"no {model.label} estimate: {err}")
             continue
+        warnings += [f"{model.label} {g}: {n}" for n in e.notes if n.startswith("extrapolation")]
         rows.append([g, e.n_seeds, f"{100 * e.point:.1f}%",
                      f"[{100 * e.low:.1f}%, {100 * e.high:.1f}%]",
                      *(f"{100 * v:.1f}%" for v in e.per_game_hns)])

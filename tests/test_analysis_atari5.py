@@ -204,6 +204,18 @@ def test_one_seed_interval_is_the_model_error():
     assert any("1 seed" in n for n in e.notes)
 
 
+def test_low_scores_are_flagged_as_extrapolation():
+    model = atari5.load_model()
+    low = np.array([[5000.0, -17.0, 3000.0, 1500.0, 1000.0], [5200.0, -17.5, 3100.0, 1400.0,
+                                                                900.0]])
+    e = atari5.estimate_from_seeds(SeedValues("short", GAMES, [1, 2], low, [1, 1]), model,
+                                   reps=500)
+    assert e.point < 0.88 and any(n.startswith("extrapolation") for n in e.notes)
+    ok = atari5.estimate_from_seeds(SeedValues("long", GAMES, [1, 2], low * 0 + np.array(
+        [40000.0, 0.0, 12000.0, 9000.0, 14000.0]), [1, 1]), model, reps=500)
+    assert ok.point > 0.88 and not any(n.startswith("extrapolation") for n in ok.notes)
+
+
 def test_atari3_is_labelled():
     model = atari5.load_model(atari5.ATARI3)
     assert model.env_ids == ("BattleZone-v5", "NameThisGame-v5", "Phoenix-v5")
