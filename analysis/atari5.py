@@ -35,7 +35,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -436,9 +436,9 @@ def per_seed_from_normalised(values: np.ndarray, tasks: Sequence[str],
     model = load_model(subset)
     cols = subset_columns(tasks, model, f"--metric {subset}-median")
     values = np.asarray(values, dtype=np.float64)
-    raw = np.stack([get_normaliser(tasks[j]).low + values[:, j]
-                    * (get_normaliser(tasks[j]).high - get_normaliser(tasks[j]).low)
-                    for j in cols], axis=1)
+    norms = [get_normaliser(tasks[j]) for j in cols]
+    raw = np.stack([n.low + values[:, j] * (n.high - n.low)
+                    for n, j in zip(norms, cols, strict=True)], axis=1)
     return model.estimate_hns(raw)
 
 
@@ -537,8 +537,6 @@ def estimate_groups(groups: Sequence[GroupScores], label: str, model: Atari5Mode
     """The estimate of one group, or of several groups pooled (e.g. one system's layouts:
     runs of one seed on several layouts are copies, averaged into one row per seed)."""
     model = model or load_model(ATARI5)
-    for g in groups:
-        subset_columns(g.tasks, model, g.group)
     picked = [_only_games(g, model) for g in groups]
     return estimate_from_seeds(collapse_seed_copies(picked, label, attr="final_raw"), model,
                                confidence=confidence, reps=reps, seed=seed)
@@ -547,9 +545,9 @@ def estimate_groups(groups: Sequence[GroupScores], label: str, model: Atari5Mode
 def _only_games(g: GroupScores, model: Atari5Model) -> GroupScores:
     """A view of g with only the model's games (groups that ran more games then pool)."""
     cols = subset_columns(g.tasks, model, g.group)
-    return GroupScores(g.group, [g.tasks[j] for j in cols], g.seeds, g.final[:, cols],
-                       g.final_raw[:, cols], g.frame_grid, g.curves[:, cols], g.time_grid,
-                       g.time_curves[:, cols], g.wall_time_s[:, cols], g.runs, g.warnings)
+    return replace(g, tasks=[g.tasks[j] for j in cols], final=g.final[:, cols],
+                   final_raw=g.final_raw[:, cols], curves=g.curves[:, cols],
+                   time_curves=g.time_curves[:, cols], wall_time_s=g.wall_time_s[:, cols])
 
 
 def check_group_protocol(gs: GroupScores, allow_mismatch: bool = False) -> list[str]:
