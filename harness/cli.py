@@ -112,6 +112,9 @@ class Report(Select):
     """Equivalence margin; default: the sweep's [report] delta."""
     reps: int | None = None
     """Bootstrap replicates; default: the sweep's [report] reps or the analysis default."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs whose recorded env protocols differ (the report warns); without it a
+    benchmark whose runs differ in protocol gets no figures or verdicts, with a warning."""
 
 
 @dataclass

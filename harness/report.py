@@ -159,7 +159,8 @@ def planned_run_dirs(sweep: Sweep, store: Store) -> list[Path]:
 
 
 def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
-                 reps: int | None = None) -> tuple[Path, dict]:
+                 reps: int | None = None, allow_protocol_mismatch: bool = False
+                 ) -> tuple[Path, dict]:
     """Write <sweep>/report/ and its index.html; return (page path, assets)."""
     from analysis.report import build_report_assets
 
@@ -176,6 +177,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
         opts["seed"] = int(sweep.report["seed"])
     if "reference" in sweep.report:
         opts["reference"] = str(sweep.report["reference"])
+    if allow_protocol_mismatch:  # the report's warnings then say which protocols differ
+        opts["allow_protocol_mismatch"] = True
     # One call: analysis splits runs into suites (Atari; each other env) before grouping,
     # and writes each suite into its own subfolder when there are several.
     assets = build_report_assets(planned_run_dirs(sweep, store), out_dir, **opts)
@@ -197,7 +200,8 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
         print(f"error: no runs of sweep {sweep.name} under {store.runs_dir}; "
               "run `python -m harness run` first", file=sys.stderr)
         return 2
-    page, assets = build_report(sweep, store, delta=cmd.delta, reps=cmd.reps)
+    page, assets = build_report(sweep, store, delta=cmd.delta, reps=cmd.reps,
+                                allow_protocol_mismatch=cmd.allow_protocol_mismatch)
     print(f"report: {page}")
     for w in assets.get("warnings", []):
         print(f"warning: {w}")
