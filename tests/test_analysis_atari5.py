@@ -50,18 +50,21 @@ def scores() -> atari5.PublishedScores:
 def test_stored_model_equals_a_fresh_fit(scores, tmp_path, capsys):
     stored = json.loads(atari5.MODEL_FILE.read_text())
     fresh = json.loads(json.dumps(atari5.fit_report(scores), sort_keys=True))
-    assert fresh == stored
+    # Equal up to float noise of another CPU/BLAS (the stored file was made on one machine).
+    assert atari5_fit.same_fit(fresh, stored)
+    assert fresh["models"]["atari5"]["algorithms"] == stored["models"]["atari5"]["algorithms"]
     model = atari5.load_model()
-    assert model.coefficients == tuple(fresh["models"]["atari5"]["coefficients"])
+    assert model.coefficients == pytest.approx(fresh["models"]["atari5"]["coefficients"],
+                                               rel=1e-9)
     assert stored["dataset"]["sha256"] == scores.sha256
     # The script itself: --check passes against the stored file, fails against a stale one.
     assert atari5_fit.main(["--data", str(DATASET), "--check"]) == 0
     stale = tmp_path / "atari5.json"
-    stored["models"]["atari5"]["coefficients"][0] += 1e-9
+    stored["models"]["atari5"]["coefficients"][0] *= 1 + 1e-6
     stale.write_text(json.dumps(stored))
     assert atari5_fit.main(["--data", str(DATASET), "--out", str(stale), "--check"]) == 1
     assert atari5_fit.main(["--data", str(DATASET), "--out", str(stale)]) == 0
-    assert json.loads(stale.read_text()) == fresh
+    assert json.loads(stale.read_text()) == fresh  # same machine, same bits
     assert "DIFFERS" in capsys.readouterr().out
 
 
