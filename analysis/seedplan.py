@@ -222,6 +222,8 @@ def seeds_needed(power, target: float, start: Sequence[int] = DEFAULT_SEEDS,
 
 def _percent(p: float) -> str:
     """Whole percent, one decimal between 99% and 100% (where a CI gate's pass rate lives)."""
+    if 0.999 <= p < 1:
+        return ">99.9%"
     return f"{p:.1%}" if 0.99 <= p < 1 else f"{p:.0%}"
 
 
