@@ -45,7 +45,6 @@ from analysis.staleness import audit
 from analysis.tables import TableData, aggregate_table, ci_text, paper_table
 from analysis.verdicts import (
     equivalence,
-    per_seed_iqm,
     regression,
     write_json,
 )
@@ -321,14 +320,23 @@ class Equivalence(RecordArgs):
     """Write the verdict as JSON here (a list under "comparisons" when there are several)."""
     bitwise_only: bool = False
     """Only check whether each group's records are bitwise identical to the reference's."""
+    metric: Literal["iqm", "atari5-median"] = "iqm"
+    """Per-seed value: the IQM over games, or the Atari-5 estimate of the 57-game median
+    HNS from BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert (Atari suite only;
+    docs/atari5.md)."""
 
     def run(self) -> int:
+        from analysis.verdicts import SEED_METRICS
+
         a = self.analysis()
         _print_warnings(a.warnings)
         multi = len(a.suites) > 1
         pairs = []
         suite_of: dict[int, str] = {}
         for name, suite in zip(a.suite_names, a.suites, strict=True):
+            if self.metric == "atari5-median" and name != "Atari":
+                _print_warnings([f"{name}: no verdict (--metric atari5-median is for Atari)"])
+                continue
             pre = f"{name}: " if multi else ""
             pairs += [(pre, x, y) for x, y in equivalence_pairs(suite, self.a, self.reference)]
             suite_of.update({id(gs): name for gs in suite.values()})
@@ -352,11 +360,13 @@ class Equivalence(RecordArgs):
                 code = max(code, EXIT_PASS if bw.identical else 1)
                 continue
             m = margin(suite_of[id(ga)], self.delta, parse_normalisers(self.normaliser))
-            res = equivalence(ga, gb, m.value, margin=m.describe())
+            res = equivalence(ga, gb, m.value, margin=m.describe(),
+                              metric=SEED_METRICS[self.metric], metric_name=self.metric)
             rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
                      f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
                      f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"]
-                    for name, w in (("IQM final", res.final), ("IQM AUC", res.auc))]
+                    for name, w in ((f"{res.metric_label} final", res.final),
+                                    (f"{res.metric_label} AUC", res.auc))]
             print(TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
                                          "90% CI", "95% CI"], rows).markdown())
             print(pre + res.line())
@@ -384,8 +394,10 @@ class Regression:
     delta: float | None = None
     """Tolerated drop in normalised units; default: the suite's margin (0.16 HNS on
     Atari, 0.2 of the normalised range elsewhere; analysis.margins)."""
-    metric: Literal["final", "auc"] = "final"
-    """Per-seed value: IQM over tasks of the final score or of the normalised AUC."""
+    metric: Literal["final", "auc", "atari5-median"] = "final"
+    """Per-seed value: IQM over tasks of the final score or of the normalised AUC, or
+    the Atari-5 estimate of the 57-game median HNS from the final scores of BattleZone,
+    DoubleDunk, NameThisGame, Phoenix, Qbert (docs/atari5.md)."""
     confidence: float = 0.95
     """One-sided confidence level of the lower bound."""
     where: tuple[str, ...] = ()
@@ -422,7 +434,7 @@ class Regression:
         from analysis.margins import margin
         from analysis.protocol import check_same_protocol
         from analysis.replicates import collapse_seed_copies
-        from analysis.verdicts import regression_gate
+        from analysis.verdicts import SEED_METRICS, regression_gate
 
         suite, new = self._side(self.new, "new")
         m = margin(suite, self.delta, parse_normalisers(self.normaliser))
@@ -431,10 +443,15 @@ class Regression:
             number: float | None = float(self.reference)
         except ValueError:
             number = None
+        score = "auc" if self.metric == "auc" else "final"
+        seed_metric = SEED_METRICS["atari5-median" if self.metric == "atari5-median" else "iqm"]
+        metric_name = "atari5-median" if self.metric == "atari5-median" else "iqm"
         if number is not None:
-            seeds = collapse_seed_copies(new, "new", attr=self.metric)
-            res = regression(per_seed_iqm(seeds.values), number, m.value, self.confidence)
+            seeds = collapse_seed_copies(new, "new", attr=score)
+            res = regression(seed_metric(seeds.values, seeds.tasks), number, m.value,
+                             self.confidence)
             res.new_seeds, res.margin, res.games = seeds.describe(), m.describe(), seeds.tasks
+            res.metric = metric_name
         else:
             ref_suite, ref = self._side(Path(self.reference), "reference")
             if ref_suite != suite:
@@ -445,7 +462,8 @@ class Regression:
                  "reference": [r for g in ref for r in g.runs.values()]},
                 allow_mismatch=self.allow_protocol_mismatch)
             res = regression_gate(new, ref, m.value, confidence=self.confidence,
-                                  score=self.metric, margin=m.describe())
+                                  score=score, margin=m.describe(), metric=seed_metric,
+                                  metric_name=metric_name)
             res.notes += warnings
         print(res.line())
         if len(res.per_game) > 1:
@@ -646,6 +664,68 @@ class PaperTables:
         return EXIT_PASS
 
 
+@dataclass(kw_only=True)
+class Atari5(RecordArgs):
+    """Atari-5 (Aitchison et al. 2023): each group's 57-game median HNS estimated from
+    BattleZone, DoubleDunk, NameThisGame, Phoenix and Qbert, with an interval combining
+    seed uncertainty (stratified bootstrap) and model error (docs/atari5.md)."""
+
+    subset: Literal["atari5", "atari3"] = "atari5"
+    """atari5, or atari3 (BattleZone, NameThisGame, Phoenix: development only, larger error)."""
+    confidence: float = 0.9
+    """Two-sided level of the interval."""
+    reps: int = 20_000
+    """Bootstrap replicates."""
+    seed: int = 0
+    """Bootstrap seed (same seed, same interval)."""
+    pool_layouts: bool = False
+    """One estimate per system/architecture over all its layouts (a seed's layout copies
+    averaged into one row) instead of one per group."""
+    allow_protocol_mismatch: bool = False
+    """Estimate groups whose runs mix env protocols anyway (the output says so)."""
+    table: Path | None = None
+    """Instead of runs: a published `mean ± std` table (e.g.
+    ../shared/paper-data/main_10CPU.csv): estimate per column vs its own median."""
+    json_out: Path | None = None
+    """Write the estimates as JSON here."""
+
+    def run(self) -> int:
+        from analysis import atari5
+
+        model = atari5.load_model(self.subset)
+        if self.table is not None:
+            if self.inputs or self.orb:
+                raise AnalysisError("give either run folders or --table, not both")
+            rows = atari5.estimate_published_table(self.table, model)
+            print(atari5.published_estimates_table(rows, model).markdown())
+            if self.json_out:
+                write_json(self.json_out, {"table": str(self.table), "columns": rows})
+            return EXIT_PASS
+        a = self.analysis()
+        if "Atari" not in a.suite_names:
+            raise AnalysisError(f"no Atari runs among the inputs (suites: {a.suite_names}); "
+                                f"{model.label} needs {', '.join(model.env_ids)}")
+        suite = a.suites[a.suite_names.index("Atari")]
+        estimates, warnings = atari5.estimate_suite(
+            suite, subset=self.subset, pool_layouts=self.pool_layouts,
+            allow_protocol_mismatch=self.allow_protocol_mismatch,
+            confidence=self.confidence, reps=self.reps, seed=self.seed)
+        for e in estimates:
+            print(e.line())
+            for n in e.notes:
+                print(f"note: {n}")
+        print(atari5.per_game_table(estimates).markdown())
+        print(f"model: {model.label}, fitted on {model.n} published algorithms with all 57 "
+              f"games; leave-one-out error {atari5.relative_error_percent(model.loo_mae):.1f}% "
+              "(mean), see docs/atari5.md")
+        _print_warnings(a.warnings + warnings)
+        if self.json_out:
+            write_json(self.json_out, {"model": model.as_dict(),
+                                       "estimates": [e.as_dict() for e in estimates],
+                                       "warnings": warnings})
+        return EXIT_PASS
+
+
 Command = (
     Annotated[Summary, tyro.conf.subcommand("summary")]
     | Annotated[Aggregate, tyro.conf.subcommand("aggregate")]
@@ -656,6 +736,7 @@ Command = (
     | Annotated[Staleness, tyro.conf.subcommand("staleness")]
     | Annotated[Figures, tyro.conf.subcommand("figures")]
     | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]
+    | Annotated[Atari5, tyro.conf.subcommand("atari5")]
 )
 
 

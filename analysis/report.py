@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from analysis import figures as figs
+from analysis.atari5 import report_table as atari5_report_table
 from analysis.bootstrap import Interval, interval_estimates
 from analysis.curves import CURVE_REPS, efficiency_curve
 from analysis.errors import AnalysisError
@@ -392,6 +393,11 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                             name=f"performance_profile{sfx}",
                                             score_label=score).as_dict())
     _add_table(result, per_game_table(suite, f"per_game{sfx}"), out_dir)
+    # Atari-5 (docs/atari5.md): estimated 57-game median per group, beside the per-game table.
+    a5, a5_warnings = atari5_report_table(suite, f"atari5{sfx}", reps=reps, seed=seed)
+    warnings += a5_warnings
+    if a5 is not None:
+        _add_table(result, a5, out_dir)
     _add_table(result, runtime_table(suite, f"runtimes{sfx}"), out_dir)
     times = [runtime_minutes(gs) for gs in suite.values()]
     if all(math.isfinite(m) for m, _ in times):

@@ -158,7 +158,15 @@ def iqm_over_tasks(values: np.ndarray, tasks: Sequence[str]) -> np.ndarray:
     return per_seed_iqm(values)
 
 
-SEED_METRICS: dict[str, SeedMetric] = {"iqm": iqm_over_tasks}
+def atari5_median(values: np.ndarray, tasks: Sequence[str]) -> np.ndarray:
+    """SeedMetric: per seed, the Atari-5 estimate of the 57-game median HNS from its five
+    games (analysis.atari5; docs/atari5.md). AnalysisError names a missing game."""
+    from analysis.atari5 import per_seed_from_normalised
+
+    return per_seed_from_normalised(values, tasks)
+
+
+SEED_METRICS: dict[str, SeedMetric] = {"iqm": iqm_over_tasks, "atari5-median": atari5_median}
 """Per-seed metrics by CLI name."""
 
 
@@ -251,13 +259,18 @@ class EquivalenceResult:
         return {PASS: "PASS (equivalent)", DIFFERENT: "DIFFERENT",
                 INCONCLUSIVE: "INCONCLUSIVE"}[self.verdict]
 
+    @property
+    def metric_label(self) -> str:
+        return "IQM" if self.metric == "iqm" else self.metric
+
     def line(self) -> str:
         f, u = self.final, self.auc
         return (
             f"equivalence {self.group_a} vs reference {self.group_b}: {self.label}; "
             f"delta {self.margin or f'{self.delta:g}'}; "
-            f"final IQM diff {f.diff:+.3f} 90% CI [{f.ci90[0]:+.3f}, {f.ci90[1]:+.3f}]; "
-            f"AUC IQM diff {u.diff:+.3f} 90% CI [{u.ci90[0]:+.3f}, {u.ci90[1]:+.3f}]; "
+            f"final {self.metric_label} diff {f.diff:+.3f} 90% CI [{f.ci90[0]:+.3f}, "
+            f"{f.ci90[1]:+.3f}]; AUC {self.metric_label} diff {u.diff:+.3f} 90% CI "
+            f"[{u.ci90[0]:+.3f}, {u.ci90[1]:+.3f}]; "
             f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds (one run per seed "
             f"and group), {len(self.tasks)} task(s)"
         )
@@ -401,8 +414,9 @@ class RegressionResult:
         new_seeds = self.new_seeds or f"{self.n_new} seeds"
         ref = (self.reference_seeds or f"{self.n_reference} seeds") if self.n_reference \
             else "published number"
+        per_seed = "" if self.metric == "iqm" else f" ({self.metric} per seed)"
         return (
-            f"regression: {self.verdict}; new - reference = {self.diff:+.4f}, one-sided "
+            f"regression{per_seed}: {self.verdict}; new - reference = {self.diff:+.4f}, one-sided "
             f"{self.confidence:.0%} lower bound {self.lower_bound:+.4f} vs -delta "
             f"{-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"

@@ -356,7 +356,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     from analysis.load import load_runs
     from analysis.margins import margin
     from analysis.protocol import check_same_protocol
-    from analysis.verdicts import regression_gate
+    from analysis.verdicts import SEED_METRICS, regression_gate
 
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
@@ -393,7 +393,12 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                 if suite not in ref:
                     raise AnalysisError(f"the reference has no {suite} runs of {system}")
                 m = margin(suite, delta)
-                res = regression_gate(new[suite], ref[suite], m.value, margin=m.describe())
+                metric = str(cfg.get("metric", "iqm"))
+                if metric not in SEED_METRICS:
+                    raise AnalysisError(f"[regression] metric {metric!r}; valid: "
+                                        f"{', '.join(SEED_METRICS)}")
+                res = regression_gate(new[suite], ref[suite], m.value, margin=m.describe(),
+                                      metric=SEED_METRICS[metric], metric_name=metric)
                 pre = f"{system} {suite}" if len(new) > 1 else system
                 lines.append(f"{pre} ({len(mine)} layout(s), {len(res.games)} game(s)): "
                              f"{res.line()}")

@@ -83,6 +83,7 @@ REPORT_KEYS = {
                  "smallest hardware)",
 }
 REGRESSION_KEYS = {
+    "metric": "per-seed value: iqm (IQM over games, default) or atari5-median (docs/atari5.md)",
     "reference": "folder of reference run records (relative to the project root)",
     "delta": "allowed drop of the score (normalised units)",
     "systems": "only runs of these systems are compared",
