@@ -211,6 +211,28 @@ def test_a_closed_console_never_decides_the_run_status(tmp_path):
     assert len(r.updates) == 30
 
 
+def test_the_first_of_failure_and_signal_decides_the_status():
+    from cleanba.runtime import Control, Stopped, final_status
+
+    failed_first = Control()
+    failed_first.fail(ValueError("boom"))
+    failed_first.interrupt("SIGTERM")  # the stop that follows a failure is not the cause
+    status, error = final_status(failed_first, Stopped())
+    assert status == schema.FAILED and isinstance(error, ValueError)
+
+    signalled_first = Control()
+    signalled_first.phase = "training (after update 3 of 9)"
+    signalled_first.interrupt("SIGINT")
+    signalled_first.fail(RuntimeError("queue closed"))  # a consequence of the stop
+    status, error = final_status(signalled_first, Stopped())  # the main thread's Stopped
+    assert status == schema.INTERRUPTED
+    assert error == {"type": "Interrupted", "traceback": "",
+                     "message": "SIGINT during training (after update 3 of 9)"}
+
+    assert final_status(Control(), None) == (schema.COMPLETED, None)
+    assert final_status(Control(), KeyError("x"))[0] == schema.FAILED
+
+
 def test_zz_print_the_signal_matrix():
     # Runs last in this module (name order within the file): the table of what was seen.
     print("\n| trainer | signal | moment | exit | record |\n|---|---|---|---|---|")
