@@ -69,6 +69,10 @@ class SignalWatcher:
         self._previous_fd = signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
         self._thread = threading.Thread(target=self._watch, name="cleanba-signals", daemon=True)
         self._thread.start()
+        # A launcher may block the signals across exec to close the interpreter's start-up
+        # window (before this line, a signal would meet the kernel's default); any signal
+        # held pending meanwhile is delivered now, to the watcher.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def uninstall(self) -> None:
         """Give SIGINT/SIGTERM back (in-process callers, e.g. tests calling cli())."""
