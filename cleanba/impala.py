@@ -1,4 +1,4 @@
-"""Cleanba IMPALA: `python -m cleanba.impala [atari|cartpole] [flags]` (--help lists every flag).
+"""Cleanba IMPALA: `python -m cleanba.impala atari|cartpole [flags]` (--help lists every flag).
 
 V-trace actor-critic (Espeholt et al. 2018) as in the reference Cleanba: rho-bar =
 pg-rho-bar = c-bar = 1, lambda 1, losses summed over time and envs (pg + 0.5 value +

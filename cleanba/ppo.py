@@ -1,4 +1,4 @@
-"""Cleanba PPO: `python -m cleanba.ppo [atari|cartpole] [flags]` (--help lists every flag).
+"""Cleanba PPO: `python -m cleanba.ppo atari|cartpole [flags]` (--help lists every flag).
 
 The algorithm as pure functions on the learner devices:
 - `prepare(state, batch) -> (advantages, returns)`: GAE over the rollout with the actor's

@@ -83,3 +83,19 @@ def test_two_processes_write_one_consistent_record(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
     np.testing.assert_array_equal(load_run(run_dir).updates["rollout_policy_version_min"][1:],
                                   np.arange(1, UPDATES))
+
+
+def test_the_coordinator_binds_to_its_own_address_unless_told_otherwise():
+    from cleanba.config import ConfigError
+    from cleanba.layout import BIND_ENV_VAR, coordinator_bind_address
+
+    # never JAX's default [::]:PORT: the coordinator address itself (loopback stays loopback)
+    assert coordinator_bind_address("127.0.0.1:1234", None, {}) == "127.0.0.1:1234"
+    assert coordinator_bind_address("node01:1234", None, {}) == "node01:1234"
+    # the user asking: the flag first, then JAX's own variable
+    assert coordinator_bind_address("node01:1234", "0.0.0.0:1234",
+                                     {BIND_ENV_VAR: "10.0.0.5:1234"}) == "0.0.0.0:1234"
+    assert coordinator_bind_address("node01:1234", None,
+                                    {BIND_ENV_VAR: "10.0.0.5:1234"}) == "10.0.0.5:1234"
+    with pytest.raises(ConfigError, match="is not HOST:PORT"):
+        coordinator_bind_address("node01:1234", "node01", {})
