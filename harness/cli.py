@@ -113,7 +113,8 @@ class Status(Select):
 
 # What `harness status` shows for the states that need words (the JSON line keeps the keys).
 STATE_LABELS = {
-    STALE: "stale (interrupted: its harness died; will be re-run, no attempt spent)",
+    STALE: ("stale (its record was never settled: its harness died, or the disk was full; "
+            "will be re-run, no attempt spent)"),
     CORRUPT: "corrupt (will be re-run; the broken copy is archived)",
     "interrupted": "interrupted (will be re-run, no attempt spent)",
 }

@@ -268,7 +268,15 @@ def execute_run(
                                      gpu_ids, stop, header)
         out.wall_time_s = time.monotonic() - t0
         out.returncode = codes[0]
-        return _settle(spec, run_dir, out, codes, why, stop)
+        try:
+            return _settle(spec, run_dir, out, codes, why, stop)
+        except OSError as e:  # e.g. a full disk: the record cannot say it, the console must
+            out.status = schema.FAILED
+            out.kind = "transient"
+            out.error = (f"{exit_meaning(codes[0])} (exit codes {codes}); its record could "
+                         f"not be settled ({type(e).__name__}: {e}), so it stays `running` "
+                         "and the next `harness run` redoes it")
+            return out
     finally:
         lock.release()
 
