@@ -41,6 +41,7 @@ BUSY = "busy"  # another harness process holds the run's lock
 EXHAUSTED = "exhausted"  # failed max_attempts times already
 NOT_RETRIED = "not-retried"  # its last failure was deterministic (harness.retry)
 
+STOP_EXIT_CODES = (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM)
 STOP_GRACE_S = 30.0  # after SIGINT, how long a trainer may take to record `interrupted`
 PEER_GRACE_S = 20.0  # d>1: how long the other processes may run after one of them failed
 
@@ -199,6 +200,7 @@ _EXIT_MEANING = {
     0: "exited 0 without completing its record", 1: "the trainer failed", EXIT_BAD_ARGS: "bad arguments (the command line was rejected)",
     EXIT_UNAVAILABLE: "unavailable", EXIT_INTERRUPTED: "interrupted",
     -9: "killed by SIGKILL (out of memory?)", -11: "segmentation fault",
+    -signal.SIGTERM: "stopped by SIGTERM", -signal.SIGINT: "stopped by SIGINT",
 }
 
 
@@ -311,8 +313,10 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
             out.error = (manifest.get("error") or {}).get("message", "")
         return out
     timed_out = why.startswith("timeout")
+    # Exit 130, or killed by SIGINT/SIGTERM before its handlers were in place (a stop
+    # during the imports), is a stop from outside (Ctrl-C, preemption), never a failure.
     interrupted = not timed_out and (
-        rc == EXIT_INTERRUPTED or status == schema.INTERRUPTED
+        any(c in STOP_EXIT_CODES for c in codes) or status == schema.INTERRUPTED
         or (stop is not None and stop.is_set()))
     final = schema.INTERRUPTED if interrupted else schema.FAILED
     codes_text = ", ".join(f"process {i}: {exit_meaning(c)}" for i, c in enumerate(codes))

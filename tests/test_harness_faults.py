@@ -293,7 +293,7 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
     th.join()
     assert proc.returncode == 1, out  # some runs interrupted (the harness itself was not)
     first = {}
-    for seed, (sig, moment) in TRAINER_SIGNALS.items():
+    for seed in TRAINER_SIGNALS:
         m = manifest(dirs[seed])
         st = run_state(dirs[seed])
         first[seed] = (m["status"], first_exit_code(dirs[seed]), st.failures)
@@ -311,7 +311,7 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
             "interrupted/130/0" + (" (or completed/0/0 if it finished first)" if late else ""),
             f"{status} ({sent.get(seed, 'not sent')})", code, str(attempts), str(lost),
             str(dup), str(torn), str(len(left) + len(orphans_after_faults))))
-    for seed, (sig, moment) in TRAINER_SIGNALS.items():
+    for seed, (_sig, moment) in TRAINER_SIGNALS.items():
         status, code, attempts = first[seed]
         assert seed in sent, f"seed {seed}: never reached {moment}"
         assert attempts == 0, (seed, first[seed])
