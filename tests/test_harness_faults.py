@@ -10,6 +10,7 @@ printed at the end of the module (also without -s).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -102,12 +103,9 @@ def print_matrix(request):
         return
     lines = ["", "FAULT MATRIX (after resume: lost / dup / torn read / orphans)",
              *format_matrix(MATRIX)]
-    reporter = request.config.pluginmanager.getplugin("terminalreporter")
-    for line in lines:
-        if reporter is not None:
-            reporter.write_line(line)
-        else:
-            print(line)
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print("\n".join(lines), flush=True)
     out = os.environ.get("FAULT_MATRIX_OUT")
     if out:
         Path(out).write_text("\n".join(lines) + "\n")
@@ -530,3 +528,28 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
     assert (lost, dup, torn) == (0, 0, 0) and left == []
     # After everything: every fake run completed exactly once, by the ledger.
     assert sorted(_ledger(tmp_path)) == sorted([*ids.values(), ids[7]])
+
+    # e. Ctrl-C (SIGINT) to the harness as its trainers start (seeds 8, 9).
+    ctrl_c = {s.seed: s for s in load_sweep(sweep, seeds=[8, 9]).runs}
+    cdirs = run_dirs(root, "faults-fake", list(ctrl_c.values()))
+    proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "8,9"), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for(lambda: any((d / "stdout.log").exists() for d in cdirs.values()), 60,
+             "a trainer to start")
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=120)[0]
+    states = sorted({run_state(d).state for d in cdirs.values()})
+    attempts = sum(run_state(d).failures for d in cdirs.values())
+    codes = sorted({first_exit_code(d) for d in cdirs.values()})
+    mid = orphans(root)
+    p = harness(sweep, root, "--seeds", "8,9")
+    lost, dup, torn = check_store(root, "faults-fake", cdirs, updates=16)
+    left = orphans(root)
+    MATRIX.append(Row("SIGINT (Ctrl-C) to harness at trainer start-up", "fake",
+                      "interrupted or not started/-/0, harness exit 130", ",".join(states),
+                      f"trainers {','.join(codes)}; harness {proc.returncode}", str(attempts),
+                      str(lost), str(dup), str(torn), str(len(left) + len(mid))))
+    assert proc.returncode == 130, out
+    assert set(states) <= {"interrupted", "pending"} and attempts == 0, (states, out)
+    assert "the next `harness run` runs them" in out
+    assert p.returncode == 0 and (lost, dup, torn) == (0, 0, 0) and left == [] and mid == []
