@@ -77,6 +77,9 @@ class CommonConfig:
     """Use jax.distributed (coordinator from Slurm unless --coordinator-address is given)."""
     coordinator_address: str | None = None
     """HOST:PORT of process 0's coordinator (with --distributed)."""
+    coordinator_bind_address: str | None = None
+    """HOST:PORT process 0's coordinator listens on; default: the coordinator address itself
+    (127.0.0.1:PORT on one machine), never all interfaces unless given (0.0.0.0:PORT)."""
     num_processes: int | None = None
     """Number of processes (with --distributed and --coordinator-address)."""
     process_id: int | None = None
@@ -132,10 +135,12 @@ class CommonConfig:
             )
         self.actor_device_ids = tuple(self.actor_device_ids)
         self.learner_device_ids = tuple(self.learner_device_ids)
-        explicit = (self.coordinator_address, self.num_processes, self.process_id)
+        explicit = (self.coordinator_address, self.coordinator_bind_address, self.num_processes,
+                    self.process_id)
         if any(x is not None for x in explicit) and not self.distributed:
             raise ConfigError(
-                "--coordinator-address/--num-processes/--process-id need --distributed"
+                "--coordinator-address/--coordinator-bind-address/--num-processes/--process-id "
+                "need --distributed"
             )
         if self.coordinator_address is not None and (
             self.num_processes is None or self.process_id is None
@@ -162,6 +167,7 @@ BOOKKEEPING_FIELDS = (
     "wandb_project",
     "wandb_entity",
     "coordinator_address",
+    "coordinator_bind_address",
     "process_id",
 )
 

@@ -9,14 +9,50 @@ the numbers and what would be valid, before anything starts.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cleanba.config import CommonConfig, ConfigError
 from runrecord import Layout
 
+BIND_ENV_VAR = "JAX_COORDINATOR_BIND_ADDRESS"
+
+
+def coordinator_bind_address(coordinator_address: str, requested: str | None,
+                             environ: Mapping[str, str] = os.environ) -> str:
+    """Where process 0's jax.distributed coordinator listens.
+
+    JAX's default is every interface ([::]:PORT), reachable by anyone who can reach the
+    machine. Here: --coordinator-bind-address if given, else JAX_COORDINATOR_BIND_ADDRESS if
+    set (both are the user asking), else the coordinator address itself: 127.0.0.1:PORT
+    stays on loopback, node01:PORT listens on node01's own address only.
+    """
+    chosen = requested or environ.get(BIND_ENV_VAR) or coordinator_address
+    host, sep, port = chosen.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(
+            f"coordinator bind address {chosen!r} is not HOST:PORT (e.g. 127.0.0.1:"
+            f"{coordinator_address.rpartition(':')[2]}, or [::1]:PORT for IPv6)"
+        )
+    return chosen
+
+
+def slurm_coordinator_address() -> str:
+    """The coordinator address JAX derives from Slurm's variables (first node, a port from
+    the job id), so that the coordinator can bind to it rather than to every interface."""
+    from jax._src import clusters  # JAX's own detection, so both sides agree
+
+    address, *_ = clusters.ClusterEnv.auto_detect_unset_distributed_params(
+        None, None, None, None, None, None)
+    if address is None:
+        raise ConfigError("--distributed: no coordinator address could be derived from the "
+                          "Slurm variables; give --coordinator-address HOST:PORT")
+    return str(address)
+
 
 def init_distributed(config: CommonConfig) -> None:
-    """Start jax.distributed when asked: explicit coordinator, or Slurm's variables."""
+    """Start jax.distributed when asked: explicit coordinator, or Slurm's variables. The
+    coordinator (process 0) listens only on `coordinator_bind_address`."""
     if not config.distributed:
         return
     import jax
@@ -28,6 +64,8 @@ def init_distributed(config: CommonConfig) -> None:
             coordinator_address=config.coordinator_address,
             num_processes=config.num_processes,
             process_id=config.process_id,
+            coordinator_bind_address=coordinator_bind_address(
+                config.coordinator_address, config.coordinator_bind_address),
         )
     else:
         if "SLURM_JOB_ID" not in os.environ:
@@ -36,7 +74,8 @@ def init_distributed(config: CommonConfig) -> None:
                 "variables); outside Slurm give --coordinator-address HOST:PORT "
                 "--num-processes N --process-id I"
             )
-        jax.distributed.initialize()
+        jax.distributed.initialize(coordinator_bind_address=coordinator_bind_address(
+            slurm_coordinator_address(), config.coordinator_bind_address))
 
 
 @dataclass(frozen=True)

@@ -152,4 +152,24 @@ class Progress:
         )
 
     def print(self) -> None:
-        print(self.line(), file=sys.stdout, flush=True)
+        console(self.line())
+
+
+def console(message: str, stream: Any = None) -> None:
+    """Print one line to stdout (or `stream`). Console output never decides a run's status:
+    if the reader has gone (`| head` closed the pipe) the stream is pointed at /dev/null,
+    so this and later writes, and the flush at exit, drop the text instead of failing."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        print(message, file=stream, flush=True)
+    except (OSError, ValueError):
+        _discard(stream)
+
+
+def _discard(stream: Any) -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # no file descriptor (e.g. a test's capture): nothing to flush at exit either

@@ -26,7 +26,9 @@ policies generated a batch. How actors get parameters is the architecture
 
 Failures: one stop event; every queue put/get and sleep waits in short slices and gives up
 when it is set. The first exception of any thread is recorded (status `failed`), SIGINT/
-SIGTERM set status `interrupted`, and the record is always finished.
+SIGTERM set status `interrupted` with the signal and the phase it arrived in (the signal
+policy of the whole process, from its first import, is cleanba/stopping.py), and the record
+is always finished.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from __future__ import annotations
 import math
 import os
 import queue
-import signal
 import sys
 import threading
 import time
@@ -49,6 +50,7 @@ import jax
 import numpy as np
 
 from cleanba import envs as cenvs
+from cleanba import stopping
 from cleanba.config import CommonConfig, ConfigError, Fault, fault_from_env
 from cleanba.deterministic import microbatched_apply, sample_actions
 from cleanba.layout import Plan, init_distributed, make_plan
@@ -60,6 +62,7 @@ from cleanba.records import (
     Progress,
     WandbLogger,
     build_manifest,
+    console,
     default_run_dir,
     make_run_id,
 )
@@ -117,12 +120,15 @@ class Stopped(Exception):
 
 
 class Control:
-    """The stop event, the first error and the interrupt flag, shared by all threads."""
+    """The stop event, the first error and the interrupt flag, shared by all threads.
+    `phase` says where the run is (the reason of an interrupt names it)."""
 
     def __init__(self) -> None:
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.interrupted = False
+        self.interrupt_reason = ""
+        self.phase = "start-up"
         self._lock = threading.Lock()
 
     def fail(self, exc: BaseException) -> None:
@@ -131,10 +137,14 @@ class Control:
                 self.error = exc
         self.stop.set()
 
-    def interrupt(self) -> None:
+    def interrupt(self, signal_name: str) -> None:
+        """A stop signal: `interrupted` unless a thread failed first (the first signal's
+        phase is the reason)."""
         with self._lock:
-            if self.error is None:
+            if self.error is None and not self.interrupted:
                 self.interrupted = True
+                self.interrupt_reason = f"{signal_name} during {self.phase}"
+        console(f"[cleanba] {signal_name}: stopping (during {self.phase})", sys.stderr)
         self.stop.set()
 
     def check(self) -> None:
@@ -476,6 +486,9 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         p.update, p.env_steps, p.sps = k, env_steps, sps
         p.recent_returns.extend(e.episode_return for e in episodes)
         ctx.updates_done = k
+        ctx.control.phase = (f"training (after update {k} of {plan.num_updates})"
+                             if k < plan.num_updates else
+                             f"finishing (all {k} updates done, before the final write)")
         if cfg.learner_delay_s > 0 and k < plan.num_updates:
             ctx.control.sleep(cfg.learner_delay_s)
 
@@ -496,21 +509,6 @@ def _thread(ctx: Context, name: str, target: Callable, *args: Any) -> threading.
     return threading.Thread(target=body, name=name, daemon=True)
 
 
-def _install_signal_handlers(control: Control) -> dict[int, Any]:
-    """SIGINT/SIGTERM stop the run as `interrupted`; returns the previous handlers."""
-    previous: dict[int, Any] = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def handler(signum: int, frame: Any) -> None:
-        if control.interrupted:  # second signal: stop waiting for threads
-            signal.signal(signum, signal.SIG_DFL)
-        print(f"[cleanba] {signal.Signals(signum).name}: stopping", file=sys.stderr, flush=True)
-        control.interrupt()
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    return previous
-
-
 @dataclass
 class Prepared:
     """A run that passed every check and may start."""
@@ -527,13 +525,42 @@ class Prepared:
     fault: Fault | None
 
 
-def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str) -> Prepared:
+@dataclass(frozen=True)
+class PresetChoice:
+    """The preset a run was started from: its name and the env it was made for."""
+
+    name: str
+    env_id: str
+
+
+def check_preset_fits(preset: PresetChoice, env_id: str, obs_shape: tuple[int, ...],
+                      preset_obs_shape: tuple[int, ...], presets: Sequence[str]) -> None:
+    """A preset's network and sizes are made for one kind of observation (images: the
+    IMPALA ResNet and Atari settings; vectors: an MLP and CPU settings). Refuse an env whose
+    observations are of the other kind rather than train it with settings made for another."""
+    if len(obs_shape) == len(preset_obs_shape):
+        return
+    kind = {3: "image", 1: "vector"}
+    raise ConfigError(
+        f"preset {preset.name!r} is made for {kind.get(len(preset_obs_shape), 'other')} "
+        f"observations ({preset.env_id}: {preset_obs_shape}), but {env_id} gives "
+        f"{kind.get(len(obs_shape), 'other')} observations {obs_shape}; pick the preset "
+        f"made for them (presets: {', '.join(presets)}; 'atari' for Atari games, "
+        "'cartpole' for vector observations)"
+    )
+
+
+def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
+            preset: PresetChoice | None = None, presets: Sequence[str] = ()) -> Prepared:
     """Every check that can fail on bad arguments; raises ConfigError & co. Writes nothing."""
     import envpool
 
     fault = fault_from_env()
     cenvs.check_env_id(config.env_id)
     init_distributed(config)
+    watcher = stopping.installed()
+    if watcher is not None and config.distributed:
+        watcher.reinstall_handlers()  # jax.distributed may register a native SIGTERM handler
     plan = make_plan(config, jax.process_count(), jax.process_index(), jax.local_device_count())
     protocol = cenvs.env_protocol(config.env_id)
     spec = envpool.make_spec(config.env_id, **protocol)
@@ -544,6 +571,10 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str) -> Pre
             "trainers support discrete actions (Atari, CartPole-v1, ...)"
         )
     obs_shape = tuple(obs_space.shape)
+    if preset is not None:
+        preset_spec = envpool.make_spec(preset.env_id, **cenvs.env_protocol(preset.env_id))
+        check_preset_fits(preset, config.env_id, obs_shape,
+                          tuple(preset_spec.observation_space.shape), presets)
     obs_dtype = np.uint8 if obs_space.dtype == np.uint8 else np.float32
     algorithm = factory(config, plan, obs_shape, int(act_space.n))
     rid = config.run_id or make_run_id(system, config, protocol, plan.layout)
@@ -567,77 +598,109 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str) -> Pre
                     run_dir, manifest, fault)
 
 
-def train(config: CommonConfig, factory: AlgorithmFactory, system: str) -> int:
+def train(config: CommonConfig, factory: AlgorithmFactory, system: str,
+          preset: PresetChoice | None = None, presets: Sequence[str] = ()) -> int:
     """Run one training; returns the exit code (0 completed, 1 failed, 2 bad args, 130
-    interrupted)."""
+    interrupted). `preset`: the preset the config came from (checked against the env)."""
     # gymnasium warns about EnvPool's float64 Box bounds on every env; it means nothing here.
     warnings.filterwarnings("ignore", message=".*precision lowered.*")
     if config.deterministic:
         apply_gpu_determinism_flag()
-    control = Control()
-    previous_handlers = _install_signal_handlers(control)
+    watcher = stopping.installed()
+    in_process = watcher is None  # called from Python (tests), not `python -m cleanba.ppo`
+    if watcher is None:
+        watcher = stopping.install()
     try:
-        return _train(config, factory, system, control)
+        return _train(config, factory, system, Control(), watcher, preset, presets)
     finally:
-        for signum, handler in previous_handlers.items():
-            signal.signal(signum, handler)
+        if in_process:
+            stopping.uninstall()
 
 
 def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
-           control: Control) -> int:
+           control: Control, watcher: stopping.SignalWatcher, preset: PresetChoice | None,
+           presets: Sequence[str]) -> int:
+    watcher.set_phase("start-up (checks, jax.distributed, environment spec)")
+    watcher.hold("start-up")
     try:
-        prep = prepare(config, factory, system)
+        prep = prepare(config, factory, system, preset, presets)
         writer = None
-        if jax.process_index() == 0:
-            writer = RunWriter(prep.run_dir, prep.manifest, prep.algorithm.metric_columns)
+        # Under the watcher's lock: a signal finds either no record (exit, nothing written)
+        # or a record and a run that stops through `control` (status interrupted).
+        with watcher.lock:
+            if jax.process_index() == 0:
+                writer = RunWriter(prep.run_dir, prep.manifest, prep.algorithm.metric_columns)
+            control.phase = "start-up (compiling, creating environments)"
+            watcher.running(control.interrupt)
     except (ConfigError, cenvs.EnvError, LayoutError, RecordError) as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
+        console(f"error: {exc}", sys.stderr)
         return EXIT_BAD_ARGS
     if writer is not None:
-        print(f"[cleanba] {system} {config.env_id} {config.architecture} "
-              f"{prep.plan.layout.name}: record in {prep.run_dir}", flush=True)
-    status, error = schema.FAILED, None
+        console(f"[cleanba] {system} {config.env_id} {config.architecture} "
+                f"{prep.plan.layout.name}: record in {prep.run_dir}")
+    error: BaseException | None = None
     wandb_logger = None
     ctx = None
+    watcher.hold("compiling")
     try:
         if config.track and writer is not None:
             wandb_logger = WandbLogger(config, system, prep.run_id, prep.run_dir, prep.manifest)
         ctx, threads = _start(config, prep, control, writer, wandb_logger)
         _supervise(ctx, threads)
-        if control.error is not None:
-            error = control.error
-        elif control.interrupted:
-            status = schema.INTERRUPTED
-        elif ctx.updates_done == prep.plan.num_updates:
-            status = schema.COMPLETED
-        else:
+        watcher.hold("finishing")
+        if control.error is None and not control.interrupted \
+                and ctx.updates_done != prep.plan.num_updates:
             error = RuntimeError(f"threads ended after {ctx.updates_done} of "
                                  f"{prep.plan.num_updates} updates without an error")
     except BaseException as exc:  # noqa: BLE001 - recorded, then reported by the exit code
-        if isinstance(exc, KeyboardInterrupt):
-            status = schema.INTERRUPTED
-        else:
-            error = exc
+        # Stopped here is the stop of a signal or of a failed thread: final_status reads
+        # which from the control, and so it does for any other error after a signal.
+        error = exc
     finally:
-        code = {schema.COMPLETED: EXIT_COMPLETED, schema.INTERRUPTED: EXIT_INTERRUPTED}.get(
-            status, EXIT_FAILED)
-        if writer is not None:
-            updates = ctx.updates_done if ctx is not None else 0
-            wall = time.monotonic() - ctx.start_time if ctx is not None else 0.0
-            steps = updates * prep.plan.batch_size
-            writer.finish(status, error=error, summary={
-                "env_steps": steps, "frames": steps * cenvs.frames_per_step(config.env_id),
-                "wall_time_s": wall, "mean_sps": steps / wall if wall > 0 else 0.0,
-                "updates": updates, "episodes": ctx.episodes_written if ctx is not None else 0,
-            })
-        if error is not None:
-            print(f"[cleanba] run failed: {type(error).__name__}: {error}", file=sys.stderr,
-                  flush=True)
+        control.phase = "shutdown (writing the final record)"
+        wall = time.monotonic() - ctx.start_time if ctx is not None else 0.0
+        updates = ctx.updates_done if ctx is not None else 0
+        with watcher.lock:  # the status is decided and written before a later signal counts
+            status, recorded_error = final_status(control, error)
+            code = {schema.COMPLETED: EXIT_COMPLETED,
+                    schema.INTERRUPTED: EXIT_INTERRUPTED}.get(status, EXIT_FAILED)
+            if writer is not None:
+                steps = updates * prep.plan.batch_size
+                writer.finish(status, error=recorded_error, summary={
+                    "env_steps": steps, "frames": steps * cenvs.frames_per_step(config.env_id),
+                    "wall_time_s": wall, "mean_sps": steps / wall if wall > 0 else 0.0,
+                    "updates": updates,
+                    "episodes": ctx.episodes_written if ctx is not None else 0,
+                })
+            watcher.finished(code)
+        watcher.hold("finished")
+        if status == schema.FAILED:
+            failure = control.error or error
+            console(f"[cleanba] run failed: {type(failure).__name__}: {failure}", sys.stderr)
+        elif status == schema.INTERRUPTED:
+            console(f"[cleanba] run interrupted ({control.interrupt_reason}): "
+                    f"{prep.run_dir if writer is not None else 'no record in this process'}",
+                    sys.stderr)
         elif writer is not None:
-            print(f"[cleanba] run {status}: {prep.run_dir}", flush=True)
+            console(f"[cleanba] run {status}: {prep.run_dir}")
         if wandb_logger is not None:
             wandb_logger.close(code)
     return code
+
+
+def final_status(control: Control, error: BaseException | None,
+                 ) -> tuple[str, BaseException | dict | None]:
+    """(status, error for the record): a thread's failure before any signal -> failed; a
+    signal first -> interrupted, the reason naming the signal and the phase; else the
+    main thread's own error -> failed; else completed."""
+    if control.error is not None:
+        return schema.FAILED, control.error
+    if control.interrupted:
+        return schema.INTERRUPTED, {"type": "Interrupted", "message": control.interrupt_reason,
+                                    "traceback": ""}
+    if error is not None:
+        return schema.FAILED, error
+    return schema.COMPLETED, None
 
 
 def make_context(config: CommonConfig, prep: Prepared, control: Control,
@@ -712,20 +775,29 @@ def exit_after(code: int) -> None:
 
 def main(presets: dict[str, tuple[str, Any]], factory: AlgorithmFactory, system: str,
          description: str | None, argv: list[str] | None = None) -> int:
-    """Parse `[PRESET] [flags]` with tyro (PRESET defaults to atari) and train."""
+    """Parse `PRESET [flags]` with tyro and train. The preset is required: its settings
+    differ by orders of magnitude (a 50M-step Atari run vs a one-minute CartPole run)."""
     import tyro
 
+    watcher = stopping.installed()
+    if watcher is not None:
+        watcher.set_phase("start-up (parsing arguments)")
+    prog = f"python -m cleanba.{system.split('-')[-1]}"
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or (args[0].startswith("-") and args[0] not in ("-h", "--help")):
-        args.insert(0, "atari")  # the paper's settings are the default preset
+    if not args or (args[0] not in presets and args[0] not in ("-h", "--help")):
+        console(f"error: {prog} needs a preset first, then flags: {prog} PRESET [flags]; "
+                f"{'got ' + repr(args[0]) if args else 'got none'}. Presets:\n"
+                + "\n".join(f"  {name}: {text}" for name, (text, _) in presets.items())
+                + f"\nexample: {prog} cartpole --seed 2", sys.stderr)
+        return EXIT_BAD_ARGS
     try:
         config = tyro.extras.overridable_config_cli(
-            presets, prog=f"python -m cleanba.{system.split('-')[-1]}", args=args,
-            description=description,
+            presets, prog=prog, args=args, description=description,
         )
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
+        console(f"error: {exc}", sys.stderr)
         return EXIT_BAD_ARGS
-    code = train(config, factory, system)
+    preset = PresetChoice(args[0], presets[args[0]][1].env_id)
+    code = train(config, factory, system, preset, tuple(presets))
     exit_after(code)
     return code

@@ -124,8 +124,49 @@ def test_completed_run_is_never_overwritten(tmp_path, capsys):
     assert read_manifest(tmp_path) == before
 
 
-def test_preset_defaults_to_atari(tmp_path, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        ppo.cli(["--run-dir", str(tmp_path / "run"), "--num-envs", "3"])  # atari: 2 threads
-    assert exit_info.value.code == 2
-    assert "--num-envs 3 cannot be split evenly over 2 actor threads" in capsys.readouterr().err
+def _exit_code_in_process(cli, args: list[str]) -> int:
+    """cli() returns 2 for a rejected command line, or exits (sys.exit) after training."""
+    try:
+        return cli(args)
+    except SystemExit as exit_info:
+        return int(exit_info.code or 0)
+
+
+@pytest.mark.parametrize("args", [[], ["--env-id", "CartPole-v1", "--seed", "1"],
+                                  ["cartpol", "--seed", "1"]])
+def test_a_missing_preset_is_an_error_listing_the_presets(tmp_path, capsys, args):
+    run_dir = tmp_path / "run"
+    assert _exit_code_in_process(ppo.cli, [*args, "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "needs a preset first" in err
+    assert "atari: the paper's Atari settings" in err and "cartpole: a small CPU preset" in err
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("alg,preset,env_id,fits", [
+    ("ppo", "cartpole", "Breakout-v5", "'atari' for Atari games"),
+    ("impala", "atari", "CartPole-v1", "'cartpole' for vector observations"),
+])
+def test_a_preset_made_for_other_observations_is_refused(tmp_path, capsys, alg, preset,
+                                                          env_id, fits):
+    from cleanba import impala
+
+    cli = {"ppo": ppo.cli, "impala": impala.cli}[alg]
+    run_dir = tmp_path / "run"
+    code = _exit_code_in_process(cli, [preset, "--env-id", env_id, "--run-dir", str(run_dir),
+                                       "--num-envs", "8", "--num-minibatches", "2"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"preset {preset!r} is made for" in err and env_id in err and fits in err
+    assert not run_dir.exists()
+
+
+def test_every_trainer_command_the_harness_builds_names_a_preset():
+    from harness.sweep import list_presets, load_sweep, preset_path
+
+    for name in list_presets():
+        for spec in load_sweep(preset_path(name)).runs:
+            if spec.entry in ("cleanba.ppo", "cleanba.impala"):
+                argv = spec.command("results/x/runs/y")
+                assert argv[1:3] == ["-m", spec.entry] and argv[3] in ("atari", "cartpole"), \
+                    (name, argv)

@@ -1,0 +1,208 @@
+"""Stop signals at any moment of a trainer's life, the coordinator's bind address, and a
+closed console: real `python -m cleanba.ppo|impala` processes, real signals.
+
+The rule under test (cleanba/stopping.py, docs/cleanba.md): SIGINT/SIGTERM always exits
+130; before the record exists nothing is written; after, the record says `interrupted`
+with the signal and the phase; once the final record is written it stands, and the exit
+code is its own.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from cleanba_runs import TINY, command, free_port, trainer_env
+
+from cleanba.stopping import HOLD_ENV_VAR
+from runrecord import load_run, schema
+
+BATCH = 4 * 16
+ARGS = {
+    "ppo": TINY,
+    "impala": [*TINY[:-6], "--num-minibatches", "2", "--progress-interval-s", "0"],
+}
+MATRIX: list[str] = []  # rows printed at the end of the module (pytest -s shows them)
+
+
+class Trainer:
+    """A trainer process whose stderr lines are collected by a thread (for markers)."""
+
+    def __init__(self, argv: list[str], **env: str) -> None:
+        self.proc = subprocess.Popen(argv, env=trainer_env(1, **env), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, ready, what: str, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                pytest.fail(f"never reached {what}; rc {self.proc.poll()}:\n{self.stderr}")
+            time.sleep(0.01)
+
+    def finish(self, timeout: float = 90) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=10)
+        return code
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.lines)
+
+
+def _started_its_signal_watcher(proc: subprocess.Popen) -> bool:
+    # cleanba/__init__.py starts the watcher thread before any heavy import: a second
+    # thread means the interpreter is now importing the trainer.
+    try:
+        return psutil.Process(proc.pid).num_threads() >= 2
+    except psutil.NoSuchProcess:
+        return False
+
+
+CASES = [
+    # (trainer, signal, moment)
+    ("ppo", "SIGINT", "importing"),
+    ("ppo", "SIGTERM", "start-up"),
+    ("ppo", "SIGTERM", "compiling"),
+    ("ppo", "SIGINT", "mid-run"),
+    ("ppo", "SIGTERM", "finishing"),
+    ("ppo", "SIGINT", "finished"),
+    ("impala", "SIGTERM", "importing"),
+    ("impala", "SIGINT", "compiling"),
+    ("impala", "SIGTERM", "mid-run"),
+    ("impala", "SIGINT", "finishing"),
+]
+
+
+@pytest.mark.parametrize("alg,signame,moment", CASES)
+def test_a_stop_signal_at_any_moment_exits_130_and_says_why(tmp_path, alg, signame, moment):
+    run_dir = tmp_path / "run"
+    updates = 400 if moment == "mid-run" else 3
+    argv = command(alg, "cartpole", run_dir, *ARGS[alg], "--total-timesteps",
+                   str(BATCH * updates))
+    hold = {"start-up": "start-up", "compiling": "compiling", "finishing": "finishing",
+            "finished": "finished"}.get(moment)
+    t = Trainer(argv, **({HOLD_ENV_VAR: hold} if hold else {}))
+    if moment == "importing":
+        t.wait_for(lambda: _started_its_signal_watcher(t.proc), "the signal watcher")
+    elif hold:
+        t.wait_for(lambda: f"holding at {hold}" in t.stderr, f"the hold at {hold}")
+    else:
+        rows = run_dir / schema.UPDATES_FILE
+        t.wait_for(lambda: rows.exists() and len(rows.read_text().splitlines()) >= 3,
+                   "two updates")
+    t.proc.send_signal(getattr(signal, signame))
+    code = t.finish()
+    err = t.stderr
+    if not run_dir.exists():
+        outcome = "no record"
+    else:
+        r = load_run(run_dir)
+        outcome = f"{r.status}: {(r.manifest['error'] or {}).get('message', '')}"
+    MATRIX.append(f"| {alg} | {signame} | {moment} | {code} | {outcome} |")
+    assert "Traceback" not in err, err
+    if moment == "finished":  # the record was complete before the signal: it stands
+        assert code == 0, err
+        assert load_run(run_dir).status == schema.COMPLETED
+        assert f"{signame} after the record was finished" in err
+        return
+    assert code == 130, err
+    if moment in ("importing", "start-up"):
+        assert not run_dir.exists()  # nothing was written, nothing half-made
+        assert f"{signame} during start-up (" in err
+        assert "stopped before anything was written" in err
+        if moment == "start-up":
+            assert "during start-up (checks, jax.distributed" in err
+        return
+    r = load_run(run_dir)
+    assert r.warnings == []
+    assert r.status == schema.INTERRUPTED
+    assert r.manifest["error"]["type"] == "Interrupted"
+    reason = r.manifest["error"]["message"]
+    expected = {
+        "compiling": f"{signame} during start-up (compiling, creating environments)",
+        "mid-run": f"{signame} during training (after update ",
+        "finishing": f"{signame} during finishing (all 3 updates done, before the final write)",
+    }[moment]
+    assert reason.startswith(expected), reason
+    assert r.manifest["summary"]["updates"] == len(r.updates)
+    if moment == "compiling":
+        assert len(r.updates) == 0
+    if moment == "mid-run":
+        assert 2 <= len(r.updates) < 400
+    if moment == "finishing":
+        assert len(r.updates) == 3  # every row kept; the run still counts as interrupted
+
+
+def _listening(pid: int) -> list[tuple[str, int]]:
+    conns = psutil.Process(pid).net_connections(kind="inet")
+    return [(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN]
+
+
+def test_two_process_coordinator_listens_on_loopback_only_and_both_stop_on_sigterm(
+        tmp_path: Path):
+    port = free_port()
+    run_dir = tmp_path / "run"
+    common = [*TINY, "--total-timesteps", str(BATCH * 400), "--distributed",
+              "--coordinator-address", f"127.0.0.1:{port}", "--num-processes", "2"]
+    trainers = [Trainer(command("ppo", "cartpole", run_dir, *common, "--process-id", str(i)))
+                for i in range(2)]
+    rows = run_dir / schema.UPDATES_FILE
+    trainers[0].wait_for(lambda: rows.exists() and len(rows.read_text().splitlines()) >= 3,
+                         "two updates")
+    sockets = _listening(trainers[0].proc.pid)
+    on_port = [ip for ip, p in sockets if p == port]
+    MATRIX.append(f"coordinator port {port} listens on {on_port} (all listening: {sockets})")
+    assert on_port, sockets  # the coordinator is up (process 0 hosts it)
+    assert set(on_port) <= {"127.0.0.1", "::1"}, sockets
+    # No socket of process 0 listens on a wildcard address at all.
+    assert not [s for s in sockets if s[0] in ("0.0.0.0", "::")], sockets
+    for t in trainers:
+        t.proc.send_signal(signal.SIGTERM)
+    codes = [t.finish(timeout=120) for t in trainers]
+    assert codes == [130, 130], [t.stderr for t in trainers]
+    r = load_run(run_dir)
+    assert r.status == schema.INTERRUPTED
+    assert r.manifest["error"]["message"].startswith("SIGTERM during training (after update ")
+    MATRIX.append(f"| ppo d2 | SIGTERM | mid-run | {codes} | {r.status}: "
+                  f"{r.manifest['error']['message']} |")
+
+
+def test_a_closed_console_never_decides_the_run_status(tmp_path):
+    # `python -m cleanba.ppo ... | head -1`: the reader goes after the first line, and the
+    # progress lines that follow (every 0.05 s here) meet a closed pipe.
+    run_dir = tmp_path / "run"
+    argv = command("ppo", "cartpole", run_dir, *TINY[:-2], "--progress-interval-s", "0.05",
+                   "--total-timesteps", str(BATCH * 30))
+    proc = subprocess.Popen(argv, env=trainer_env(1), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert first.startswith(b"[cleanba]")
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=240)
+    text = err.decode()
+    assert proc.returncode == 0, text
+    assert "Broken pipe" not in text and "Traceback" not in text, text
+    r = load_run(run_dir)
+    assert r.status == schema.COMPLETED
+    assert len(r.updates) == 30
+
+
+def test_zz_print_the_signal_matrix():
+    # Runs last in this module (name order within the file): the table of what was seen.
+    print("\n| trainer | signal | moment | exit | record |\n|---|---|---|---|---|")
+    print("\n".join(MATRIX))
