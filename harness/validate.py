@@ -61,6 +61,12 @@ def check_cleanba(module: Any, spec: RunSpec) -> str | None:
         plan = make_plan(config, spec.num_processes, 0, devices)
         cenvs.check_env_id(config.env_id)
         obs_shape, num_actions = _env_shape(config.env_id)
+        if spec.preset is not None and spec.preset in module.PRESETS:  # images vs vectors
+            from cleanba.runtime import PresetChoice, check_preset_fits
+
+            made_for = module.PRESETS[spec.preset][1].env_id
+            check_preset_fits(PresetChoice(spec.preset, made_for), config.env_id, obs_shape,
+                              _env_shape(made_for)[0], tuple(module.PRESETS))
         module.make_algorithm(config, plan, obs_shape, num_actions)
     except (ConfigError, cenvs.EnvError, ValueError) as e:
         return str(e)

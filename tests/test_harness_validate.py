@@ -48,3 +48,13 @@ def test_good_sweep_with_scalar_lists_plans(tmp_path, capsys):
     assert main(["plan", "--sweep", str(sweep), "--results-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "1 runs" in out and "s3" in out and "--num-envs 16" in out
+
+
+def test_preset_that_does_not_fit_the_game_fails_plan(tmp_path, capsys):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('name = "v"\nsystems = ["cleanba-ppo"]\nlayouts = ["a0-l0-d1"]\n'
+                     'games = ["Breakout-v5"]\nseeds = [1]\nframes = 400000\n'
+                     'preset = "cartpole"\n')
+    assert main(["plan", "--sweep", str(sweep), "--results-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "preset 'cartpole'" in err and "Breakout-v5" in err
