@@ -469,6 +469,16 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
 
     # c. A full disk for one run's folder (seed 6): a 4 KiB tmpfs, else a read-only folder.
     mounted = _try_mount_tmpfs(dirs[6], "20k")  # the trainer starts, then runs out
+    if not mounted and os.geteuid() == 0:  # root ignores a read-only mode: nothing to test
+        MATRIX.append(Row("disk full in one run's folder", "fake", "-",
+                          "not simulated (mount refused; root ignores permissions)"))
+        assert harness(sweep, root, "--seeds", "6").returncode == 0
+    else:
+        _disk_full(sweep, root, dirs, mounted)
+    _corrupt_and_ctrl_c(tmp_path, sweep, root, dirs, ids)
+
+
+def _disk_full(sweep: Path, root: Path, dirs: dict[int, Path], mounted: bool) -> None:
     if not mounted:
         dirs[6].mkdir(parents=True, exist_ok=True)
         os.chmod(dirs[6], 0o555)
@@ -502,6 +512,9 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert (lost, dup, torn) == (0, 0, 0) and left == []
 
+
+def _corrupt_and_ctrl_c(tmp_path: Path, sweep: Path, root: Path, dirs: dict[int, Path],
+                        ids: dict[int, str]) -> None:
     # d. A corrupt manifest (seed 7 completed, then its manifest torn by a disk fault).
     assert harness(sweep, root, "--seeds", "7").returncode == 0
     good = (dirs[7] / schema.MANIFEST_FILE).read_text()
