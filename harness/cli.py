@@ -17,8 +17,9 @@ from typing import Annotated, Literal
 
 import tyro
 
-from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, Outcome
-from harness.store import PENDING, STALE, Store, run_state
+from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, Outcome
+from harness.retry import failed_state_text
+from harness.store import CORRUPT, PENDING, STALE, Store, run_state
 from harness.sweep import PROJECT_ROOT, Sweep, SweepError, load_sweep, parse_list, parse_seeds
 from harness.sweep import preset_path as _preset_path
 from runrecord import atomic_write_json, schema, utc_now
@@ -114,6 +115,10 @@ class Run(Select):
     """A run that failed this many times is not retried (reported as exhausted)."""
     retry_skipped: bool = False
     """Retry runs recorded as skipped (e.g. after installing a missing baseline)."""
+    retry_failed: bool = False
+    """Local: also retry runs whose last failure was deterministic (bad arguments, a
+    non-finite loss, a programming error), e.g. after fixing its cause; transient failures
+    are retried anyway while attempts are left."""
     cpus: int | None = None
     """Local: use only the first N CPU cores (default: all this process may use)."""
     gpus: str | None = None
@@ -145,6 +150,17 @@ class Status(Inspect):
 
     all_runs: bool = False
     """List every run, not only the unfinished and failed ones."""
+    max_attempts: int = 2
+    """The cap `harness run --max-attempts` will use (says whether a failed run is retried)."""
+
+
+# What `harness status` shows for the states that need words (the JSON line keeps the keys).
+STATE_LABELS = {
+    STALE: ("stale (its record was never settled: its harness died, or the disk was full; "
+            "will be re-run, no attempt spent)"),
+    CORRUPT: "corrupt (will be re-run; the broken copy is archived)",
+    "interrupted": "interrupted (will be re-run, no attempt spent)",
+}
 
 
 @dataclass
@@ -189,6 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     except SweepError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if isinstance(cmd, (Plan, Run)):
+        from harness.validate import check_runs
+
+        try:  # every run's command through its trainer's own parser, before anything starts
+            check_runs(sweep.runs)
+        except SweepError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if isinstance(cmd, Plan):
         return do_plan(cmd, sweep)
     if isinstance(cmd, Run):
@@ -288,7 +312,7 @@ def do_run(cmd: Run, sweep: Sweep) -> int:
             gpus = [int(g) for g in parse_list(cmd.gpus) or []]
         pool = Pool(sweep.runs, store, max_parallel=cmd.max_parallel,
                     max_attempts=cmd.max_attempts, retry_skipped=cmd.retry_skipped,
-                    cpus=cpus, gpus=gpus, progress=cmd.progress, stop=stop)
+                    retry_failed=cmd.retry_failed, cpus=cpus, gpus=gpus, progress=cmd.progress, stop=stop)
         try:
             outcomes, stats = pool.run()
         except RuntimeError as e:
@@ -326,19 +350,33 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
                      f"{perf['cpus']} x wall; harness CPU {perf['harness_cpu_s']:.1f} s "
                      f"= {100 * perf['harness_cpu_share']:.2f}% of all CPU time")
         print(line)
-    bad = [o for o in outcomes if o.status in (schema.FAILED, EXHAUSTED)]
+    bad = [o for o in outcomes if o.status in (schema.FAILED, EXHAUSTED, NOT_RETRIED)]
     for o in bad:
-        what = "failed" if o.status == schema.FAILED else "failed too often, not retried"
-        print(f"  {what}: {o.run_id} {o.label}: {o.error.splitlines()[0] if o.error else ''}")
+        what = {schema.FAILED: "failed",
+                EXHAUSTED: "failed too often, not retried",
+                NOT_RETRIED: "failed earlier with a deterministic error, not retried"}[o.status]
+        kind = f" [{o.kind} error]" if o.kind else ""
+        print(f"  {what}: {o.run_id} {o.label}{kind}: "
+              f"{o.error.splitlines()[0] if o.error else ''}")
         print(f"    log: {store.run_dir(o.run_id) / 'stdout.log'}")
     if any(o.status == EXHAUSTED for o in outcomes):
         print("  (runs that exhausted their attempts run again with a larger --max-attempts)")
+    if any(o.status == NOT_RETRIED or o.kind == "deterministic" for o in bad):
+        print("  (a deterministic error comes back on a re-run: fix its cause, then "
+              "`harness run --retry-failed`)")
     for o in outcomes:
         if o.status == schema.SKIPPED:
             print(f"  skipped: baseline unavailable: {o.run_id} {o.label}: "
                   f"{(o.error or '').splitlines()[0] if o.error else ''}")
+    not_started = len(sweep.runs) - len(outcomes)
     if stopped or counts.get(schema.INTERRUPTED):
-        print("  interrupted runs are re-run by the next `harness run`")
+        parts = []
+        if counts.get(schema.INTERRUPTED):
+            parts.append(f"{counts[schema.INTERRUPTED]} interrupted run(s) (no attempt spent)")
+        if stopped and not_started > 0:
+            parts.append(f"{not_started} run(s) not started")
+        if parts:
+            print(f"  {' and '.join(parts)}: the next `harness run` runs them")
         return 130 if stopped else EXIT_FAILED
     if bad or counts.get(BUSY):
         return EXIT_FAILED
@@ -370,10 +408,10 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     summary = Table(title=f"sweep {sweep.name}: {len(rows)} runs")
     summary.add_column("state")
     summary.add_column("runs", justify="right")
-    for state in ("completed", "running", PENDING, STALE, "interrupted", "failed", "skipped"):
+    for state in ("completed", "running", PENDING, CORRUPT, STALE, "interrupted", "failed",
+                  "skipped"):
         if counts.get(state):
-            label = {STALE: "stale (interrupted)"}.get(state, state)
-            summary.add_row(label, str(counts[state]))
+            summary.add_row(STATE_LABELS.get(state, state), str(counts[state]))
     console.print(summary)
     done_walls = [st.wall_time_s for _, st in rows if st.state == "completed" and st.wall_time_s]
     table = Table()
@@ -385,13 +423,15 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
         eta = 0.0
         if st.state == "running" and st.env_steps and st.wall_time_s:
             eta = (spec.total_timesteps - st.env_steps) * st.wall_time_s / st.env_steps
-        elif st.state in (PENDING, STALE, "interrupted") and done_walls:
+        elif st.state in (PENDING, CORRUPT, STALE, "interrupted") and done_walls:
             eta = sum(done_walls) / len(done_walls)
         if st.state != "completed":
             remaining_s += eta
         if not cmd.all_runs and st.state == "completed":
             continue
-        table.add_row(spec.run_id, spec.label(), st.state, f"{100 * frac:.0f}%",
+        shown = (failed_state_text(st.kind, st.failures, cmd.max_attempts)  # type: ignore[arg-type]
+                 if st.state == "failed" else STATE_LABELS.get(st.state, st.state))
+        table.add_row(spec.run_id, spec.label(), shown, f"{100 * frac:.0f}%",
                       _fmt_s(st.wall_time_s), _fmt_s(eta) if st.state != "completed" else "",
                       str(st.attempts), st.error[:60])
     if table.row_count:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.retry import failure_kind, will_retry
 from harness.store import (
     LOG_FILE,
     RunLock,
@@ -38,7 +39,9 @@ from runrecord.provenance import collect
 ALREADY_COMPLETED = "already-completed"
 BUSY = "busy"  # another harness process holds the run's lock
 EXHAUSTED = "exhausted"  # failed max_attempts times already
+NOT_RETRIED = "not-retried"  # its last failure was deterministic (harness.retry)
 
+STOP_EXIT_CODES = (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM)
 STOP_GRACE_S = 30.0  # after SIGINT, how long a trainer may take to record `interrupted`
 PEER_GRACE_S = 20.0  # d>1: how long the other processes may run after one of them failed
 
@@ -53,6 +56,8 @@ class Outcome:
     error: str = ""
     attempt: int = 0
     cpus: int = 1
+    kind: str = ""
+    """Failed runs: 'transient' (retried) or 'deterministic' (not), see harness.retry."""
 
 
 def free_port() -> int:
@@ -184,13 +189,18 @@ def launch_and_wait(
                     if p.poll() is None:
                         _signal_group(p, signal.SIGKILL)
         time.sleep(0.2)
-    return [int(p.returncode) for p in procs], why
+    codes_now = [int(p.returncode) for p in procs]
+    with open(log_path, "ab") as log:  # the exit codes, for whoever reads the log later
+        log.write(f"=== harness: exit codes {codes_now}"
+                  f"{' (' + why + ')' if why else ''} ===\n".encode())
+    return codes_now, why
 
 
 _EXIT_MEANING = {
     0: "exited 0 without completing its record", 1: "the trainer failed", EXIT_BAD_ARGS: "bad arguments (the command line was rejected)",
     EXIT_UNAVAILABLE: "unavailable", EXIT_INTERRUPTED: "interrupted",
     -9: "killed by SIGKILL (out of memory?)", -11: "segmentation fault",
+    -signal.SIGTERM: "stopped by SIGTERM", -signal.SIGINT: "stopped by SIGINT",
 }
 
 
@@ -208,6 +218,7 @@ def execute_run(
     *,
     max_attempts: int = 2,
     retry_skipped: bool = False,
+    retry_failed: bool = False,
     cpu_ids: Sequence[int] | None = None,
     gpu_ids: Sequence[int] | None = None,
     stop: threading.Event | None = None,
@@ -236,10 +247,14 @@ def execute_run(
             out.status = schema.SKIPPED
             out.error = ((manifest or {}).get("error") or {}).get("message", "")
             return out
-        if failures >= max_attempts:
-            out.status = EXHAUSTED
-            out.error = ((manifest or {}).get("error") or {}).get("message", "") or "failed"
-            return out
+        if status == schema.FAILED or failures >= max_attempts:
+            error = (manifest or {}).get("error") if status == schema.FAILED else None
+            kind = failure_kind(error)
+            if not will_retry(kind, failures, max_attempts, retry_failed):
+                out.status = EXHAUSTED if failures >= max_attempts else NOT_RETRIED
+                out.kind = kind
+                out.error = (error or {}).get("message", "") or "failed"
+                return out
         if status == schema.RUNNING:
             mark_interrupted(run_dir, "its supervising harness died before it finished "
                              "(the run's lock was free); re-run")
@@ -255,14 +270,28 @@ def execute_run(
                                      gpu_ids, stop, header)
         out.wall_time_s = time.monotonic() - t0
         out.returncode = codes[0]
-        return _settle(spec, run_dir, out, codes, why, stop)
+        try:
+            return _settle(spec, run_dir, out, codes, why, stop)
+        except OSError as e:  # e.g. a full disk: the record cannot say it, the console must
+            out.status = schema.FAILED
+            out.kind = "transient"
+            out.error = (f"{exit_meaning(codes[0])} (exit codes {codes}); its record could "
+                         f"not be settled ({type(e).__name__}: {e}), so it stays `running` "
+                         "and the next `harness run` redoes it")
+            return out
     finally:
         lock.release()
 
 
 def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: str,
             stop: threading.Event | None) -> Outcome:
-    """Read what the trainer recorded and make the record say what happened."""
+    """Read what the trainer recorded and make the record say what happened.
+
+    Exit code 130 or a stop asked by the harness (Ctrl-C, SIGTERM as on Slurm preemption)
+    is an interruption, never a failure, whatever the trainer managed to record; a
+    timeout is a failure (its own type); every failure records the exit codes, which
+    `harness.retry.failure_kind` reads.
+    """
     manifest = read_manifest_or_none(run_dir)
     status = (manifest or {}).get("status")
     rc = codes[0]
@@ -283,32 +312,44 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
         else:
             out.error = (manifest.get("error") or {}).get("message", "")
         return out
-    interrupted = (
-        rc == EXIT_INTERRUPTED or status == schema.INTERRUPTED
-        or (stop is not None and stop.is_set() and not why.startswith("timeout"))
-    )
+    timed_out = why.startswith("timeout")
+    # Exit 130, or killed by SIGINT/SIGTERM before its handlers were in place (a stop
+    # during the imports), is a stop from outside (Ctrl-C, preemption), never a failure.
+    interrupted = not timed_out and (
+        any(c in STOP_EXIT_CODES for c in codes) or status == schema.INTERRUPTED
+        or (stop is not None and stop.is_set()))
     final = schema.INTERRUPTED if interrupted else schema.FAILED
-    if status in (schema.FAILED, schema.INTERRUPTED) and manifest is not None:
-        err = manifest.get("error") or {}
-        out.status = str(status)
-        out.error = f"{err.get('type', '')}: {err.get('message', '')}".strip(": ")
-        return out
-    # The trainer did not settle its record: it died, was killed or rejected its arguments.
-    reason = why or exit_meaning(rc)
     codes_text = ", ".join(f"process {i}: {exit_meaning(c)}" for i, c in enumerate(codes))
-    error = {
-        "type": "Interrupted" if interrupted else "TrainerExit",
-        "message": f"{reason} ({codes_text})",
-        "traceback": tail,
-    }
+    recorded = (manifest or {}).get("error") or {}
+    if status == final and manifest is not None:
+        # The trainer settled its record as what happened: keep its words, add the codes.
+        error = {**recorded, "exit_codes": codes}
+    else:
+        # The trainer did not settle its record (it died, was killed, rejected its
+        # arguments), or settled it as something else than what happened (a timeout it
+        # saw as an interrupt; a stop during start-up it saw as a failure).
+        reason = why or exit_meaning(rc)
+        message = f"{reason} ({codes_text})"
+        if recorded.get("message") or recorded.get("type"):
+            message += (f"; the trainer recorded {status}: "
+                        f"{recorded.get('type', '')}: {recorded.get('message', '')}")
+        error = {
+            "type": "Timeout" if timed_out else "Interrupted" if interrupted else "TrainerExit",
+            "message": message,
+            "traceback": recorded.get("traceback") or tail,
+            "exit_codes": codes,
+        }
     if manifest is None:
         writer = RunWriter(run_dir, base_manifest(spec, spec.command(run_dir)))
         writer.finish(final, error=error)
     else:
-        manifest.update(status=final, finished_at=utc_now(), error=error)
+        manifest.update(status=final, finished_at=manifest.get("finished_at") or utc_now(),
+                        error=error)
         atomic_write_json(run_dir / schema.MANIFEST_FILE, manifest)
     out.status = final
-    out.error = error["message"]
+    out.error = f"{error.get('type', '')}: {error.get('message', '')}".strip(": ")
+    if final == schema.FAILED:
+        out.kind = failure_kind(error)
     return out
 
 

@@ -109,6 +109,7 @@ class Pool:
     max_parallel: int | None = None
     max_attempts: int = 2
     retry_skipped: bool = False
+    retry_failed: bool = False
     cpus: list[int] = field(default_factory=available_cpus)
     gpus: list[int] | None = None
     progress: bool = True
@@ -144,7 +145,8 @@ class Pool:
         def worker(spec: RunSpec, cpu_ids: list[int], gpu_ids: list[int]) -> None:
             try:
                 o = execute_run(spec, self.store, max_attempts=self.max_attempts,
-                                retry_skipped=self.retry_skipped, cpu_ids=cpu_ids,
+                                retry_skipped=self.retry_skipped,
+                                retry_failed=self.retry_failed, cpu_ids=cpu_ids,
                                 gpu_ids=gpu_ids, stop=self.stop)
             except Exception as e:  # a harness bug must not hang the pool
                 o = Outcome(spec.run_id, spec.label(), schema.FAILED,

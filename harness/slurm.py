@@ -21,7 +21,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.execute import ALREADY_COMPLETED, EXHAUSTED, Outcome, execute_run, run_peer_process
+from harness.execute import (
+    ALREADY_COMPLETED,
+    EXHAUSTED,
+    NOT_RETRIED,
+    Outcome,
+    execute_run,
+    run_peer_process,
+)
+from harness.retry import will_retry
 from harness.store import Store, run_state
 from harness.sweep import RunSpec, Sweep
 from runrecord import schema
@@ -159,9 +167,12 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
             outcomes.append(Outcome(spec.run_id, spec.label(), ALREADY_COMPLETED))
         elif st.state == schema.SKIPPED and not retry_skipped:
             outcomes.append(Outcome(spec.run_id, spec.label(), schema.SKIPPED, error=st.error))
-        elif st.state in (schema.FAILED, schema.INTERRUPTED, "stale", "pending") and \
-                st.failures >= max_attempts:
-            outcomes.append(Outcome(spec.run_id, spec.label(), EXHAUSTED, error=st.error))
+        elif st.failures >= max_attempts or (
+                st.state == schema.FAILED and not will_retry(st.kind, st.failures,  # type: ignore[arg-type]
+                                                             max_attempts)):
+            status = EXHAUSTED if st.failures >= max_attempts else NOT_RETRIED
+            outcomes.append(Outcome(spec.run_id, spec.label(), status, error=st.error,
+                                    kind=st.kind))
         else:
             todo.append(spec)
     # One executor (and, with use_array, one array) per job shape.

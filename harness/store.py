@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.retry import failure_kind
 from runrecord import atomic_write_json, schema, utc_now
 
 LOCK_FILE = ".lock"
@@ -33,6 +34,9 @@ ATTEMPTS_DIR = "previous_attempts"
 # derived: `pending` (no record yet), `stale` (manifest says running, nobody holds the lock).
 PENDING = "pending"
 STALE = "stale"
+# A manifest that exists but cannot be read (torn by a disk fault, edited by hand): the
+# run is redone and the next attempt's writer archives the broken copy.
+CORRUPT = "corrupt"
 
 
 class RunLock:
@@ -114,13 +118,15 @@ def previous_statuses(run_dir: Path) -> list[str]:
 class RunState:
     run_id: str
     state: str
-    """pending, running, stale, completed, failed, interrupted, skipped."""
+    """pending, corrupt, running, stale, completed, failed, interrupted, skipped."""
     attempts: int
     failures: int
     env_steps: int = 0
     wall_time_s: float = 0.0
     error: str = ""
     holder: str | None = None
+    kind: str = ""
+    """Failed runs: 'transient' or 'deterministic' (harness.retry.failure_kind)."""
 
 
 def failed_attempts(run_dir: Path, manifest: dict | None) -> tuple[int, int]:
@@ -168,7 +174,8 @@ def run_state(run_dir: Path) -> RunState:
     attempts, failures = failed_attempts(run_dir, manifest)
     holder = lock_holder(run_dir) if run_dir.exists() else None
     if manifest is None:
-        state = "running" if holder else PENDING
+        corrupt = (run_dir / schema.MANIFEST_FILE).exists()
+        state = "running" if holder else CORRUPT if corrupt else PENDING
     else:
         status = str(manifest.get("status"))
         if status == schema.RUNNING:
@@ -184,7 +191,8 @@ def run_state(run_dir: Path) -> RunState:
         wall = float(summary.get("wall_time_s") or 0.0)
     err = (manifest or {}).get("error") or {}
     error = f"{err.get('type', '')}: {err.get('message', '')}".strip(": ") if err else ""
-    return RunState(run_dir.name, state, attempts, failures, steps, wall, error, holder)
+    kind = failure_kind(err) if state == schema.FAILED else ""
+    return RunState(run_dir.name, state, attempts, failures, steps, wall, error, holder, kind)
 
 
 def mark_interrupted(run_dir: Path, reason: str) -> None:

@@ -136,6 +136,10 @@ class RunSpec:
     # matrix products and convolutions by its thread pool and device count, so layouts
     # compared bit for bit (--deterministic) must run with the same XLA configuration.
     cpu_devices: int = 0
+    # Where the sweep file sets this run's keys ('layouts', 'frames', 'games', each
+    # hyperparameter): for error messages about the run (harness.validate).
+    key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+    key_source: str = field(default="", compare=False)
 
     def definition(self) -> dict[str, Any]:
         """What defines the run (hashed into run_id); where and how it runs is not part of it."""
@@ -585,12 +589,19 @@ class _Validator:
                     run_preset = preset if preset != "auto" else (
                         "atari" if is_atari(game) else "cartpole")
                 hp = {**overrides, **dict(zip(grid_keys, combo, strict=True))}
+                key_lines = {k: self.lines.line((*src[k], k))
+                             for k in ("layouts", "frames", "games") if k in src}
+                for table, kind in ((overrides, "overrides"), (grid, "grid")):
+                    key_lines.update({k: self.lines.line((*src.get(kind, ()), kind, k))
+                                      for k in table})
                 spec = RunSpec(
                     sweep=sweep_name, system=s, architecture=arch, env_id=game, seed=seed,
                     layout=layout, preset=run_preset, frames=frame_budget,
                     total_timesteps=steps, overrides=hp, resources=res, entry=system.entry,
                     takes_preset=system.takes_preset, baseline=system.baseline,
                     matrix=str(label),
+                    key_lines={k: v for k, v in key_lines.items() if v is not None},
+                    key_source=str(self.path),
                 )
                 out.append(replace(spec, run_id=run_id(spec.definition())))
         return out

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from runrecord import schema
+from runrecord.paths import portable_manifest
 
 
 class RecordError(RuntimeError):
@@ -196,7 +197,8 @@ class RunWriter:
         self._lock = threading.Lock()
         self._finished = False
         self.manifest: dict[str, Any] = {k: None for k in schema.MANIFEST_KEYS}
-        self.manifest.update(manifest)
+        # Paths relative to the checkout or results root: no home directory leaks.
+        self.manifest.update(portable_manifest(manifest, self.run_dir))
         self.manifest["schema_version"] = schema.SCHEMA_VERSION
         self.manifest["status"] = schema.RUNNING
         self.manifest["started_at"] = utc_now()

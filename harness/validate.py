@@ -1,0 +1,171 @@
+"""Check every run's command line with the trainer's own parser before anything starts.
+
+`harness plan` and `harness run` build, for each distinct run shape, the exact command the
+harness would launch and hand it to the entry point's parser: for the Cleanba trainers
+tyro over their preset configs (types, ranges in __post_init__), then the layout split
+(cleanba.layout.make_plan: divisibility over processes, devices and threads, batch vs
+budget) and the algorithm's own checks (make_algorithm: minibatches), without starting
+JAX's backends or any env; for the baseline adapters their tyro Args and check(). A bad
+override fails the whole sweep with exit 2, naming the key, its line and the parser's
+words. Entry points given as .py scripts follow only the command-line contract and are
+checked when they start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from harness.sweep import RunSpec, SweepError
+
+RUN_DIR_PLACEHOLDER = "<run-dir>"
+
+
+def _quiet_call(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, str]:
+    """fn's result and everything it printed; a parser's SystemExit becomes (None, text)."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(out), contextlib.redirect_stdout(out):
+            return fn(*args, **kwargs), out.getvalue()
+    except SystemExit:
+        return None, out.getvalue()
+
+
+def _tidy(text: str) -> str:
+    """A parser's boxed console message as one line of plain text."""
+    lines = [re.sub(r"[─-╿]+", " ", line).strip(" |-") for line in text.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("For full helptext")
+             and line not in ("Value error", "Parsing error")]
+    if "Argument helptext:" in lines:
+        lines = lines[:lines.index("Argument helptext:")]
+    return re.sub(r"\s+", " ", " ".join(lines)).strip()
+
+
+def check_cleanba(module: Any, spec: RunSpec) -> str | None:
+    """The trainer's complaint about `spec`'s command line, or None when it would start."""
+    from cleanba import envs as cenvs
+    from cleanba.config import ConfigError
+    from cleanba.layout import make_plan
+
+    argv = spec.command(RUN_DIR_PLACEHOLDER)
+    argv = argv[argv.index(spec.entry) + 1:]
+    try:
+        config, printed = _quiet_call(_tyro_parse, module, argv, spec.entry)
+        if config is None:
+            return _tidy(printed) or "the trainer rejected its command line"
+        devices = spec.cpu_devices or spec.layout.devices_per_process
+        plan = make_plan(config, spec.num_processes, 0, devices)
+        cenvs.check_env_id(config.env_id)
+        obs_shape, num_actions = _env_shape(config.env_id)
+        if spec.preset is not None and spec.preset in module.PRESETS:  # images vs vectors
+            from cleanba.runtime import PresetChoice, check_preset_fits
+
+            made_for = module.PRESETS[spec.preset][1].env_id
+            check_preset_fits(PresetChoice(spec.preset, made_for), config.env_id, obs_shape,
+                              _env_shape(made_for)[0], tuple(module.PRESETS))
+        module.make_algorithm(config, plan, obs_shape, num_actions)
+    except (ConfigError, cenvs.EnvError, ValueError) as e:
+        return str(e)
+    return None
+
+
+def _tyro_parse(module: Any, argv: list[str], entry: str) -> Any:
+    import tyro
+
+    return tyro.extras.overridable_config_cli(module.PRESETS, prog=f"python -m {entry}",
+                                              args=argv)
+
+
+_ENV_SHAPES: dict[str, tuple[tuple[int, ...], int]] = {}
+
+
+def _env_shape(env_id: str) -> tuple[tuple[int, ...], int]:
+    """(observation shape, number of actions) from EnvPool's spec (no env is made)."""
+    if env_id not in _ENV_SHAPES:
+        import warnings
+
+        import envpool
+
+        # gymnasium warns about EnvPool's float64 Box bounds; it means nothing here.
+        warnings.filterwarnings("ignore", message=".*precision lowered.*")
+
+        from cleanba import envs as cenvs
+
+        spec = envpool.make_spec(env_id, **cenvs.env_protocol(env_id))
+        act = spec.action_space
+        if not hasattr(act, "n"):
+            raise ValueError(f"{env_id} has a {type(act).__name__} action space; the Cleanba "
+                             "trainers support discrete actions")
+        _ENV_SHAPES[env_id] = (tuple(spec.observation_space.shape), int(act.n))
+    return _ENV_SHAPES[env_id]
+
+
+def check_baseline(module: Any, spec: RunSpec) -> str | None:
+    """A baseline adapter's complaint about `spec`'s command line (its tyro Args, check())."""
+    from baselines import common
+
+    argv = spec.command(RUN_DIR_PLACEHOLDER)
+    argv = argv[argv.index(spec.entry) + 1:]
+    args, printed = _quiet_call(common.parse_cli, module.Args, argv, f"python -m {spec.entry}")
+    if args is None:
+        return _tidy(printed) or "the adapter rejected its command line"
+    return None
+
+
+def check_spec(spec: RunSpec) -> str | None:
+    """The entry point's complaint about this run's command, or None (also when the entry
+    point cannot be checked without starting it: a .py script, a module not installed)."""
+    if spec.entry.endswith(".py"):
+        return None
+    try:
+        module = importlib.import_module(spec.entry)
+    except ImportError:
+        return None
+    if hasattr(module, "PRESETS") and hasattr(module, "make_algorithm"):
+        return check_cleanba(module, spec)
+    if hasattr(module, "Args"):
+        return check_baseline(module, spec)
+    return None
+
+
+def _shape(spec: RunSpec) -> tuple:
+    # What the parsers look at; the seed is checked by the sweep loader (integers >= 0).
+    return (spec.entry, spec.preset, spec.env_id, spec.architecture, spec.layout.name,
+            spec.total_timesteps, spec.cpu_devices, tuple(sorted(map(str, spec.overrides.items()))))
+
+
+def culprit(spec: RunSpec, message: str) -> str:
+    """Which sweep key a parser's message is about: an override, else layouts/frames/games."""
+    for key in sorted(spec.overrides, key=len, reverse=True):
+        if re.search(rf"--{re.escape(key)}\b|\b{re.escape(key.replace('-', '_'))}\b", message):
+            return key
+    if re.search(r"device-ids|actor thread|learner device|process", message):
+        return "layouts"
+    if "total-timesteps" in message:
+        return "frames"
+    if "env" in message.lower() and spec.env_id in message:
+        return "games"
+    return "overrides" if spec.overrides else "layouts"
+
+
+def check_runs(specs: Iterable[RunSpec]) -> None:
+    """Raise SweepError for the first run whose command its entry point would reject."""
+    seen: set[tuple] = set()
+    for spec in specs:
+        shape = _shape(spec)
+        if shape in seen:
+            continue
+        seen.add(shape)
+        message = check_spec(spec)
+        if message is None:
+            continue
+        key = culprit(spec, message)
+        line = spec.key_lines.get(key)
+        where = f"line {line}: " if line else ""
+        what = f"{key} = {spec.overrides[key]!r}" if key in spec.overrides else key
+        raise SweepError(f"{spec.key_source}: {where}{what}: {spec.label()} would fail at "
+                         f"launch: {message}")
