@@ -1,9 +1,11 @@
 """Cleanba IMPALA: `python -m cleanba.impala [atari|cartpole] [flags]` (--help lists every flag).
 
-V-trace actor-critic (Espeholt et al. 2018) as in the reference Cleanba: rho-bar =
+V-trace actor-critic (Espeholt et al. 2018) with the reference Cleanba's settings: rho-bar =
 pg-rho-bar = c-bar = 1, lambda 1, losses summed over time and envs (pg + 0.5 value +
 0.01 negative entropy), RMSprop PyTorch-style (decay 0.99, eps 0.01 outside the square
-root), lr 6e-4 annealed, gradient-norm clip 40, 20-step rollouts.
+root), lr 6e-4 annealed, gradient-norm clip 40, 20-step rollouts. Unlike the reference,
+each action is paired with the reward and done of its own step and the reset step is
+masked (docs/cleanba.md, "Differences from the reference Cleanba").
 
 The algorithm as a pure function on the learner devices:
 - `train_minibatch(state, batch, columns) -> (state, metrics)`: one gradient step on the
