@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cleanba.envs import MAX_ENVS, check_seed
+
 Architecture = Literal["sync", "cleanba", "async"]
 
 
@@ -34,7 +36,8 @@ class CommonConfig:
     env_id: str = "Breakout-v5"
     """EnvPool env id: an Atari game as '<Game>-v5' (Breakout-v5) or e.g. CartPole-v1."""
     seed: int = 1
-    """Run seed: env i gets seed + i; init and action-sampling keys derive from it."""
+    """Run seed, 0..65535: env i's EnvPool seed is a bijective hash of (seed, i)
+    (cleanba.envs.env_seeds); the init and action-sampling keys derive from it."""
     total_timesteps: int = 10_000_000
     """Agent env steps of the whole run (all envs, all processes); frames = steps x frame skip."""
     num_envs: int = 128
@@ -114,6 +117,12 @@ class CommonConfig:
         for name in ("total_timesteps", "num_envs", "num_steps", "num_actor_threads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(self, name)}")
+        try:
+            check_seed(self.seed)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if self.num_envs > MAX_ENVS:
+            raise ConfigError(f"--num-envs must be <= {MAX_ENVS}, got {self.num_envs}")
         if self.learner_delay_s < 0:
             raise ConfigError(f"--learner-delay-s must be >= 0, got {self.learner_delay_s}")
         if self.architecture not in ("sync", "cleanba", "async"):

@@ -71,13 +71,51 @@ def env_protocol(env_id: str, reward_clip: bool = True, **overrides: Any) -> dic
     return kwargs
 
 
-def env_seeds(base_seed: int, first_env_index: int, num_envs: int) -> list[int]:
-    """Seeds of envs [first, first + num) of a run: seed + global env index.
+# --- env seeds --------------------------------------------------------------------------
+# EnvPool takes int32 seeds, so env seeds live in [0, 2**31). A run's env i gets
+# mix31(seed * 2**ENV_INDEX_BITS + i): (seed, i) packed into 31 bits, then a bijective
+# integer hash. Distinct (seed, i) pairs therefore give distinct env seeds (no two envs of
+# any runs share a stream, unlike seed + i where run 1's env 2 was run 2's env 1), and
+# the hash spreads neighbouring pairs over the whole range.
+ENV_SEED_BITS = 31
+ENV_INDEX_BITS = 15
+MAX_ENVS = 2**ENV_INDEX_BITS  # global envs per run
+MAX_SEED = 2 ** (ENV_SEED_BITS - ENV_INDEX_BITS) - 1  # run seeds 0 .. MAX_SEED
+_MASK31 = 2**ENV_SEED_BITS - 1
 
-    Depends only on the global index, never on which thread, device or process runs the
-    env, so every env in a run has its own seed and layouts can be compared env by env.
+
+def mix31(x: int) -> int:
+    """A bijection of [0, 2**31): xor-shifts and multiplications by odd constants modulo
+    2**31 (each step invertible), the shape of Wellons' lowbias32 hash on 31 bits."""
+    x &= _MASK31
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & _MASK31
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & _MASK31
+    x ^= x >> 16
+    return x
+
+
+def check_seed(seed: int) -> None:
+    """Raise ValueError unless `seed` is a run seed the env-seed derivation accepts."""
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"--seed must be an integer in 0..{MAX_SEED}, got {seed} (env seeds "
+                         f"pack the run seed and the env index into EnvPool's int32 range)")
+
+
+def env_seeds(base_seed: int, first_env_index: int, num_envs: int) -> list[int]:
+    """EnvPool seeds of envs [first, first + num) of the run with seed `base_seed`:
+    mix31(seed * MAX_ENVS + global env index).
+
+    Depends only on (run seed, global env index), never on which thread, device or process
+    runs the env, so one seed gives the same streams on every layout (the deterministic
+    mode relies on it), and distinct (seed, index) pairs never share a seed.
     """
-    return [base_seed + first_env_index + i for i in range(num_envs)]
+    check_seed(base_seed)
+    if first_env_index < 0 or first_env_index + num_envs > MAX_ENVS:
+        raise ValueError(f"env indices {first_env_index}..{first_env_index + num_envs - 1} "
+                         f"outside 0..{MAX_ENVS - 1}")
+    return [mix31(base_seed * MAX_ENVS + first_env_index + i) for i in range(num_envs)]
 
 
 def make_env(
@@ -88,7 +126,8 @@ def make_env(
     protocol: dict[str, Any] | None = None,
     **envpool_kwargs: Any,
 ):
-    """A gymnasium-API EnvPool env whose env i gets seed `base_seed + first_env_index + i`."""
+    """A gymnasium-API EnvPool env; env i is the run's env first_env_index + i and gets its
+    seed from `env_seeds`."""
     import envpool
 
     check_env_id(env_id)

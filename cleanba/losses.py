@@ -341,7 +341,12 @@ def impala_loss(
     baseline_cost: float = 0.5,
     entropy_cost: float = 0.01,
 ) -> tuple[Array, dict[str, Array]]:
-    """IMPALA loss with V-trace, as in the reference Cleanba (cleanba/cleanba_impala.py).
+    """IMPALA loss with V-trace, at the reference Cleanba's scale (cleanba/cleanba_impala.py).
+
+    Row t is the transition (obs_t, a_t, r_t, d_t) with r_t and d_t the reward and done of
+    a_t's own step; the reference pairs a_t with the reward and done that came with obs_t
+    (one step earlier) and masks episodes' first steps instead of the reset step
+    (docs/cleanba.md, "Differences from the reference Cleanba").
 
     Time-major (T, N); the discount already carries gamma, so there is no gamma argument.
     Like the reference, every term is a masked SUM over time and batch, not a mean:

@@ -80,6 +80,47 @@ class Episode:
     wall_time_s: float  # seconds since the run started, when the episode ended
 
 
+class MissingRawReward(KeyError):
+    """EnvPool clipped the rewards but gave no raw reward (info["reward"]) to record."""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What the actor records for one env step of a block of envs (EnvPool's next-step
+    autoreset: the step after a done only resets the env, so it is masked out).
+
+    reward: the training reward (clipped when the protocol clips); done: terminated or
+    truncated (the episode cap); mask: 0 on the reset step that follows a done, else 1;
+    raw_reward: the game's unclipped reward, what episode returns are summed from.
+    """
+
+    reward: np.ndarray
+    done: np.ndarray
+    mask: np.ndarray
+    raw_reward: np.ndarray
+
+
+def record_step(prev_done: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+                truncated: np.ndarray, info: dict[str, Any], rewards_clipped: bool) -> StepRecord:
+    """The record of one `env.step` (gymnasium API) given the previous step's dones.
+
+    With clipped rewards the raw score must come from info["reward"]; there is no fallback
+    to the clipped reward (that would silently record clipped returns as game scores).
+    """
+    if rewards_clipped:
+        if "reward" not in info:
+            raise MissingRawReward(
+                "EnvPool clips rewards (reward_clip=True) but its info has no 'reward' "
+                f"(keys: {sorted(info)}): cannot record raw game scores"
+            )
+        raw_reward = np.asarray(info["reward"], np.float64)
+    else:
+        raw_reward = np.asarray(reward, np.float64)
+    done = np.asarray(terminated, bool) | np.asarray(truncated, bool)
+    return StepRecord(np.asarray(reward, np.float32), done, ~np.asarray(prev_done, bool),
+                      raw_reward)
+
+
 class EpisodeTracker:
     """Sums raw rewards (EnvPool's info["reward"], never clipped) per env into whole-game
     returns. Reset steps (mask 0, EnvPool's next-step autoreset) are not part of an episode.

@@ -65,6 +65,7 @@ from cleanba.records import (
     console,
     default_run_dir,
     make_run_id,
+    record_step,
 )
 from cleanba.xla_flags import apply_gpu_determinism_flag
 from runrecord import LayoutError, RecordError, RunWriter, schema
@@ -293,6 +294,7 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
     key = jax.device_put(ctx.action_key, device)
     tracker = EpisodeTracker(first_env, n)
+    rewards_clipped = bool(ctx.prep.protocol.get("reward_clip", False))
     obs, _ = env.reset()
     prev_done = np.zeros(n, bool)
     version, params = 0, None
@@ -329,20 +331,18 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
             out = policy(params, obs, env_index, np.int32(step), key)
             actions, logprobs, logits, values = jax.device_get(out)
             obs, reward, term, trunc, info = env.step(actions)
-            done = term | trunc
+            rec = record_step(prev_done, reward, term, trunc, info, rewards_clipped)
             arrays["actions"][t] = actions
             arrays["logprobs"][t] = logprobs
             arrays["logits"][t] = logits
             arrays["values"][t] = values
-            arrays["rewards"][t] = reward
-            arrays["dones"][t] = done
-            # EnvPool's next-step autoreset: the step after a done only resets the env.
-            arrays["mask"][t] = ~prev_done
+            arrays["rewards"][t] = rec.reward
+            arrays["dones"][t] = rec.done
+            arrays["mask"][t] = rec.mask
             versions[t] = version
-            raw_reward = info.get("reward", reward)
-            episodes += tracker.step(raw_reward, done, ~prev_done, (step + 1) * plan.num_envs,
-                                     time.monotonic() - ctx.start_time)
-            prev_done = done
+            episodes += tracker.step(rec.raw_reward, rec.done, rec.mask,
+                                     (step + 1) * plan.num_envs, time.monotonic() - ctx.start_time)
+            prev_done = rec.done
         arrays["obs"][T] = obs
         ctx.timing["rollout"].append(time.monotonic() - t_rollout)
         rollout = Rollout(thread_global, k, arrays, versions, param_wait, episodes)

@@ -7,7 +7,7 @@ import pytest
 from cleanba_runs import STANDARD, cached_run, run
 
 from cleanba.config import CommonConfig
-from cleanba.envs import env_seeds
+from cleanba.envs import MAX_ENVS, MAX_SEED, env_seeds, make_env, mix31
 from cleanba.layout import make_plan
 from runrecord import load_run
 
@@ -26,12 +26,92 @@ def all_env_seeds(config: CommonConfig, num_processes: int) -> list[int]:
 
 
 @pytest.mark.parametrize("processes,actors,threads", [(1, (0,), 1), (1, (0, 1), 2), (2, (0, 1), 4)])
-def test_every_env_of_a_run_has_its_own_seed(processes, actors, threads):
+def test_env_seeds_depend_only_on_the_global_env_index(processes, actors, threads):
     config = CommonConfig(seed=7, num_envs=32, num_steps=4, total_timesteps=128,
                           actor_device_ids=actors, num_actor_threads=threads)
-    seeds = all_env_seeds(config, processes)
-    # env i of the run gets seed + i, whatever the split: no overlaps, no gaps
-    assert seeds == list(range(7, 7 + 32))
+    # whatever the split over processes, devices and threads: env i gets the same seed
+    assert all_env_seeds(config, processes) == env_seeds(7, 0, 32)
+    assert len(set(env_seeds(7, 0, 32))) == 32
+
+
+def test_runs_with_different_seeds_share_no_env_seed():
+    # the customary seeds of a study: 20 runs x 128 envs, every env its own stream (with
+    # seed + i, run 1's env 2 was run 2's env 1 and runs 1..20 had only 147 distinct seeds)
+    seeds = [s for run_seed in range(1, 21) for s in env_seeds(run_seed, 0, 128)]
+    assert len(seeds) == 2560
+    assert len(set(seeds)) == 2560
+    assert all(0 <= s < 2**31 for s in seeds)  # EnvPool's int32 seeds
+    # neighbouring (seed, index) pairs land far apart, not on consecutive integers
+    assert np.all(np.abs(np.diff(seeds)) > 1)
+
+
+def unmix31(y: int) -> int:
+    """mix31's inverse, step by step (an xor-shift by k >= 16 of a 31-bit word is its own
+    inverse; a multiplication by an odd c mod 2**31 is undone by c's inverse)."""
+    m = 2**31
+    y ^= y >> 16
+    y = (y * pow(0x846CA68B, -1, m)) % m
+    y ^= y >> 15
+    y ^= y >> 30  # x ^ (x >> 15) on 31 bits is undone by y ^ (y >> 15) ^ (y >> 30)
+    y = (y * pow(0x7FEB352D, -1, m)) % m
+    y ^= y >> 16
+    return y
+
+
+def test_env_seed_derivation_is_injective_over_its_whole_range():
+    # mix31 has an inverse (so distinct (seed, index) pairs never share an env seed)
+    xs = [*range(4096), *range(2**31 - 4096, 2**31),
+          *np.random.default_rng(0).integers(0, 2**31, 20_000).tolist()]
+    for x in xs:
+        assert unmix31(mix31(x)) == x, x
+    assert len({mix31(x) for x in xs}) == len(set(xs))
+    assert env_seeds(0, 0, 1) != env_seeds(MAX_SEED, MAX_ENVS - 1, 1)
+    assert len(set(env_seeds(MAX_SEED, 0, 64)) | set(env_seeds(0, MAX_ENVS - 64, 64))) == 128
+    with pytest.raises(ValueError, match="0..65535"):
+        env_seeds(-1, 0, 4)
+    with pytest.raises(ValueError, match="0..65535"):
+        env_seeds(MAX_SEED + 1, 0, 4)
+    with pytest.raises(ValueError, match="outside"):
+        env_seeds(1, MAX_ENVS - 2, 4)
+
+
+def test_different_run_seeds_give_different_streams_in_envpool():
+    # run 1's env 2 and run 2's env 1 had the same seed before; now their resets differ
+    a = make_env("CartPole-v1", 3, 1)
+    b = make_env("CartPole-v1", 3, 2)
+    obs_a, _ = a.reset()
+    obs_b, _ = b.reset()
+    assert not np.array_equal(obs_a[2], obs_b[1])
+    assert len({row.tobytes() for row in np.concatenate([obs_a, obs_b])}) == 6
+    # and the same (seed, global index) gives the same env in any block split
+    c = make_env("CartPole-v1", 2, 1, first_env_index=1)
+    obs_c, _ = c.reset()
+    np.testing.assert_array_equal(obs_c, obs_a[1:])
+
+
+@pytest.mark.parametrize("seed", ["-1", "65536", "1.5"])
+def test_bad_seed_exits_2_before_anything_is_written(tmp_path, seed):
+    d = tmp_path / "run"
+    p = run("ppo", d, *STANDARD, "--seed", seed)
+    assert p.returncode == 2, p.stderr
+    assert "--seed" in p.stderr
+    assert not d.exists()
+
+
+def test_action_keys_of_different_seeds_differ():
+    # env i's sampling key at step t is fold_in(fold_in(fold_in(PRNGKey(seed), 1), i), t):
+    # threefry hashes of the run seed, so keys of different seeds do not collide
+    import jax
+
+    from cleanba.deterministic import env_sampling_keys
+
+    keys = set()
+    for run_seed in range(1, 21):
+        action_key = jax.random.fold_in(jax.random.PRNGKey(run_seed), 1)
+        for step in (0, 1):
+            k = env_sampling_keys(action_key, np.arange(128, dtype=np.int32), step)
+            keys |= {tuple(row) for row in np.asarray(jax.random.key_data(k)).tolist()}
+    assert len(keys) == 20 * 2 * 128
 
 
 @pytest.fixture(scope="module")
