@@ -102,7 +102,7 @@ def test_power_matches_the_verdict_code():
 def test_draws_from_the_column_are_consistent_but_for_a_stated_share():
     """Truth: every game equals the published one. Per game, the chance of CONSISTENT is
     p_g = power_consistent(published sd, 3, 3, margin_g); the number of non-consistent
-    games is a sum of independent Bernoullis with mean E = sum(1 - p_g) (about 10 of 57
+    games is a sum of independent Bernoullis with mean E = sum(1 - p_g) (about 15 of 57
     for this column at the default margin: its large-spread games) and sd S; we require
     at most E + 4 S (a one-sided bound exceeded with probability < 1e-4 by the normal
     approximation) and at most 6 HIGHER/LOWER (false flags: each ~5%; Binomial(57, 0.05)
