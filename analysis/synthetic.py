@@ -130,11 +130,12 @@ def write_final_score_run(
     root: Path | str, *, final: float, env_id: str, seed: int, system: str = "cleanba-impala",
     architecture: str = "cleanba", layout: str = "a0-l0-d1",
     env_protocol: dict | None = None, total_frames: int = 200_000_000, episodes: int = 150,
-    sweep: str = "synthetic-final",
+    sweep: str = "synthetic-final", run_dir: Path | str | None = None,
 ) -> Path:
     """One completed run record (runrecord.RunWriter) whose final score is exactly
     `final` (final_score_history). `env_protocol` defaults to the paper's
-    (cleanba.envs.env_protocol); the frame budget is hyperparameters.total_frames."""
+    (cleanba.envs.env_protocol); the frame budget is hyperparameters.total_frames.
+    `run_dir`: where to write it (default <root>/runs/<run id>); its name is the run id."""
     from cleanba.envs import env_protocol as protocol_of
 
     proto = protocol_of(env_id) if env_protocol is None else env_protocol
@@ -143,7 +144,7 @@ def write_final_score_run(
     definition = {"system": system, "architecture": architecture, "env_id": env_id,
                   "seed": seed, "layout": lay.name, "final": final, "protocol": proto,
                   "total_frames": total_frames}
-    rid = run_id(definition)
+    rid = Path(run_dir).name if run_dir is not None else run_id(definition)
     manifest = {
         "run_id": rid, "sweep": sweep, "system": system, "architecture": architecture,
         "env_id": env_id, "seed": seed,
@@ -151,7 +152,7 @@ def write_final_score_run(
         "hyperparameters": {"total_frames": total_frames}, "env_protocol": proto,
         "provenance": {"synthetic": True},
     }
-    run_dir = Path(root) / "runs" / rid
+    run_dir = Path(run_dir) if run_dir is not None else Path(root) / "runs" / rid
     w = RunWriter(run_dir, manifest)
     h = final_score_history(final, total_frames=total_frames, episodes=episodes,
                             frames_per_step=int(proto["frame_skip"]))
