@@ -638,11 +638,11 @@ class Reproduce:
                                                      budget=res.budget_text)
                 print(f"wrote {info.png} and {info.pdf}")
             return res.exit_code
-        cols = ColumnMap(self.orb_step, self.orb_metric, self.orb_time)
+        orb_cols = ColumnMap(self.orb_step, self.orb_metric, self.orb_time)
         imported = RunSet()
         for d in self.orb:
             imported.extend(load_openrlbenchmark_dir(
-                d, columns=cols, declared=declaration(self.orb_protocol, self.orb_frames)))
+                d, columns=orb_cols, declared=declaration(self.orb_protocol, self.orb_frames)))
         _print_left_out(imported)
         chosen = [r for r in imported.included
                   if not self.orb_exp_name or r.manifest.get("system") in self.orb_exp_name]
@@ -676,6 +676,74 @@ class Reproduce:
         return comp.exit_code
 
 
+@dataclass(kw_only=True)
+class OrbImport:
+    """Write runs from openrlbenchmark's cache as run records (with their wandb
+    provenance and the protocol/budget you declare), so summary, report and verdicts
+    show them, marked as imported."""
+
+    cache: tyro.conf.Positional[Path]
+    """openrlbenchmark cache folder (<entity>/<project>/<run id>/run.json + run_df.csv)."""
+    out: Path
+    """Folder for the records (runs/<id>/ below it)."""
+    protocol: str | None = None
+    """The env protocol you vouch they ran under ('paper' or a JSON file); default unknown."""
+    frames: float | None = None
+    """The frame budget you vouch they ran for (e.g. 200e6); default unknown."""
+    metric: str = "charts/avg_episodic_return"
+    """History column of the returns."""
+    step: str = "global_step"
+    """History column of agent steps."""
+    exp_name: tuple[str, ...] = ()
+    """Keep only runs of these exp_names."""
+
+    def run(self) -> int:
+        from analysis.orb import load_orb_cache, write_imported_records
+
+        rs = load_orb_cache(self.cache, declaration(self.protocol, self.frames),
+                            columns=ColumnMap(self.step, self.metric))
+        _print_left_out(rs)
+        runs = [r for r in rs.included
+                if not self.exp_name or r.manifest.get("system") in self.exp_name]
+        if not runs:
+            raise AnalysisError(f"{self.cache}: no finished run to import"
+                                + (f" with exp_name in {list(self.exp_name)}"
+                                   if self.exp_name else ""))
+        for d in write_imported_records(runs, self.out):
+            print(f"wrote {d}")
+        _print_warnings(rs.warnings)
+        return EXIT_PASS
+
+
+@dataclass(kw_only=True)
+class OrbFetch:
+    """Download runs of a public wandb project into openrlbenchmark's cache layout (needs
+    network and wandb; e.g. --entity openrlbenchmark --project cleanba --filter
+    config.exp_name=cleanba_impala_a0_l0_d1_cpu10 --filter config.env_id=Breakout-v5)."""
+
+    entity: str
+    """wandb entity (user or team)."""
+    project: str
+    """wandb project."""
+    cache: Path
+    """Cache folder to write into (<entity>/<project>/<run id>/)."""
+    filter: tuple[str, ...] = ()
+    """KEY=VALUE wandb filters (ANDed), e.g. config.env_id=Breakout-v5."""
+
+    def run(self) -> int:
+        from analysis.orb import fetch_wandb
+
+        filters: dict[str, str] = {}
+        for f in self.filter:
+            if "=" not in f:
+                raise AnalysisError(f"bad --filter {f!r}: expected KEY=VALUE")
+            key, value = f.split("=", 1)
+            filters[key.strip()] = value.strip()
+        for d in fetch_wandb(self.entity, self.project, self.cache, filters):
+            print(f"cached {d}")
+        return EXIT_PASS
+
+
 Command = (
     Annotated[Summary, tyro.conf.subcommand("summary")]
     | Annotated[Aggregate, tyro.conf.subcommand("aggregate")]
@@ -686,6 +754,8 @@ Command = (
     | Annotated[Figures, tyro.conf.subcommand("figures")]
     | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]
     | Annotated[Reproduce, tyro.conf.subcommand("reproduce")]
+    | Annotated[OrbImport, tyro.conf.subcommand("orb-import")]
+    | Annotated[OrbFetch, tyro.conf.subcommand("orb-fetch")]
 )
 
 

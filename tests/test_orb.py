@@ -152,3 +152,24 @@ def test_our_cache_writer_matches_openrlbenchmarks(tmp_path):
     ra, rb = read_cached_run(src), read_cached_run(ours_dir)
     for col in ("env_steps", "frames", "episode_return", "wall_time_s"):
         assert np.array_equal(ra.episodes[col], rb.episodes[col])
+
+
+def test_imported_records_are_marked_in_summary_and_report(tmp_path, capsys):
+    from analysis.report import build_report_assets
+
+    cache, recs = tmp_path / "cache", tmp_path / "imported"
+    write_orb_cache(cache)
+    assert main(["orb-import", str(cache), "--out", str(recs), "--protocol", "paper",
+                 "--frames", "200e6"]) == 0
+    assert capsys.readouterr().out.count("wrote ") == 6
+    assert main(["summary", str(recs)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("imported: wandb:openrlbenchmark/cleanba/") == 6
+    assert "protocol paper, frame budget 200,000,000 (declared on import)" in out
+    write_native(tmp_path / "mine")
+    res = build_report_assets([recs, tmp_path / "mine"], tmp_path / "report", reps=50,
+                              aggregate_reps=100)
+    table = next(t for t in res["tables"] if t["name"] == "imported_runs")
+    assert table["markdown"].count("https://wandb.ai/openrlbenchmark/cleanba/runs/") == 6
+    assert any("imported:openrlbenchmark/cleanba" in t["markdown"] for t in res["tables"]
+               if t["name"] == "per_game")
