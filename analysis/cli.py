@@ -10,7 +10,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import tyro
@@ -27,6 +27,7 @@ from analysis.load import (
     load_runs,
     manifest_get,
 )
+from analysis.margins import margin
 from analysis.metrics import AGGREGATES
 from analysis.normalize import parse_normalisers
 from analysis.orb import declaration, imported_text, is_imported
@@ -40,10 +41,10 @@ from analysis.report import (
     match_groups,
 )
 from analysis.scores import DEFAULT_POINTS, GroupScores
+from analysis.seedplan import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.staleness import audit
 from analysis.tables import TableData, aggregate_table, ci_text, paper_table
 from analysis.verdicts import (
-    DEFAULT_DELTA,
     equivalence,
     per_seed_iqm,
     regression,
@@ -88,6 +89,9 @@ class RecordArgs:
     normaliser: tuple[str, ...] = ()
     """Extra score normalisers ENV=LOW,HIGH (e.g. MyEnv-v0=0,100); Atari and CartPole-v1
     are built in."""
+    allow_protocol_mismatch: bool = False
+    """Pool or compare runs whose recorded env protocols differ (sticky actions, episode
+    cap, ...); without it such runs are refused (exit 2). A warning says so."""
 
     def runset(self) -> RunSet:
         if self.last_n < 1:
@@ -120,7 +124,8 @@ class RecordArgs:
             raise AnalysisError("no completed runs with episodes to analyse")
         return analyse(rs, group_by=self.group_by, last_n=self.last_n, points=self.points,
                        normalisers=parse_normalisers(self.normaliser),
-                       separate_systems=separate_systems)
+                       separate_systems=separate_systems,
+                       allow_protocol_mismatch=self.allow_protocol_mismatch)
 
 
 def _print_left_out(rs: RunSet) -> None:
@@ -316,9 +321,10 @@ class Equivalence(RecordArgs):
     reference: str | None = None
     """Reference group (label or layout name, e.g. a0-l0-d1); default: the group with the
     smallest hardware (fewest processes, then devices, then layout name)."""
-    delta: float = DEFAULT_DELTA
-    """Equivalence margin in normalised units (HNS on Atari), fixed beforehand. 0.16 HNS
-    gives ~80% power at 3 seeds when the per-seed IQM sd is ~0.063 (docs/analysis.md)."""
+    delta: float | None = None
+    """Equivalence margin in normalised units, fixed beforehand; default per suite: 0.16
+    HNS on Atari, 0.2 of the normalised range elsewhere (analysis.margins). Check the power
+    of your seeds with `python -m analysis plan-seeds`."""
     json_out: Path | None = None
     """Write the verdict as JSON here (a list under "comparisons" when there are several)."""
     bitwise_only: bool = False
@@ -329,9 +335,11 @@ class Equivalence(RecordArgs):
         _print_warnings(a.warnings)
         multi = len(a.suites) > 1
         pairs = []
+        suite_of: dict[int, str] = {}
         for name, suite in zip(a.suite_names, a.suites, strict=True):
             pre = f"{name}: " if multi else ""
             pairs += [(pre, x, y) for x, y in equivalence_pairs(suite, self.a, self.reference)]
+            suite_of.update({id(gs): name for gs in suite.values()})
         if not pairs:
             groups = list(_groups(a))
             if self.a is not None or self.reference is not None:
@@ -351,7 +359,8 @@ class Equivalence(RecordArgs):
                 results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict()})
                 code = max(code, EXIT_PASS if bw.identical else 1)
                 continue
-            res = equivalence(ga, gb, self.delta)
+            m = margin(suite_of[id(ga)], self.delta, parse_normalisers(self.normaliser))
+            res = equivalence(ga, gb, m.value, margin=m.describe())
             rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
                      f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
                      f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"]
@@ -371,15 +380,18 @@ class Equivalence(RecordArgs):
 
 @dataclass(kw_only=True)
 class Regression:
-    """CI gate: PASS when the one-sided lower bound of new - reference (per-seed IQM of
-    final normalised score) is above -delta. Exit 0 PASS, 1 REGRESSION, 2 error."""
+    """CI gate: PASS when the one-sided lower bound of new - reference (per independent
+    seed: IQM over games of the final normalised score; layout copies of a seed are
+    averaged first) is above -delta. Exit 0 PASS, 1 REGRESSION, 2 error (including
+    different games or env protocols on the two sides)."""
 
     new: Path
-    """Run/sweep folder of the new version."""
+    """Run/sweep folder of the new version (one system; --where to select one)."""
     reference: str
     """Run/sweep folder of the reference, or a published number (same units)."""
-    delta: float
-    """Tolerated drop in normalised units."""
+    delta: float | None = None
+    """Tolerated drop in normalised units; default: the suite's margin (0.16 HNS on
+    Atari, 0.2 of the normalised range elsewhere; analysis.margins)."""
     metric: Literal["final", "auc"] = "final"
     """Per-seed value: IQM over tasks of the final score or of the normalised AUC."""
     confidence: float = 0.95
@@ -390,33 +402,121 @@ class Regression:
     """Final score = mean return of the last N episodes."""
     normaliser: tuple[str, ...] = ()
     """Extra normalisers ENV=LOW,HIGH."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs whose recorded env protocols differ (a warning says so)."""
+    worst: int = 5
+    """Games listed in the per-game breakdown (worst new - reference first)."""
     json_out: Path | None = None
     """Write the verdict as JSON here."""
 
-    def _values(self, path: Path) -> np.ndarray:
+    def _side(self, path: Path, side: str) -> tuple[str, list[GroupScores]]:
+        """(suite, the side's groups: one per layout) of one system and one suite."""
         args = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n,
-                          normaliser=self.normaliser, group_by="")
-        a = args.analysis(separate_systems=False)
-        groups = _groups(a)
-        if len(groups) != 1:
-            raise AnalysisError(f"{path}: runs form {len(groups)} suites/groups "
-                                f"{list(groups)}; narrow them with --where")
-        gs = next(iter(groups.values()))
-        return per_seed_iqm(gs.final if self.metric == "final" else gs.auc)
+                          normaliser=self.normaliser)
+        a = args.analysis()
+        _print_warnings(a.warnings)
+        if len(a.suites) != 1:
+            raise AnalysisError(f"{side} {path}: runs form {len(a.suites)} suites "
+                                f"{a.suite_names}; select one with --where env_id=...")
+        groups = list(a.suites[0].values())
+        families = {manifest_family(gs) for gs in groups}
+        if len(families) != 1:
+            raise AnalysisError(f"{side} {path}: runs of {len(families)} systems/architectures "
+                                f"{sorted(map(str, families))}; select one with --where "
+                                "system=...")
+        return a.suite_names[0], groups
 
     def run(self) -> int:
-        new = self._values(self.new)
+        from analysis.margins import margin
+        from analysis.protocol import check_same_protocol
+        from analysis.replicates import collapse_seed_copies
+        from analysis.verdicts import regression_gate
+
+        suite, new = self._side(self.new, "new")
+        m = margin(suite, self.delta, parse_normalisers(self.normaliser))
+        warnings: list[str] = []
         try:
-            ref: float | np.ndarray = float(self.reference)
+            number: float | None = float(self.reference)
         except ValueError:
-            ref = self._values(Path(self.reference))
-        res = regression(new, ref, self.delta, self.confidence)
+            number = None
+        if number is not None:
+            seeds = collapse_seed_copies(new, "new", attr=self.metric)
+            res = regression(per_seed_iqm(seeds.values), number, m.value, self.confidence)
+            res.new_seeds, res.margin, res.games = seeds.describe(), m.describe(), seeds.tasks
+        else:
+            ref_suite, ref = self._side(Path(self.reference), "reference")
+            if ref_suite != suite:
+                raise AnalysisError(f"new runs are {suite}, the reference {ref_suite}: "
+                                    "nothing to compare")
+            warnings = check_same_protocol(
+                {"new": [r for g in new for r in g.runs.values()],
+                 "reference": [r for g in ref for r in g.runs.values()]},
+                allow_mismatch=self.allow_protocol_mismatch)
+            res = regression_gate(new, ref, m.value, confidence=self.confidence,
+                                  score=self.metric, margin=m.describe())
+            res.notes += warnings
         print(res.line())
+        if len(res.per_game) > 1:
+            print("worst games (new - reference):")
+            print("\n".join(res.game_lines(self.worst)))
         for n in res.notes:
             print(f"note: {n}")
         if self.json_out:
             write_json(self.json_out, res.as_dict())
         return res.exit_code
+
+
+@dataclass(kw_only=True)
+class PlanSeeds(RecordArgs):
+    """Seed planner: power of the equivalence test (TOST, both metrics) and of the
+    regression gate at 3/5/10/20 seeds, seeds needed for 80% and 90% power, and the
+    smallest margin reachable at 80% for --for-seeds seeds, by simulating the verdict code
+    with the per-seed spread of pilot runs (folders) or a given --sd."""
+
+    sd: float | None = None
+    """Per-seed sd of the metric (normalised units) instead of pilot runs."""
+    auc_sd: float | None = None
+    """With --sd: the AUC metric's sd (default: --sd)."""
+    correlation: float = 0.0
+    """With --sd: correlation of final score and AUC per seed (0 is the cautious choice:
+    requiring two metrics to pass costs most power when they are independent)."""
+    suite: str = "Atari"
+    """With --sd: the suite whose default margin applies (Atari or an env id)."""
+    delta: float | None = None
+    """Equivalence margin (default: the suite's, analysis.margins)."""
+    gate_delta: float | None = None
+    """Regression gate margin (default: --delta)."""
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    """Seeds per side at which to give the power."""
+    for_seeds: int = 3
+    """Seeds per side for the smallest margin reachable at 80% power."""
+    sims: int = DEFAULT_SIMS
+    """Simulations per (verdict, seed count)."""
+    seed: int = 0
+    """Seed of the simulations (same seed, same table)."""
+
+    def run(self) -> int:
+        from analysis.seedplan import given_spread, plan, spread_from_analysis
+
+        if self.sd is not None:
+            if self.inputs or self.orb:
+                raise AnalysisError("give pilot run folders or --sd, not both")
+            spread, suite = given_spread(self.sd, self.auc_sd, self.correlation), self.suite
+        else:
+            a = self.analysis()
+            _print_warnings(a.warnings)
+            if len(a.suites) != 1:
+                raise AnalysisError(f"pilot runs form {len(a.suites)} suites {a.suite_names}; "
+                                    "plan one at a time (--where env_id=...)")
+            spread, suite = spread_from_analysis(a), a.suite_names[0]
+        norms = parse_normalisers(self.normaliser)
+        eq = margin(suite, self.delta, norms)
+        gate = margin(suite, self.gate_delta if self.gate_delta is not None else self.delta,
+                      norms)
+        print(f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}")
+        print(plan(spread, eq.value, gate.value, seeds=self.seeds, for_seeds=self.for_seeds,
+                   sims=self.sims, seed=self.seed).text())
+        return EXIT_PASS
 
 
 @dataclass(kw_only=True)
@@ -478,8 +578,8 @@ class Figures:
     """Output folder."""
     group_by: str = "layout.name"
     """Dotted manifest keys that define groups (comma-separated)."""
-    delta: float = DEFAULT_DELTA
-    """Equivalence margin (normalised units)."""
+    delta: float | None = None
+    """Equivalence margin (normalised units); default per suite (analysis.margins)."""
     seed: int = 0
     """Bootstrap seed."""
     reps: int = CURVE_REPS
@@ -491,13 +591,22 @@ class Figures:
     reference: str | None = None
     """Reference group of the equivalence verdicts (label or layout name, e.g. a0-l0-d1);
     default: the group with the smallest hardware."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs whose recorded env protocols differ (a warning says so)."""
 
     def run(self) -> int:
+        for d in self.inputs:
+            if not Path(d).is_dir():
+                raise AnalysisError(f"{d}: no such folder (expected a run or sweep folder)")
+        if not any(True for d in self.inputs for _ in Path(d).rglob("manifest.json")):
+            raise AnalysisError(f"no run records (manifest.json) under "
+                                f"{', '.join(map(str, self.inputs))}")
         res = build_report_assets(list(self.inputs), self.out, group_by=self.group_by,
                                   delta=self.delta, seed=self.seed, reps=self.reps,
                                   aggregate_reps=self.aggregate_reps,
                                   normalisers=parse_normalisers(self.normaliser),
-                                  reference=self.reference)
+                                  reference=self.reference,
+                                  allow_protocol_mismatch=self.allow_protocol_mismatch)
         for f in res["figures"]:
             print(f"figure {f['name']}: {f['png']}")
         for t in res["tables"]:
@@ -750,6 +859,7 @@ Command = (
     | Annotated[Curves, tyro.conf.subcommand("curves")]
     | Annotated[Equivalence, tyro.conf.subcommand("equivalence")]
     | Annotated[Regression, tyro.conf.subcommand("regression")]
+    | Annotated[PlanSeeds, tyro.conf.subcommand("plan-seeds")]
     | Annotated[Staleness, tyro.conf.subcommand("staleness")]
     | Annotated[Figures, tyro.conf.subcommand("figures")]
     | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]
@@ -759,9 +869,29 @@ Command = (
 )
 
 
+def _subcommands() -> dict[str, type]:
+    """{name: config class} of every subcommand in Command."""
+    import typing
+
+    out = {}
+    for member in typing.get_args(Command):
+        cls, *meta = typing.get_args(member)
+        out[next(m.name for m in meta if hasattr(m, "name"))] = cls
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    cmd = tyro.cli(Command, args=argv, prog="python -m analysis",  # type: ignore[call-overload]
-                   description=__doc__)
+    args = list(sys.argv[1:] if argv is None else argv)
+    sub = _subcommands()
+    cmd: Any
+    if args and args[0] in sub:
+        # Parse one subcommand on its own, so that an unknown flag's "perhaps you meant"
+        # suggestions come from the flags this subcommand accepts, not from the others'.
+        cmd = tyro.cli(sub[args[0]], args=args[1:],  # type: ignore[call-overload]
+                       prog=f"python -m analysis {args[0]}")
+    else:
+        cmd = tyro.cli(Command, args=args, prog="python -m analysis",  # type: ignore[call-overload]
+                       description=__doc__)
     try:
         return int(cmd.run())
     except (AnalysisError, RecordError) as e:

@@ -21,6 +21,8 @@ from analysis.errors import AnalysisError
 from runrecord import RecordError, Run, Table, find_run_dirs, load_run, schema
 
 DEFAULT_LAST_N = 100
+IMPORTED_PROTOCOL = {"recorded_by": "openrlbenchmark export (protocol not declared)"}
+"""The env protocol given to openrlbenchmark imports, which record none."""
 
 
 @dataclass
@@ -76,6 +78,11 @@ def _reason(run: Run) -> str:
     return f"status {run.status}" + (f": {msg}" if msg else "")
 
 
+def is_seed(value: Any) -> bool:
+    """A manifest seed is an integer (JSON int; not a bool, float or string)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def load_runs(inputs: Iterable[Path | str]) -> RunSet:
     """Every run record under each input folder (a run folder, a sweep, or a results root).
 
@@ -111,6 +118,11 @@ def load_runs(inputs: Iterable[Path | str]) -> RunSet:
             elif not run.manifest.get("env_id"):
                 out.left_out.append(LeftOut(run.run_id, run.status, "manifest has no env_id",
                                             str(run_dir)))
+            elif not is_seed(run.manifest.get("seed")):
+                out.left_out.append(LeftOut(
+                    run.run_id, run.status, f"manifest seed {run.manifest.get('seed')!r} is not "
+                    "an integer (the seed identifies the replicate; valid: e.g. 1)",
+                    str(run_dir)))
             else:
                 out.included.append(run)
     return out
@@ -277,6 +289,10 @@ def load_openrlbenchmark_csv(
         "env_id": env_id,
         "seed": seed,
         "layout": {"name": group},
+        # Exports record no env protocol. They are marked as one shared, undeclared
+        # protocol: imports pool with each other, but the protocol guard refuses to
+        # compare them with records that declare theirs (analysis.protocol).
+        "env_protocol": dict(IMPORTED_PROTOCOL),
         "status": schema.COMPLETED,
         "source": str(path),
         "summary": {"frames": float(steps[-1] * frames_per_step) if n else None,

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -24,11 +24,13 @@ from analysis.bootstrap import Interval, interval_estimates
 from analysis.curves import CURVE_REPS, efficiency_curve
 from analysis.errors import AnalysisError
 from analysis.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
+from analysis.margins import Margin, margin
 from analysis.metrics import AGGREGATES
+from analysis.protocol import ProtocolMismatch, check_same_protocol
 from analysis.scores import DEFAULT_POINTS, GroupScores, group_runs, runs_by_suite, scores_by_group
 from analysis.staleness import audit
 from analysis.tables import TableData, aggregate_table
-from analysis.verdicts import DEFAULT_DELTA, equivalence, write_json
+from analysis.verdicts import equivalence, write_json
 from runrecord import RecordError
 from runrecord.layout import LayoutError, parse_layout
 
@@ -75,10 +77,17 @@ def analyse(
     points: int = DEFAULT_POINTS,
     normalisers: Mapping[str, tuple[float, float]] | None = None,
     separate_systems: bool = True,
+    allow_protocol_mismatch: bool = False,
+    on_protocol_mismatch: Literal["raise", "skip"] = "raise",
 ) -> Analysis:
     """Load runs, split them into suites (runs_by_suite), then group and score each
     suite's runs on the suite's own frame grid. Groups that cannot be scored (e.g. no seed
-    covers every env) are reported in warnings and skipped."""
+    covers every env) are reported in warnings and skipped.
+
+    Protocol guard: the runs of a suite are pooled and compared only when they recorded
+    the same env protocol (analysis.protocol). A mismatch raises ProtocolMismatch (exit 2
+    in the CLI) naming the differing keys, or with on_protocol_mismatch="skip" leaves the
+    suite out with a warning; allow_protocol_mismatch keeps it, with a warning."""
     runset = inputs if isinstance(inputs, RunSet) else load_runs(inputs)
     if isinstance(group_by, str):
         keys = group_keys(group_by) if separate_systems else [
@@ -91,6 +100,14 @@ def analyse(
     by_suite = runs_by_suite(runset.included)
     for suite_name, runs in by_suite.items():
         pre = f"{suite_name}: " if len(by_suite) > 1 else ""
+        try:
+            warnings += [pre + w for w in check_same_protocol(
+                group_runs(runs, keys), allow_mismatch=allow_protocol_mismatch)]
+        except ProtocolMismatch as e:
+            if on_protocol_mismatch == "raise":
+                raise
+            warnings.append(f"{pre}suite left out: {e}")
+            continue
         scored: dict[str, GroupScores] = {}
         for g, rs in group_runs(runs, keys).items():
             try:
@@ -214,13 +231,14 @@ def build_report_assets(
     out_dir: Path,
     *,
     group_by: str = "layout.name",
-    delta: float = DEFAULT_DELTA,
+    delta: float | None = None,
     seed: int = 0,
     reps: int = CURVE_REPS,
     aggregate_reps: int = AGGREGATE_REPS,
     last_n: int = DEFAULT_LAST_N,
     normalisers: Mapping[str, tuple[float, float]] | None = None,
     reference: str | None = None,
+    allow_protocol_mismatch: bool = False,
 ) -> dict:
     """Write the report's figures, tables and verdicts into `out_dir`; return their index:
 
@@ -235,11 +253,13 @@ def build_report_assets(
     `_<suite>` suffix, its titles, verdict lines and warnings a `<suite>: ` prefix.
     Groups are (system, architecture, *group_by); equivalence compares, within each
     (system, architecture) of each suite, every group with the reference group at margin
-    `delta`: the group that `reference` names (group label or layout name, e.g.
+    `delta` (None: each suite's default, analysis.margins): the group that `reference` names (group label or layout name, e.g.
     "a0-l0-d1"), by default the one with the smallest hardware (choose_reference). `reps`: bootstrap reps for curves and
     performance profiles; `aggregate_reps`: for aggregate CIs. Never raises for data that
     merely cannot be compared (a single group, unfinished runs, envs without normaliser):
-    it says why in warnings.
+    it says why in warnings. A suite whose runs recorded different env protocols is left
+    out with a warning naming the keys, unless `allow_protocol_mismatch` (then a warning
+    says the comparison crosses protocols).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -288,7 +308,9 @@ def build_report_assets(
             usable.included.append(r)
         except AnalysisError as e:
             warnings.append(f"run {r.run_id} left out of scores: {e}")
-    analysis = analyse(usable, group_by=group_by, last_n=last_n, normalisers=normalisers)
+    analysis = analyse(usable, group_by=group_by, last_n=last_n, normalisers=normalisers,
+                       allow_protocol_mismatch=allow_protocol_mismatch,
+                       on_protocol_mismatch="skip")
     warnings += analysis.warnings
     if not analysis.suites:
         warnings.append("no group could be scored")
@@ -301,13 +323,15 @@ def build_report_assets(
         score = "HNS" if suite_name == "Atari" else "normalised score"
         if not multi:
             _suite_assets(result, suite, out_dir, "", label, score,
-                          group_by=analysis.group_by, delta=delta, seed=seed, reps=reps,
+                          group_by=analysis.group_by,
+                          delta=margin(suite_name, delta, normalisers), seed=seed, reps=reps,
                           aggregate_reps=aggregate_reps, reference=reference)
             continue
         part: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [], "warnings": []}
         slug = _slug(suite_name)
         _suite_assets(part, suite, out_dir / slug, f"_{slug}", label, score,
-                      group_by=analysis.group_by, delta=delta, seed=seed, reps=reps,
+                      group_by=analysis.group_by,
+                      delta=margin(suite_name, delta, normalisers), seed=seed, reps=reps,
                       aggregate_reps=aggregate_reps, reference=reference)
         pre = f"{suite_name}: "
         result["figures"] += [{**f, "title": pre + f["title"], "suite": suite_name}
@@ -327,7 +351,7 @@ def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
 
 
 def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sfx: str,
-                  label: str, score: str, *, group_by: list[str], delta: float, seed: int,
+                  label: str, score: str, *, group_by: list[str], delta: Margin, seed: int,
                   reps: int, aggregate_reps: int, reference: str | None) -> None:
     warnings: list[str] = result["warnings"]
     add_fig = result["figures"].append
@@ -392,7 +416,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                 continue
             subject = f"{other.group} vs {ref.group}"
             try:
-                res = equivalence(other, ref, delta)
+                res = equivalence(other, ref, delta.value, margin=delta.describe())
             except AnalysisError as e:
                 warnings.append(f"no equivalence verdict for {subject}: {e}")
                 continue

@@ -142,7 +142,8 @@ def group_scores(
     warnings: list[str] = []
     by_cell: dict[tuple[int, str], Run] = {}
     for r in runs:
-        cell = (int(r.manifest.get("seed") or 0), str(r.manifest["env_id"]))
+        # load_runs left out runs whose seed is not an integer (analysis.load.is_seed).
+        cell = (int(r.manifest["seed"]), str(r.manifest["env_id"]))
         if cell in by_cell:
             differ = differing_keys(by_cell[cell].manifest, r.manifest)
             hint = (f"they differ in {differ[:4]}; add one to --group-by (e.g. --group-by "

@@ -112,6 +112,9 @@ class Report(Select):
     """Equivalence margin; default: the sweep's [report] delta."""
     reps: int | None = None
     """Bootstrap replicates; default: the sweep's [report] reps or the analysis default."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs whose recorded env protocols differ (the report warns); without it a
+    benchmark whose runs differ in protocol gets no figures or verdicts, with a warning."""
 
 
 @dataclass
@@ -121,7 +124,10 @@ class Regress(Select):
     reference: Path | None = None
     """Reference run records (folder); default: the sweep's [regression] reference."""
     delta: float | None = None
-    """Allowed drop of the normalised score; default: the sweep's [regression] delta."""
+    """Allowed drop of the normalised score; default: the sweep's [regression] delta, else
+    the suite's default margin (analysis.margins)."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs whose recorded env protocols differ (a warning says so)."""
 
 
 Command = (

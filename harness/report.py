@@ -159,7 +159,8 @@ def planned_run_dirs(sweep: Sweep, store: Store) -> list[Path]:
 
 
 def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
-                 reps: int | None = None) -> tuple[Path, dict]:
+                 reps: int | None = None, allow_protocol_mismatch: bool = False
+                 ) -> tuple[Path, dict]:
     """Write <sweep>/report/ and its index.html; return (page path, assets)."""
     from analysis.report import build_report_assets
 
@@ -176,6 +177,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
         opts["seed"] = int(sweep.report["seed"])
     if "reference" in sweep.report:
         opts["reference"] = str(sweep.report["reference"])
+    if allow_protocol_mismatch:  # the report's warnings then say which protocols differ
+        opts["allow_protocol_mismatch"] = True
     # One call: analysis splits runs into suites (Atari; each other env) before grouping,
     # and writes each suite into its own subfolder when there are several.
     assets = build_report_assets(planned_run_dirs(sweep, store), out_dir, **opts)
@@ -208,7 +211,8 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
         print(f"error: no runs of sweep {sweep.name} under {store.runs_dir}; "
               "run `python -m harness run` first", file=sys.stderr)
         return 2
-    page, assets = build_report(sweep, store, delta=cmd.delta, reps=cmd.reps)
+    page, assets = build_report(sweep, store, delta=cmd.delta, reps=cmd.reps,
+                                allow_protocol_mismatch=cmd.allow_protocol_mismatch)
     print(f"report: {page}")
     for w in assets.get("warnings", []):
         print(f"warning: {w}")
@@ -220,41 +224,47 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
 # --------------------------------------------------------------------------- regression
 
 
-def _per_seed_values(runs, system: str, layout: str, games: list[str]):
-    """Per-seed IQM over `games` of the final normalised score of one system on one layout."""
+def _layout_groups(runs, system: str, layouts: list[str], games: list[str], side: str):
+    """{suite: [GroupScores of each layout]} of one system's runs on the selected games.
+    A selected layout without a completed run is a data error: a layout that stops
+    working must fail the gate too."""
     from analysis.errors import AnalysisError
     from analysis.load import RunSet
     from analysis.report import analyse
-    from analysis.verdicts import per_seed_iqm
 
-    chosen = RunSet(included=[
-        r for r in runs.included
-        if r.manifest.get("system") == system and (r.manifest.get("layout") or {}).get("name")
-        == layout and r.manifest.get("env_id") in games])
-    if not chosen.included:
-        raise AnalysisError(f"no completed run of {system} on {layout} ({', '.join(games)})")
-    a = analyse(chosen, group_by="", separate_systems=False)
-    groups = {g: gs for suite in a.suites for g, gs in suite.items()}
-    if len(groups) != 1:
-        raise AnalysisError(f"{system} on {layout}: runs form {len(groups)} groups; expected "
-                            f"one ({'; '.join(a.warnings)})")
-    return per_seed_iqm(next(iter(groups.values())).final)
+    chosen = [r for r in runs.included
+              if r.manifest.get("system") == system and r.manifest.get("env_id") in games
+              and (r.manifest.get("layout") or {}).get("name") in layouts]
+    a = analyse(RunSet(included=chosen), group_by="layout.name")
+    out: dict[str, list] = {}
+    found: set[str] = set()
+    for suite, groups in zip(a.suite_names, a.suites, strict=True):
+        for gs in groups.values():
+            found.add(str((next(iter(gs.runs.values())).manifest.get("layout") or {})["name"]))
+            out.setdefault(suite, []).append(gs)
+    missing = [lay for lay in layouts if lay not in found]
+    if missing:
+        why = "; ".join(a.warnings)
+        raise AnalysisError(f"{side}: no completed run of {system} on layout(s) {missing} "
+                            f"({', '.join(games)}){': ' + why if why else ''}")
+    return out
 
 
-def regress(sweep: Sweep, store: Store, reference: Path, delta: float) -> tuple[int, list[str]]:
-    """One regression verdict per system of the [regression] selection.
+def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
+            allow_protocol_mismatch: bool = False) -> tuple[int, list[str]]:
+    """One regression verdict per system (and suite) of the [regression] selection.
 
-    The replicates of a system are its (layout, seed) runs: layouts are hardware only, so
-    every layout's seeds estimate the same score, and pooling them makes the bound tighter
-    than 3 seeds alone could. Each replicate is the IQM over the selected games of the
-    final normalised score. A layout with no completed run is a data error (exit 2): a
-    layout that stops working must fail the gate too.
+    The unit is the seed: a system's runs of one seed on several layouts are copies (the
+    same env streams and keys), so each side is reduced to one value per distinct seed,
+    the mean over its layouts (analysis.verdicts.regression_gate), and the verdict line
+    says how many independent seeds each side has. Refuses (exit 2) when the two sides'
+    games or env protocols differ, or a layout has no completed run.
     """
-    import numpy as np
-
     from analysis.errors import AnalysisError
     from analysis.load import load_runs
-    from analysis.verdicts import regression
+    from analysis.margins import margin
+    from analysis.protocol import check_same_protocol
+    from analysis.verdicts import regression_gate
 
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
@@ -264,22 +274,46 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float) -> tuple[
     ref_runs = load_runs([reference])
     lines: list[str] = []
     code = 0
+
+    def sel(runs, system):
+        return [r for r in runs.included if r.manifest.get("system") == system
+                and r.manifest.get("env_id") in games]
+
     for system in systems:
         mine = sorted({s.layout.name for s in sweep.runs
                        if s.system == system and s.env_id in games and s.layout.name in layouts})
         if not mine:
             continue
         try:
-            new = np.concatenate([_per_seed_values(new_runs, system, lay, games) for lay in mine])
-            ref = np.concatenate([_per_seed_values(ref_runs, system, lay, games) for lay in mine])
-            res = regression(new, ref, delta)
+            new_games = sorted({str(r.manifest["env_id"]) for r in sel(new_runs, system)})
+            ref_games = sorted({str(r.manifest["env_id"]) for r in sel(ref_runs, system)})
+            if new_games != ref_games:
+                raise AnalysisError(
+                    f"new runs cover {new_games}, the reference {ref_games} (missing in the "
+                    f"reference: {sorted(set(new_games) - set(ref_games))}; missing in the new "
+                    f"runs: {sorted(set(ref_games) - set(new_games))})")
+            lines += check_same_protocol(
+                {"new": sel(new_runs, system), "reference": sel(ref_runs, system)},
+                allow_mismatch=allow_protocol_mismatch)
+            new = _layout_groups(new_runs, system, mine, games, "new runs")
+            ref = _layout_groups(ref_runs, system, mine, games, "reference")
+            for suite in new:
+                if suite not in ref:
+                    raise AnalysisError(f"the reference has no {suite} runs of {system}")
+                m = margin(suite, delta)
+                res = regression_gate(new[suite], ref[suite], m.value, margin=m.describe())
+                pre = f"{system} {suite}" if len(new) > 1 else system
+                lines.append(f"{pre} ({len(mine)} layout(s), {len(res.games)} game(s)): "
+                             f"{res.line()}")
+                lines += [f"note: {n}" for n in res.notes]
+                if len(res.games) > 1:
+                    lines.append(f"{pre}: worst games (new - reference):")
+                    lines += res.game_lines()
+                code = max(code, res.exit_code)
         except AnalysisError as e:
             lines.append(f"ERROR {system}: {e}")
             code = max(code, 2)
             continue
-        lines.append(f"{system} ({len(mine)} layouts x seeds, {', '.join(games)}): "
-                     f"{res.line()}")
-        code = max(code, res.exit_code)
     if not lines:
         lines.append("ERROR: the [regression] selection matches no run of this sweep")
         code = 2
@@ -300,12 +334,11 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
         print(f"error: reference {ref} does not exist", file=sys.stderr)
         return 2
     delta = cmd.delta if cmd.delta is not None else sweep.regression.get("delta")
-    if delta is None:
-        print("error: no delta: give --delta D or set [regression] delta", file=sys.stderr)
-        return 2
-    code, lines = regress(sweep, store, ref, float(delta))
+    code, lines = regress(sweep, store, ref, None if delta is None else float(delta),
+                          allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False))
     for line in lines:
         print(f"regression: {line}")
     verdict = {0: "PASS", 1: "REGRESSION", 2: "ERROR"}[code]
-    print(f"regression verdict: {verdict} (reference {ref}, delta {delta})")
+    shown = delta if delta is not None else "suite default"
+    print(f"regression verdict: {verdict} (reference {ref}, delta {shown})")
     return code

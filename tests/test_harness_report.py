@@ -127,6 +127,8 @@ def test_regress_passes_on_equal_and_fails_on_worse(swept):
     p = harness("regress", "--sweep", str(files["new"]), "--results-root", str(root))
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.count("PASS") >= 2  # one verdict (fake-ppo) and the overall line
+    # 2 layouts x 3 seeds: 3 independent seeds per side, not 6
+    assert p.stdout.count("3 seeds (6 runs: layout copies averaged per seed)") == 2
     p = harness("regress", "--sweep", str(files["worse"]), "--results-root", str(root))
     assert p.returncode == 1, p.stdout + p.stderr
     assert "REGRESSION" in p.stdout
@@ -134,6 +136,16 @@ def test_regress_passes_on_equal_and_fails_on_worse(swept):
     p = harness("regress", "--sweep", str(files["worse"]), "--results-root", str(root),
                 "--reference", str(root / "nope"))
     assert p.returncode == 2 and "does not exist" in p.stderr
+    # A reference whose runs cover other games: the gate refuses (exit 2) and names them.
+    other = root / "other-ref"
+    shutil.copytree(root / "ref" / "runs", other)
+    for m in other.rglob("manifest.json"):
+        d = json.loads(m.read_text())
+        m.write_text(json.dumps({**d, "env_id": "Acrobot-v1"}))
+    p = harness("regress", "--sweep", str(files["new"]), "--results-root", str(root),
+                "--reference", str(other))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "missing in the reference: ['CartPole-v1']" in p.stdout
 
 
 def test_report_analyses_each_benchmark_apart(tmp_path):
