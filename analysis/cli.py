@@ -691,8 +691,9 @@ class Reproduce:
     """Table verdicts: per-game margin = max(relative x |published HNS|, absolute)."""
     absolute_margin: float = 0.1
     """Table verdicts: smallest per-game margin in HNS."""
-    delta: float = DEFAULT_DELTA
-    """Runs verdicts (--orb): equivalence margin on per-seed IQM HNS."""
+    delta: float | None = None
+    """Runs verdicts (--orb): equivalence margin on per-seed IQM (default: the suite's,
+    0.16 HNS on Atari; analysis.margins)."""
     allow_protocol_mismatch: bool = False
     """Compare runs made under another env protocol (every line says so)."""
     allow_budget_mismatch: bool = False

@@ -22,8 +22,10 @@ state is `finished`; others are left out with their state) whose manifest carrie
 - `system` = the run's `exp_name` (e.g. cleanba_impala_a0_l0_d1_cpu10), `layout.name` =
   `imported:<entity>/<project>` so group labels say "imported";
 - `env_protocol` and `hyperparameters.total_frames` ONLY as the user declared them
-  (`Declaration`): wandb records neither, so undeclared means unknown, which the protocol
-  guard treats as a mismatch unless explicitly allowed.
+  (`Declaration`): wandb records neither. An undeclared protocol is the marker
+  analysis.load.IMPORTED_PROTOCOL (imports pool with each other, but match no record's
+  protocol: the guard refuses the comparison unless explicitly allowed); an undeclared
+  budget is unknown, which the budget guard refuses likewise.
 
 `fetch_wandb` (network: cannot run in this project's CI) writes wandb's public-API runs
 into the same layout, so both paths share `read_cached_run`.

@@ -181,24 +181,23 @@ def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
                      true_diff: float = 0.0, sims: int = POWER_SIMULATIONS,
                      seed: int = 0) -> float:
     """P(CONSISTENT) when the true difference is `true_diff` and both sides' seeds have
-    sd `sd` (simulated Welch TOST on `sims` draws of the summary statistics; one user
-    seed borrows the published spread, as welch_from_summary does)."""
+    sd `sd`: simulated draws decided by the verdicts' own vectorised TOST core
+    (analysis.verdicts.tost_passes, as the seed planner does); one user seed borrows the
+    published spread, as welch_from_summary does."""
+    from analysis.verdicts import t_quantile, tost_passes
+
     if sd == 0:
         return float(abs(true_diff) < margin)
     rng = np.random.Generator(np.random.PCG64(seed))
-    ma = rng.normal(true_diff, sd / math.sqrt(n_user), sims)
-    mb = rng.normal(0.0, sd / math.sqrt(n_published), sims)
-    vb = sd**2 * rng.chisquare(n_published - 1, sims) / (n_published - 1)
-    va = vb if n_user == 1 else sd**2 * rng.chisquare(n_user - 1, sims) / (n_user - 1)
-    sa, sb = va / n_user, vb / n_published
-    se = np.sqrt(sa + sb)
-    if n_user == 1:
-        df = np.full(sims, n_published - 1.0)
-    else:
-        df = (sa + sb) ** 2 / (sa**2 / (n_user - 1) + sb**2 / (n_published - 1))
-    t90 = stats.t.ppf(0.95, df)
-    d = ma - mb
-    return float(np.mean((d - t90 * se > -margin) & (d + t90 * se < margin)))
+    mine = rng.normal(true_diff, sd, (sims, n_user))
+    published = rng.normal(0.0, sd, (sims, n_published))
+    if n_user >= 2:
+        return float(np.mean(tost_passes(mine, published, margin)))
+    # One user seed: se from the published sd alone, df = n_published - 1.
+    diff = mine[:, 0] - published.mean(axis=1)
+    se = published.std(axis=1, ddof=1) * math.sqrt(1 + 1 / n_published)
+    half = t_quantile(0.95, n_published - 1) * se
+    return float(np.mean((diff - half > -margin) & (diff + half < margin)))
 
 
 def detectable_shift(sd: float, n_user: int, n_published: int, power: float = 0.8) -> float:
@@ -567,6 +566,7 @@ class RunsComparison:
     frames_note: str
     imported: list[Run]
     warnings: list[str] = field(default_factory=list)
+    powers: list[str] = field(default_factory=list)  # one per result (analysis.seedplan)
 
     @property
     def exit_code(self) -> int:
@@ -574,14 +574,15 @@ class RunsComparison:
 
     def lines(self) -> list[str]:
         out = []
-        for r in self.results:
+        for r, power in zip(self.results, self.powers, strict=True):
             out.append(r.line() + (f"; {self.frames_note}" if self.frames_note else ""))
             out += [f"note: {n}" for n in r.notes]
+            out.append(f"note: {power}")
         return out
 
 
 def reproduce_runs(
-    mine: Sequence[Run], imported: Sequence[Run], *, delta: float,
+    mine: Sequence[Run], imported: Sequence[Run], *, delta: float | None = None,
     allow_protocol_mismatch: bool = False, allow_budget_mismatch: bool = False,
     last_n: int = DEFAULT_LAST_N, points: int = 50,
 ) -> RunsComparison:
@@ -589,9 +590,14 @@ def reproduce_runs(
     architecture / layout) against the imported group, on the games both ran, at
     matching frames (match_frames). Guards: same env protocol (training-only keys aside)
     and frame budget; an import whose protocol or budget was not declared is unknown and
-    refused unless allowed."""
+    refused unless allowed. `delta`: the margin (default: the suite's, analysis.margins).
+    Each verdict is followed by its power (analysis.seedplan) at the imported group's
+    per-seed spread."""
+    from analysis.load import IMPORTED_PROTOCOL
+    from analysis.margins import margin
     from analysis.orb import is_imported, match_frames
-    from analysis.protocol import TRAINING_ONLY_KEYS, check_same_protocol
+    from analysis.protocol import TRAINING_ONLY_KEYS, ProtocolMismatch, check_same_protocol
+    from analysis.scores import suite_name
     from analysis.verdicts import equivalence
 
     mine = [r for r in mine if not is_imported(r)]
@@ -618,9 +624,17 @@ def reproduce_runs(
                         "out")
     mine = [r for r in mine if r.manifest["env_id"] in common]
     imported = [r for r in imported if r.manifest["env_id"] in common]
-    warnings += check_same_protocol({"imported": imported, "yours": mine},
-                                    allow_mismatch=allow_protocol_mismatch,
-                                    ignore=TRAINING_ONLY_KEYS)
+    try:
+        warnings += check_same_protocol({"imported": imported, "yours": mine},
+                                        allow_mismatch=allow_protocol_mismatch,
+                                        ignore=TRAINING_ONLY_KEYS)
+    except ProtocolMismatch as e:
+        if any(r.manifest.get("env_protocol") == IMPORTED_PROTOCOL for r in imported):
+            raise ProtocolMismatch(
+                f"{e} The imported runs' env protocol is unknown (not declared on import): "
+                "if they ran the paper's, declare it with --orb-protocol paper",
+                e.differing_keys) from None
+        raise
     declared = {run_frame_budget(r) for r in imported}
     expected = declared.pop() if len(declared) == 1 else None
     _, budget_warnings = check_frame_budget(
@@ -634,18 +648,41 @@ def reproduce_runs(
     imp_groups = [g for g, gs in groups.items() if any(id(r) in imp_ids
                                                        for r in gs.runs.values())]
     ref = groups[imp_groups[0]]
-    results = []
+    m = margin(suite_name(sorted(common)[0]), delta)
+    results, powers = [], []
     for g, gs in groups.items():
         if g == ref.group:
             continue
         try:
-            results.append(equivalence(gs, ref, delta))
+            results.append(equivalence(gs, ref, m.value, margin=m.describe()))
+            powers.append(equivalence_power_note(gs, ref, m.value))
         except AnalysisError as e:
             warnings.append(f"no verdict for {g}: {e}")
         warnings += gs.warnings
     if not results:
         raise AnalysisError("no group of yours could be compared: " + "; ".join(warnings))
-    return RunsComparison(ref.group, results, groups, note, list(imported), warnings)
+    return RunsComparison(ref.group, results, groups, note, list(imported), warnings, powers)
+
+
+def equivalence_power_note(mine: Any, ref: Any, delta: float) -> str:
+    """'power: ...' from the seed planner, at the imported group's per-seed spread."""
+    from analysis.seedplan import equivalence_power, given_spread
+    from analysis.verdicts import per_seed_iqm
+
+    final, auc = per_seed_iqm(ref.final), per_seed_iqm(ref.auc)
+    n = min(len(mine.seeds), len(ref.seeds))
+    if len(final) < 2 or n < 2 or not (final.std(ddof=1) > 0 and auc.std(ddof=1) > 0):
+        return ("power: not estimable (fewer than 2 seeds, or no spread, in the imported "
+                "group)")
+    rho = float(np.corrcoef(final, auc)[0, 1]) if len(final) > 2 else 0.0
+    spread = given_spread(float(final.std(ddof=1)), float(auc.std(ddof=1)),
+                          float(np.clip(np.nan_to_num(rho), -1, 1)))
+    p = equivalence_power(spread, delta, n)
+    return (f"power: if yours truly equals the published runs, PASS has probability "
+            f"{p:.0%} with {n} vs {n} seeds at delta {delta:g} (analysis.seedplan, at the "
+            f"imported runs' per-seed sd {spread.sd_group:.3f} from {len(final)} seeds: a "
+            f"rough estimate); `python -m analysis plan-seeds --sd {spread.sd_group:.3f}` "
+            "gives the seeds needed")
 
 
 # ---------------------------------------------------------------- the HTML report

@@ -109,13 +109,15 @@ def test_imported_vs_same_data_as_native_records_is_pass(tmp_path, capsys):
     base = ["reproduce", "--runs", str(mine), "--orb", str(cache), "--out", str(out)]
     assert main(base) == 2  # protocol undeclared: unknown
     err = capsys.readouterr().err
-    assert "env_protocol" in err and "unknown" in err and "--allow-protocol-mismatch" in err
+    assert "repeat_action_probability: 'unknown' (imported" in err
+    assert "not declared on import" in err and "--orb-protocol paper" in err
     assert main([*base, "--orb-protocol", "paper"]) == 2  # budget undeclared
     assert "frame_budget" in capsys.readouterr().err
     assert not out.exists()
     assert main([*base, "--orb-protocol", "paper", "--orb-frames", "200e6"]) == 0
     text = capsys.readouterr().out
-    assert "PASS" in text and "seeds 3 vs 3, 2 task(s)" in text
+    assert "PASS" in text and "3 vs 3 independent seeds" in text and "2 task(s)" in text
+    assert "note: power: if yours truly equals the published runs, PASS has probability" in text
     assert f"vs reference {EXP} / None / imported:{ENTITY}/{PROJECT}" in text
     assert text.count("imported: wandb:") == 6
     data = json.loads((out / "reproduce_runs.json").read_text())
