@@ -292,7 +292,7 @@ def write_cached_run(cache_dir: Path | str, meta: Mapping[str, Any],
         names += [k for k in row if k not in names and k != "videos"]
     tmp = run_dir / f".{RUN_DF}.tmp"
     with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")  # as pandas writes it
         w.writerow(["", *names])
         for i, row in enumerate(rows):
             w.writerow([i, *(_cell(row.get(k)) for k in names)])

@@ -200,8 +200,8 @@ def check_frame_budget(runs: Sequence[Run], expected: float | None, *,
     if not odd:
         return expected, []
     rid, b = next(iter(odd.items()))
-    text = (f"frame budget differs (key frame_budget = hyperparameters.total_timesteps x "
-            f"frame_skip): {_frames_text(b)} frames (run {rid}) vs {_frames_text(expected)} "
+    text = (f"frame budget differs (key frame_budget: hyperparameters.total_frames, or "
+            f"total_timesteps x frame_skip): {_frames_text(b)} frames (run {rid}) vs {_frames_text(expected)} "
             f"({expected_label})" + (f"; {len(odd) - 1} more run(s) differ" if len(odd) > 1
                                      else ""))
     if not allow_mismatch:

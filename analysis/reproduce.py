@@ -366,7 +366,7 @@ class ReproduceResult:
             "HNS difference with its Welch 95% CI, margin and verdict per game",
             ["game", "published mean ± sd (ddof=1)", "published seeds", "your seeds",
              "your finals (seed: score)", "published HNS", "your HNS",
-             "diff HNS [95% CI]", "margin", "P(consistent | equal)", "verdict"], rows)
+             "diff HNS [95% CI]", "margin", "P(consistent if equal)", "verdict"], rows)
 
     def aggregate_lines(self) -> list[str]:
         a = self.aggregate
@@ -383,6 +383,9 @@ class ReproduceResult:
             f"[95% CI {float(q.low):.3f}, {float(q.high):.3f}]; the table has no per-seed "
             f"scores, so the published side is the IQM of game means: published "
             f"{a.published_iqm_of_means:.3f} vs yours {a.user_iqm_of_means:.3f}",
+            f"aggregate{self.budget_text}: descriptive only. The CIs cover your seeds' noise, not the "
+            f"published value's own {self.published.n_seeds}-seed noise, and percentile "
+            "bootstrap CIs are too narrow at 3 seeds; the per-game verdicts are the test",
         ]
 
     def summary_line(self) -> str:
@@ -401,7 +404,7 @@ class ReproduceResult:
             f"each published cell is {n_pub} seeds: a game's verdict has at most "
             f"{n_pub} + your seeds behind it. CONSISTENT means the 90% CI of the difference "
             "lies inside the margin (TOST at 5%); it does not mean identical.",
-            f"P(consistent | equal): if your system truly scored what the paper's did, with "
+            f"P(consistent if equal): if your system truly scored what the paper's did, with "
             f"the published spread and your seed count ({'/'.join(map(str, seeds))}), the "
             f"chance of CONSISTENT. It is >= 80% on {strong} of {len(powers)} game(s); "
             "elsewhere INCONCLUSIVE is the expected answer even for a faithful "

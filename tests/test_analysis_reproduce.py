@@ -186,8 +186,8 @@ def test_other_sticky_actions_or_budget_exit_2_naming_the_key(tmp_path, capsys):
     assert main([*args2, "--runs", str(short), "--allow-budget-mismatch"]) in (0, 1)
     text = capsys.readouterr().out
     lines = [x for x in text.splitlines() if x.startswith(("Breakout-v5:", "median", "IQM",
-                                                            "reproduce "))]
-    assert len(lines) == 4 and all("at 10M frames against 200M" in x for x in lines)
+                                                            "aggregate", "reproduce "))]
+    assert len(lines) == 5 and all("at 10M frames against 200M" in x for x in lines)
     assert (out2 / "reproduce_per_game.png").exists() and (out2 / "reproduce.json").exists()
 
 
