@@ -187,6 +187,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
         from harness.sweep import published_table_path
 
         pub = dict(sweep.report["published"])
+        pub["allow_protocol_mismatch"] = bool(pub.get("allow_protocol_mismatch")
+                                              or allow_protocol_mismatch)
         extra_assets = report_assets(planned_run_dirs(sweep, store), out_dir,
                                      table=published_table_path(pub.pop("table")),
                                      column=pub.pop("column"),
