@@ -201,6 +201,11 @@ class Aggregate(RecordArgs):
         table = aggregate_table(res, title=f"Aggregate final normalised scores, "
                                 f"{self.confidence:.0%} CIs, {self.reps} reps, seed {self.seed}")
         print(table.markdown())
+        # A group's rows are distinct seeds (one run per seed and env), so the bootstrap
+        # resamples independent seeds, never layout copies.
+        for g, gs in groups.items():
+            print(f"{g}: {len(gs.seeds)} independent seeds x {len(gs.tasks)} task(s) "
+                  "(CIs resample seeds within each task)")
         poi_rows = []
         names = list(groups)
         for x in names:

@@ -324,7 +324,13 @@ def load_openrlbenchmark_dir(
             continue
         system, env_id = rel[-3], rel[-2]
         try:
-            seed = int(re.sub(r"\D", "", path.stem) or 0)
+            digits = re.sub(r"\D", "", path.stem)
+            if not digits:  # never guess a seed: it identifies the replicate
+                out.left_out.append(LeftOut(
+                    path.stem, "unreadable", f"{path}: no seed in the file name (expected "
+                    "<system>/<env_id>/<seed>.csv, e.g. 1.csv)", str(path)))
+                continue
+            seed = int(digits)
             out.included.append(load_openrlbenchmark_csv(
                 path, env_id=env_id, system=system, seed=seed, columns=columns,
                 frames_per_step=frames_per_step))

@@ -161,11 +161,12 @@ def read_cached_run(run_dir: Path | str, declared: Declaration = Declaration(), 
     cfg = meta["config"]
     exp_name = str(cfg.get("exp_name") or meta["name"])
     env_id = str(cfg["env_id"])
-    try:
-        seed = int(cfg["seed"])
-    except (TypeError, ValueError):
-        raise AnalysisError(f"{run_dir / RUN_JSON}: config.seed {cfg['seed']!r} is not an "
-                            "integer") from None
+    raw_seed = cfg["seed"]
+    if isinstance(raw_seed, bool) or not (isinstance(raw_seed, int) or (
+            isinstance(raw_seed, str) and raw_seed.strip().lstrip("-").isdigit())):
+        raise AnalysisError(f"{run_dir / RUN_JSON}: config.seed {raw_seed!r} is not an "
+                            "integer (the seed identifies the replicate)")
+    seed = int(raw_seed)
     group = f"{IMPORTED_LAYOUT_PREFIX}{meta['entity']}/{meta['project']}"
     run = load_openrlbenchmark_csv(run_dir / RUN_DF, env_id=env_id, system=exp_name,
                                    seed=seed, columns=columns,

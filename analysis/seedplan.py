@@ -220,6 +220,13 @@ def seeds_needed(power, target: float, start: Sequence[int] = DEFAULT_SEEDS,
     return max(hi, 2)
 
 
+def _percent(p: float) -> str:
+    """Whole percent, one decimal between 99% and 100% (where a CI gate's pass rate lives)."""
+    if 0.999 <= p < 1:
+        return ">99.9%"
+    return f"{p:.1%}" if 0.99 <= p < 1 else f"{p:.0%}"
+
+
 @dataclass
 class PlanRow:
     verdict: str
@@ -245,7 +252,7 @@ class SeedPlan:
                 + [f"smallest delta @ 80%, {self.for_seeds} seeds"])
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in self.rows:
-            cells = ([r.verdict, f"{r.delta:g}"] + [f"{r.power[n]:.0%}" for n in self.seeds]
+            cells = ([r.verdict, f"{r.delta:g}"] + [_percent(r.power[n]) for n in self.seeds]
                      + [str(r.needed[t]) if r.needed[t] is not None else f"> {MAX_SEEDS}"
                         for t in TARGETS] + [f"{r.smallest_delta:.3g}"])
             lines.append("| " + " | ".join(cells) + " |")

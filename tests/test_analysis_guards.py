@@ -118,3 +118,13 @@ def test_plan_seeds_cli_from_pilot_runs_and_from_a_given_sd(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "0.16 HNS (Atari default)" in out and "given" in out
     assert main(["plan-seeds", "--sd", "-1"]) == 2
+
+
+def test_openrlbenchmark_csv_without_a_seed_in_its_name_is_left_out(tmp_path):
+    from analysis.load import load_openrlbenchmark_dir
+
+    p = tmp_path / "cleanrl-ppo" / "CartPole-v1" / "final.csv"
+    p.parent.mkdir(parents=True)
+    p.write_text("global_step,charts/episodic_return,_runtime\n100,20.0,1.0\n")
+    rs = load_openrlbenchmark_dir(tmp_path)
+    assert not rs.included and "no seed in the file name" in rs.left_out[0].reason
