@@ -764,7 +764,9 @@ class Reproduce:
         if self.games:
             from analysis.normalize import atari_env_id
 
-            names = {atari_env_id(g) for g in self.games}
+            have = sorted({atari_env_id(str(r.manifest["env_id"]))
+                           for r in [*chosen, *mine.included]})
+            names = {rp.match_game(g, have) for g in self.games}
             chosen = [r for r in chosen if atari_env_id(str(r.manifest["env_id"])) in names]
             mine.included = [r for r in mine.included
                              if atari_env_id(str(r.manifest["env_id"])) in names]

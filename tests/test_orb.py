@@ -114,7 +114,11 @@ def test_imported_vs_same_data_as_native_records_is_pass(tmp_path, capsys):
     assert main([*base, "--orb-protocol", "paper"]) == 2  # budget undeclared
     assert "frame_budget" in capsys.readouterr().err
     assert not out.exists()
-    assert main([*base, "--orb-protocol", "paper", "--orb-frames", "200e6"]) == 0
+    declared = [*base, "--orb-protocol", "paper", "--orb-frames", "200e6"]
+    assert main([*declared, "--games", "Pongg"]) == 2  # an unknown game: nearest matches
+    assert "unknown game 'Pongg'" in (err := capsys.readouterr().err) and "Pong-v5" in err
+    assert not out.exists()
+    assert main(declared) == 0
     text = capsys.readouterr().out
     assert "PASS" in text and "3 vs 3 independent seeds" in text and "2 task(s)" in text
     assert "note: power: if yours truly equals the published runs, PASS has probability" in text
