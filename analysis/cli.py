@@ -30,6 +30,7 @@ from analysis.load import (
 from analysis.margins import margin
 from analysis.metrics import AGGREGATES
 from analysis.normalize import parse_normalisers
+from analysis.orb import declaration, imported_text, is_imported
 from analysis.report import (
     AGGREGATE_REPS,
     Analysis,
@@ -68,6 +69,12 @@ class RecordArgs:
     """openrlbenchmark CSVs: the column of seconds since the start."""
     frames_per_step: int | None = None
     """openrlbenchmark CSVs: frames per agent step (default 4 on Atari, 1 elsewhere)."""
+    orb_protocol: str | None = None
+    """--orb runs: the env protocol you vouch they ran under: 'paper' or a JSON file of
+    EnvPool settings. Undeclared = unknown: the protocol guard refuses it."""
+    orb_frames: float | None = None
+    """--orb runs: the frame budget you vouch they ran for, e.g. 200e6. Undeclared =
+    unknown."""
     group_by: str = "layout.name"
     """Comma-separated dotted manifest keys that define groups, e.g. layout.name or
     system,layout.name. Systems and architectures are always kept apart."""
@@ -98,7 +105,9 @@ class RecordArgs:
             if not Path(d).is_dir():
                 raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
             rs.extend(load_openrlbenchmark_dir(d, columns=cols,
-                                               frames_per_step=self.frames_per_step))
+                                               frames_per_step=self.frames_per_step,
+                                               declared=declaration(self.orb_protocol,
+                                                                    self.orb_frames)))
         for cond in self.where:
             if "=" not in cond:
                 raise AnalysisError(f"bad --where {cond!r}: expected KEY=VALUE")
@@ -150,6 +159,10 @@ class Summary(RecordArgs):
         rs = a.runset
         print(f"{len(rs.included)} completed run(s), {len(rs.left_out)} left out")
         _print_left_out(rs)
+        for r in rs.included:
+            if is_imported(r):
+                print(f"imported: {r.run_id} {r.manifest.get('env_id')} seed "
+                      f"{r.manifest.get('seed')}: {imported_text(r)}")
         rows = []
         for g, gs in _groups(a).items():
             rows.append([g, len(gs.seeds), len(gs.tasks), float(np.median(gs.final.mean(0))),
@@ -726,6 +739,211 @@ class Atari5(RecordArgs):
         return EXIT_PASS
 
 
+@dataclass(kw_only=True)
+class Reproduce:
+    """Did it reproduce? Your runs against a published table column (--published FILE
+    --column NAME: per game and aggregate verdicts) or against published per-seed runs
+    imported from openrlbenchmark's cache (--orb DIR: equivalence at matching frames).
+    Exit 0 all consistent/PASS, 1 otherwise, 2 bad input or a protocol/budget mismatch."""
+
+    runs: tuple[Path, ...]
+    """Your run/sweep folders (searched for manifest.json)."""
+    published: Path | None = None
+    """A published `mean ± std` table, e.g. ../shared/paper-data/main_10CPU.csv."""
+    column: str | None = None
+    """The table's column to compare with, e.g. "Cleanba IMPALA, 1 A100, 10 CPU"."""
+    published_seeds: int = 3
+    """Seeds behind each published cell (3 in the paper's tables)."""
+    orb: tuple[Path, ...] = ()
+    """openrlbenchmark cache folders (<entity>/<project>/<run id>/run.json + run_df.csv)
+    of the published runs to compare with."""
+    orb_protocol: str | None = None
+    """The env protocol you vouch the imported runs ran under ('paper' or a JSON file);
+    undeclared = unknown, refused by the protocol guard."""
+    orb_frames: float | None = None
+    """The frame budget you vouch the imported runs ran for (e.g. 200e6); undeclared =
+    unknown, refused by the budget guard."""
+    orb_exp_name: tuple[str, ...] = ()
+    """Keep only imported runs of these exp_names (e.g. cleanba_impala_a0_l0_d1_cpu10)."""
+    orb_metric: str = "charts/avg_episodic_return"
+    """History column of the imported runs' returns (the paper's metric)."""
+    orb_step: str = "global_step"
+    """History column of agent steps (frames = steps x 4 on Atari)."""
+    orb_time: str = "_runtime"
+    """History column of seconds since the start."""
+    games: tuple[str, ...] = ()
+    """Compare only these games (e.g. Breakout-v5 Pong); default: every game you ran."""
+    where: tuple[str, ...] = ()
+    """Keep only your runs whose manifest matches KEY=VALUE (dotted keys; repeatable)."""
+    relative_margin: float = 0.25
+    """Table verdicts: per-game margin = max(relative x |published HNS|, absolute)."""
+    absolute_margin: float = 0.1
+    """Table verdicts: smallest per-game margin in HNS."""
+    delta: float | None = None
+    """Runs verdicts (--orb): equivalence margin on per-seed IQM (default: the suite's,
+    0.16 HNS on Atari; analysis.margins)."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs made under another env protocol (every line says so)."""
+    allow_budget_mismatch: bool = False
+    """Compare runs with another frame budget ("at N frames against 200M" on every line)."""
+    last_n: int = DEFAULT_LAST_N
+    """Final score = mean return of the last N episodes."""
+    reps: int = AGGREGATE_REPS
+    """Bootstrap replicates of the aggregate CIs."""
+    seed: int = 0
+    """Bootstrap seed."""
+    out: Path | None = None
+    """Folder for the table (.md/.csv), reproduce.json and the figure (PNG + PDF)."""
+
+    def run(self) -> int:
+        from analysis import reproduce as rp
+
+        if (self.published is None) == (not self.orb):
+            raise AnalysisError("give either --published TABLE --column NAME (the paper's "
+                                "tables) or --orb CACHE_DIR (its per-seed runs)")
+        mine = RecordArgs(inputs=self.runs, where=self.where, last_n=self.last_n).runset()
+        _print_left_out(mine)
+        if self.published is not None:
+            if self.column is None:
+                from analysis.load import load_published_table
+
+                cols = load_published_table(self.published).columns
+                raise AnalysisError(f"--column is required; {self.published} has columns: "
+                                    + "; ".join(repr(c) for c in cols))
+            col = rp.published_column(self.published, self.column, self.published_seeds)
+            res = rp.reproduce(mine, col, games=self.games or None,
+                               relative_margin=self.relative_margin,
+                               absolute_margin=self.absolute_margin,
+                               allow_protocol_mismatch=self.allow_protocol_mismatch,
+                               allow_budget_mismatch=self.allow_budget_mismatch,
+                               last_n=self.last_n, reps=self.reps, seed=self.seed)
+            table = res.table()
+            print(table.title)
+            print(table.markdown())
+            for g in res.games:
+                print(res.game_line(g))
+            for line in res.aggregate_lines():
+                print(line)
+            print(res.summary_line())
+            for line in res.limits():
+                print(f"note: {line}")
+            _print_warnings(res.warnings)
+            if self.out:
+                table.write(self.out)
+                write_json(self.out / "reproduce.json", res.as_dict())
+                info = figs.reproduce_scatter_figure(rp.figure_points(res), self.out,
+                                                     column=col.column,
+                                                     budget=res.budget_text)
+                print(f"wrote {info.png} and {info.pdf}")
+            return res.exit_code
+        orb_cols = ColumnMap(self.orb_step, self.orb_metric, self.orb_time)
+        imported = RunSet()
+        for d in self.orb:
+            imported.extend(load_openrlbenchmark_dir(
+                d, columns=orb_cols, declared=declaration(self.orb_protocol, self.orb_frames)))
+        _print_left_out(imported)
+        chosen = [r for r in imported.included
+                  if not self.orb_exp_name or r.manifest.get("system") in self.orb_exp_name]
+        if self.games:
+            from analysis.normalize import atari_env_id
+
+            have = sorted({atari_env_id(str(r.manifest["env_id"]))
+                           for r in [*chosen, *mine.included]})
+            names = {rp.match_game(g, have) for g in self.games}
+            chosen = [r for r in chosen if atari_env_id(str(r.manifest["env_id"])) in names]
+            mine.included = [r for r in mine.included
+                             if atari_env_id(str(r.manifest["env_id"])) in names]
+        comp = rp.reproduce_runs(mine.included, chosen, delta=self.delta,
+                                 allow_protocol_mismatch=self.allow_protocol_mismatch,
+                                 allow_budget_mismatch=self.allow_budget_mismatch,
+                                 last_n=self.last_n)
+        for r in comp.imported:
+            print(f"imported: {r.run_id} {r.manifest.get('env_id')} seed "
+                  f"{r.manifest.get('seed')}: {imported_text(r)}")
+        for line in comp.lines():
+            print(line)
+        _print_warnings(comp.warnings)
+        if self.out:
+            write_json(self.out / "reproduce_runs.json",
+                       {"imported_group": comp.imported_group, "frames_note": comp.frames_note,
+                        "comparisons": [r.as_dict() for r in comp.results],
+                        "warnings": comp.warnings})
+            curves = [efficiency_curve(gs, metrics=("iqm",), seed=self.seed)
+                      for gs in comp.groups.values()]
+            info = figs.efficiency_curves_figure(curves, self.out, metric="iqm",
+                                                 name="reproduce_iqm_vs_frames")
+            print(f"wrote {info.png} and {info.pdf}")
+        return comp.exit_code
+
+
+@dataclass(kw_only=True)
+class OrbImport:
+    """Write runs from openrlbenchmark's cache as run records (with their wandb
+    provenance and the protocol/budget you declare), so summary, report and verdicts
+    show them, marked as imported."""
+
+    cache: tyro.conf.Positional[Path]
+    """openrlbenchmark cache folder (<entity>/<project>/<run id>/run.json + run_df.csv)."""
+    out: Path
+    """Folder for the records (runs/<id>/ below it)."""
+    protocol: str | None = None
+    """The env protocol you vouch they ran under ('paper' or a JSON file); default unknown."""
+    frames: float | None = None
+    """The frame budget you vouch they ran for (e.g. 200e6); default unknown."""
+    metric: str = "charts/avg_episodic_return"
+    """History column of the returns."""
+    step: str = "global_step"
+    """History column of agent steps."""
+    exp_name: tuple[str, ...] = ()
+    """Keep only runs of these exp_names."""
+
+    def run(self) -> int:
+        from analysis.orb import load_orb_cache, write_imported_records
+
+        rs = load_orb_cache(self.cache, declaration(self.protocol, self.frames),
+                            columns=ColumnMap(self.step, self.metric))
+        _print_left_out(rs)
+        runs = [r for r in rs.included
+                if not self.exp_name or r.manifest.get("system") in self.exp_name]
+        if not runs:
+            raise AnalysisError(f"{self.cache}: no finished run to import"
+                                + (f" with exp_name in {list(self.exp_name)}"
+                                   if self.exp_name else ""))
+        for d in write_imported_records(runs, self.out):
+            print(f"wrote {d}")
+        _print_warnings(rs.warnings)
+        return EXIT_PASS
+
+
+@dataclass(kw_only=True)
+class OrbFetch:
+    """Download runs of a public wandb project into openrlbenchmark's cache layout (needs
+    network and wandb; e.g. --entity openrlbenchmark --project cleanba --filter
+    config.exp_name=cleanba_impala_a0_l0_d1_cpu10 --filter config.env_id=Breakout-v5)."""
+
+    entity: str
+    """wandb entity (user or team)."""
+    project: str
+    """wandb project."""
+    cache: Path
+    """Cache folder to write into (<entity>/<project>/<run id>/)."""
+    filter: tuple[str, ...] = ()
+    """KEY=VALUE wandb filters (ANDed), e.g. config.env_id=Breakout-v5."""
+
+    def run(self) -> int:
+        from analysis.orb import fetch_wandb
+
+        filters: dict[str, str] = {}
+        for f in self.filter:
+            if "=" not in f:
+                raise AnalysisError(f"bad --filter {f!r}: expected KEY=VALUE")
+            key, value = f.split("=", 1)
+            filters[key.strip()] = value.strip()
+        for d in fetch_wandb(self.entity, self.project, self.cache, filters):
+            print(f"cached {d}")
+        return EXIT_PASS
+
+
 Command = (
     Annotated[Summary, tyro.conf.subcommand("summary")]
     | Annotated[Aggregate, tyro.conf.subcommand("aggregate")]
@@ -737,6 +955,9 @@ Command = (
     | Annotated[Figures, tyro.conf.subcommand("figures")]
     | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]
     | Annotated[Atari5, tyro.conf.subcommand("atari5")]
+    | Annotated[Reproduce, tyro.conf.subcommand("reproduce")]
+    | Annotated[OrbImport, tyro.conf.subcommand("orb-import")]
+    | Annotated[OrbFetch, tyro.conf.subcommand("orb-fetch")]
 )
 
 

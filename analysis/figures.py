@@ -446,3 +446,47 @@ def staleness_figure(report: StalenessReport, out_dir: Path, *,
                "batch. cleanba: 0 at the first update, 1 after; sync: always 0; async: varies. "
                + report.line())
     return _save(fig, out_dir, name, title, caption)
+
+
+def reproduce_scatter_figure(points: Mapping[str, Any], out_dir: Path, *, column: str,
+                             budget: str = "", name: str = "reproduce_per_game",
+                             label_top: int = 3) -> FigureInfo:
+    """Per game: your mean HNS (y) against the published one (x), sd error bars both ways,
+    the diagonal y = x, on a symmetric-log scale (linear within +-1 HNS, logarithmic
+    beyond) so 57 games from -0.1 to 300+ HNS stay readable. Colour and marker give the
+    verdict; games flagged HIGHER/LOWER, and the `label_top` furthest from the diagonal,
+    are labelled."""
+    x, y = np.asarray(points["published"]), np.asarray(points["user"])
+    xs, ys = np.asarray(points["published_sd"]), np.asarray(points["user_sd"])
+    verdicts = list(points["verdicts"])
+    styles = {"CONSISTENT": (colour(2), "o"), "INCONCLUSIVE": (colour(1), "s"),
+              "LOWER": (colour(3), "v"), "HIGHER": (colour(0), "^")}
+    with _style():
+        fig, ax = plt.subplots(figsize=(7, 6.5))
+        for v, (c, m) in styles.items():
+            sel = np.array([w == v for w in verdicts])
+            if sel.any():
+                ax.errorbar(x[sel], y[sel], xerr=xs[sel], yerr=ys[sel], fmt=m, color=c,
+                            ms=6, capsize=2, lw=1, label=f"{v.lower()} ({int(sel.sum())})")
+        lo = float(min(np.min(x - xs), np.min(y - ys), 0.0))
+        hi = float(max(np.max(x + xs), np.max(y + ys), 1.0))
+        ax.plot([lo, hi], [lo, hi], color="#555", lw=1, ls="--", label="yours = published")
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_yscale("symlog", linthresh=1.0)
+        dist = np.abs(np.arcsinh(y) - np.arcsinh(x))
+        top = set(np.argsort(-dist)[:label_top].tolist())
+        for i, g in enumerate(points["games"]):
+            if verdicts[i] in ("HIGHER", "LOWER") or i in top:
+                ax.annotate(str(g).removesuffix("-v5"), (x[i], y[i]), fontsize=10,
+                            xytext=(4, 4), textcoords="offset points")
+        ax.set_xlabel(f"published HNS ({column})")
+        ax.set_ylabel("your HNS (mean over your seeds)")
+        ax.legend(loc="upper left")
+        title = f"Yours vs published, per game{budget}"
+        ax.set_title(title)
+    caption = ("Each point is a game: the mean over seeds of the final score (mean of the "
+               "last 100 episodes) as HNS, yours against the published table's; bars are "
+               "one sd over seeds (published: the table's std converted to ddof=1). Points "
+               "on the dashed diagonal reproduce exactly. Axes are symmetric-log (linear "
+               "within +-1 HNS). Colour: the per-game verdict.")
+    return _save(fig, out_dir, name, title, caption)

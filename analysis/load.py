@@ -9,7 +9,6 @@ openrlbenchmark-style CSV exports are turned into in-memory `runrecord.Run`s (st
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -304,35 +303,37 @@ def load_openrlbenchmark_csv(
 
 
 def load_openrlbenchmark_dir(
-    root: Path | str, *, columns: ColumnMap = ColumnMap(), frames_per_step: int | None = None
+    root: Path | str, *, columns: ColumnMap = ColumnMap(), frames_per_step: int | None = None,
+    declared: Any = None,
 ) -> RunSet:
-    """Every `run_df.csv` (openrlbenchmark cache: with a run.json beside it holding
-    config.env_id / config.exp_name / config.seed) or `<system>/<env_id>/<seed>.csv`
-    below `root`."""
+    """Every run of openrlbenchmark's cache below `root` (`run.json` + `run_df.csv`, read
+    by analysis.orb with provenance and the `declared` protocol/budget) and every
+    `<system>/<env_id>/<seed>.csv` export (no provenance, protocol unknown)."""
+    from analysis.orb import RUN_DF, Declaration, load_orb_cache
+
     root = Path(root)
-    out = RunSet()
+    out = load_orb_cache(root, declared or Declaration(), columns=columns,
+                         frames_per_step=frames_per_step)
+    out.warnings = [w for w in out.warnings if "not an openrlbenchmark cache" not in w]
     for path in sorted(root.rglob("*.csv")):
-        meta = path.with_name("run.json")
+        if path.name == RUN_DF and path.with_name("run.json").exists():
+            continue
+        rel = path.relative_to(root).parts
+        if len(rel) < 3:
+            out.warnings.append(f"{path}: not <system>/<env_id>/<seed>.csv; skipped")
+            continue
+        system, env_id = rel[-3], rel[-2]
         try:
-            if meta.exists():
-                cfg = json.loads(meta.read_text()).get("config", {})
-                env_id, system, seed = cfg["env_id"], cfg["exp_name"], int(cfg["seed"])
-            else:
-                rel = path.relative_to(root).parts
-                if len(rel) < 3:
-                    out.warnings.append(f"{path}: not <system>/<env_id>/<seed>.csv; skipped")
-                    continue
-                system, env_id = rel[-3], rel[-2]
-                digits = re.sub(r"\D", "", path.stem)
-                if not digits:  # never guess a seed: it identifies the replicate
-                    out.left_out.append(LeftOut(
-                        path.stem, "unreadable", f"{path}: no seed in the file name (expected "
-                        "<system>/<env_id>/<seed>.csv, e.g. 1.csv)", str(path)))
-                    continue
-                seed = int(digits)
+            digits = re.sub(r"\D", "", path.stem)
+            if not digits:  # never guess a seed: it identifies the replicate
+                out.left_out.append(LeftOut(
+                    path.stem, "unreadable", f"{path}: no seed in the file name (expected "
+                    "<system>/<env_id>/<seed>.csv, e.g. 1.csv)", str(path)))
+                continue
+            seed = int(digits)
             out.included.append(load_openrlbenchmark_csv(
                 path, env_id=env_id, system=system, seed=seed, columns=columns,
                 frames_per_step=frames_per_step))
-        except (KeyError, ValueError, json.JSONDecodeError) as e:
+        except (KeyError, ValueError) as e:
             out.left_out.append(LeftOut(path.stem, "unreadable", f"{path}: {e}", str(path)))
     return out

@@ -292,6 +292,12 @@ def build_report_assets(
                       ["run_id", "status", "reason"],
                       [[x.run_id, x.status, x.reason] for x in runset.left_out])
         _add_table(result, t, out_dir)
+    from analysis.orb import IMPORTED_HEADER, imported_rows
+
+    if rows := imported_rows(runset.included):  # published runs: say where they came from
+        _add_table(result, TableData("imported_runs", "Imported runs (wandb, via "
+                                     "openrlbenchmark's cache): provenance and what was "
+                                     "declared on import", IMPORTED_HEADER, rows), out_dir)
 
     # Staleness needs no normaliser: audit every completed run first.
     if runset.included:

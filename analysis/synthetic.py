@@ -107,3 +107,62 @@ def write_synthetic_run(
         "type": "RuntimeError", "message": "synthetic failure", "traceback": ""}
     w.finish(status, error=error, summary=summary if status == schema.COMPLETED else None)
     return run_dir
+
+
+def final_score_history(final: float, *, total_frames: int, episodes: int = 150,
+                        start: float = 0.0, frames_per_step: int = 4,
+                        seconds_per_frame: float = 1e-5) -> dict[str, np.ndarray]:
+    """Episode history of a run whose final score (mean of its last 100 episodes) is
+    exactly `final`: a linear rise from `start`, then the last 100 episodes at `final`
+    +- an alternating wiggle that cancels in their mean. Columns: env_steps, frames,
+    wall_time_s, episode_return (episodes end evenly spaced up to total_frames)."""
+    if episodes < 100:
+        raise ValueError("need at least 100 episodes (the final score's window)")
+    frames = np.linspace(total_frames / episodes, total_frames, episodes).round()
+    rise = np.linspace(start, final, episodes - 100, endpoint=False)
+    wiggle = 0.01 * (abs(final) + 1) * np.where(np.arange(100) % 2 == 0, 1.0, -1.0)
+    returns = np.concatenate([rise, final + wiggle])
+    return {"env_steps": frames // frames_per_step, "frames": frames,
+            "wall_time_s": frames * seconds_per_frame, "episode_return": returns}
+
+
+def write_final_score_run(
+    root: Path | str, *, final: float, env_id: str, seed: int, system: str = "cleanba-impala",
+    architecture: str = "cleanba", layout: str = "a0-l0-d1",
+    env_protocol: dict | None = None, total_frames: int = 200_000_000, episodes: int = 150,
+    sweep: str = "synthetic-final", run_dir: Path | str | None = None,
+) -> Path:
+    """One completed run record (runrecord.RunWriter) whose final score is exactly
+    `final` (final_score_history). `env_protocol` defaults to the paper's
+    (cleanba.envs.env_protocol); the frame budget is hyperparameters.total_frames.
+    `run_dir`: where to write it (default <root>/runs/<run id>); its name is the run id."""
+    from cleanba.envs import env_protocol as protocol_of
+
+    proto = protocol_of(env_id) if env_protocol is None else env_protocol
+    proto = {**proto, "frame_skip": proto.get("frame_skip", 4)}
+    lay = parse_layout(layout)
+    definition = {"system": system, "architecture": architecture, "env_id": env_id,
+                  "seed": seed, "layout": lay.name, "final": final, "protocol": proto,
+                  "total_frames": total_frames}
+    rid = Path(run_dir).name if run_dir is not None else run_id(definition)
+    manifest = {
+        "run_id": rid, "sweep": sweep, "system": system, "architecture": architecture,
+        "env_id": env_id, "seed": seed,
+        "layout": {**lay.to_dict(), "devices": ["cpu"], "num_cpus": 2},
+        "hyperparameters": {"total_frames": total_frames}, "env_protocol": proto,
+        "provenance": {"synthetic": True},
+    }
+    run_dir = Path(run_dir) if run_dir is not None else Path(root) / "runs" / rid
+    w = RunWriter(run_dir, manifest)
+    h = final_score_history(final, total_frames=total_frames, episodes=episodes,
+                            frames_per_step=int(proto["frame_skip"]))
+    for i in range(episodes):
+        w.log_episode({"env_steps": int(h["env_steps"][i]), "frames": int(h["frames"][i]),
+                       "wall_time_s": float(h["wall_time_s"][i]), "env_index": i % 8,
+                       "episode_return": float(h["episode_return"][i]),
+                       "episode_length": 1000})
+    w.finish(schema.COMPLETED, summary={"frames": total_frames,
+                                        "env_steps": total_frames // int(proto["frame_skip"]),
+                                        "wall_time_s": float(h["wall_time_s"][-1]),
+                                        "episodes": episodes, "updates": 0})
+    return run_dir

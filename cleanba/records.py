@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,27 +151,46 @@ class EpisodeTracker:
 
 
 class WandbLogger:
-    """--track: charts/episodic_return, charts/SPS, losses/*, stats/* to Weights & Biases."""
+    """--track: what openrlbenchmark reads (a `global_step` history key, in agent steps;
+    charts/episodic_return: mean return of the episodes that ended in the update;
+    charts/avg_episodic_return: mean over envs of each env's latest finished episode, as
+    Cleanba logs it; env_id, exp_name and seed in the run config), plus charts/SPS,
+    losses/* and stats/*."""
 
     def __init__(self, config: Any, system: str, rid: str, run_dir: Path, manifest: dict):
         import wandb
 
         self._wandb = wandb
+        self._latest: dict[int, float] = {}  # env index -> return of its latest episode
+        self.exp_name = exp_name(system, config.architecture, manifest["layout"]["name"])
         self.run = wandb.init(
             project=config.wandb_project,
             entity=config.wandb_entity,
             name=f"{system}/{config.env_id}/{config.architecture}/seed{config.seed}/{rid}",
             id=rid,
             dir=str(run_dir),
-            config={"system": system, **manifest["hyperparameters"], "layout": manifest["layout"]},
+            config={"system": system, **manifest["hyperparameters"], "layout": manifest["layout"],
+                    "env_id": config.env_id, "exp_name": self.exp_name, "seed": config.seed},
             resume="allow",
         )
 
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.run.log(metrics, step=step)
+    def log(self, metrics: dict[str, float], step: int,
+            episodes: Sequence[Episode] = ()) -> None:
+        row = {**metrics, "global_step": step}
+        if episodes:
+            row["charts/episodic_return"] = float(np.mean([e.episode_return for e in episodes]))
+            self._latest.update((e.env_index, e.episode_return) for e in episodes)
+        if self._latest:
+            row["charts/avg_episodic_return"] = float(np.mean(list(self._latest.values())))
+        self.run.log(row, step=step)
 
     def close(self, exit_code: int) -> None:
         self.run.finish(exit_code=exit_code)
+
+
+def exp_name(system: str, architecture: str, layout_name: str) -> str:
+    """openrlbenchmark's experiment name of a run: cleanba-impala_cleanba_a0-l0-d1."""
+    return f"{system}_{architecture}_{layout_name}"
 
 
 class Progress:

@@ -479,9 +479,7 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
                    "stats/param_queue_get_s": stats[4],
                    "stats/staleness_max": k - stats[0]}
             log.update({f"losses/{c}": v for c, v in metrics.items()})
-            if episodes:
-                log["charts/episodic_return"] = float(np.mean([e.episode_return for e in episodes]))
-            ctx.wandb.log(log, step=env_steps)
+            ctx.wandb.log(log, step=env_steps, episodes=episodes)
         p = ctx.progress
         p.update, p.env_steps, p.sps = k, env_steps, sps
         p.recent_returns.extend(e.episode_return for e in episodes)

@@ -284,6 +284,19 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     # One call: analysis splits runs into suites (Atari; each other env) before grouping,
     # and writes each suite into its own subfolder when there are several.
     assets = build_report_assets(planned_run_dirs(sweep, store), out_dir, **opts)
+    if "published" in sweep.report:  # [report] published = {table, column}: reproduce section
+        from analysis.reproduce import report_assets
+        from harness.sweep import published_table_path
+
+        pub = dict(sweep.report["published"])
+        pub["allow_protocol_mismatch"] = bool(pub.get("allow_protocol_mismatch")
+                                              or allow_protocol_mismatch)
+        extra_assets = report_assets(planned_run_dirs(sweep, store), out_dir,
+                                     table=published_table_path(pub.pop("table")),
+                                     column=pub.pop("column"),
+                                     reps=opts.get("aggregate_reps", 50_000), **pub)
+        for key, entries in extra_assets.items():
+            assets[key] = [*entries, *assets.get(key, [])]
     states = Counter(run_state(store.run_dir(s.run_id)).state for s in sweep.runs)
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE

@@ -81,6 +81,17 @@ REPORT_KEYS = {
     "seed": "bootstrap seed",
     "reference": "group every other group is compared with, e.g. a0-l0-d1 (default: the "
                  "smallest hardware)",
+    "published": "table {table = FILE, column = NAME}: a 'Did it reproduce?' section "
+                 "against that published column (docs/reproduce.md)",
+}
+PUBLISHED_KEYS = {
+    "table": "published mean ± std CSV (relative to the project root), e.g. "
+             "'../shared/paper-data/main_10CPU.csv'",
+    "column": "its column, e.g. 'Cleanba IMPALA, 1 A100, 10 CPU'",
+    "relative_margin": "per-game margin as a share of the published HNS (default 0.25)",
+    "absolute_margin": "smallest per-game margin in HNS (default 0.1)",
+    "allow_budget_mismatch": "compare runs shorter than the paper's 200M frames (true/false)",
+    "allow_protocol_mismatch": "compare runs made under another env protocol (true/false)",
 }
 REGRESSION_KEYS = {
     "metric": "per-seed value: iqm (IQM over games, default) or atari5-median (docs/atari5.md)",
@@ -98,6 +109,12 @@ ENTRY_POINT_KEYS = {
 }
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def published_table_path(text: str) -> Path:
+    """A [report] published table path: absolute, or relative to the project root."""
+    path = Path(text)
+    return path if path.is_absolute() else PROJECT_ROOT / path
 
 
 class SweepError(ValueError):
@@ -308,6 +325,20 @@ class _Validator:
         loc = f"line {line}" if line else "top level"
         return SweepError(f"{self.path}: {loc}: {msg}")
 
+    def published(self, pub: object) -> None:
+        """[report] published = {table, column}: the table must exist and have the column."""
+        where = ("report", "published")
+        if not isinstance(pub, dict) or not {"table", "column"} <= set(pub):
+            raise self.error(where, "published must be a table {table = FILE, column = NAME}")
+        self.check_keys(pub, PUBLISHED_KEYS, where)
+        from analysis.errors import AnalysisError
+        from analysis.reproduce import published_column
+
+        try:
+            published_column(published_table_path(str(pub["table"])), str(pub["column"]))
+        except AnalysisError as e:
+            raise self.error((*where, "column"), str(e)) from None
+
     def check_keys(self, table: Mapping, valid: Mapping[str, str], where: tuple) -> None:
         for key in table:
             if key not in valid:
@@ -451,6 +482,8 @@ class _Validator:
                 if not isinstance(doc[section], dict):
                     raise self.error((section,), f"{section} must be a table")
                 self.check_keys(doc[section], valid, (section,))
+        if isinstance(doc.get("report"), dict) and "published" in doc["report"]:
+            self.published(doc["report"]["published"])
 
         wanted_games = list(games) if games else None
         games_seen: set[str] = set()

@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 from cleanba_runs import TINY, run
+from wandb_offline import check_openrlbenchmark_keys
 
 from cleanba import impala
 from cleanba.config import ConfigError, Fault, fault_from_env
@@ -114,3 +115,4 @@ def test_manifest_and_wandb_offline(tmp_path):
     offline = list((tmp_path / "wandb").glob("offline-run-*"))
     assert offline, list(tmp_path.iterdir())
     assert list(offline[0].glob("*.wandb"))
+    check_openrlbenchmark_keys(offline[0], r)
