@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from cleanba.envs import EnvError, check_env_id, env_protocol, frames_per_step, is_atari, make_env
+from cleanba.envs import (
+    EnvError,
+    check_env_id,
+    env_protocol,
+    env_seeds,
+    frames_per_step,
+    is_atari,
+    make_env,
+)
 from runrecord import Layout, RecordError, RunWriter, provenance, run_id, write_skipped
 
 ARCHITECTURE = "async"
@@ -90,8 +98,8 @@ class OldGymEnv:
     """One EnvPool env (num_envs=1) behind the old gym API that both baselines call.
 
     reset() -> obs; step(a) -> (obs, reward, done, info); seed() is a no-op because the
-    env seed is fixed at construction (run seed + env index), whatever the baseline asks
-    for. Rewards are raw (the protocol has reward_clip=False: each baseline clips itself),
+    env seed is fixed at construction (global env `env_index` of run `seed`, derived as
+    our trainers derive it: cleanba.envs.env_seeds), whatever the baseline asks for. Rewards are raw (the protocol has reward_clip=False: each baseline clips itself),
     so the episode return summed here is the raw game score. done = terminated or
     truncated (108k frames); with episodic_life=False a life loss is not an episode end.
     """
@@ -107,7 +115,7 @@ class OldGymEnv:
     ):
         self._env = make_env(env_id, 1, seed, first_env_index=env_index, protocol=dict(protocol))
         self.env_index = env_index
-        self.env_seed = seed + env_index
+        self.env_seed = env_seeds(seed, env_index, 1)[0]
         self.observation_space = self._env.observation_space  # Box (4, 84, 84) uint8
         self.action_space = self._env.action_space  # Discrete(18): full action space
         self._on_episode_end = on_episode_end
