@@ -289,6 +289,16 @@ class MoolibRun:
         self.model = model
         return model
 
+    def network_summary(self) -> dict[str, Any]:
+        """The network that ran: moolib's example Net (IMPALA's ResNet whose heads also read
+        the last action and reward), its class and parameter count."""
+        out: dict[str, Any] = {"name": "moolib-net"}
+        if self.model is not None:
+            base = type(self.model).__mro__[1]
+            out["class"] = f"{base.__module__}.{base.__qualname__}"
+            out["parameters"] = sum(p.numel() for p in self.model.parameters())
+        return out
+
     def env_batch_state_class(self, base: type) -> type:
         run = self
 
@@ -549,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
         if broker is not None:
             broker.close()
         native_note = _finish_native(native_dir, writer.run_dir, args.keep_checkpoint)
-        writer.set(baseline_run={**baseline_run, "native": native_note})
+        writer.set(baseline_run={**baseline_run, "network": run.network_summary(),
+                                 "native": native_note})
         writer.finish(
             status,
             error=error,

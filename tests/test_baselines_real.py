@@ -123,6 +123,11 @@ def test_moolib_real_run(tmp_path):
     m = run.manifest
     assert m["system"] == "moolib-impala"
     assert "wandb=false" in m["baseline_run"]["overrides"]
+    # moolib's own Net: IMPALA's ResNet plus last action and reward into the heads.
+    assert m["baseline_run"]["network"] == {
+        "name": "moolib-net", "class": "examples.atari.models.Net", "parameters": 1_094_476}
+    assert m["baseline_run"]["seeds"]["env"] == env_seeds(1, 0, 4)
+    assert m["baseline_run"]["seeds"]["env_slots_exact"] is False  # 2 worker processes
     assert m["baseline_run"]["broker"].startswith("127.0.0.1:")
     native = run_dir / "native" / "moolib" / "peers" / "peer0"
     log = read_moolib_logs(native / "logs.tsv")
