@@ -98,8 +98,9 @@ class OldGymEnv:
     """One EnvPool env (num_envs=1) behind the old gym API that both baselines call.
 
     reset() -> obs; step(a) -> (obs, reward, done, info); seed() is a no-op because the
-    env seed is fixed at construction (cleanba.envs.env_seeds(seed, env_index)), whatever it asks
-    for. Rewards are raw (the protocol has reward_clip=False: each baseline clips itself),
+    env seed is fixed at construction (global env `env_index` of run `seed`, derived as
+    our trainers derive it: cleanba.envs.env_seeds), whatever the baseline asks for.
+    Rewards are raw (the protocol has reward_clip=False: each baseline clips itself),
     so the episode return summed here is the raw game score. done = terminated or
     truncated (108k frames); with episodic_life=False a life loss is not an episode end.
     """

@@ -45,7 +45,9 @@ def _adapter_only(_: Any) -> list[str]:
 
 
 # Defaults are each baseline's own, so that `python -m baselines.monobeast --env-id X`
-# runs stock monobeast (and likewise moolib) on the shared env protocol.
+# runs stock monobeast (and likewise moolib) on the shared env protocol, except for
+# monobeast's network: the paper ran every agent with IMPALA's ResNet, so that is the default.
+MONOBEAST_NETWORKS: tuple[str, ...] = ("impala-resnet", "atarinet")
 MONOBEAST_DEFAULTS: dict[str, Any] = {
     "env_id": "Breakout-v5",
     "seed": 1,
@@ -62,11 +64,12 @@ MONOBEAST_DEFAULTS: dict[str, Any] = {
     "num_learner_threads": 2,
     "num_buffers": None,
     "use_cuda": True,
+    "network": "impala-resnet",
 }
 
 MONOBEAST_TABLE: tuple[Rule, ...] = (
     Rule("env_id", "--env", _flag("--env", str), "recorded by monobeast only; the env is EnvPool's"),
-    Rule("seed", "", _adapter_only, "adapter: actor i's env seed = seed + i; torch seeded"),
+    Rule("seed", "", _adapter_only, "adapter: actor i runs global env i (cleanba.envs.env_seeds); torch seeded"),
     Rule("total_timesteps", "--total_steps", _flag("--total_steps", int), "agent steps"),
     Rule("num_envs", "--num_actors", _flag("--num_actors", int), "one env per actor process"),
     Rule("num_steps", "--unroll_length", _flag("--unroll_length", int)),
@@ -93,6 +96,13 @@ MONOBEAST_TABLE: tuple[Rule, ...] = (
         "--disable_cuda",
         lambda v: [] if v else ["--disable_cuda"],
         "False adds --disable_cuda (monobeast uses CUDA only when torch sees a GPU)",
+    ),
+    Rule(
+        "network",
+        "",
+        _adapter_only,
+        "adapter: `impala-resnet` = cleanba's IMPALA ResNet (16-32-32, 256) in PyTorch "
+        "(baselines/torch_resnet.py); `atarinet` = monobeast's stock AtariNet (Nature CNN)",
     ),
 )
 # Always passed: train mode, monobeast's own reward clipping (the env gives raw rewards),
@@ -134,7 +144,7 @@ def moolib_env_name(env_id: str) -> str:
 MOOLIB_TABLE: tuple[Rule, ...] = (
     Rule("env_id", "env.name", lambda v: [f"env.name={moolib_env_name(str(v))}"],
          "recorded by moolib only; the env is EnvPool's"),
-    Rule("seed", "", _adapter_only, "adapter: env seeds seed .. seed + num_envs - 1; torch seeded"),
+    Rule("seed", "", _adapter_only, "adapter: k-th env created runs global env k (cleanba.envs.env_seeds); torch seeded"),
     Rule("total_timesteps", "total_steps", _override("total_steps", int), "agent steps"),
     Rule("num_envs", "actor_batch_size", _adapter_only,
          "actor_batch_size = num_envs / num_actor_batches"),
@@ -192,6 +202,10 @@ def monobeast_argv(config: Mapping[str, Any], savedir: str, xpid: str) -> list[s
     for key in ("num_envs", "num_steps", "batch_size", "total_timesteps", "num_learner_threads"):
         if int(c[key]) < 1:
             raise MappingError(f"monobeast-impala: {key} must be >= 1, got {c[key]}")
+    if c["network"] not in MONOBEAST_NETWORKS:
+        raise MappingError(
+            f"monobeast-impala: network {c['network']!r} is not one of {list(MONOBEAST_NETWORKS)}"
+        )
     num_buffers = c["num_buffers"]
     effective = max(2 * int(c["num_envs"]), int(c["batch_size"])) if num_buffers is None else num_buffers
     if effective <= int(c["num_envs"]) or effective < int(c["batch_size"]):

@@ -6,9 +6,12 @@ The checkout's code runs unmodified; the adapter replaces named module attribute
 torchbeast.monobeast at run time (it copies none of it):
 
 - create_env: an EnvPool env with the shared Atari protocol (cleanba/envs.py) and raw
-  rewards (monobeast clips them itself); actor i's env seed is seed + i.
+  rewards (monobeast clips them itself); actor i's env is global env index i of the run
+  (cleanba.envs.env_seeds).
 - act: seeds torch per actor and reports actor failures to the adapter.
-- Net: the stock AtariNet whose forward also outputs the policy version (a shared counter
+- Net: by default the IMPALA ResNet of our trainers (baselines/torch_resnet.py, the
+  paper's network for every agent); `--network atarinet` keeps monobeast's stock AtariNet
+  (Nature CNN). Either one's forward also outputs the policy version (a shared counter
   that each learn() bumps when it loads new parameters into the actors' model), so the
   unchanged actor loop stores the version of every step in an extra rollout buffer.
 - create_buffers: adds that buffer; get_batch: timed; learn: optional learner delay,
@@ -36,12 +39,13 @@ import traceback  # noqa: E402
 import types  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, Literal  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
 from baselines.native_logs import NativeLogError, read_monobeast_logs  # noqa: E402
+from cleanba.envs import env_seeds  # noqa: E402
 from runrecord import RecordError, schema  # noqa: E402
 
 SYSTEM = "monobeast-impala"
@@ -66,7 +70,7 @@ class Args:
     env_id: str = D["env_id"]
     """EnvPool Atari id, e.g. Breakout-v5"""
     seed: int = D["seed"]
-    """run seed: actor i's env seed is seed + i; torch is seeded from it (monobeast has no seed flag)"""
+    """run seed: actor i runs the run's env i (cleanba.envs.env_seeds); torch is seeded from it (monobeast has no seed flag)"""
     total_timesteps: int = D["total_timesteps"]
     """agent steps to train for (monobeast --total_steps; frames = 4 x steps)"""
     num_envs: int = D["num_envs"]
@@ -93,6 +97,8 @@ class Args:
     """shared rollout buffers; None: monobeast's max(2 x num_envs, batch_size)"""
     use_cuda: bool = D["use_cuda"]
     """learn on CUDA when torch sees a GPU (monobeast's default); --no-use-cuda forces CPU"""
+    network: Literal["impala-resnet", "atarinet"] = D["network"]
+    """impala-resnet: our trainers' IMPALA ResNet (16-32-32, 256; the paper's network); atarinet: monobeast's stock Nature CNN"""
     torchbeast_path: Path | None = None
     """torchbeast checkout, the folder holding torchbeast/monobeast.py (default: $TORCHBEAST_PATH)"""
     run_dir: Path | None = None
@@ -106,7 +112,7 @@ class Args:
 
     def check(self) -> None:
         """Raise ValueError naming a setting that cannot run (after parsing, for a plain message)."""
-        common.check_adapter_args(self.env_id, self.learner_delay_s, "monobeast's AtariNet")
+        common.check_adapter_args(self.env_id, self.learner_delay_s, "monobeast's Atari networks")
 
     def hyperparameters(self) -> dict[str, Any]:
         """The harness config of this run: the keys of mapping.MONOBEAST_DEFAULTS."""
@@ -134,11 +140,28 @@ def import_monobeast(checkout: Path) -> types.ModuleType:
     return mb
 
 
-def versioned_net(base: type, counter: Any) -> type:
-    """AtariNet whose forward also returns the policy version, bumped by load_state_dict."""
+def network_class(mb: Any, network: str) -> type:
+    """The model class monobeast builds for `network` (before the policy-version hook)."""
+    if network == "atarinet":
+        return mb.AtariNet  # type: ignore[no-any-return]
+    if network == "impala-resnet":
+        from baselines.torch_resnet import MonobeastImpalaNet
+
+        return MonobeastImpalaNet
+    raise ValueError(f"unknown network {network!r}; valid: {list(mapping.MONOBEAST_NETWORKS)}")
+
+
+def versioned_net(base: type, counter: Any, on_build: Any = None) -> type:
+    """`base` (a monobeast model class) whose forward also returns the policy version,
+    bumped by load_state_dict; `on_build(model)` is called with each model built."""
     import torch
 
-    class VersionedAtariNet(base):  # type: ignore[misc, valid-type]
+    class VersionedNet(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if on_build is not None:
+                on_build(self)
+
         def forward(self, inputs, core_state=()):
             # Read before computing: learn() may load new parameters mid-forward (hogwild).
             version = int(counter.item())
@@ -155,7 +178,7 @@ def versioned_net(base: type, counter: Any) -> type:
             counter.add_(1)
             return result
 
-    return VersionedAtariNet
+    return VersionedNet
 
 
 class _SpacesOnly:
@@ -198,12 +221,22 @@ class MonobeastRun:
         self.updates = 0
         self.episodes = 0
         self.actor_pids: dict[int, int] = {}
+        self.network: dict[str, Any] = {"name": args.network}  # completed when the model is built
         self._learn_lock = threading.Lock()
         self._tls = threading.local()
         self._last_row_time = self.t0
         self._orig = {n: getattr(mb, n) for n in ("act", "learn", "get_batch", "create_buffers")}
 
     # ---- hooks (run inside monobeast) ----
+
+    def _on_build(self, model) -> None:
+        # monobeast builds the actors' model and the learner's in this process: the record
+        # names the network that really ran.
+        from baselines.torch_resnet import parameter_count
+
+        base = type(model).__mro__[1]
+        self.network = {"name": self.args.network, "class": f"{base.__module__}.{base.__qualname__}",
+                        "parameters": parameter_count(model)}
 
     def create_env(self, flags):
         if self.actor_index is None:  # train() in the main process: only needs the spaces
@@ -371,7 +404,7 @@ class MonobeastRun:
         mb.learn = self.learn
         mb.get_batch = self.get_batch
         mb.create_buffers = self.create_buffers
-        mb.Net = versioned_net(mb.AtariNet, self.version)
+        mb.Net = versioned_net(network_class(mb, self.args.network), self.version, self._on_build)
         fw: Any = sys.modules["torchbeast.core.file_writer"]
         gather = fw.gather_metadata
         fw.gather_metadata = lambda: {**gather(), "env": common.REDACTED}
@@ -472,8 +505,8 @@ def main(argv: list[str] | None = None) -> int:
     manifest["baseline_run"] = {
         "argv": native_argv,
         "seeds": {
-            "env": [args.seed + i for i in range(args.num_envs)],
-            "env_rule": "actor i: seed + i",
+            "env": env_seeds(args.seed, 0, args.num_envs),
+            "env_rule": "actor i: global env index i (cleanba.envs.env_seeds(seed, i, 1))",
             "torch_learner": args.seed,
             "torch_actor_rule": "actor i: SeedSequence([seed, 1 + i])",
         },
@@ -500,7 +533,8 @@ def main(argv: list[str] | None = None) -> int:
         status = schema.INTERRUPTED if isinstance(e, KeyboardInterrupt) else schema.FAILED
     finally:
         native_note = _finish_native(native_dir, run) if native_dir.exists() else None
-        writer.set(baseline_run={**manifest["baseline_run"], "native": native_note})
+        writer.set(baseline_run={**manifest["baseline_run"], "network": run.network,
+                                 "native": native_note})
         writer.finish(
             status,
             error=error,

@@ -10,7 +10,8 @@ the record (an existing checkpoint there would make moolib resume silently), and
 the broker when the run ends or fails. Named hooks replaced at run time (none copied):
 
 - examples.atari.environment.create_env: an EnvPool env with the shared Atari protocol
-  and raw rewards (moolib clips them itself); env seeds seed .. seed + num_envs - 1.
+  and raw rewards (moolib clips them itself); the k-th env created is global env k of the
+  run (cleanba.envs.env_seeds); see Args.seed for how k relates to moolib's env slots.
 - examples.atari.models.create_model: the stock Net whose forward also outputs the policy
   version, which then flows through moolib's batchers with each step's actor outputs.
 - moolib.Group: a subclass whose all_reduce accepts `op` positionally, as the example
@@ -45,6 +46,7 @@ import numpy as np  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
 from baselines.native_logs import NativeLogError, read_moolib_logs  # noqa: E402
+from cleanba.envs import env_seeds  # noqa: E402
 from runrecord import RecordError, schema  # noqa: E402
 
 SYSTEM = "moolib-impala"
@@ -70,7 +72,7 @@ class Args:
     env_id: str = D["env_id"]
     """EnvPool Atari id, e.g. Breakout-v5"""
     seed: int = D["seed"]
-    """run seed: env seeds are seed .. seed + num_envs - 1; torch is seeded with it (moolib has no seed key)"""
+    """run seed: the k-th env created gets global env k's seed (exact slots with --num-actor-cpus 1, see docs); torch is seeded with it (moolib has no seed key)"""
     total_timesteps: int = D["total_timesteps"]
     """agent steps to train for (moolib total_steps; frames = 4 x steps)"""
     num_envs: int = D["num_envs"]
@@ -273,6 +275,12 @@ class MoolibRun:
         with self.env_counter.get_lock():
             k = int(self.env_counter.value)
             self.env_counter.value += 1
+        # Why a creation counter and not the env's slot: moolib calls create_env with no
+        # arguments, and the slot is fixed in its C++ (EnvRunner::run takes the next client
+        # index as each worker process attaches, a race; EnvBatch::step then creates that
+        # client's envs lazily, in slot order). The example waits for batch 0's first step
+        # before stepping batch 1, so k = batch x actor_batch_size + (slot, up to the order
+        # in which worker processes attached): exact with one worker process.
         return common.OldGymEnv(self.args.env_id, self.args.seed, k, self.protocol)
 
     def create_model(self, flags):
@@ -280,6 +288,16 @@ class MoolibRun:
         model.to(device=flags.device)
         self.model = model
         return model
+
+    def network_summary(self) -> dict[str, Any]:
+        """The network that ran: moolib's example Net (IMPALA's ResNet whose heads also read
+        the last action and reward), its class and parameter count."""
+        out: dict[str, Any] = {"name": "moolib-net"}
+        if self.model is not None:
+            base = type(self.model).__mro__[1]
+            out["class"] = f"{base.__module__}.{base.__qualname__}"
+            out["parameters"] = sum(p.numel() for p in self.model.parameters())
+        return out
 
     def env_batch_state_class(self, base: type) -> type:
         run = self
@@ -522,9 +540,12 @@ def main(argv: list[str] | None = None) -> int:
             "overrides": overrides,
             "broker": broker.address,
             "seeds": {
-                "env": [args.seed + k for k in range(args.num_envs)],
-                "env_rule": "seed + k for the k-th env created (creation order across moolib's "
-                            "env processes may differ between runs)",
+                "env": env_seeds(args.seed, 0, args.num_envs),
+                "env_rule": "the k-th env created gets global env k's seed "
+                            "(cleanba.envs.env_seeds(seed, k, 1)); k = batch x actor_batch_size "
+                            "+ slot exactly when num_actor_cpus == 1, else slots within a batch "
+                            "follow the order in which moolib's worker processes attached",
+                "env_slots_exact": args.num_actor_cpus == 1,
                 "torch": args.seed,
             },
             "versions": "learner model_version + 1 (initial parameters 1), read by the acting forward",
@@ -538,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
         if broker is not None:
             broker.close()
         native_note = _finish_native(native_dir, writer.run_dir, args.keep_checkpoint)
-        writer.set(baseline_run={**baseline_run, "native": native_note})
+        writer.set(baseline_run={**baseline_run, "network": run.network_summary(),
+                                 "native": native_note})
         writer.finish(
             status,
             error=error,

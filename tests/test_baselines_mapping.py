@@ -55,8 +55,15 @@ def test_monobeast_argv_parses_with_monobeast_argparse_spelling():
 
 def test_monobeast_adapter_only_keys_are_not_flags():
     a = monobeast_argv({"seed": 1, "learner_delay_s": 0.0}, savedir="/r", xpid="x")
-    b = monobeast_argv({"seed": 7, "learner_delay_s": 1.0}, savedir="/r", xpid="x")
+    b = monobeast_argv({"seed": 7, "learner_delay_s": 1.0, "network": "atarinet"},
+                       savedir="/r", xpid="x")
     assert a == b
+
+
+def test_monobeast_network_defaults_to_the_papers_resnet():
+    # The paper ran every agent with IMPALA's ResNet: so does monobeast unless told otherwise.
+    assert mapping.MONOBEAST_DEFAULTS["network"] == "impala-resnet"
+    assert set(mapping.MONOBEAST_NETWORKS) == {"impala-resnet", "atarinet"}
 
 
 @pytest.mark.parametrize("setting", ["control", "experiment"])
@@ -76,6 +83,7 @@ def test_section3_settings(setting):
         ({"num_envs": 8, "num_buffers": 8}, "num_buffers=8 must be > num_envs"),
         ({"batch_size": 40, "num_envs": 4, "num_buffers": 10}, "and >= batch_size"),
         ({"num_steps": 0}, "num_steps must be >= 1"),
+        ({"network": "resnet"}, r"network 'resnet' is not one of \['impala-resnet', 'atarinet'\]"),
     ],
 )
 def test_monobeast_bad_configs_say_what_is_wrong(config, message):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from baselines.native_logs import read_monobeast_logs, read_moolib_logs
+from cleanba.envs import env_seeds
 from runrecord import load_run, schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,19 +76,28 @@ def _check_common(run, total, batch_steps, num_envs):
 
 @needs_torchbeast
 @pytest.mark.slow
-def test_monobeast_real_run(tmp_path):
+@pytest.mark.parametrize(("network", "parameters", "net_class"), [
+    # None: the default, IMPALA's ResNet, with exactly cleanba's Flax parameter count.
+    (None, 1_094_115, "baselines.torch_resnet.MonobeastImpalaNet"),
+    ("atarinet", 1_694_236, "torchbeast.monobeast.AtariNet"),
+])
+def test_monobeast_real_run(tmp_path, network, parameters, net_class):
     run_dir = tmp_path / "run"
     total, T, B = 2000, 20, 2
     r = _adapter("baselines.monobeast", [
         "--torchbeast-path", TORCHBEAST_PATH, "--env-id", "Breakout-v5", "--seed", "1",
         "--total-timesteps", str(total), "--num-envs", "2", "--num-steps", str(T),
-        "--batch-size", str(B), "--run-dir", str(run_dir)])
+        "--batch-size", str(B), "--run-dir", str(run_dir),
+        *(["--network", network] if network else [])])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     run = load_run(run_dir)
     _check_common(run, total, T * B, num_envs=2)
     m = run.manifest
     assert m["system"] == "monobeast-impala"
-    assert m["baseline_run"]["seeds"]["env"] == [1, 2]
+    assert m["hyperparameters"]["network"] == (network or "impala-resnet")
+    assert m["baseline_run"]["network"] == {
+        "name": network or "impala-resnet", "class": net_class, "parameters": parameters}
+    assert m["baseline_run"]["seeds"]["env"] == env_seeds(1, 0, 2)
     # monobeast's own logs.csv (commented header) is kept and has one row per update.
     native = read_monobeast_logs(run_dir / "native" / "monobeast" / "logs.csv")
     assert len(native.rows) == len(run.updates)
@@ -113,6 +123,11 @@ def test_moolib_real_run(tmp_path):
     m = run.manifest
     assert m["system"] == "moolib-impala"
     assert "wandb=false" in m["baseline_run"]["overrides"]
+    # moolib's own Net: IMPALA's ResNet plus last action and reward into the heads.
+    assert m["baseline_run"]["network"] == {
+        "name": "moolib-net", "class": "examples.atari.models.Net", "parameters": 1_094_476}
+    assert m["baseline_run"]["seeds"]["env"] == env_seeds(1, 0, 4)
+    assert m["baseline_run"]["seeds"]["env_slots_exact"] is False  # 2 worker processes
     assert m["baseline_run"]["broker"].startswith("127.0.0.1:")
     native = run_dir / "native" / "moolib" / "peers" / "peer0"
     log = read_moolib_logs(native / "logs.tsv")
