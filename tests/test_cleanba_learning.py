@@ -15,14 +15,14 @@ from runrecord import load_run
 # Float bits (and so single-seed learning outcomes) differ between CPU models: a learning
 # test never bets on one seed. Three seeds run side by side. Every seed must have learned
 # to balance (its best 50-episode mean reaches 400; a random policy gets ~22, a broken
-# learner never gets there) and must end above a floor (no collapse back to random); PPO's
-# median final mean must be >= 400 as well. IMPALA's is not judged at 400: on an AMD EPYC
-# ~1 seed in 5 of the CartPole preset ends in a stall near 200-280 after reaching ~450-500
-# (issue 11), so a 400 median would fail CI on ~1 CPU draw in 10.
+# learner never gets there) and must end above a floor (no collapse back to random); the
+# median final mean must be >= 400 as well. On an AMD EPYC, seeds 1-10 of both presets
+# end at >= 410 (cleanba/impala.py, cleanba/ppo.py), so one unlucky seed on another CPU
+# cannot fail the test; two of three would have to collapse.
 SEEDS = (1, 2, 3)
 BEST_AT_LEAST = 400
 FLOOR = 150
-MEDIAN_FINAL_AT_LEAST = {"ppo": 400, "impala": FLOOR}
+MEDIAN_FINAL_AT_LEAST = {"ppo": 400, "impala": 400}
 
 
 def run_seeds_side_by_side(alg: str, root, seeds, timeout: float = 900):
