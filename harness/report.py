@@ -413,8 +413,9 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                 res = regression_gate(new[suite], ref[suite], m.value, margin=m.describe(),
                                       metric=SEED_METRICS[metric], metric_name=metric)
                 pre = f"{system} {suite}" if len(new) > 1 else system
-                lines.append(f"{pre} ({len(mine)} layout(s), {len(res.games)} game(s)): "
-                             f"{res.line()}")
+                # do_regress prefixes every line with "regression: " already.
+                lines.append(f"{pre} ({len(mine)} layout(s), {len(res.games)} game(s))"
+                             f"{res.line().removeprefix('regression')}")
                 lines += [f"note: {n}" for n in res.notes]
                 if len(res.games) > 1:
                     lines.append(f"{pre}: worst games (new - reference):")
