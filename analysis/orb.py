@@ -82,13 +82,7 @@ def declaration(protocol: str | None = None, frames: float | None = None) -> Dec
         if protocol in NAMED_PROTOCOLS:
             proto, name = named_protocol(protocol), protocol
         elif path.suffix == ".json" and path.exists():
-            try:
-                loaded = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as e:
-                raise AnalysisError(f"{path}: not valid JSON ({e})") from None
-            if not isinstance(loaded, dict):
-                raise AnalysisError(f"{path}: expected a JSON object of EnvPool settings")
-            proto, name = loaded, str(path)
+            proto, name = _read_json_object(path, "a JSON object of EnvPool settings"), str(path)
         else:
             named_protocol(protocol)  # raises, listing the valid names
     if frames is not None and not (math.isfinite(frames) and frames > 0):
@@ -97,6 +91,17 @@ def declaration(protocol: str | None = None, frames: float | None = None) -> Dec
 
 
 # ---------------------------------------------------------------- reading the cache
+
+def _read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in `path`; AnalysisError naming the file and `what` was expected."""
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise AnalysisError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(loaded, dict):
+        raise AnalysisError(f"{path}: expected {what}")
+    return loaded
+
 
 def find_cached_runs(root: Path | str) -> list[Path]:
     """Run folders (holding run.json) below `root`: the cache, an entity, a project or
@@ -117,12 +122,7 @@ def _unwrap(value: Any) -> Any:
 
 def read_run_json(path: Path) -> dict[str, Any]:
     """run.json of openrlbenchmark's CachedRun.dump_json; config values unwrapped."""
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise AnalysisError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(meta, dict):
-        raise AnalysisError(f"{path}: expected a JSON object")
+    meta = _read_json_object(path, "a JSON object")
     if "_attrs" in meta:
         raise AnalysisError(f"{path}: openrlbenchmark's legacy cache format (_attrs); "
                             "re-download it with openrlbenchmark >= 0.2 or fetch_wandb")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_data import shared_path
 
 from analysis import atari5, atari5_fit
 from analysis.cli import main as cli_main
@@ -19,15 +20,10 @@ from analysis.replicates import SeedValues
 from analysis.report import analyse, build_report_assets
 from analysis.synthetic import write_synthetic_run
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def _shared(*parts: str) -> Path | None:
-    # ../shared from the repository (a worktree's checkout may sit one level deeper).
-    for base in (REPO.parent / "shared", REPO.parents[1] / "shared", Path("/work/shared")):
-        if (base.joinpath(*parts)).exists():
-            return base.joinpath(*parts)
-    return None
+    path = shared_path(*parts)
+    return path if path.exists() else None
 
 
 DATASET = _shared("published-scores", "atari5-dataset.csv")

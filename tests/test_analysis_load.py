@@ -5,6 +5,7 @@ import csv
 
 import numpy as np
 import pytest
+from shared_data import PAPER_DATA
 
 from analysis.cli import main
 from analysis.errors import AnalysisError
@@ -130,7 +131,7 @@ def test_missing_folder_and_no_inputs(tmp_path, capsys):
 
 
 def test_published_table_parsing(tmp_path):
-    t = load_published_table("/work/shared/paper-data/main_10CPU.csv")
+    t = load_published_table(PAPER_DATA / "main_10CPU.csv")
     assert len(t.games) == 57 and len(t.columns) == 4
     j = t.columns.index("Cleanba IMPALA, 1 A100, 10 CPU")
     assert t.mean[0, j] == 5592.46 and t.std[0, j] == 2052.31

@@ -1,15 +1,12 @@
 """paper-tables: recompute the published Cleanba tables."""
 
-from pathlib import Path
 
 import pytest
+from shared_data import PAPER_DATA as PAPER
 
 from analysis.cli import main
 from analysis.tables import paper_table
 
-PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper-data"
-if not PAPER.exists():
-    PAPER = Path("/work/shared/paper-data")
 MAIN = PAPER / "main_10CPU.csv"
 
 pytestmark = pytest.mark.skipif(not MAIN.exists(), reason="published tables not present")

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from shared_data import PAPER_DATA as PAPER
 
 from analysis.cli import main
 from analysis.load import RunSet
@@ -30,9 +31,6 @@ from analysis.reproduce import (
 from analysis.synthetic import final_score_history, write_final_score_run
 from runrecord import Run, Table, schema
 
-PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper-data"
-if not PAPER.exists():
-    PAPER = Path("/work/shared/paper-data")
 TABLE = PAPER / "main_10CPU.csv"
 COLUMN = "Cleanba IMPALA, 1 A100, 10 CPU"
 pytestmark = pytest.mark.skipif(not TABLE.exists(), reason="published tables not found")

@@ -4,9 +4,9 @@ a 'Did it reproduce?' section in its report; a wrong column is a line-precise er
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from shared_data import PAPER_DATA as PAPER
 
 from analysis.reproduce import published_column
 from analysis.synthetic import write_final_score_run
@@ -14,9 +14,6 @@ from harness.report import build_report
 from harness.store import Store
 from harness.sweep import SweepError, parse_sweep
 
-PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper-data"
-if not PAPER.exists():
-    PAPER = Path("/work/shared/paper-data")
 TABLE = PAPER / "main_10CPU.csv"
 COLUMN = "Cleanba IMPALA, 1 A100, 10 CPU"
 pytestmark = pytest.mark.skipif(not TABLE.exists(), reason="published tables not found")
