@@ -28,6 +28,7 @@ from scipy import stats
 from analysis.errors import EXIT_FAIL, EXIT_PASS, AnalysisError
 from analysis.metrics import iqm
 from analysis.scores import GroupScores
+from analysis.tables import ONE_SEED
 from runrecord import Run, schema
 
 # Default equivalence margin on Atari, in HNS; other suites have their own default
@@ -227,6 +228,14 @@ def bitwise_identical(a: GroupScores, b: GroupScores) -> BitwiseResult:
 
 # ---------------------------------------------------------------- equivalence
 
+def ci_text(ci: tuple[float, float], fewest_seeds: int) -> str:
+    """`[-0.036, +0.032]`, or why there is none: "n/a (1 seed)" when a side has one seed
+    (no spread to estimate), "n/a" for any other undefined interval; never nan."""
+    if any(math.isnan(x) for x in ci):
+        return ONE_SEED if fewest_seeds == 1 else "n/a"
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
 @dataclass
 class EquivalenceResult:
     verdict: str
@@ -265,12 +274,12 @@ class EquivalenceResult:
 
     def line(self) -> str:
         f, u = self.final, self.auc
+        fewest = min(len(self.seeds_a), len(self.seeds_b))
         return (
             f"equivalence {self.group_a} vs reference {self.group_b}: {self.label}; "
             f"delta {self.margin or f'{self.delta:g}'}; "
-            f"final {self.metric_label} diff {f.diff:+.3f} 90% CI [{f.ci90[0]:+.3f}, "
-            f"{f.ci90[1]:+.3f}]; AUC {self.metric_label} diff {u.diff:+.3f} 90% CI "
-            f"[{u.ci90[0]:+.3f}, {u.ci90[1]:+.3f}]; "
+            f"final {self.metric_label} diff {f.diff:+.3f} 90% CI {ci_text(f.ci90, fewest)}; "
+            f"AUC {self.metric_label} diff {u.diff:+.3f} 90% CI {ci_text(u.ci90, fewest)}; "
             f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds (one run per seed "
             f"and group), {len(self.tasks)} task(s)"
         )

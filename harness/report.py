@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from analysis.tables import ONE_SEED
 from harness.store import Store, run_state
 from harness.sweep import PROJECT_ROOT, Sweep
 from runrecord import atomic_write_json, schema, utc_now
@@ -47,7 +48,6 @@ overflow-wrap:anywhere}
 pre{white-space:pre-wrap;overflow-wrap:anywhere}li{overflow-wrap:anywhere}
 """
 
-ONE_SEED = "n/a (1 seed)"
 WHY_NO_INTERVAL = ("n/a (1 seed): with one seed per group there is no spread between "
                    "seeds to estimate, so no confidence interval (and no equivalence PASS) "
                    "exists; run two or more seeds.")
@@ -110,7 +110,9 @@ def verdict_text(v: dict) -> tuple[str, set[str]]:
     and which footnotes it needs ('one_seed', 'bitwise')."""
     text = str(v.get("line", ""))
     notes: set[str] = set()
-    if NAN_CI.search(text):
+    if ONE_SEED in text:  # EquivalenceResult.line() says so itself
+        notes.add("one_seed")
+    elif NAN_CI.search(text):  # a line that printed the undefined interval as nan
         one = _min_seeds(v) == 1
         text = NAN_CI.sub(ONE_SEED if one else "n/a", text)
         if one:
