@@ -27,7 +27,8 @@ from analysis.atari5 import (
     fit_report,
     read_dataset,
 )
-from analysis.errors import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, AnalysisError
+from analysis.errors import AnalysisError
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -103,20 +104,20 @@ def main(argv: list[str] | None = None) -> int:
         report = fit_report(read_dataset(args.data))
     except AnalysisError as e:
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_BAD_INPUT
     text = json.dumps(report, indent=1, sort_keys=True) + "\n"
     print(render(report))
     if args.check:
         same = args.out.exists() and same_fit(
             json.loads(args.out.read_text(encoding="utf-8")), json.loads(text))
         print(f"{args.out}: {'matches a fresh fit' if same else 'DIFFERS from a fresh fit'}")
-        return EXIT_PASS if same else EXIT_FAIL
+        return EXIT_OK if same else EXIT_FAILED
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".json.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(args.out)
     print(f"wrote {args.out}")
-    return EXIT_PASS
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import tyro
 from analysis import figures as figs
 from analysis.bootstrap import interval_estimates, probability_of_improvement_ci
 from analysis.curves import CURVE_REPS, efficiency_curve
-from analysis.errors import EXIT_PASS, EXIT_USAGE, AnalysisError
+from analysis.errors import AnalysisError
 from analysis.load import (
     DEFAULT_LAST_N,
     ColumnMap,
@@ -50,6 +50,7 @@ from analysis.verdicts import (
     write_json,
 )
 from runrecord import RecordError
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -172,7 +173,7 @@ class Summary(RecordArgs):
                                                "IQM final", "IQM AUC", "minutes/run"],
                         rows).markdown())
         _print_warnings(a.warnings)
-        return EXIT_PASS
+        return EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -225,7 +226,7 @@ class Aggregate(RecordArgs):
             write_json(self.out / "aggregates.json",
                        {g: {m: iv.as_dict() for m, iv in d.items()} for g, d in res.items()})
         _print_warnings(a.warnings)
-        return EXIT_PASS
+        return EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -271,7 +272,7 @@ class Curves(RecordArgs):
             w.writerows(rows)
         print(f"wrote {self.out / f'curves_{self.axis}.csv'}")
         _print_warnings(a.warnings)
-        return EXIT_PASS
+        return EXIT_OK
 
 
 def _one(groups: dict[str, GroupScores], name: str, what: str) -> str | None:
@@ -361,7 +362,7 @@ class Equivalence(RecordArgs):
                                     f"suite); groups: {groups}")
             raise AnalysisError(f"found {len(groups)} group(s) {groups}: nothing to compare")
         results: list[dict] = []
-        code = EXIT_PASS
+        code = EXIT_OK
         for pre, ga, gb in pairs:
             if self.bitwise_only:
                 from analysis.verdicts import bitwise_identical
@@ -370,7 +371,7 @@ class Equivalence(RecordArgs):
                 print(f"{pre}bitwise {ga.group} vs reference {gb.group}: "
                       f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} ({bw.detail})")
                 results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict()})
-                code = max(code, EXIT_PASS if bw.identical else 1)
+                code = max(code, EXIT_OK if bw.identical else 1)
                 continue
             m = margin(suite_of[id(ga)], self.delta, parse_normalisers(self.normaliser))
             res = equivalence(ga, gb, m.value, margin=m.describe(),
@@ -539,7 +540,7 @@ class PlanSeeds(RecordArgs):
         print(f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}")
         print(plan(spread, eq.value, gate.value, seeds=self.seeds, for_seeds=self.for_seeds,
                    sims=self.sims, seed=self.seed).text())
-        return EXIT_PASS
+        return EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -640,7 +641,7 @@ class Figures:
               "left out")
         _print_warnings(res["warnings"])
         (self.out / "index.json").write_text(json.dumps(res, indent=2) + "\n")
-        return EXIT_PASS
+        return EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -674,7 +675,7 @@ class PaperTables:
                                                 what=f"{res.table}, mean over games",
                                                 error_what="std over games", reference=ref)
                 print(f"wrote {info.png} and {info.pdf}")
-        return EXIT_PASS
+        return EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -713,7 +714,7 @@ class Atari5(RecordArgs):
             print(atari5.published_estimates_table(rows, model).markdown())
             if self.json_out:
                 write_json(self.json_out, {"table": str(self.table), "columns": rows})
-            return EXIT_PASS
+            return EXIT_OK
         a = self.analysis()
         if "Atari" not in a.suite_names:
             raise AnalysisError(f"no Atari runs among the inputs (suites: {a.suite_names}); "
@@ -736,7 +737,7 @@ class Atari5(RecordArgs):
             write_json(self.json_out, {"model": model.as_dict(),
                                        "estimates": [e.as_dict() for e in estimates],
                                        "warnings": warnings})
-        return EXIT_PASS
+        return EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -912,7 +913,7 @@ class OrbImport:
         for d in write_imported_records(runs, self.out):
             print(f"wrote {d}")
         _print_warnings(rs.warnings)
-        return EXIT_PASS
+        return EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -941,7 +942,7 @@ class OrbFetch:
             filters[key.strip()] = value.strip()
         for d in fetch_wandb(self.entity, self.project, self.cache, filters):
             print(f"cached {d}")
-        return EXIT_PASS
+        return EXIT_OK
 
 
 Command = (
@@ -988,4 +989,4 @@ def main(argv: list[str] | None = None) -> int:
         return int(cmd.run())
     except (AnalysisError, RecordError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_BAD_INPUT

@@ -9,8 +9,3 @@ class AnalysisError(ValueError):
     The message says what was wrong and what would be valid.
     """
 
-
-# Exit codes of every verdict-producing command.
-EXIT_PASS = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2

@@ -114,8 +114,8 @@ so they are left out when a run is compared with published scores."""
 
 
 def paper_protocol() -> dict[str, Any]:
-    """The env protocol of the paper's tables and runs (cleanba.envs.ATARI_PROTOCOL)."""
-    from cleanba.envs import ATARI_PROTOCOL
+    """The env protocol of the paper's tables and runs (benchenv.ATARI_PROTOCOL)."""
+    from benchenv import ATARI_PROTOCOL
 
     return dict(ATARI_PROTOCOL)
 

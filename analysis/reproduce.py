@@ -17,7 +17,7 @@ The published tables (../shared/paper-data/) give per game the mean and the std
 Then the aggregate: the user's median and IQM HNS over their games with stratified
 bootstrap CIs, next to the published column's value on the same games.
 
-The tables were made under the paper's protocol (cleanba.envs.ATARI_PROTOCOL) at 200M
+The tables were made under the paper's protocol (benchenv.ATARI_PROTOCOL) at 200M
 frames: runs with another protocol or budget are refused (ProtocolMismatch, exit 2)
 unless allowed, and then every line says "at N frames against 200M".
 """
@@ -35,7 +35,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.bootstrap import Interval, interval_estimates
-from analysis.errors import EXIT_FAIL, EXIT_PASS, AnalysisError
+from analysis.errors import AnalysisError
 from analysis.load import DEFAULT_LAST_N, PublishedTable, RunSet, load_published_table
 from analysis.metrics import AGGREGATES, iqm
 from analysis.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
@@ -50,6 +50,7 @@ from analysis.scores import scores_by_group
 from analysis.tables import TableData
 from analysis.verdicts import WelchInterval
 from runrecord import Run
+from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 PUBLISHED_SEEDS = 3
 """Seeds behind every cell of the paper's tables (static/cleanba in vwxyzjn/cleanba)."""
@@ -340,7 +341,7 @@ class ReproduceResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_PASS if all(g.verdict == CONSISTENT for g in self.games) else EXIT_FAIL
+        return EXIT_OK if all(g.verdict == CONSISTENT for g in self.games) else EXIT_FAILED
 
     def game_line(self, g: GameResult) -> str:
         w = g.welch
@@ -574,7 +575,7 @@ class RunsComparison:
 
     @property
     def exit_code(self) -> int:
-        return max((r.exit_code for r in self.results), default=EXIT_FAIL)
+        return max((r.exit_code for r in self.results), default=EXIT_FAILED)
 
     def lines(self) -> list[str]:
         out = []
@@ -719,7 +720,7 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
     from analysis.verdicts import write_json
 
     path = write_json(Path(out_dir) / "reproduce.json", res.as_dict())
-    verdict = CONSISTENT if res.exit_code == EXIT_PASS else INCONCLUSIVE
+    verdict = CONSISTENT if res.exit_code == EXIT_OK else INCONCLUSIVE
     if res.counts[LOWER] or res.counts[HIGHER]:
         verdict = LOWER if res.counts[LOWER] else HIGHER
     for line in [res.summary_line(), *res.aggregate_lines()]:

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from analysis.errors import EXIT_FAIL, EXIT_PASS
 from analysis.load import group_key
 from runrecord import Run
+from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 MAX_VIOLATIONS_LISTED = 5
 
@@ -57,7 +57,7 @@ class StalenessReport:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_PASS if self.verdict == "PASS" else EXIT_FAIL
+        return EXIT_OK if self.verdict == "PASS" else EXIT_FAILED
 
     def line(self) -> str:
         bad = [r for r in self.runs if r.check == "VIOLATION"]

@@ -134,9 +134,9 @@ def write_final_score_run(
 ) -> Path:
     """One completed run record (runrecord.RunWriter) whose final score is exactly
     `final` (final_score_history). `env_protocol` defaults to the paper's
-    (cleanba.envs.env_protocol); the frame budget is hyperparameters.total_frames.
+    (benchenv.env_protocol); the frame budget is hyperparameters.total_frames.
     `run_dir`: where to write it (default <root>/runs/<run id>); its name is the run id."""
-    from cleanba.envs import env_protocol as protocol_of
+    from benchenv import env_protocol as protocol_of
 
     proto = protocol_of(env_id) if env_protocol is None else env_protocol
     proto = {**proto, "frame_skip": proto.get("frame_skip", 4)}

@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from analysis.errors import EXIT_FAIL, EXIT_PASS, AnalysisError
+from analysis.errors import AnalysisError
 from analysis.metrics import iqm
 from analysis.scores import GroupScores
 from analysis.tables import ONE_SEED
 from runrecord import Run, schema
+from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 # Default equivalence margin on Atari, in HNS; other suites have their own default
 # (analysis.margins). It is NOT a power guarantee: with a per-seed IQM sd of 0.063 HNS
@@ -259,7 +260,7 @@ class EquivalenceResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_PASS if self.verdict == PASS else EXIT_FAIL
+        return EXIT_OK if self.verdict == PASS else EXIT_FAILED
 
     @property
     def label(self) -> str:
@@ -417,7 +418,7 @@ class RegressionResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_PASS if self.verdict == PASS else EXIT_FAIL
+        return EXIT_OK if self.verdict == PASS else EXIT_FAILED
 
     def line(self) -> str:
         new_seeds = self.new_seeds or f"{self.n_new} seeds"

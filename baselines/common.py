@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from cleanba.envs import (
+from benchenv import (
     EnvError,
     check_env_id,
     env_protocol,
@@ -33,12 +33,6 @@ ARCHITECTURE = "async"
 LAYOUT = Layout((0,), (0,), 1)  # a0-l0-d1: one process, actors and learner on one device
 PROVENANCE_PACKAGES = ("torch", "envpool", "numpy")
 
-# Exit codes of `python -m baselines.monobeast` / `python -m baselines.moolib`.
-EXIT_COMPLETED = 0
-EXIT_FAILED = 1
-EXIT_BAD_ARGS = 2
-EXIT_UNAVAILABLE = 3
-EXIT_INTERRUPTED = 130
 
 REDACTED = "[removed by the baselines adapter: copy of os.environ]"
 
@@ -99,7 +93,7 @@ class OldGymEnv:
 
     reset() -> obs; step(a) -> (obs, reward, done, info); seed() is a no-op because the
     env seed is fixed at construction (global env `env_index` of run `seed`, derived as
-    our trainers derive it: cleanba.envs.env_seeds), whatever the baseline asks for.
+    our trainers derive it: benchenv.env_seeds), whatever the baseline asks for.
     Rewards are raw (the protocol has reward_clip=False: each baseline clips itself),
     so the episode return summed here is the raw game score. done = terminated or
     truncated (108k frames); with episodic_life=False a life loss is not an episode end.
@@ -272,7 +266,7 @@ def check_adapter_args(env_id: str, learner_delay_s: float, model: str) -> None:
 
 
 def parse_cli(cls: type, argv: list[str] | None, prog: str) -> Any | None:
-    """The adapter's parsed and checked Args, or None after printing why (exit EXIT_BAD_ARGS)."""
+    """The adapter's parsed and checked Args, or None after printing why (exit EXIT_BAD_INPUT)."""
     import tyro
 
     try:

@@ -69,7 +69,7 @@ MONOBEAST_DEFAULTS: dict[str, Any] = {
 
 MONOBEAST_TABLE: tuple[Rule, ...] = (
     Rule("env_id", "--env", _flag("--env", str), "recorded by monobeast only; the env is EnvPool's"),
-    Rule("seed", "", _adapter_only, "adapter: actor i runs global env i (cleanba.envs.env_seeds); torch seeded"),
+    Rule("seed", "", _adapter_only, "adapter: actor i runs global env i (benchenv.env_seeds); torch seeded"),
     Rule("total_timesteps", "--total_steps", _flag("--total_steps", int), "agent steps"),
     Rule("num_envs", "--num_actors", _flag("--num_actors", int), "one env per actor process"),
     Rule("num_steps", "--unroll_length", _flag("--unroll_length", int)),
@@ -144,7 +144,7 @@ def moolib_env_name(env_id: str) -> str:
 MOOLIB_TABLE: tuple[Rule, ...] = (
     Rule("env_id", "env.name", lambda v: [f"env.name={moolib_env_name(str(v))}"],
          "recorded by moolib only; the env is EnvPool's"),
-    Rule("seed", "", _adapter_only, "adapter: k-th env created runs global env k (cleanba.envs.env_seeds); torch seeded"),
+    Rule("seed", "", _adapter_only, "adapter: k-th env created runs global env k (benchenv.env_seeds); torch seeded"),
     Rule("total_timesteps", "total_steps", _override("total_steps", int), "agent steps"),
     Rule("num_envs", "actor_batch_size", _adapter_only,
          "actor_batch_size = num_envs / num_actor_batches"),

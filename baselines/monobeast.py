@@ -5,9 +5,9 @@
 The checkout's code runs unmodified; the adapter replaces named module attributes of
 torchbeast.monobeast at run time (it copies none of it):
 
-- create_env: an EnvPool env with the shared Atari protocol (cleanba/envs.py) and raw
+- create_env: an EnvPool env with the shared Atari protocol (benchenv/__init__.py) and raw
   rewards (monobeast clips them itself); actor i's env is global env index i of the run
-  (cleanba.envs.env_seeds).
+  (benchenv.env_seeds).
 - act: seeds torch per actor and reports actor failures to the adapter.
 - Net: by default the IMPALA ResNet of our trainers (baselines/torch_resnet.py, the
   paper's network for every agent); `--network atarinet` keeps monobeast's stock AtariNet
@@ -45,8 +45,12 @@ import numpy as np  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
 from baselines.native_logs import NativeLogError, read_monobeast_logs  # noqa: E402
-from cleanba.envs import env_seeds  # noqa: E402
-from runrecord import RecordError, schema  # noqa: E402
+from benchenv import env_seeds  # noqa: E402
+from runrecord import (  # noqa: E402
+    RecordError,
+    exits,  # noqa: E402
+    schema,
+)
 
 SYSTEM = "monobeast-impala"
 CHECKOUT_MARKER = "torchbeast/monobeast.py"
@@ -70,7 +74,7 @@ class Args:
     env_id: str = D["env_id"]
     """EnvPool Atari id, e.g. Breakout-v5"""
     seed: int = D["seed"]
-    """run seed: actor i runs the run's env i (cleanba.envs.env_seeds); torch is seeded from it (monobeast has no seed flag)"""
+    """run seed: actor i runs the run's env i (benchenv.env_seeds); torch is seeded from it (monobeast has no seed flag)"""
     total_timesteps: int = D["total_timesteps"]
     """agent steps to train for (monobeast --total_steps; frames = 4 x steps)"""
     num_envs: int = D["num_envs"]
@@ -472,7 +476,7 @@ def _finish_native(native_dir: Path, run: MonobeastRun) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = common.parse_cli(Args, argv, "python -m baselines.monobeast")
     if args is None:
-        return common.EXIT_BAD_ARGS
+        return exits.EXIT_BAD_INPUT
     hp = args.hyperparameters()
     protocol = common.baseline_protocol(args.env_id)
 
@@ -488,14 +492,14 @@ def main(argv: list[str] | None = None) -> int:
         native_argv = mapping.monobeast_argv(hp, savedir=str(native_dir), xpid=XPID)
     except mapping.MappingError as e:
         print(f"error: {e}", file=sys.stderr)
-        return common.EXIT_BAD_ARGS
+        return exits.EXIT_BAD_INPUT
 
     found = common.load_checkout(
         args.torchbeast_path, "TORCHBEAST_PATH", "torchbeast", CHECKOUT_MARKER, REPO_URL,
         import_monobeast, run_dir, lambda baseline: manifest_for(baseline, "cpu"),
     )
     if found is None:
-        return common.EXIT_UNAVAILABLE
+        return exits.EXIT_UNAVAILABLE
     checkout, mb = found
 
     import torch
@@ -506,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         "argv": native_argv,
         "seeds": {
             "env": env_seeds(args.seed, 0, args.num_envs),
-            "env_rule": "actor i: global env index i (cleanba.envs.env_seeds(seed, i, 1))",
+            "env_rule": "actor i: global env index i (benchenv.env_seeds(seed, i, 1))",
             "torch_learner": args.seed,
             "torch_actor_rule": "actor i: SeedSequence([seed, 1 + i])",
         },
@@ -516,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         writer = common.open_writer(run_dir, manifest, EXTRA_COLUMNS)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
-        return common.EXIT_BAD_ARGS
+        return exits.EXIT_BAD_INPUT
 
     print(f"monobeast-impala: record in {writer.run_dir}", flush=True)
     flags = mb.parser.parse_args(native_argv)
@@ -547,8 +551,8 @@ def main(argv: list[str] | None = None) -> int:
           f"record in {writer.run_dir}", flush=True)
     if status == schema.FAILED:
         print(f"error: {run.error or error}", file=sys.stderr)
-        return common.EXIT_FAILED
-    return common.EXIT_INTERRUPTED if status == schema.INTERRUPTED else common.EXIT_COMPLETED
+        return exits.EXIT_FAILED
+    return exits.EXIT_INTERRUPTED if status == schema.INTERRUPTED else exits.EXIT_OK
 
 
 if __name__ == "__main__":

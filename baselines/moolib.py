@@ -11,7 +11,7 @@ the broker when the run ends or fails. Named hooks replaced at run time (none co
 
 - examples.atari.environment.create_env: an EnvPool env with the shared Atari protocol
   and raw rewards (moolib clips them itself); the k-th env created is global env k of the
-  run (cleanba.envs.env_seeds); see Args.seed for how k relates to moolib's env slots.
+  run (benchenv.env_seeds); see Args.seed for how k relates to moolib's env slots.
 - examples.atari.models.create_model: the stock Net whose forward also outputs the policy
   version, which then flows through moolib's batchers with each step's actor outputs.
 - moolib.Group: a subclass whose all_reduce accepts `op` positionally, as the example
@@ -46,8 +46,12 @@ import numpy as np  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
 from baselines.native_logs import NativeLogError, read_moolib_logs  # noqa: E402
-from cleanba.envs import env_seeds  # noqa: E402
-from runrecord import RecordError, schema  # noqa: E402
+from benchenv import env_seeds  # noqa: E402
+from runrecord import (  # noqa: E402
+    RecordError,
+    exits,  # noqa: E402
+    schema,
+)
 
 SYSTEM = "moolib-impala"
 CHECKOUT_MARKER = "examples/vtrace/experiment.py"
@@ -486,7 +490,7 @@ def _finish_native(native_dir: Path, run_dir: Path, keep_checkpoint: bool) -> di
 def main(argv: list[str] | None = None) -> int:
     args = common.parse_cli(Args, argv, "python -m baselines.moolib")
     if args is None:
-        return common.EXIT_BAD_ARGS
+        return exits.EXIT_BAD_INPUT
     hp = args.hyperparameters()
     protocol = common.baseline_protocol(args.env_id)
 
@@ -505,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         import_moolib_example, run_dir, lambda baseline: manifest_for(baseline, "cpu"),
     )
     if found is None:
-        return common.EXIT_UNAVAILABLE
+        return exits.EXIT_UNAVAILABLE
     checkout, mods = found
 
     import torch
@@ -518,13 +522,13 @@ def main(argv: list[str] | None = None) -> int:
         writer = common.open_writer(run_dir, manifest, EXTRA_COLUMNS)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
-        return common.EXIT_BAD_ARGS
+        return exits.EXIT_BAD_INPUT
     # RunWriter moved any earlier attempt (with its checkpoint) to previous_attempts/.
     if (savedir / "checkpoint.tar").exists():
         writer.finish(schema.FAILED, error={"type": "RecordError", "traceback": "",
                                             "message": f"{savedir} already holds a checkpoint"})
         print(f"error: {savedir} already holds a checkpoint; moolib would resume it", file=sys.stderr)
-        return common.EXIT_FAILED
+        return exits.EXIT_FAILED
 
     print(f"moolib-impala: record in {writer.run_dir}", flush=True)
     run = MoolibRun(args, mods, writer, protocol)
@@ -542,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
             "seeds": {
                 "env": env_seeds(args.seed, 0, args.num_envs),
                 "env_rule": "the k-th env created gets global env k's seed "
-                            "(cleanba.envs.env_seeds(seed, k, 1)); k = batch x actor_batch_size "
+                            "(benchenv.env_seeds(seed, k, 1)); k = batch x actor_batch_size "
                             "+ slot exactly when num_actor_cpus == 1, else slots within a batch "
                             "follow the order in which moolib's worker processes attached",
                 "env_slots_exact": args.num_actor_cpus == 1,
@@ -572,8 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     if status == schema.FAILED:
         tb = "".join(traceback.format_exception(error)) if isinstance(error, BaseException) else error
         print(f"error: {tb}", file=sys.stderr)
-        return common.EXIT_FAILED
-    return common.EXIT_INTERRUPTED if status == schema.INTERRUPTED else common.EXIT_COMPLETED
+        return exits.EXIT_FAILED
+    return exits.EXIT_INTERRUPTED if status == schema.INTERRUPTED else exits.EXIT_OK
 
 
 if __name__ == "__main__":

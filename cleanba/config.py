@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cleanba.envs import MAX_ENVS, check_seed
+from benchenv import MAX_ENVS, check_seed
 
 Architecture = Literal["sync", "cleanba", "async"]
 
@@ -37,7 +37,7 @@ class CommonConfig:
     """EnvPool env id: an Atari game as '<Game>-v5' (Breakout-v5) or e.g. CartPole-v1."""
     seed: int = 1
     """Run seed, 0..65535: env i's EnvPool seed is a bijective hash of (seed, i)
-    (cleanba.envs.env_seeds); the init and action-sampling keys derive from it."""
+    (benchenv.env_seeds); the init and action-sampling keys derive from it."""
     total_timesteps: int = 10_000_000
     """Agent env steps of the whole run (all envs, all processes); frames = steps x frame skip."""
     num_envs: int = 128

@@ -49,7 +49,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from cleanba import envs as cenvs
+import benchenv
 from cleanba import stopping
 from cleanba.config import CommonConfig, ConfigError, Fault, fault_from_env
 from cleanba.deterministic import microbatched_apply, sample_actions
@@ -69,8 +69,8 @@ from cleanba.records import (
 )
 from cleanba.xla_flags import apply_gpu_determinism_flag
 from runrecord import LayoutError, RecordError, RunWriter, schema
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
-EXIT_COMPLETED, EXIT_FAILED, EXIT_BAD_ARGS, EXIT_INTERRUPTED = 0, 1, 2, 130
 WAIT_SLICE_S = 0.05  # granularity of every blocking wait, so a stop is noticed quickly
 
 # Everything an actor records per env step (time-major). obs has one extra entry: the
@@ -288,7 +288,7 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     plan, cfg = ctx.plan, ctx.config
     n, T = plan.envs_per_thread, plan.num_steps
     first_env = plan.first_env_index(thread_global)
-    env = cenvs.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=ctx.prep.protocol)
+    env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=ctx.prep.protocol)
     inference_envs = plan.envs_per_group if plan.deterministic else 0
     policy = jax.jit(partial(sample_step, ctx.algorithm.network, inference_envs))
     env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
@@ -420,7 +420,7 @@ class NonFiniteLoss(FloatingPointError):
 def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
     plan, cfg, alg = ctx.plan, ctx.config, ctx.algorithm
     update = alg.make_update(mesh)
-    frames_per_step = cenvs.frames_per_step(cfg.env_id)
+    frames_per_step = benchenv.frames_per_step(cfg.env_id)
     capacity = plan.local_num_envs * plan.num_steps
     last_time, last_steps = time.monotonic(), 0
     for k in range(1, plan.num_updates + 1):
@@ -554,13 +554,13 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
     import envpool
 
     fault = fault_from_env()
-    cenvs.check_env_id(config.env_id)
+    benchenv.check_env_id(config.env_id)
     init_distributed(config)
     watcher = stopping.installed()
     if watcher is not None and config.distributed:
         watcher.reinstall_handlers()  # jax.distributed may register a native SIGTERM handler
     plan = make_plan(config, jax.process_count(), jax.process_index(), jax.local_device_count())
-    protocol = cenvs.env_protocol(config.env_id)
+    protocol = benchenv.env_protocol(config.env_id)
     spec = envpool.make_spec(config.env_id, **protocol)
     obs_space, act_space = spec.observation_space, spec.action_space
     if not hasattr(act_space, "n"):
@@ -570,7 +570,7 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
         )
     obs_shape = tuple(obs_space.shape)
     if preset is not None:
-        preset_spec = envpool.make_spec(preset.env_id, **cenvs.env_protocol(preset.env_id))
+        preset_spec = envpool.make_spec(preset.env_id, **benchenv.env_protocol(preset.env_id))
         check_preset_fits(preset, config.env_id, obs_shape,
                           tuple(preset_spec.observation_space.shape), presets)
     obs_dtype = np.uint8 if obs_space.dtype == np.uint8 else np.float32
@@ -585,7 +585,7 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
         "envs_per_actor_thread": plan.envs_per_thread,
         "envs_per_learner_device": plan.envs_per_learner_device,
         "total_actor_threads": plan.total_actor_threads,
-        "frames_per_step": cenvs.frames_per_step(config.env_id),
+        "frames_per_step": benchenv.frames_per_step(config.env_id),
     }
     derived.update(algorithm.derived)
     manifest = build_manifest(
@@ -630,9 +630,9 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
                 writer = RunWriter(prep.run_dir, prep.manifest, prep.algorithm.metric_columns)
             control.phase = "start-up (compiling, creating environments)"
             watcher.running(control.interrupt)
-    except (ConfigError, cenvs.EnvError, LayoutError, RecordError) as exc:
+    except (ConfigError, benchenv.EnvError, LayoutError, RecordError) as exc:
         console(f"error: {exc}", sys.stderr)
-        return EXIT_BAD_ARGS
+        return EXIT_BAD_INPUT
     if writer is not None:
         console(f"[cleanba] {system} {config.env_id} {config.architecture} "
                 f"{prep.plan.layout.name}: record in {prep.run_dir}")
@@ -660,12 +660,12 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
         updates = ctx.updates_done if ctx is not None else 0
         with watcher.lock:  # the status is decided and written before a later signal counts
             status, recorded_error = final_status(control, error)
-            code = {schema.COMPLETED: EXIT_COMPLETED,
+            code = {schema.COMPLETED: EXIT_OK,
                     schema.INTERRUPTED: EXIT_INTERRUPTED}.get(status, EXIT_FAILED)
             if writer is not None:
                 steps = updates * prep.plan.batch_size
                 writer.finish(status, error=recorded_error, summary={
-                    "env_steps": steps, "frames": steps * cenvs.frames_per_step(config.env_id),
+                    "env_steps": steps, "frames": steps * benchenv.frames_per_step(config.env_id),
                     "wall_time_s": wall, "mean_sps": steps / wall if wall > 0 else 0.0,
                     "updates": updates,
                     "episodes": ctx.episodes_written if ctx is not None else 0,
@@ -787,14 +787,14 @@ def main(presets: dict[str, tuple[str, Any]], factory: AlgorithmFactory, system:
                 f"{'got ' + repr(args[0]) if args else 'got none'}. Presets:\n"
                 + "\n".join(f"  {name}: {text}" for name, (text, _) in presets.items())
                 + f"\nexample: {prog} cartpole --seed 2", sys.stderr)
-        return EXIT_BAD_ARGS
+        return EXIT_BAD_INPUT
     try:
         config = tyro.extras.overridable_config_cli(
             presets, prog=prog, args=args, description=description,
         )
     except ConfigError as exc:
         console(f"error: {exc}", sys.stderr)
-        return EXIT_BAD_ARGS
+        return EXIT_BAD_INPUT
     preset = PresetChoice(args[0], presets[args[0]][1].env_id)
     code = train(config, factory, system, preset, tuple(presets))
     exit_after(code)

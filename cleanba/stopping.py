@@ -32,8 +32,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from runrecord.exits import EXIT_INTERRUPTED
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-EXIT_INTERRUPTED = 130
 
 # Test hook (docs/cleanba.md): CLEANBA_HOLD_AT=<point> makes the trainer stop at that point,
 # print "[cleanba] holding at <point>" and wait (up to HOLD_MAX_S) for a signal, so a test

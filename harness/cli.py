@@ -23,8 +23,7 @@ from harness.store import CORRUPT, PENDING, STALE, Store, run_state
 from harness.sweep import PROJECT_ROOT, Sweep, SweepError, load_sweep, parse_list, parse_seeds
 from harness.sweep import preset_path as _preset_path
 from runrecord import atomic_write_json, schema, utc_now
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 
 @dataclass

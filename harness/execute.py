@@ -31,8 +31,8 @@ from harness.store import (
     read_manifest_or_none,
 )
 from harness.sweep import PROJECT_ROOT, RunSpec
-from harness.systems import EXIT_BAD_ARGS, EXIT_INTERRUPTED, EXIT_UNAVAILABLE
 from runrecord import RunWriter, atomic_write_json, schema, utc_now
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_UNAVAILABLE
 from runrecord.provenance import collect
 
 # Outcome statuses beyond the manifest's: the run was not started by this call.
@@ -95,7 +95,7 @@ def child_env(
 
 def base_manifest(spec: RunSpec, command: list[str]) -> dict[str, Any]:
     """Identity of a run for a record the harness must write itself (trainer never did)."""
-    from cleanba.envs import env_protocol
+    from benchenv import env_protocol
 
     layout = spec.layout.to_dict()
     layout.update(devices=None, num_cpus=spec.cpus_needed)
@@ -197,7 +197,7 @@ def launch_and_wait(
 
 
 _EXIT_MEANING = {
-    0: "exited 0 without completing its record", 1: "the trainer failed", EXIT_BAD_ARGS: "bad arguments (the command line was rejected)",
+    0: "exited 0 without completing its record", 1: "the trainer failed", EXIT_BAD_INPUT: "bad arguments (the command line was rejected)",
     EXIT_UNAVAILABLE: "unavailable", EXIT_INTERRUPTED: "interrupted",
     -9: "killed by SIGKILL (out of memory?)", -11: "segmentation fault",
     -signal.SIGTERM: "stopped by SIGTERM", -signal.SIGINT: "stopped by SIGINT",

@@ -2,7 +2,7 @@
 
 Importing envpool takes seconds; the list of its env ids only changes with its version,
 so a cached copy answers `is this id valid` without the import. Unknown ids still go
-through cleanba.envs.check_env_id, whose error names close matches.
+through benchenv.check_env_id, whose error names close matches.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def known_env_ids() -> frozenset[str]:
 
 
 def check_game(env_id: str) -> None:
-    """Raise cleanba.envs.EnvError (with suggestions) when EnvPool has no such env."""
+    """Raise benchenv.EnvError (with suggestions) when EnvPool has no such env."""
     if env_id in known_env_ids():
         return
-    from cleanba.envs import check_env_id
+    from benchenv import check_env_id
 
     check_env_id(env_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from harness.systems import EXIT_BAD_ARGS
+from runrecord.exits import EXIT_BAD_INPUT
 
 FailureKind = Literal["transient", "deterministic"]
 TRANSIENT: FailureKind = "transient"
@@ -46,7 +46,7 @@ def failure_kind(error: Mapping[str, Any] | None) -> FailureKind:
     if not error:
         return TRANSIENT
     codes = error.get("exit_codes") or []
-    if EXIT_BAD_ARGS in codes:
+    if EXIT_BAD_INPUT in codes:
         return DETERMINISTIC
     if str(error.get("type", "")) in DETERMINISTIC_TYPES:
         return DETERMINISTIC

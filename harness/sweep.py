@@ -535,7 +535,7 @@ class _Validator:
                 raise self.error((*src["layouts"], "layouts"), str(e), text) from e
         game_list = self.str_list(m, "games", src["games"])
         if check_games:
-            from cleanba.envs import EnvError
+            from benchenv import EnvError
             from harness.games import check_game
 
             for g in game_list:
@@ -566,7 +566,7 @@ class _Validator:
                              "and grid; give each hyperparameter in one place")
         res = self.resources(m.get("resources", {}), (*src.get("resources", ()), "resources"))
 
-        from cleanba.envs import frames_per_step, is_atari
+        from benchenv import frames_per_step, is_atari
 
         if overrides or grid:
             for s in sys_names:

@@ -10,13 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Trainer exit codes (the contract).
-EXIT_COMPLETED = 0
-EXIT_FAILED = 1
-EXIT_BAD_ARGS = 2
-EXIT_UNAVAILABLE = 3
-EXIT_INTERRUPTED = 130
-
 PRESETS = ("auto", "atari", "cartpole")
 
 # Flags the harness sets from the run's definition; a sweep may not override them.

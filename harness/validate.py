@@ -47,7 +47,7 @@ def _tidy(text: str) -> str:
 
 def check_cleanba(module: Any, spec: RunSpec) -> str | None:
     """The trainer's complaint about `spec`'s command line, or None when it would start."""
-    from cleanba import envs as cenvs
+    import benchenv
     from cleanba.config import ConfigError
     from cleanba.layout import make_plan
 
@@ -59,7 +59,7 @@ def check_cleanba(module: Any, spec: RunSpec) -> str | None:
             return _tidy(printed) or "the trainer rejected its command line"
         devices = spec.cpu_devices or spec.layout.devices_per_process
         plan = make_plan(config, spec.num_processes, 0, devices)
-        cenvs.check_env_id(config.env_id)
+        benchenv.check_env_id(config.env_id)
         obs_shape, num_actions = _env_shape(config.env_id)
         if spec.preset is not None and spec.preset in module.PRESETS:  # images vs vectors
             from cleanba.runtime import PresetChoice, check_preset_fits
@@ -68,7 +68,7 @@ def check_cleanba(module: Any, spec: RunSpec) -> str | None:
             check_preset_fits(PresetChoice(spec.preset, made_for), config.env_id, obs_shape,
                               _env_shape(made_for)[0], tuple(module.PRESETS))
         module.make_algorithm(config, plan, obs_shape, num_actions)
-    except (ConfigError, cenvs.EnvError, ValueError) as e:
+    except (ConfigError, benchenv.EnvError, ValueError) as e:
         return str(e)
     return None
 
@@ -93,9 +93,9 @@ def _env_shape(env_id: str) -> tuple[tuple[int, ...], int]:
         # gymnasium warns about EnvPool's float64 Box bounds; it means nothing here.
         warnings.filterwarnings("ignore", message=".*precision lowered.*")
 
-        from cleanba import envs as cenvs
+        import benchenv
 
-        spec = envpool.make_spec(env_id, **cenvs.env_protocol(env_id))
+        spec = envpool.make_spec(env_id, **benchenv.env_protocol(env_id))
         act = spec.action_space
         if not hasattr(act, "n"):
             raise ValueError(f"{env_id} has a {type(act).__name__} action space; the Cleanba "

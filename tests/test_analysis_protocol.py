@@ -13,7 +13,7 @@ from analysis.protocol import (
     check_same_protocol,
     protocol_differences,
 )
-from cleanba.envs import ATARI_PROTOCOL
+from benchenv import ATARI_PROTOCOL
 from runrecord import Run, Table
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from baselines import common
 from baselines.common import BaselineUnavailable, OldGymEnv, baseline_protocol, version_stats
-from cleanba.envs import env_seeds
+from benchenv import env_seeds
 
 
 def test_protocol_is_the_papers_with_raw_rewards():

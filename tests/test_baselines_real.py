@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from baselines.native_logs import read_monobeast_logs, read_moolib_logs
-from cleanba.envs import env_seeds
+from benchenv import env_seeds
 from runrecord import load_run, schema
 
 ROOT = Path(__file__).resolve().parent.parent

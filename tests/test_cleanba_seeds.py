@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from cleanba_runs import STANDARD, cached_run, run
 
+from benchenv import MAX_ENVS, MAX_SEED, env_seeds, make_env, mix31
 from cleanba.config import CommonConfig
-from cleanba.envs import MAX_ENVS, MAX_SEED, env_seeds, make_env, mix31
 from cleanba.layout import make_plan
 from runrecord import load_run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cleanba.envs import env_protocol, make_env
+from benchenv import env_protocol, make_env
 from cleanba.records import EpisodeTracker, MissingRawReward, record_step
 
 # CartPole's pole angle and cart position limits (gymnasium's CartPole-v1)

@@ -1,4 +1,6 @@
-"""Environment protocol shared by our trainers and the baseline adapters (no JAX here).
+"""benchenv: the environments every system runs on: EnvPool construction, the Atari protocol and
+run seeds -> env seeds. Shared by our trainers, the baseline adapters, the harness and the
+analysis (no JAX, no trainer code here), so none of them imports cleanba to learn it.
 
 The Atari protocol is the paper's ("Machado" settings): sticky actions 0.25, full action
 space, no life-loss signal, at most 108k frames per episode, 84x84 grey, stack 4, frame
