@@ -8,7 +8,7 @@ matrix. See docs/harness.md for every key.
 The parts: harness.sweep_model (the values: Sweep, RunSpec, ValidatedMatrix),
 harness.sweep_toml (checks a parsed file), harness.expand (validated matrices -> runs).
 This module reads the file and puts them together; the names other modules import from
-it are re-exported below.
+it are re-exported (the imports marked `as`).
 """
 
 from __future__ import annotations
@@ -19,23 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.expand import expand_all, with_accelerator, with_shared_cpu_devices
-from harness.sweep_model import (
-    PROJECT_ROOT,
-    Resources,
-    RunSpec,
-    ScaleDown,
-    Sweep,
-    SweepError,
-    published_table_path,
-)
+
+# Re-exported (`X as X`): the rest of the harness imports these from harness.sweep.
+from harness.sweep_model import PROJECT_ROOT as PROJECT_ROOT
+from harness.sweep_model import RunSpec as RunSpec
+from harness.sweep_model import ScaleDown, Sweep, SweepError
+from harness.sweep_model import published_table_path as published_table_path
 from harness.sweep_toml import Checker, toml_message, validate_sweep
 from harness.tomlpos import KeyLines
-
-__all__ = [
-    "PROJECT_ROOT", "PRESET_DIR", "Resources", "RunSpec", "Sweep", "SweepError", "list_presets",
-    "load_sweep", "parse_list", "parse_seeds", "parse_sweep", "preset_path",
-    "published_table_path",
-]
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"
 
