@@ -281,7 +281,7 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
         missing = [g for g in scale.games if g not in in_matrices]
         if missing:
             raise SweepError(f"{checker.path}: --games {','.join(missing)}: not in this sweep; "
-                             f"its games are {', '.join(sorted(games_seen_all(doc)))}")
+                             f"its games are {', '.join(sorted(games_written(doc)))}")
     return ValidatedSweep(
         name=sweep_name, description=str(doc.get("description", "")), matrices=matrices,
         slurm=dict(doc.get("slurm", {})), report=dict(doc.get("report", {})),
@@ -308,7 +308,8 @@ def matrix_tables(doc: Mapping[str, Any], checker: Checker) -> list[MatrixTable]
             for where, table in own]
 
 
-def games_seen_all(doc: Mapping) -> set[str]:
+def games_written(doc: Mapping) -> set[str]:
+    """Every game the file names (top level and each matrix), for the --games error."""
     out: set[str] = set()
     for m in [doc, *doc.get("matrix", [])]:
         out.update(_listed(m.get("games", [])))
