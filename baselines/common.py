@@ -1,4 +1,5 @@
-"""What both adapters share: checkouts, the EnvPool env behind the old gym API, records.
+"""What both adapters share: their common flags, checkouts, the EnvPool env behind the old
+gym API, records.
 
 Nothing here imports torch: the adapters must set OMP_NUM_THREADS before torch loads.
 """
@@ -12,9 +13,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -32,9 +33,86 @@ from runrecord import Layout, RecordError, RunWriter, provenance, run_id, write_
 ARCHITECTURE = "async"
 LAYOUT = Layout((0,), (0,), 1)  # a0-l0-d1: one process, actors and learner on one device
 PROVENANCE_PACKAGES = ("torch", "envpool", "numpy")
+# updates.csv columns both adapters add first: the loss terms as each baseline weighs them.
+LOSS_COLUMNS = ("loss_total", "loss_policy", "loss_value", "loss_entropy")
 
 
 REDACTED = "[removed by the baselines adapter: copy of os.environ]"
+
+
+@dataclass(kw_only=True)
+class AdapterArgs:
+    """The flags every adapter takes (the trainer command-line contract, docs/harness.md).
+
+    Each adapter's Args adds its own flags, gives the defaults (DEFAULTS: its
+    mapping.*_DEFAULTS) and, in its docstring's Args section, the help of these flags in
+    its baseline's terms: that is what --help shows.
+    """
+
+    DEFAULTS: ClassVar[Mapping[str, Any]]
+    """The harness config keys of this baseline and their defaults."""
+    MODEL: ClassVar[str]
+    """The baseline's networks, as named by the Atari-only error."""
+
+    env_id: str
+    """EnvPool Atari id, e.g. Breakout-v5"""
+    seed: int
+    """run seed: the env seeds (benchenv.env_seeds) and torch's"""
+    total_timesteps: int
+    """agent steps to train for (frames = 4 x steps)"""
+    num_envs: int
+    """envs in all"""
+    num_steps: int
+    """unroll length of each trajectory"""
+    learning_rate: float
+    """learning rate, decayed linearly to 0 at total_timesteps"""
+    batch_size: int
+    """trajectories per learner update"""
+    learner_delay_s: float
+    """seconds added to each learner update (Section 3 experiment: 1.0)"""
+    gamma: float
+    """discount"""
+    ent_coef: float
+    """entropy cost"""
+    vf_coef: float
+    """baseline cost"""
+    max_grad_norm: float
+    """global gradient norm clip"""
+    use_cuda: bool
+    """learn on CUDA when torch sees a GPU; --no-use-cuda forces CPU"""
+    run_dir: Path | None = None
+    """record folder; default <results-root>/<sweep or standalone>/runs/<run id>"""
+    sweep: str | None = None
+    """sweep name stored in the manifest (None: a standalone run)"""
+    run_id: str | None = None
+    """run id to record (the harness passes its own); default: hash of the run's definition"""
+    results_root: Path = Path("results")
+    """root of the results store, used when --run-dir is not given"""
+
+    @classmethod
+    def defaults(cls: type[A]) -> A:
+        """The flags' defaults: the baseline's own settings (mapping.*_DEFAULTS)."""
+        return cls(**cls.DEFAULTS)
+
+    def check(self) -> None:
+        """Raise ValueError naming a setting that cannot run (after parsing, for a plain message)."""
+        if not is_atari(self.env_id):
+            raise ValueError(f"env_id {self.env_id!r}: {self.MODEL} needs an Atari "
+                             "'<Game>-v5' id, e.g. Breakout-v5")
+        if self.learner_delay_s < 0:
+            raise ValueError(f"learner_delay_s must be >= 0, got {self.learner_delay_s}")
+
+    def checkout(self) -> Path | None:
+        """The value of the adapter's checkout flag (--torchbeast-path, --moolib-path)."""
+        raise NotImplementedError
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """The harness config of this run: the keys of DEFAULTS."""
+        d = asdict(self)
+        return {k: d[k] for k in self.DEFAULTS}
+
+
+A = TypeVar("A", bound=AdapterArgs)
 
 
 class BaselineUnavailable(RuntimeError):
@@ -255,22 +333,12 @@ def import_from_checkout(checkout: Path, modules: tuple[str, ...], stubs: Mappin
     return loaded
 
 
-def check_adapter_args(env_id: str, learner_delay_s: float, model: str) -> None:
-    """Raise ValueError naming a setting an adapter cannot run (after parsing)."""
-    if not is_atari(env_id):
-        raise ValueError(
-            f"env_id {env_id!r}: {model} needs an Atari '<Game>-v5' id, e.g. Breakout-v5"
-        )
-    if learner_delay_s < 0:
-        raise ValueError(f"learner_delay_s must be >= 0, got {learner_delay_s}")
-
-
-def parse_cli(cls: type, argv: list[str] | None, prog: str) -> Any | None:
+def parse_cli(cls: type[A], argv: list[str] | None, prog: str) -> A | None:
     """The adapter's parsed and checked Args, or None after printing why (exit EXIT_BAD_INPUT)."""
     import tyro
 
     try:
-        args: Any = tyro.cli(cls, args=argv, prog=prog)
+        args = tyro.cli(cls, args=argv, prog=prog, default=cls.defaults())
         args.check()
         check_env_id(args.env_id)
     except (ValueError, EnvError) as e:

@@ -29,7 +29,6 @@ import os
 os.environ["OMP_NUM_THREADS"] = "1"
 
 import _thread  # noqa: E402
-import logging  # noqa: E402
 import multiprocessing  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
@@ -37,91 +36,56 @@ import threading  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 import types  # noqa: E402
-from dataclasses import asdict, dataclass  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Literal  # noqa: E402
+from typing import Any, ClassVar, Literal  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
+from baselines.adapter import Baseline, Checkout, Launch, run_as_main  # noqa: E402
 from baselines.native_logs import NativeLogError, read_monobeast_logs  # noqa: E402
 from benchenv import env_seeds  # noqa: E402
-from runrecord import (  # noqa: E402
-    RecordError,
-    exits,  # noqa: E402
-    schema,
-)
+from runrecord import schema  # noqa: E402
 
-SYSTEM = "monobeast-impala"
-CHECKOUT_MARKER = "torchbeast/monobeast.py"
-REPO_URL = "https://github.com/facebookresearch/torchbeast"
 XPID = "monobeast"  # native logs go to <run_dir>/native/monobeast/
-EXTRA_COLUMNS = (
-    "loss_total",
-    "loss_policy",
-    "loss_value",
-    "loss_entropy",
-    "stat_learning_rate",
-    "stat_learner_delay_s",
-)
 D = mapping.MONOBEAST_DEFAULTS
 
 
-@dataclass
-class Args:
-    """Run torchbeast's monobeast (IMPALA) from a checkout on the shared EnvPool Atari protocol."""
+@dataclass(kw_only=True)
+class Args(common.AdapterArgs):
+    """Run torchbeast's monobeast (IMPALA) from a checkout on the shared EnvPool Atari protocol.
 
-    env_id: str = D["env_id"]
-    """EnvPool Atari id, e.g. Breakout-v5"""
-    seed: int = D["seed"]
-    """run seed: actor i runs the run's env i (benchenv.env_seeds); torch is seeded from it (monobeast has no seed flag)"""
-    total_timesteps: int = D["total_timesteps"]
-    """agent steps to train for (monobeast --total_steps; frames = 4 x steps)"""
-    num_envs: int = D["num_envs"]
-    """actor processes, one env each (monobeast --num_actors)"""
-    num_steps: int = D["num_steps"]
-    """unroll length of each trajectory (monobeast --unroll_length)"""
-    learning_rate: float = D["learning_rate"]
-    """RMSprop learning rate, decayed linearly to 0 at total_timesteps"""
-    batch_size: int = D["batch_size"]
-    """trajectories per learner update (monobeast --batch_size)"""
-    learner_delay_s: float = D["learner_delay_s"]
-    """seconds added to each learner update, as if learn() slept first inside its lock (Section 3 experiment: 1.0)"""
-    gamma: float = D["gamma"]
-    """discount (monobeast --discounting)"""
-    ent_coef: float = D["ent_coef"]
-    """entropy cost (monobeast --entropy_cost)"""
-    vf_coef: float = D["vf_coef"]
-    """baseline cost (monobeast --baseline_cost)"""
-    max_grad_norm: float = D["max_grad_norm"]
-    """global gradient norm clip (monobeast --grad_norm_clipping)"""
+    Args:
+        seed: run seed: actor i runs the run's env i (benchenv.env_seeds); torch is seeded from it (monobeast has no seed flag)
+        total_timesteps: agent steps to train for (monobeast --total_steps; frames = 4 x steps)
+        num_envs: actor processes, one env each (monobeast --num_actors)
+        num_steps: unroll length of each trajectory (monobeast --unroll_length)
+        learning_rate: RMSprop learning rate, decayed linearly to 0 at total_timesteps
+        batch_size: trajectories per learner update (monobeast --batch_size)
+        learner_delay_s: seconds added to each learner update, as if learn() slept first inside its lock (Section 3 experiment: 1.0)
+        gamma: discount (monobeast --discounting)
+        ent_coef: entropy cost (monobeast --entropy_cost)
+        vf_coef: baseline cost (monobeast --baseline_cost)
+        max_grad_norm: global gradient norm clip (monobeast --grad_norm_clipping)
+        use_cuda: learn on CUDA when torch sees a GPU (monobeast's default); --no-use-cuda forces CPU
+    """
+
+    DEFAULTS: ClassVar[Mapping[str, Any]] = D
+    MODEL: ClassVar[str] = "monobeast's Atari networks"
+
     num_learner_threads: int = D["num_learner_threads"]
     """learner threads (monobeast --num_learner_threads)"""
     num_buffers: int | None = D["num_buffers"]
     """shared rollout buffers; None: monobeast's max(2 x num_envs, batch_size)"""
-    use_cuda: bool = D["use_cuda"]
-    """learn on CUDA when torch sees a GPU (monobeast's default); --no-use-cuda forces CPU"""
     network: Literal["impala-resnet", "atarinet"] = D["network"]
     """impala-resnet: our trainers' IMPALA ResNet (16-32-32, 256; the paper's network); atarinet: monobeast's stock Nature CNN"""
     torchbeast_path: Path | None = None
     """torchbeast checkout, the folder holding torchbeast/monobeast.py (default: $TORCHBEAST_PATH)"""
-    run_dir: Path | None = None
-    """record folder; default <results-root>/<sweep or standalone>/runs/<run id>"""
-    sweep: str | None = None
-    """sweep name stored in the manifest (None: a standalone run)"""
-    run_id: str | None = None
-    """run id to record (the harness passes its own); default: hash of the run's definition"""
-    results_root: Path = Path("results")
-    """root of the results store, used when --run-dir is not given"""
 
-    def check(self) -> None:
-        """Raise ValueError naming a setting that cannot run (after parsing, for a plain message)."""
-        common.check_adapter_args(self.env_id, self.learner_delay_s, "monobeast's Atari networks")
-
-    def hyperparameters(self) -> dict[str, Any]:
-        """The harness config of this run: the keys of mapping.MONOBEAST_DEFAULTS."""
-        d = asdict(self)
-        return {k: d[k] for k in mapping.MONOBEAST_DEFAULTS}
+    def checkout(self) -> Path | None:
+        return self.torchbeast_path
 
 
 def actor_torch_seed(seed: int, actor_index: int) -> int:
@@ -202,14 +166,17 @@ class _SpacesOnly:
 class MonobeastRun:
     """Hooks monobeast, runs its train(), and writes the record."""
 
-    def __init__(self, args: Args, mb: Any, writer, protocol: dict[str, Any]):
+    def __init__(self, launch: Launch[Args], flags: Any):
         import torch
 
-        self.args = args
-        self.mb = mb
-        self.writer = writer
-        self.protocol = protocol
-        self.frame_skip = int(protocol["frame_skip"])
+        args = self.args = launch.args
+        self.mb = launch.code
+        self.writer = launch.writer
+        self.protocol = launch.protocol
+        self.native_dir = launch.native_dir
+        self.plan = launch.plan or {}
+        self.flags = flags  # monobeast's parsed argv
+        self.frame_skip = int(self.protocol["frame_skip"])
         self.batch_steps = args.num_steps * args.batch_size
         ctx = multiprocessing.get_context("fork")
         # Shared with the forked actors: the policy version, each actor's step count, events.
@@ -218,6 +185,7 @@ class MonobeastRun:
         self.events = ctx.SimpleQueue()
         self.actor_index: int | None = None  # set in each actor process
         self.t0 = time.monotonic()
+        self.wall_time_s = 0.0
         self.error: str | None = None
         self.interrupted = False
         self.learner_done = False
@@ -229,7 +197,7 @@ class MonobeastRun:
         self._learn_lock = threading.Lock()
         self._tls = threading.local()
         self._last_row_time = self.t0
-        self._orig = {n: getattr(mb, n) for n in ("act", "learn", "get_batch", "create_buffers")}
+        self._orig = {n: getattr(self.mb, n) for n in ("act", "learn", "get_batch", "create_buffers")}
 
     # ---- hooks (run inside monobeast) ----
 
@@ -398,7 +366,7 @@ class MonobeastRun:
             self.interrupted = True
         raise KeyboardInterrupt
 
-    def run(self, flags) -> str:
+    def train(self) -> str:
         """Train; returns the final status. The record is finished by the caller."""
         import torch
 
@@ -423,7 +391,7 @@ class MonobeastRun:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         self.t0 = self._last_row_time = time.monotonic()
         try:
-            mb.train(flags)  # returns early (no exception) when interrupted: it catches Ctrl-C
+            mb.train(self.flags)  # returns early (no exception) when interrupted: it catches Ctrl-C
         except KeyboardInterrupt:
             pass
         except Exception:
@@ -455,6 +423,17 @@ class MonobeastRun:
                 p.terminate()
                 p.join(timeout=5)
 
+    def close(self) -> dict[str, Any]:
+        native = _finish_native(self.native_dir, self) if self.native_dir.exists() else None
+        return {**self.plan, "network": self.network, "native": native}
+
+    def summary(self) -> dict[str, Any]:
+        return common.summary(self.updates * self.batch_steps, self.frame_skip, self.wall_time_s,
+                              self.updates, self.episodes)
+
+    def failure(self, error: object) -> str:
+        return str(self.error or error)
+
 
 def _finish_native(native_dir: Path, run: MonobeastRun) -> dict[str, Any]:
     """Redact and summarise monobeast's own logs; returns the manifest's note about them."""
@@ -473,40 +452,11 @@ def _finish_native(native_dir: Path, run: MonobeastRun) -> dict[str, Any]:
     return note
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = common.parse_cli(Args, argv, "python -m baselines.monobeast")
-    if args is None:
-        return exits.EXIT_BAD_INPUT
-    hp = args.hyperparameters()
-    protocol = common.baseline_protocol(args.env_id)
-
-    def manifest_for(baseline: dict[str, Any], device: str) -> dict[str, Any]:
-        return common.build_manifest(
-            SYSTEM, args.env_id, args.seed, hp, protocol, device, baseline, args.sweep, args.run_id
-        )
-
-    probe = manifest_for({"path": None}, "cpu")
-    run_dir = args.run_dir or common.default_run_dir(args.results_root, args.sweep, probe["run_id"])
-    native_dir = Path(run_dir).resolve() / "native"
-    try:
-        native_argv = mapping.monobeast_argv(hp, savedir=str(native_dir), xpid=XPID)
-    except mapping.MappingError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return exits.EXIT_BAD_INPUT
-
-    found = common.load_checkout(
-        args.torchbeast_path, "TORCHBEAST_PATH", "torchbeast", CHECKOUT_MARKER, REPO_URL,
-        import_monobeast, run_dir, lambda baseline: manifest_for(baseline, "cpu"),
-    )
-    if found is None:
-        return exits.EXIT_UNAVAILABLE
-    checkout, mb = found
-
-    import torch
-
-    device = "cuda" if args.use_cuda and torch.cuda.is_available() else "cpu"
-    manifest = manifest_for(common.checkout_info(checkout, CHECKOUT_MARKER), device)
-    manifest["baseline_run"] = {
+def plan(args: Args, native_dir: Path) -> dict[str, Any]:
+    """monobeast's argv (mapping.MappingError if it cannot express `args`), and the seeds:
+    the manifest's baseline_run block."""
+    native_argv = mapping.monobeast_argv(args.hyperparameters(), savedir=str(native_dir), xpid=XPID)
+    return {
         "argv": native_argv,
         "seeds": {
             "env": env_seeds(args.seed, 0, args.num_envs),
@@ -516,50 +466,21 @@ def main(argv: list[str] | None = None) -> int:
         },
         "versions": "shared counter: initial parameters 1, +1 after each learn()",
     }
-    try:
-        writer = common.open_writer(run_dir, manifest, EXTRA_COLUMNS)
-    except RecordError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return exits.EXIT_BAD_INPUT
 
-    print(f"monobeast-impala: record in {writer.run_dir}", flush=True)
-    flags = mb.parser.parse_args(native_argv)
-    run = MonobeastRun(args, mb, writer, protocol)
-    status: str = schema.FAILED
-    error: dict | BaseException | None = None
-    try:
-        status = run.run(flags)
-        if status == schema.FAILED and run.error:
-            error = {"type": "BaselineError", "message": run.error.splitlines()[0],
-                     "traceback": run.error}
-    except BaseException as e:  # noqa: BLE001 - the record must say what happened
-        error = e
-        status = schema.INTERRUPTED if isinstance(e, KeyboardInterrupt) else schema.FAILED
-    finally:
-        native_note = _finish_native(native_dir, run) if native_dir.exists() else None
-        writer.set(baseline_run={**manifest["baseline_run"], "network": run.network,
-                                 "native": native_note})
-        writer.finish(
-            status,
-            error=error,
-            summary=common.summary(
-                run.updates * run.batch_steps, run.frame_skip, getattr(run, "wall_time_s", 0.0),
-                run.updates, run.episodes,
-            ),
-        )
-    print(f"monobeast-impala: {status}; {run.updates} updates, {run.episodes} episodes; "
-          f"record in {writer.run_dir}", flush=True)
-    if status == schema.FAILED:
-        print(f"error: {run.error or error}", file=sys.stderr)
-        return exits.EXIT_FAILED
-    return exits.EXIT_INTERRUPTED if status == schema.INTERRUPTED else exits.EXIT_OK
+
+def start(launch: Launch[Args]) -> MonobeastRun:
+    flags = launch.code.parser.parse_args((launch.plan or {})["argv"])
+    return MonobeastRun(launch, flags)
+
+
+TORCHBEAST = Checkout(name="torchbeast", env_var="TORCHBEAST_PATH",
+                      marker="torchbeast/monobeast.py",
+                      url="https://github.com/facebookresearch/torchbeast")
+BASELINE = Baseline(system="monobeast-impala", args=Args, prog="python -m baselines.monobeast",
+                    checkout=TORCHBEAST, load=import_monobeast, plan=plan, start=start,
+                    extra_columns=(*common.LOSS_COLUMNS, "stat_learning_rate",
+                                   "stat_learner_delay_s"))
 
 
 if __name__ == "__main__":
-    code = main()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # monobeast's learner threads are not daemons and may wait forever on an empty queue
-    # after an interrupt or a failure: leave without joining them (the record is written).
-    os._exit(code)
+    run_as_main(BASELINE)

@@ -30,7 +30,6 @@ import os
 os.environ["OMP_NUM_THREADS"] = "1"
 
 import getpass  # noqa: E402
-import logging  # noqa: E402
 import multiprocessing  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
@@ -38,95 +37,62 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 import types  # noqa: E402
-from dataclasses import asdict, dataclass  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, ClassVar  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
+from baselines.adapter import Baseline, Checkout, Launch, run_as_main  # noqa: E402
 from baselines.native_logs import NativeLogError, read_moolib_logs  # noqa: E402
 from benchenv import env_seeds  # noqa: E402
-from runrecord import (  # noqa: E402
-    RecordError,
-    exits,  # noqa: E402
-    schema,
-)
+from runrecord import exits, schema  # noqa: E402
 
-SYSTEM = "moolib-impala"
-CHECKOUT_MARKER = "examples/vtrace/experiment.py"
-REPO_URL = "https://github.com/facebookresearch/moolib"
 LOCAL_NAME = "peer0"  # the peer's folder: <savedir>/peers/peer0/
-EXTRA_COLUMNS = (
-    "loss_total",
-    "loss_policy",
-    "loss_value",
-    "loss_entropy",
-    "stat_grad_norm",
-    "stat_learning_rate",
-    "stat_learner_delay_s",
-)
 D = mapping.MOOLIB_DEFAULTS
 
 
-@dataclass
-class Args:
-    """Run moolib's examples/vtrace (IMPALA) from a checkout on the shared EnvPool Atari protocol."""
+@dataclass(kw_only=True)
+class Args(common.AdapterArgs):
+    """Run moolib's examples/vtrace (IMPALA) from a checkout on the shared EnvPool Atari protocol.
 
-    env_id: str = D["env_id"]
-    """EnvPool Atari id, e.g. Breakout-v5"""
-    seed: int = D["seed"]
-    """run seed: the k-th env created gets global env k's seed (exact slots with --num-actor-cpus 1, see docs); torch is seeded with it (moolib has no seed key)"""
-    total_timesteps: int = D["total_timesteps"]
-    """agent steps to train for (moolib total_steps; frames = 4 x steps)"""
-    num_envs: int = D["num_envs"]
-    """envs in all: num_actor_batches batches of num_envs / num_actor_batches (moolib actor_batch_size)"""
+    Args:
+        seed: run seed: the k-th env created gets global env k's seed (exact slots with --num-actor-cpus 1, see docs); torch is seeded with it (moolib has no seed key)
+        total_timesteps: agent steps to train for (moolib total_steps; frames = 4 x steps)
+        num_envs: envs in all: num_actor_batches batches of num_envs / num_actor_batches (moolib actor_batch_size)
+        num_steps: unroll length of each trajectory (moolib unroll_length)
+        learning_rate: Adam learning rate, decayed linearly to 0 at total_timesteps
+        batch_size: trajectories per optimizer step (moolib batch_size and virtual_batch_size)
+        learner_delay_s: seconds of sleep before each optimizer step (0: none)
+        gamma: discount (moolib discounting)
+        ent_coef: entropy cost (moolib entropy_cost)
+        vf_coef: baseline cost (moolib baseline_cost)
+        max_grad_norm: global gradient norm clip (moolib grad_norm_clipping)
+        use_cuda: act and learn on cuda:0 when torch sees a GPU; --no-use-cuda forces CPU
+    """
+
+    DEFAULTS: ClassVar[Mapping[str, Any]] = D
+    MODEL: ClassVar[str] = "moolib's Atari model"
+
     num_actor_batches: int = D["num_actor_batches"]
     """env batches that moolib steps in turn (moolib num_actor_batches)"""
     num_actor_cpus: int = D["num_actor_cpus"]
     """env worker processes (moolib num_actor_cpus)"""
-    num_steps: int = D["num_steps"]
-    """unroll length of each trajectory (moolib unroll_length)"""
-    learning_rate: float = D["learning_rate"]
-    """Adam learning rate, decayed linearly to 0 at total_timesteps"""
-    batch_size: int = D["batch_size"]
-    """trajectories per optimizer step (moolib batch_size and virtual_batch_size)"""
-    learner_delay_s: float = D["learner_delay_s"]
-    """seconds of sleep before each optimizer step (0: none)"""
-    gamma: float = D["gamma"]
-    """discount (moolib discounting)"""
-    ent_coef: float = D["ent_coef"]
-    """entropy cost (moolib entropy_cost)"""
-    vf_coef: float = D["vf_coef"]
-    """baseline cost (moolib baseline_cost)"""
-    max_grad_norm: float = D["max_grad_norm"]
-    """global gradient norm clip (moolib grad_norm_clipping)"""
     reward_clip: float = D["reward_clip"]
     """moolib clips rewards to [-reward_clip, reward_clip] for training (0: no clipping)"""
-    use_cuda: bool = D["use_cuda"]
-    """act and learn on cuda:0 when torch sees a GPU; --no-use-cuda forces CPU"""
     keep_checkpoint: bool = False
     """keep moolib's checkpoint*.tar in the record's native/ folder (default: deleted at the end)"""
     moolib_path: Path | None = None
     """moolib source checkout, the folder holding examples/vtrace (default: $MOOLIB_PATH)"""
-    run_dir: Path | None = None
-    """record folder; default <results-root>/<sweep or standalone>/runs/<run id>"""
-    sweep: str | None = None
-    """sweep name stored in the manifest (None: a standalone run)"""
-    run_id: str | None = None
-    """run id to record (the harness passes its own); default: hash of the run's definition"""
-    results_root: Path = Path("results")
-    """root of the results store, used when --run-dir is not given"""
 
     def check(self) -> None:
-        """Raise ValueError naming a setting that cannot run (after parsing, for a plain message)."""
-        common.check_adapter_args(self.env_id, self.learner_delay_s, "moolib's Atari model")
+        super().check()
         mapping.moolib_actor_batch_size(self.num_envs, self.num_actor_batches)
 
-    def hyperparameters(self) -> dict[str, Any]:
-        """The harness config of this run: the keys of mapping.MOOLIB_DEFAULTS."""
-        d = asdict(self)
-        return {k: d[k] for k in mapping.MOOLIB_DEFAULTS}
+    def checkout(self) -> Path | None:
+        return self.moolib_path
 
 
 def _die_with_parent() -> None:
@@ -249,17 +215,21 @@ def _user_name() -> str:
 class MoolibRun:
     """Hooks the vtrace example, runs its Hydra main, and writes the record."""
 
-    def __init__(self, args: Args, mods: types.SimpleNamespace, writer, protocol: dict[str, Any]):
-        self.args = args
-        self.mods = mods
-        self.writer = writer
-        self.protocol = protocol
-        self.frame_skip = int(protocol["frame_skip"])
+    def __init__(self, launch: Launch[Args]):
+        args = self.args = launch.args
+        self.mods: types.SimpleNamespace = launch.code
+        self.writer = launch.writer
+        self.protocol = launch.protocol
+        self.native_dir = launch.native_dir
+        self.on_cuda = launch.on_cuda
+        self.frame_skip = int(self.protocol["frame_skip"])
         self.actor_batch_size = mapping.moolib_actor_batch_size(args.num_envs, args.num_actor_batches)
         # Shared with moolib's forked env processes: the next env seed offset.
         self.env_counter = multiprocessing.get_context("fork").Value("q", 0)
         self.t0 = time.monotonic()
         self.wall_time_s = 0.0
+        self.error: str | None = None  # failures raise here: nothing to keep
+        self.baseline_run: dict[str, Any] = {}  # the manifest's block, once the broker runs
         self.updates = 0
         self.episodes = 0
         self.train_steps = 0  # env steps consumed by compute_gradients
@@ -412,7 +382,38 @@ class MoolibRun:
 
     # ---- run ----
 
-    def run(self, overrides: list[str], native_dir: Path) -> str:
+    def train(self) -> str:
+        """Start moolib's broker, run the example, stop the broker; the final status."""
+        broker = Broker(self.native_dir / "broker.log")
+        try:
+            overrides = mapping.moolib_overrides(
+                {**self.args.hyperparameters(), "use_cuda": self.on_cuda},
+                connect=broker.address, savedir=str(self.native_dir / "moolib"),
+                project="cleanba-bench", group=self.writer.manifest["run_id"],
+                local_name=LOCAL_NAME,
+            )
+            self.baseline_run = {
+                "overrides": overrides,
+                "broker": broker.address,
+                "seeds": {
+                    "env": env_seeds(self.args.seed, 0, self.args.num_envs),
+                    "env_rule": "the k-th env created gets global env k's seed "
+                                "(benchenv.env_seeds(seed, k, 1)); k = batch x actor_batch_size "
+                                "+ slot exactly when num_actor_cpus == 1, else slots within a "
+                                "batch follow the order in which moolib's worker processes "
+                                "attached",
+                    "env_slots_exact": self.args.num_actor_cpus == 1,
+                    "torch": self.args.seed,
+                },
+                "versions": "learner model_version + 1 (initial parameters 1), read by the "
+                            "acting forward",
+            }
+            self.writer.set(baseline_run=self.baseline_run)
+            return self.run_example(overrides, self.native_dir)
+        finally:
+            broker.close()
+
+    def run_example(self, overrides: list[str], native_dir: Path) -> str:
         import torch
 
         ex = self.mods.experiment
@@ -465,6 +466,19 @@ class MoolibRun:
         # The example also returns normally after SIGINT/SIGTERM (its own handlers).
         return schema.COMPLETED if self.train_steps >= self.args.total_timesteps else schema.INTERRUPTED
 
+    def close(self) -> dict[str, Any]:
+        native = _finish_native(self.native_dir, self.writer.run_dir, self.args.keep_checkpoint)
+        return {**self.baseline_run, "network": self.network_summary(), "native": native}
+
+    def summary(self) -> dict[str, Any]:
+        return common.summary(self.applied_steps, self.frame_skip, self.wall_time_s,
+                              self.updates, self.episodes)
+
+    def failure(self, error: object) -> str:
+        if isinstance(error, BaseException):
+            return "".join(traceback.format_exception(error))
+        return str(error)
+
 
 def _finish_native(native_dir: Path, run_dir: Path, keep_checkpoint: bool) -> dict[str, Any]:
     """Tidy and summarise moolib's own files; returns the manifest's note about them."""
@@ -487,103 +501,29 @@ def _finish_native(native_dir: Path, run_dir: Path, keep_checkpoint: bool) -> di
     return note
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = common.parse_cli(Args, argv, "python -m baselines.moolib")
-    if args is None:
-        return exits.EXIT_BAD_INPUT
-    hp = args.hyperparameters()
-    protocol = common.baseline_protocol(args.env_id)
+def provenance(mods: types.SimpleNamespace) -> dict[str, Any]:
+    return {"moolib_module": str(Path(mods.moolib.__file__).resolve().parent)}
 
-    def manifest_for(baseline: dict[str, Any], device: str) -> dict[str, Any]:
-        return common.build_manifest(
-            SYSTEM, args.env_id, args.seed, hp, protocol, device, baseline, args.sweep, args.run_id
-        )
 
-    probe = manifest_for({"path": None}, "cpu")
-    run_dir = Path(args.run_dir or common.default_run_dir(args.results_root, args.sweep, probe["run_id"]))
-    native_dir = run_dir.resolve() / "native"
-    savedir = native_dir / "moolib"
-
-    found = common.load_checkout(
-        args.moolib_path, "MOOLIB_PATH", "moolib", CHECKOUT_MARKER, REPO_URL,
-        import_moolib_example, run_dir, lambda baseline: manifest_for(baseline, "cpu"),
-    )
-    if found is None:
-        return exits.EXIT_UNAVAILABLE
-    checkout, mods = found
-
-    import torch
-
-    on_cuda = args.use_cuda and torch.cuda.is_available()
-    baseline = common.checkout_info(checkout, CHECKOUT_MARKER)
-    baseline["moolib_module"] = str(Path(mods.moolib.__file__).resolve().parent)
-    manifest = manifest_for(baseline, "cuda" if on_cuda else "cpu")
-    try:
-        writer = common.open_writer(run_dir, manifest, EXTRA_COLUMNS)
-    except RecordError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return exits.EXIT_BAD_INPUT
+def start(launch: Launch[Args]) -> MoolibRun | int:
+    savedir = launch.native_dir / "moolib"
     # RunWriter moved any earlier attempt (with its checkpoint) to previous_attempts/.
     if (savedir / "checkpoint.tar").exists():
-        writer.finish(schema.FAILED, error={"type": "RecordError", "traceback": "",
-                                            "message": f"{savedir} already holds a checkpoint"})
+        launch.writer.finish(schema.FAILED, error={
+            "type": "RecordError", "traceback": "",
+            "message": f"{savedir} already holds a checkpoint"})
         print(f"error: {savedir} already holds a checkpoint; moolib would resume it", file=sys.stderr)
         return exits.EXIT_FAILED
+    return MoolibRun(launch)
 
-    print(f"moolib-impala: record in {writer.run_dir}", flush=True)
-    run = MoolibRun(args, mods, writer, protocol)
-    status, error, broker = schema.FAILED, None, None
-    baseline_run: dict[str, Any] = {}
-    try:
-        broker = Broker(native_dir / "broker.log")
-        overrides = mapping.moolib_overrides(
-            {**hp, "use_cuda": on_cuda}, connect=broker.address, savedir=str(savedir),
-            project="cleanba-bench", group=writer.manifest["run_id"], local_name=LOCAL_NAME,
-        )
-        baseline_run = {
-            "overrides": overrides,
-            "broker": broker.address,
-            "seeds": {
-                "env": env_seeds(args.seed, 0, args.num_envs),
-                "env_rule": "the k-th env created gets global env k's seed "
-                            "(benchenv.env_seeds(seed, k, 1)); k = batch x actor_batch_size "
-                            "+ slot exactly when num_actor_cpus == 1, else slots within a batch "
-                            "follow the order in which moolib's worker processes attached",
-                "env_slots_exact": args.num_actor_cpus == 1,
-                "torch": args.seed,
-            },
-            "versions": "learner model_version + 1 (initial parameters 1), read by the acting forward",
-        }
-        writer.set(baseline_run=baseline_run)
-        status = run.run(overrides, native_dir)
-    except BaseException as e:  # noqa: BLE001 - the record must say what happened
-        error = e
-        status = schema.INTERRUPTED if isinstance(e, KeyboardInterrupt) else schema.FAILED
-    finally:
-        if broker is not None:
-            broker.close()
-        native_note = _finish_native(native_dir, writer.run_dir, args.keep_checkpoint)
-        writer.set(baseline_run={**baseline_run, "network": run.network_summary(),
-                                 "native": native_note})
-        writer.finish(
-            status,
-            error=error,
-            summary=common.summary(run.applied_steps, run.frame_skip, run.wall_time_s,
-                                   run.updates, run.episodes),
-        )
-    print(f"moolib-impala: {status}; {run.updates} updates, {run.episodes} episodes; "
-          f"record in {writer.run_dir}", flush=True)
-    if status == schema.FAILED:
-        tb = "".join(traceback.format_exception(error)) if isinstance(error, BaseException) else error
-        print(f"error: {tb}", file=sys.stderr)
-        return exits.EXIT_FAILED
-    return exits.EXIT_INTERRUPTED if status == schema.INTERRUPTED else exits.EXIT_OK
+
+MOOLIB = Checkout(name="moolib", env_var="MOOLIB_PATH", marker="examples/vtrace/experiment.py",
+                  url="https://github.com/facebookresearch/moolib")
+BASELINE = Baseline(system="moolib-impala", args=Args, prog="python -m baselines.moolib",
+                    checkout=MOOLIB, load=import_moolib_example, provenance=provenance,
+                    start=start, extra_columns=(*common.LOSS_COLUMNS, "stat_grad_norm",
+                                                "stat_learning_rate", "stat_learner_delay_s"))
 
 
 if __name__ == "__main__":
-    code = main()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # moolib's env processes and RPC threads need not be joined: the record is written.
-    os._exit(code)
+    run_as_main(BASELINE)

@@ -1,0 +1,80 @@
+"""Every key a sweep file may hold, with the description that errors list (docs/harness.md).
+
+Tables of text only: harness.sweep_toml checks files against them.
+"""
+
+MATRIX_KEYS = {
+    "name": "label of this matrix (shown by plan and status)",
+    "systems": "list of systems, e.g. ['cleanba-ppo', 'cleanba-impala']",
+    "architectures": "list of 'sync', 'cleanba', 'async' (cleanba systems)",
+    "layouts": "list of layouts in the paper's notation, e.g. ['a0-l0-d1', 'a0-l1,2,3-d1']",
+    "games": "list of env ids, e.g. ['Breakout-v5'] or ['CartPole-v1']",
+    "seeds": "list of integer seeds",
+    "frames": "frame budget per run (env steps x frame skip)",
+    "preset": "trainer preset: 'auto' (atari for -v5 games, else cartpole), 'atari', 'cartpole'",
+    "overrides": "table of hyperparameters passed to the trainer, e.g. {learning-rate = 3e-4}",
+    "grid": "table of hyperparameters to sweep: each key a list of values (cartesian product)",
+    "resources": "table: cpus_per_process, accelerator ('cpu' or 'gpu'), timeout_min",
+}
+TOP_KEYS = {
+    "name": "sweep name (folder under the results root)",
+    "description": "free text",
+    "matrix": "array of tables [[matrix]], each a product of systems, layouts, games, seeds",
+    "slurm": "table of Slurm job parameters (partition, gpus_per_node, ...)",
+    "report": "table of report options (group_by, delta, reps, seed)",
+    "regression": "table for `harness regress` (reference, delta, systems, games)",
+    "entry_points": "table of extra systems: name = {entry, takes_preset, architectures, baseline}",
+    **{k: v for k, v in MATRIX_KEYS.items() if k != "name"},
+}
+RESOURCE_KEYS = {
+    "cpus_per_process": "CPU cores each trainer process gets (default 1)",
+    "accelerator": "'cpu' (virtual XLA devices) or 'gpu' (one GPU per layout device)",
+    "timeout_min": "wall-clock limit per run in minutes (local and Slurm)",
+}
+SLURM_KEYS = {
+    "partition": "Slurm partition",
+    "account": "Slurm account",
+    "qos": "Slurm QOS",
+    "constraint": "Slurm constraint",
+    "gpus_per_node": "GPUs per job (default: the layout's devices per process if accelerator=gpu)",
+    "cpus_per_task": "CPUs per Slurm task (default: resources.cpus_per_process)",
+    "mem_gb": "memory per node in GB",
+    "timeout_min": "job time limit in minutes (default: resources.timeout_min or 60)",
+    "array_parallelism": "how many jobs of an array run at once",
+    "use_array": "submit runs as job arrays (true) or one job per run (false)",
+    "setup": "list of shell lines run before the job (module load ..., source venv)",
+    "additional_parameters": "table of extra sbatch parameters",
+}
+REPORT_KEYS = {
+    "group_by": "manifest key that splits runs into compared groups (default layout.name)",
+    "delta": "equivalence margin (HNS units) fixed before the runs",
+    "reps": "bootstrap replicates",
+    "seed": "bootstrap seed",
+    "reference": "group every other group is compared with, e.g. a0-l0-d1 (default: the "
+                 "smallest hardware)",
+    "published": "table {table = FILE, column = NAME}: a 'Did it reproduce?' section "
+                 "against that published column (docs/reproduce.md)",
+}
+PUBLISHED_KEYS = {
+    "table": "published mean ± std CSV (relative to the project root), e.g. "
+             "'../shared/paper-data/main_10CPU.csv'",
+    "column": "its column, e.g. 'Cleanba IMPALA, 1 A100, 10 CPU'",
+    "relative_margin": "per-game margin as a share of the published HNS (default 0.25)",
+    "absolute_margin": "smallest per-game margin in HNS (default 0.1)",
+    "allow_budget_mismatch": "compare runs shorter than the paper's 200M frames (true/false)",
+    "allow_protocol_mismatch": "compare runs made under another env protocol (true/false)",
+}
+REGRESSION_KEYS = {
+    "metric": "per-seed value: iqm (IQM over games, default) or atari5-median (docs/atari5.md)",
+    "reference": "folder of reference run records (relative to the project root)",
+    "delta": "allowed drop of the score (normalised units)",
+    "systems": "only runs of these systems are compared",
+    "games": "only runs on these games are compared",
+    "layouts": "only runs on these layouts are compared (one verdict per system and layout)",
+}
+ENTRY_POINT_KEYS = {
+    "entry": "module (pkg.mod) or path to a .py script that follows the trainer CLI contract",
+    "takes_preset": "whether it takes the PRESET positional",
+    "architectures": "architectures it implements",
+    "baseline": "one device only, no layout or architecture flags",
+}

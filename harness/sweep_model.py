@@ -1,0 +1,199 @@
+"""The sweep model: a sweep, its runs, and a validated matrix (the input of expansion).
+
+These are plain values. harness.sweep_toml makes them from a sweep file (checking every
+value, with line numbers), harness.expand turns each ValidatedMatrix into RunSpecs, and
+everything after that (plan, execute, report) reads RunSpec and Sweep only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.systems import System, flag_args
+from runrecord import Layout
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def published_table_path(text: str) -> Path:
+    """A [report] published table path: absolute, or relative to the project root."""
+    path = Path(text)
+    return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+class SweepError(ValueError):
+    """A sweep file (or scale-down option) that is wrong; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpus_per_process: int = 1
+    accelerator: str = "cpu"
+    timeout_min: float | None = None
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep: everything needed to start it and to name it."""
+
+    sweep: str
+    system: str
+    architecture: str
+    env_id: str
+    seed: int
+    layout: Layout
+    preset: str | None
+    frames: int
+    total_timesteps: int
+    overrides: dict[str, Any]
+    resources: Resources
+    entry: str
+    takes_preset: bool
+    baseline: bool
+    matrix: str = ""
+    run_id: str = ""
+    # XLA virtual CPU devices per process for accelerator 'cpu' (0: the layout's count).
+    # A sweep gives all its CPU runs one count, its largest layout's: on CPU, XLA splits
+    # matrix products and convolutions by its thread pool and device count, so layouts
+    # compared bit for bit (--deterministic) must run with the same XLA configuration.
+    cpu_devices: int = 0
+    # Where the sweep file sets this run's keys ('layouts', 'frames', 'games', each
+    # hyperparameter): for error messages about the run (harness.validate).
+    key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+    key_source: str = field(default="", compare=False)
+
+    def definition(self) -> dict[str, Any]:
+        """What defines the run (hashed into run_id); where and how it runs is not part of it."""
+        return {
+            "system": self.system,
+            "architecture": self.architecture,
+            "env_id": self.env_id,
+            "seed": self.seed,
+            "preset": self.preset,
+            "hyperparameters": dict(sorted(self.overrides.items())),
+            "frames": self.frames,
+            "total_timesteps": self.total_timesteps,
+            "layout": self.layout.name,
+        }
+
+    @property
+    def num_processes(self) -> int:
+        return self.layout.num_processes
+
+    @property
+    def cpus_needed(self) -> int:
+        return self.resources.cpus_per_process * self.num_processes
+
+    @property
+    def gpus_needed(self) -> int:
+        if self.resources.accelerator != "gpu":
+            return 0
+        return self.layout.devices_per_process * self.num_processes
+
+    def command(
+        self,
+        run_dir: Path | str,
+        process_id: int = 0,
+        coordinator: str = "127.0.0.1:<port>",
+        python: str = sys.executable,
+    ) -> list[str]:
+        """argv of process `process_id` of this run."""
+        if self.entry.endswith(".py"):
+            argv = [python, self.entry]
+        else:
+            argv = [python, "-m", self.entry]
+        if self.takes_preset and self.preset:
+            argv.append(self.preset)
+        argv += ["--env-id", self.env_id, "--seed", str(self.seed),
+                 "--total-timesteps", str(self.total_timesteps)]
+        if not self.baseline:
+            argv += ["--architecture", self.architecture]
+            argv += flag_args("actor-device-ids", list(self.layout.actor_device_ids))
+            argv += flag_args("learner-device-ids", list(self.layout.learner_device_ids))
+        for k, v in sorted(self.overrides.items()):
+            argv += flag_args(k, v)
+        if self.num_processes > 1:
+            argv += ["--distributed", "--coordinator-address", coordinator,
+                     "--num-processes", str(self.num_processes), "--process-id", str(process_id)]
+        argv += ["--run-dir", str(run_dir), "--sweep", self.sweep, "--run-id", self.run_id]
+        return argv
+
+    def label(self) -> str:
+        arch = "" if self.baseline else f" {self.architecture}"
+        return f"{self.system}{arch} {self.env_id} s{self.seed} {self.layout.name}"
+
+
+@dataclass
+class Sweep:
+    name: str
+    description: str
+    runs: list[RunSpec]
+    slurm: dict[str, Any] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)
+    regression: dict[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+    source_text: str = ""
+    notes: list[str] = field(default_factory=list)
+    # Scale-down options this sweep was loaded with ({"games": "...", "seeds": "...",
+    # "frames": N}), so the report can say what was run; empty: the whole file.
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScaleDown:
+    """Command-line options that replace a sweep file's values (plan/run --frames ...).
+
+    None (or empty) keeps the file's value. `games` keeps only the listed games; a matrix
+    left without games makes no runs and is not checked beyond its games.
+    """
+
+    frames: int | None = None
+    games: tuple[str, ...] | None = None
+    seeds: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class MatrixSystem:
+    """A system of a matrix and the architectures it runs there (the first one by default)."""
+
+    system: System
+    architectures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MatrixGame:
+    """A game of a matrix and what it decides for every run on it."""
+
+    env_id: str
+    preset: str
+    """Trainer preset for systems that take one ('auto' already resolved)."""
+    total_timesteps: int
+    """The matrix's frame budget in agent steps of this game (>= 1)."""
+
+
+@dataclass(frozen=True)
+class ValidatedMatrix:
+    """One matrix of a sweep file with every value checked: expansion cannot fail.
+
+    Its runs are the product systems x architectures x layouts x games x seeds x grid.
+    """
+
+    sweep: str
+    label: str
+    systems: tuple[MatrixSystem, ...]
+    layouts: tuple[Layout, ...]
+    games: tuple[MatrixGame, ...]
+    seeds: tuple[int, ...]
+    frames: int
+    overrides: Mapping[str, Any]
+    """hyperparameter (kebab-case) -> value, the same for every run"""
+    grid: Mapping[str, Sequence[Any]]
+    """hyperparameter (kebab-case) -> the values swept (cartesian product)"""
+    resources: Resources
+    key_lines: Mapping[str, int] = field(default_factory=dict)
+    """Where the file sets 'layouts', 'frames', 'games' and each hyperparameter."""
+    key_source: str = ""
