@@ -62,7 +62,7 @@ def check_cleanba(module: Any, spec: RunSpec) -> str | None:
         benchenv.check_env_id(config.env_id)
         obs_shape, num_actions = _env_shape(config.env_id)
         if spec.preset is not None and spec.preset in module.PRESETS:  # images vs vectors
-            from cleanba.runtime import PresetChoice, check_preset_fits
+            from cleanba.checks import PresetChoice, check_preset_fits
 
             made_for = module.PRESETS[spec.preset][1].env_id
             check_preset_fits(PresetChoice(spec.preset, made_for), config.env_id, obs_shape,
