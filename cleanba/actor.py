@@ -46,13 +46,14 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     plan, cfg = ctx.plan, ctx.config
     n, T = plan.envs_per_thread, plan.num_steps
     first_env = plan.first_env_index(thread_global)
-    env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=ctx.prep.protocol)
+    spec = ctx.prep.checked.env
+    env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=spec.protocol)
     inference_envs = plan.envs_per_group if plan.deterministic else 0
     policy = jax.jit(partial(sample_step, ctx.algorithm.network, inference_envs))
     env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
     key = jax.device_put(ctx.action_key, device)
     tracker = EpisodeTracker(first_env, n)
-    rewards_clipped = bool(ctx.prep.protocol.get("reward_clip", False))
+    rewards_clipped = bool(spec.protocol.get("reward_clip", False))
     obs, _ = env.reset()
     prev_done = np.zeros(n, bool)
     version, params = 0, None
@@ -67,10 +68,10 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
         param_wait = time.monotonic() - t_wait
         t_rollout = time.monotonic()
         arrays = {
-            "obs": np.empty((T + 1, n, *ctx.prep.obs_shape), ctx.prep.obs_dtype),
+            "obs": np.empty((T + 1, n, *spec.obs_shape), spec.obs_dtype),
             "actions": np.empty((T, n), np.int32),
             "logprobs": np.empty((T, n), np.float32),
-            "logits": np.empty((T, n, ctx.prep.num_actions), np.float32),
+            "logits": np.empty((T, n, spec.num_actions), np.float32),
             "values": np.empty((T, n), np.float32),
             "rewards": np.empty((T, n), np.float32),
             "dones": np.empty((T, n), np.float32),

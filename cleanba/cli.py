@@ -7,7 +7,7 @@ from typing import Any
 
 from cleanba import stopping
 from cleanba.algorithm import AlgorithmFactory
-from cleanba.checks import PresetChoice
+from cleanba.checks import preset_choice
 from cleanba.config import ConfigError
 from cleanba.records import console
 from cleanba.runtime import exit_after, train
@@ -38,7 +38,7 @@ def main(presets: dict[str, tuple[str, Any]], factory: AlgorithmFactory, system:
     except ConfigError as exc:
         console(f"error: {exc}", sys.stderr)
         return EXIT_BAD_INPUT
-    preset = PresetChoice(args[0], presets[args[0]][1].env_id)
+    preset = preset_choice(presets, args[0])
     code = train(config, factory, system, preset, tuple(presets))
     exit_after(code)
     return code

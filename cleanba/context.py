@@ -11,6 +11,7 @@ import jax
 
 from cleanba.algorithm import Algorithm
 from cleanba.channel import ParamChannel
+from cleanba.checks import Checked
 from cleanba.config import CommonConfig, Fault
 from cleanba.control import Control
 from cleanba.layout import Plan
@@ -20,18 +21,21 @@ from runrecord import RunWriter
 
 @dataclass
 class Prepared:
-    """A run that passed every check and may start."""
+    """A run that passed every check and may start: the checked run and its identity."""
 
-    plan: Plan
-    algorithm: Algorithm
-    protocol: dict[str, Any]
-    obs_shape: tuple[int, ...]
-    obs_dtype: Any
-    num_actions: int
+    checked: Checked
     run_id: str
     run_dir: Path
     manifest: dict[str, Any]
     fault: Fault | None
+
+    @property
+    def plan(self) -> Plan:
+        return self.checked.plan
+
+    @property
+    def algorithm(self) -> Algorithm:
+        return self.checked.algorithm
 
 
 @dataclass

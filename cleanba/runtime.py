@@ -28,18 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 import benchenv
 from cleanba import stopping
 from cleanba.actor import actor_loop
 from cleanba.algorithm import AlgorithmFactory
 from cleanba.channel import ParamChannel
-from cleanba.checks import PresetChoice, check_preset_fits
+from cleanba.checks import PresetChoice, Topology, check_run
 from cleanba.config import CommonConfig, ConfigError, fault_from_env
 from cleanba.context import Context, Prepared
 from cleanba.control import Control, Stopped
-from cleanba.layout import init_distributed, make_plan
+from cleanba.layout import init_distributed
 from cleanba.learner import learner_loop
 from cleanba.parallel import LearnerMesh, first_replica
 from cleanba.records import (
@@ -67,33 +66,23 @@ def _thread(ctx: Context, name: str, target: Callable, *args: Any) -> threading.
     return threading.Thread(target=body, name=name, daemon=True)
 
 
-def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
-            preset: PresetChoice | None = None, presets: Sequence[str] = ()) -> Prepared:
-    """Every check that can fail on bad arguments; raises ConfigError & co. Writes nothing."""
-    import envpool
-
-    fault = fault_from_env()
-    benchenv.check_env_id(config.env_id)
+def start_processes(config: CommonConfig) -> Topology:
+    """The trainer's topology for `check_run`: start jax.distributed when asked, then ask
+    JAX where this process stands."""
     init_distributed(config)
     watcher = stopping.installed()
     if watcher is not None and config.distributed:
         watcher.reinstall_handlers()  # jax.distributed may register a native SIGTERM handler
-    plan = make_plan(config, jax.process_count(), jax.process_index(), jax.local_device_count())
-    protocol = benchenv.env_protocol(config.env_id)
-    spec = envpool.make_spec(config.env_id, **protocol)
-    obs_space, act_space = spec.observation_space, spec.action_space
-    if not hasattr(act_space, "n"):
-        raise ConfigError(
-            f"{config.env_id} has a {type(act_space).__name__} action space; the Cleanba "
-            "trainers support discrete actions (Atari, CartPole-v1, ...)"
-        )
-    obs_shape = tuple(obs_space.shape)
-    if preset is not None:
-        preset_spec = envpool.make_spec(preset.env_id, **benchenv.env_protocol(preset.env_id))
-        check_preset_fits(preset, config.env_id, obs_shape,
-                          tuple(preset_spec.observation_space.shape), presets)
-    obs_dtype = np.uint8 if obs_space.dtype == np.uint8 else np.float32
-    algorithm = factory(config, plan, obs_shape, int(act_space.n))
+    return Topology(jax.process_count(), jax.process_index(), jax.local_device_count())
+
+
+def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
+            preset: PresetChoice | None = None, presets: Sequence[str] = ()) -> Prepared:
+    """Every check that can fail on bad arguments (cleanba.checks.check_run; raises
+    ConfigError & co.), then the run's id, directory and manifest. Writes nothing."""
+    fault = fault_from_env()
+    checked = check_run(config, factory, start_processes, preset, presets)
+    plan, protocol = checked.plan, checked.env.protocol
     rid = config.run_id or make_run_id(system, config, protocol, plan.layout)
     run_dir = Path(config.run_dir) if config.run_dir else default_run_dir(rid)
     local = jax.local_devices()
@@ -106,13 +95,12 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
         "total_actor_threads": plan.total_actor_threads,
         "frames_per_step": benchenv.frames_per_step(config.env_id),
     }
-    derived.update(algorithm.derived)
+    derived.update(checked.algorithm.derived)
     manifest = build_manifest(
         system=system, config=config, rid=rid, env_protocol=protocol, layout=plan.layout,
         derived=derived, devices=devices,
     )
-    return Prepared(plan, algorithm, protocol, obs_shape, obs_dtype, int(act_space.n), rid,
-                    run_dir, manifest, fault)
+    return Prepared(checked, rid, run_dir, manifest, fault)
 
 
 def train(config: CommonConfig, factory: AlgorithmFactory, system: str,
