@@ -49,7 +49,7 @@ from cleanba.records import (
     default_run_dir,
     make_run_id,
 )
-from cleanba.xla_flags import apply_gpu_determinism_flag
+from cleanba.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
 from runrecord import LayoutError, RecordError, RunWriter, schema
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
@@ -109,6 +109,7 @@ def train(config: CommonConfig, factory: AlgorithmFactory, system: str,
     interrupted). `preset`: the preset the config came from (checked against the env)."""
     # gymnasium warns about EnvPool's float64 Box bounds on every env; it means nothing here.
     warnings.filterwarnings("ignore", message=".*precision lowered.*")
+    apply_cpu_conv_flag()  # set already when started as `python -m cleanba.ppo|impala`
     if config.deterministic:
         apply_gpu_determinism_flag()
     watcher = stopping.installed()
