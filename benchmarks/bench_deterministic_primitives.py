@@ -26,6 +26,7 @@ import tyro
 from cleanba import deterministic as det
 from cleanba.losses import normalized_advantages, ppo_loss, ppo_loss_sums
 from cleanba.networks import init_params, make_network
+from cleanba.xla_flags import apply_cpu_conv_flag
 
 
 @dataclass
@@ -133,4 +134,5 @@ def main(cfg: BenchConfig) -> None:
 
 
 if __name__ == "__main__":
+    apply_cpu_conv_flag()  # the trainers' XLA CPU configuration, before JAX's first computation
     main(tyro.cli(BenchConfig))

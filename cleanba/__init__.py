@@ -1,11 +1,15 @@
 """Cleanba trainers (PPO and IMPALA) in JAX: `python -m cleanba.ppo`, `python -m cleanba.impala`.
 
-See docs/cleanba.md. Importing the package sets an XLA flag for fast CPU convolutions
-(cleanba/xla_flags.py); it takes effect if no JAX computation has run yet.
+See docs/cleanba.md. When Python runs a trainer (`python -m cleanba.ppo|impala`), runpy
+imports this package before the trainer module and its seconds of JAX imports; the
+stop-signal watcher (cleanba/stopping.py) is installed here, first, so a signal at any
+moment exits 130.
 
-When Python runs a trainer (`python -m cleanba.ppo|impala`), runpy imports this package
-before the trainer module and its seconds of JAX imports; the stop-signal watcher
-(cleanba/stopping.py) is installed here, first, so a signal at any moment exits 130.
+A process started as one of cleanba's entry points (the trainers, `cleanba.bench`) also sets
+the XLA flag for fast CPU convolutions here (cleanba/xla_flags.py), before any JAX
+computation. Importing cleanba for anything else (the harness checking a run with
+cleanba.checks) leaves the process's environment, and so its children's, as it was;
+`cleanba.runtime.train` sets the flag for runs started from Python.
 """
 
 import sys
@@ -14,20 +18,22 @@ from cleanba import stopping
 from cleanba.xla_flags import apply_cpu_conv_flag
 
 TRAINER_MODULES = ("cleanba.ppo", "cleanba.impala")
+ENTRY_MODULES = (*TRAINER_MODULES, "cleanba.bench")
 
 
-def _launched_as_trainer(argv: list[str]) -> bool:
-    """`python [options] -m cleanba.ppo|impala ...` (argv: sys.orig_argv)."""
+def _launched_as(argv: list[str], modules: tuple[str, ...]) -> bool:
+    """`python [options] -m MODULE ...` for one of `modules` (argv: sys.orig_argv)."""
     for i, word in enumerate(argv[1:], start=1):
         if word == "-m":
-            return i + 1 < len(argv) and argv[i + 1] in TRAINER_MODULES
+            return i + 1 < len(argv) and argv[i + 1] in modules
         if word.startswith("-m"):
-            return word[2:] in TRAINER_MODULES
+            return word[2:] in modules
     return False
 
 
 # While runpy imports the package of `-m pkg.mod`, sys.argv[0] is "-m".
-if sys.argv[:1] == ["-m"] and _launched_as_trainer(sys.orig_argv):
-    stopping.install()
-
-apply_cpu_conv_flag()
+if sys.argv[:1] == ["-m"]:
+    if _launched_as(sys.orig_argv, TRAINER_MODULES):
+        stopping.install()
+    if _launched_as(sys.orig_argv, ENTRY_MODULES):
+        apply_cpu_conv_flag()

@@ -129,7 +129,8 @@ def _prepared(args: list[str], steps: int):
 
 def time_actor_alone(steps: int) -> tuple[float, object]:
     """Median seconds per rollout of the real actor loop, with nobody else working."""
-    from cleanba.runtime import Control, actor_threads, make_context
+    from cleanba.control import Control
+    from cleanba.runtime import actor_threads, make_context
 
     config, prep = _prepared(BREAKOUT, steps)
     control = Control()
@@ -145,7 +146,9 @@ def time_actor_alone(steps: int) -> tuple[float, object]:
 
 def time_learner_alone(steps: int, rollout: object) -> float:
     """Median seconds per update of the real learner loop, fed one recorded rollout."""
-    from cleanba.runtime import Control, learner_loop, make_context
+    from cleanba.control import Control
+    from cleanba.learner import learner_loop
+    from cleanba.runtime import make_context
 
     config, prep = _prepared(BREAKOUT, steps)
     control = Control()

@@ -29,6 +29,8 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
+from cleanba.algorithm import Algorithm, UpdateFn
+from cleanba.cli import main
 from cleanba.config import CommonConfig, ConfigError
 from cleanba.deterministic import (
     FixedOrderGradient,
@@ -40,7 +42,6 @@ from cleanba.layout import Plan
 from cleanba.losses import ADV_NORM_EPS, gae, ppo_loss, ppo_loss_sums
 from cleanba.networks import init_params
 from cleanba.parallel import LEARNER_AXIS, LearnerMesh, learner_value_and_grad, mean_of_steps
-from cleanba.runtime import Algorithm, UpdateFn, main
 
 SYSTEM = "cleanba-ppo"
 DESCRIPTION = (

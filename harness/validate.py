@@ -2,13 +2,12 @@
 
 `harness plan` and `harness run` build, for each distinct run shape, the exact command the
 harness would launch and hand it to the entry point's parser: for the Cleanba trainers
-tyro over their preset configs (types, ranges in __post_init__), then the layout split
-(cleanba.layout.make_plan: divisibility over processes, devices and threads, batch vs
-budget) and the algorithm's own checks (make_algorithm: minibatches), without starting
-JAX's backends or any env; for the baseline adapters their tyro Args and check(). A bad
-override fails the whole sweep with exit 2, naming the key, its line and the parser's
-words. Entry points given as .py scripts follow only the command-line contract and are
-checked when they start.
+tyro over their preset configs (types, ranges in __post_init__), then the trainers' own
+start-up check, cleanba.checks.check_run (env id, the layout split, discrete actions, the
+preset against the env, the algorithm's sizes), without starting JAX's backends or any
+env; for the baseline adapters their tyro Args and check(). A bad override fails the whole
+sweep with exit 2, naming the key, its line and the parser's words. Entry points given as
+.py scripts follow only the command-line contract and are checked when they start.
 """
 
 from __future__ import annotations
@@ -46,29 +45,21 @@ def _tidy(text: str) -> str:
 
 
 def check_cleanba(module: Any, spec: RunSpec) -> str | None:
-    """The trainer's complaint about `spec`'s command line, or None when it would start."""
-    import benchenv
-    from cleanba.config import ConfigError
-    from cleanba.layout import make_plan
+    """The trainer's complaint about `spec`'s command line, or None when it would start: its
+    parser, then the trainer's own start-up check (cleanba.checks.check_run) for the
+    processes and devices the harness would give it."""
+    from cleanba.checks import Topology, check_run, preset_choice
 
     argv = spec.command(RUN_DIR_PLACEHOLDER)
     argv = argv[argv.index(spec.entry) + 1:]
+    where = Topology(spec.num_processes, 0, spec.cpu_devices or spec.layout.devices_per_process)
     try:
         config, printed = _quiet_call(_tyro_parse, module, argv, spec.entry)
         if config is None:
             return _tidy(printed) or "the trainer rejected its command line"
-        devices = spec.cpu_devices or spec.layout.devices_per_process
-        plan = make_plan(config, spec.num_processes, 0, devices)
-        benchenv.check_env_id(config.env_id)
-        obs_shape, num_actions = _env_shape(config.env_id)
-        if spec.preset is not None and spec.preset in module.PRESETS:  # images vs vectors
-            from cleanba.runtime import PresetChoice, check_preset_fits
-
-            made_for = module.PRESETS[spec.preset][1].env_id
-            check_preset_fits(PresetChoice(spec.preset, made_for), config.env_id, obs_shape,
-                              _env_shape(made_for)[0], tuple(module.PRESETS))
-        module.make_algorithm(config, plan, obs_shape, num_actions)
-    except (ConfigError, benchenv.EnvError, ValueError) as e:
+        check_run(config, module.make_algorithm, lambda _: where,
+                  preset_choice(module.PRESETS, spec.preset), tuple(module.PRESETS))
+    except ValueError as e:  # check_run's ConfigError and EnvError, a parser's ValueError
         return str(e)
     return None
 
@@ -78,30 +69,6 @@ def _tyro_parse(module: Any, argv: list[str], entry: str) -> Any:
 
     return tyro.extras.overridable_config_cli(module.PRESETS, prog=f"python -m {entry}",
                                               args=argv)
-
-
-_ENV_SHAPES: dict[str, tuple[tuple[int, ...], int]] = {}
-
-
-def _env_shape(env_id: str) -> tuple[tuple[int, ...], int]:
-    """(observation shape, number of actions) from EnvPool's spec (no env is made)."""
-    if env_id not in _ENV_SHAPES:
-        import warnings
-
-        import envpool
-
-        # gymnasium warns about EnvPool's float64 Box bounds; it means nothing here.
-        warnings.filterwarnings("ignore", message=".*precision lowered.*")
-
-        import benchenv
-
-        spec = envpool.make_spec(env_id, **benchenv.env_protocol(env_id))
-        act = spec.action_space
-        if not hasattr(act, "n"):
-            raise ValueError(f"{env_id} has a {type(act).__name__} action space; the Cleanba "
-                             "trainers support discrete actions")
-        _ENV_SHAPES[env_id] = (tuple(spec.observation_space.shape), int(act.n))
-    return _ENV_SHAPES[env_id]
 
 
 def check_baseline(module: Any, spec: RunSpec) -> str | None:

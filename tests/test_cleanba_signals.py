@@ -212,7 +212,8 @@ def test_a_closed_console_never_decides_the_run_status(tmp_path):
 
 
 def test_the_first_of_failure_and_signal_decides_the_status():
-    from cleanba.runtime import Control, Stopped, final_status
+    from cleanba.control import Control, Stopped
+    from cleanba.runtime import final_status
 
     failed_first = Control()
     failed_first.fail(ValueError("boom"))

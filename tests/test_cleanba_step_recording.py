@@ -1,5 +1,5 @@
 """The actor's step recording (cleanba.records.record_step + EpisodeTracker, what
-cleanba.runtime.actor_loop calls on every env step) against real EnvPool envs: rewards,
+cleanba.actor.actor_loop calls on every env step) against real EnvPool envs: rewards,
 dones, mask and episodes step by step, and raw (unclipped) Atari scores."""
 
 from __future__ import annotations

@@ -1,0 +1,109 @@
+"""The actor thread: a Python loop over env steps calling one jitted policy step, one
+rollout per iteration into its own rollout queue (size 1)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import jax
+import numpy as np
+
+import benchenv
+from cleanba.context import Context
+from cleanba.deterministic import microbatched_apply, sample_actions
+from cleanba.losses import categorical_logprob
+from cleanba.records import Episode, EpisodeTracker, record_step
+
+
+@dataclass
+class Rollout:
+    thread: int  # global actor thread index
+    iteration: int  # 1-based
+    arrays: dict[str, np.ndarray]  # ROLLOUT_FIELDS, time-major (T, envs, ...); obs (T + 1, ...)
+    versions: np.ndarray  # (T,) policy version used at each step
+    param_wait_s: float
+    episodes: list[Episode]
+
+
+def sample_step(network: Any, inference_envs: int, params: Any, obs: jax.Array,
+                env_index: jax.Array, step: jax.Array, key: jax.Array):
+    """One policy step for a block of envs. The sampling key of env i at step t is
+    fold_in(fold_in(key, global env index), t): independent of how envs are split. With
+    inference_envs > 0 (deterministic mode) the network runs on chunks of that many envs
+    (`microbatched_apply`), so an env's logits do not depend on how many share the call."""
+    if inference_envs:
+        logits, value = microbatched_apply(network.apply, params, obs, inference_envs)
+    else:
+        logits, value = network.apply(params, obs)
+    actions = sample_actions(key, logits, env_index, step)
+    return actions, categorical_logprob(logits, actions), logits, value
+
+
+def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_global: int) -> None:
+    plan, cfg = ctx.plan, ctx.config
+    n, T = plan.envs_per_thread, plan.num_steps
+    first_env = plan.first_env_index(thread_global)
+    spec = ctx.prep.checked.env
+    env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=spec.protocol)
+    inference_envs = plan.envs_per_group if plan.deterministic else 0
+    policy = jax.jit(partial(sample_step, ctx.algorithm.network, inference_envs))
+    env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
+    key = jax.device_put(ctx.action_key, device)
+    tracker = EpisodeTracker(first_env, n)
+    rewards_clipped = bool(spec.protocol.get("reward_clip", False))
+    obs, _ = env.reset()
+    prev_done = np.zeros(n, bool)
+    version, params = 0, None
+    for k in range(1, plan.num_updates + 1):
+        if ctx.fault is not None and ctx.fault.kind == "actor" and ctx.fault.at == k \
+                and thread_global == 0:
+            raise RuntimeError(f"injected actor fault at rollout {k} ({ctx.fault})")
+        t_wait = time.monotonic()
+        got = ctx.channel.for_rollout(local_thread, k)
+        if got is not None:
+            version, params = got[0], jax.device_put(got[1], device)
+        param_wait = time.monotonic() - t_wait
+        t_rollout = time.monotonic()
+        arrays = {
+            "obs": np.empty((T + 1, n, *spec.obs_shape), spec.obs_dtype),
+            "actions": np.empty((T, n), np.int32),
+            "logprobs": np.empty((T, n), np.float32),
+            "logits": np.empty((T, n, spec.num_actions), np.float32),
+            "values": np.empty((T, n), np.float32),
+            "rewards": np.empty((T, n), np.float32),
+            "dones": np.empty((T, n), np.float32),
+            "mask": np.empty((T, n), np.float32),
+        }
+        versions = np.empty(T, np.int64)
+        episodes: list[Episode] = []
+        for t in range(T):
+            newer = ctx.channel.for_step(version)
+            if newer is not None:
+                t0 = time.monotonic()
+                version, params = newer[0], jax.device_put(newer[1], device)
+                param_wait += time.monotonic() - t0
+            step = (k - 1) * T + t  # this env block's step counter, same for every layout
+            arrays["obs"][t] = obs
+            out = policy(params, obs, env_index, np.int32(step), key)
+            actions, logprobs, logits, values = jax.device_get(out)
+            obs, reward, term, trunc, info = env.step(actions)
+            rec = record_step(prev_done, reward, term, trunc, info, rewards_clipped)
+            arrays["actions"][t] = actions
+            arrays["logprobs"][t] = logprobs
+            arrays["logits"][t] = logits
+            arrays["values"][t] = values
+            arrays["rewards"][t] = rec.reward
+            arrays["dones"][t] = rec.done
+            arrays["mask"][t] = rec.mask
+            versions[t] = version
+            episodes += tracker.step(rec.raw_reward, rec.done, rec.mask,
+                                     (step + 1) * plan.num_envs, time.monotonic() - ctx.start_time)
+            prev_done = rec.done
+        arrays["obs"][T] = obs
+        ctx.timing["rollout"].append(time.monotonic() - t_rollout)
+        rollout = Rollout(thread_global, k, arrays, versions, param_wait, episodes)
+        ctx.control.put(ctx.rollout_queues[local_thread], rollout)
+    env.close()

@@ -1,0 +1,66 @@
+"""What the threads of one run share: the prepared run (`Prepared`) and the `Context`."""
+
+from __future__ import annotations
+
+import queue
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from cleanba.algorithm import Algorithm
+from cleanba.channel import ParamChannel
+from cleanba.checks import Checked
+from cleanba.config import CommonConfig, Fault
+from cleanba.control import Control
+from cleanba.layout import Plan
+from cleanba.records import Progress, WandbLogger
+from runrecord import RunWriter
+
+
+@dataclass
+class Prepared:
+    """A run that passed every check and may start: the checked run and its identity."""
+
+    checked: Checked
+    run_id: str
+    run_dir: Path
+    manifest: dict[str, Any]
+    fault: Fault | None
+
+    @property
+    def plan(self) -> Plan:
+        return self.checked.plan
+
+    @property
+    def algorithm(self) -> Algorithm:
+        return self.checked.algorithm
+
+
+@dataclass
+class Context:
+    """What the threads of one run share."""
+
+    config: CommonConfig
+    prep: Prepared  # the checked run: plan, algorithm, env protocol, observation spec
+    control: Control
+    channel: ParamChannel
+    rollout_queues: list[queue.Queue]
+    action_key: jax.Array
+    fault: Fault | None
+    progress: Progress
+    writer: RunWriter | None  # process 0 only
+    wandb: WandbLogger | None
+    start_time: float
+    updates_done: int = 0
+    episodes_written: int = 0
+    timing: dict[str, list[float]] = field(default_factory=lambda: {"rollout": [], "update": []})
+
+    @property
+    def plan(self) -> Plan:
+        return self.prep.plan
+
+    @property
+    def algorithm(self) -> Algorithm:
+        return self.prep.algorithm

@@ -1,0 +1,77 @@
+"""Stopping: one stop event shared by every thread of a run, the first error and the
+interrupt flag.
+
+Every queue put/get and sleep waits in short slices and gives up when the event is set.
+The first exception of any thread is recorded (status `failed`); SIGINT/SIGTERM set status
+`interrupted` with the signal and the phase it arrived in (the signal policy of the whole
+process, from its first import, is cleanba/stopping.py).
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+from typing import Any
+
+from cleanba.records import console
+
+WAIT_SLICE_S = 0.05  # granularity of every blocking wait, so a stop is noticed quickly
+
+
+class Stopped(Exception):
+    """Raised inside a thread when the run is stopping (another thread failed, a signal)."""
+
+
+class Control:
+    """The stop event, the first error and the interrupt flag, shared by all threads.
+    `phase` says where the run is (the reason of an interrupt names it)."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.interrupted = False
+        self.interrupt_reason = ""
+        self.phase = "start-up"
+        self._lock = threading.Lock()
+
+    def fail(self, exc: BaseException) -> None:
+        with self._lock:
+            if self.error is None and not self.interrupted:
+                self.error = exc
+        self.stop.set()
+
+    def interrupt(self, signal_name: str) -> None:
+        """A stop signal: `interrupted` unless a thread failed first (the first signal's
+        phase is the reason)."""
+        with self._lock:
+            if self.error is None and not self.interrupted:
+                self.interrupted = True
+                self.interrupt_reason = f"{signal_name} during {self.phase}"
+        console(f"[cleanba] {signal_name}: stopping (during {self.phase})", sys.stderr)
+        self.stop.set()
+
+    def check(self) -> None:
+        if self.stop.is_set():
+            raise Stopped
+
+    def put(self, q: queue.Queue, item: Any) -> None:
+        while True:
+            self.check()
+            try:
+                q.put(item, timeout=WAIT_SLICE_S)
+                return
+            except queue.Full:
+                pass
+
+    def get(self, q: queue.Queue) -> Any:
+        while True:
+            self.check()
+            try:
+                return q.get(timeout=WAIT_SLICE_S)
+            except queue.Empty:
+                pass
+
+    def sleep(self, seconds: float) -> None:
+        if self.stop.wait(seconds):
+            raise Stopped

@@ -1,0 +1,156 @@
+"""The learner thread: takes one rollout from every actor queue (in thread order), runs the
+algorithm's update on the learner devices, publishes the new parameters and writes one
+updates.csv row (and the batch's finished episodes)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+import benchenv
+from cleanba.actor import Rollout
+from cleanba.context import Context
+from cleanba.parallel import LearnerMesh, checksum, first_replica
+from cleanba.records import Episode
+
+
+def assemble_batch(rollouts: Sequence[Rollout], fields: Sequence[str], num_devices: int):
+    """Concatenate this process's rollouts along the env axis (global env order) and split
+    the envs evenly over the learner devices: each field becomes (devices, T, envs/dev, ...)."""
+    batch = {}
+    for name in fields:
+        parts = [r.arrays[name] for r in rollouts]
+        full = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        if num_devices == 1:
+            batch[name] = full[None]
+        else:
+            batch[name] = np.stack(np.split(full, num_devices, axis=1))
+    return batch
+
+
+def rollout_stats(rollouts: Sequence[Rollout]) -> np.ndarray:
+    """[min version, max version, rollouts, rollouts with a mid-rollout change, param wait]."""
+    return np.array(
+        [
+            min(int(r.versions.min()) for r in rollouts),
+            max(int(r.versions.max()) for r in rollouts),
+            len(rollouts),
+            sum(int(r.versions.min() != r.versions.max()) for r in rollouts),
+            sum(r.param_wait_s for r in rollouts),
+        ],
+        np.float64,
+    )
+
+
+def gather_from_processes(
+    stats: np.ndarray, episodes: list[Episode], capacity: int
+) -> tuple[np.ndarray, list[Episode]]:
+    """All processes' rollout stats (combined) and episodes, in process order.
+
+    Episodes travel in a fixed-size buffer (one row per possible episode of a batch) so
+    every process contributes arrays of the same shape to the all-gather.
+    """
+    if jax.process_count() == 1:
+        return stats, episodes
+    from jax.experimental import multihost_utils
+
+    buf = np.full((1 + capacity, 5), np.nan, np.float64)
+    buf[0] = stats
+    for i, e in enumerate(episodes):
+        buf[1 + i] = (e.env_steps, e.env_index, e.episode_return, e.episode_length,
+                      e.wall_time_s)
+    everything = np.asarray(multihost_utils.process_allgather(buf))  # (processes, 1 + cap, 5)
+    all_stats = everything[:, 0]
+    combined = np.array(
+        [all_stats[:, 0].min(), all_stats[:, 1].max(), all_stats[:, 2].sum(),
+         all_stats[:, 3].sum(), all_stats[:, 4].sum()]
+    )
+    out = []
+    for rows in everything[:, 1:]:
+        for row in rows[~np.isnan(rows[:, 0])]:
+            out.append(Episode(int(row[0]), int(row[1]), float(row[2]), int(row[3]),
+                               float(row[4])))
+    return combined, out
+
+
+class NonFiniteLoss(FloatingPointError):
+    pass
+
+
+def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
+    plan, cfg, alg = ctx.plan, ctx.config, ctx.algorithm
+    update = alg.make_update(mesh)
+    frames_per_step = benchenv.frames_per_step(cfg.env_id)
+    capacity = plan.local_num_envs * plan.num_steps
+    last_time, last_steps = time.monotonic(), 0
+    for k in range(1, plan.num_updates + 1):
+        t0 = time.monotonic()
+        rollouts = [ctx.control.get(q) for q in ctx.rollout_queues]
+        queue_wait = time.monotonic() - t0
+        t_update = time.monotonic()
+        batch = assemble_batch(rollouts, alg.batch_fields, len(plan.learner_device_ids))
+        if ctx.fault is not None and ctx.fault.kind == "nan" and ctx.fault.at == k:
+            batch["rewards"] = np.full_like(batch["rewards"], np.nan)
+        if ctx.fault is not None and ctx.fault.kind == "learner" and ctx.fault.at == k:
+            raise RuntimeError(f"injected learner fault at update {k} ({ctx.fault})")
+        state, metrics = update(state, mesh.shard(batch), k)
+        metrics = {name: float(v) for name, v in metrics.items()}
+        if not math.isfinite(metrics["loss_total"]):
+            raise NonFiniteLoss(
+                f"loss_total is {metrics['loss_total']} at update {k} (learner version {k + 1}); "
+                "stopping the run"
+            )
+        params = first_replica(state.params)
+        ctx.channel.publish(k + 1, params)
+        digest = checksum(params) if cfg.params_checksum else ""
+        ctx.timing["update"].append(time.monotonic() - t_update)
+
+        stats, episodes = gather_from_processes(
+            rollout_stats(rollouts), [e for r in rollouts for e in r.episodes], capacity
+        )
+        # One order whatever the layout: by env step, then global env index.
+        episodes.sort(key=lambda e: (e.env_steps, e.env_index))
+        now = time.monotonic()
+        env_steps = k * plan.batch_size
+        sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
+        last_time, last_steps = now, env_steps
+        if ctx.writer is not None:
+            wall = now - ctx.start_time
+            for e in episodes:
+                ctx.writer.log_episode({
+                    "env_steps": e.env_steps, "frames": e.env_steps * frames_per_step,
+                    "wall_time_s": e.wall_time_s, "env_index": e.env_index,
+                    "episode_return": e.episode_return, "episode_length": e.episode_length,
+                })
+            row = {
+                "update": k, "env_steps": env_steps, "frames": env_steps * frames_per_step,
+                "wall_time_s": wall, "learner_version": k + 1,
+                "rollout_policy_version_min": int(stats[0]),
+                "rollout_policy_version_max": int(stats[1]),
+                "num_rollouts": int(stats[2]), "policy_changes_mid_rollout": int(stats[3]),
+                "sps": sps, "rollout_queue_get_s": queue_wait, "param_queue_get_s": stats[4],
+                "params_checksum": digest,
+            }
+            row.update({c: metrics.get(c) for c in alg.metric_columns})
+            ctx.writer.log_update(row)
+            ctx.episodes_written += len(episodes)
+        if ctx.wandb is not None:
+            log = {"charts/SPS": sps, "stats/rollout_queue_get_s": queue_wait,
+                   "stats/param_queue_get_s": stats[4],
+                   "stats/staleness_max": k - stats[0]}
+            log.update({f"losses/{c}": v for c, v in metrics.items()})
+            ctx.wandb.log(log, step=env_steps, episodes=episodes)
+        p = ctx.progress
+        p.update, p.env_steps, p.sps = k, env_steps, sps
+        p.recent_returns.extend(e.episode_return for e in episodes)
+        ctx.updates_done = k
+        ctx.control.phase = (f"training (after update {k} of {plan.num_updates})"
+                             if k < plan.num_updates else
+                             f"finishing (all {k} updates done, before the final write)")
+        if cfg.learner_delay_s > 0 and k < plan.num_updates:
+            ctx.control.sleep(cfg.learner_delay_s)
