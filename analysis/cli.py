@@ -19,18 +19,17 @@ from analysis import figures as figs
 from analysis.bootstrap import interval_estimates, probability_of_improvement_ci
 from analysis.curves import CURVE_REPS, efficiency_curve
 from analysis.errors import AnalysisError
-from analysis.load import (
-    DEFAULT_LAST_N,
-    ColumnMap,
-    RunSet,
-    load_openrlbenchmark_dir,
-    load_runs,
-    manifest_get,
-)
+from analysis.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
 from analysis.margins import margin
 from analysis.metrics import AGGREGATES
 from analysis.normalize import parse_normalisers
-from analysis.orb import declaration, imported_text, is_imported
+from analysis.orb import (
+    ColumnMap,
+    declaration,
+    imported_text,
+    is_imported,
+    load_openrlbenchmark_dir,
+)
 from analysis.report import (
     AGGREGATE_REPS,
     Analysis,

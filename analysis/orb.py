@@ -45,9 +45,10 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.load import ColumnMap, LeftOut, RunSet, load_openrlbenchmark_csv
+from analysis.load import IMPORTED_PROTOCOL, LeftOut, RunSet, episode_frames
+from analysis.normalize import ATARI_RANDOM_HUMAN, atari_env_id
 from analysis.protocol import NAMED_PROTOCOLS, named_protocol
-from runrecord import Run, Table
+from runrecord import Run, RunWriter, Table, schema
 
 RUN_JSON = "run.json"
 RUN_DF = "run_df.csv"
@@ -55,6 +56,136 @@ RUN_JSON_KEYS = ("id", "name", "state", "url", "project", "entity", "config", "t
 PAPER_METRIC = "charts/avg_episodic_return"
 """The metric of the paper's figures and tables (openrlbenchmark's `metric=`)."""
 IMPORTED_LAYOUT_PREFIX = "imported:"
+
+
+# ---------------------------------------------------------------- openrlbenchmark CSVs
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which columns of an openrlbenchmark-style export hold what."""
+
+    step: str = "global_step"
+    episode_return: str = "charts/episodic_return"
+    wall_time: str = "_runtime"
+
+
+def _read_csv_columns(path: Path) -> dict[str, list[str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames is None:
+            raise AnalysisError(f"{path}: empty CSV")
+        cols: dict[str, list[str]] = {name: [] for name in reader.fieldnames}
+        for row in reader:
+            for name in reader.fieldnames:
+                cols[name].append(row.get(name) or "")
+    return cols
+
+
+def load_openrlbenchmark_csv(
+    path: Path | str,
+    *,
+    env_id: str,
+    system: str,
+    seed: int,
+    columns: ColumnMap = ColumnMap(),
+    frames_per_step: int | None = None,
+    group: str = "openrlbenchmark",
+) -> Run:
+    """One run's exported history as an in-memory Run (status completed).
+
+    Rows without a return (logged at other steps) are skipped. frames = step x
+    `frames_per_step` (default 4 for Atari ids, else 1), because CleanRL/Cleanba log
+    global_step in agent steps.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise AnalysisError(f"{path}: no such CSV")
+    cols = _read_csv_columns(path)
+    missing = [c for c in (columns.step, columns.episode_return) if c not in cols]
+    if missing:
+        raise AnalysisError(
+            f"{path}: missing column(s) {missing}; it has {list(cols)}. Map them with "
+            "--step-column / --return-column / --time-column"
+        )
+
+    def num(name: str) -> np.ndarray:
+        if name not in cols:
+            return np.full(len(cols[columns.step]), np.nan)
+        return np.array([float(v) if v not in ("", "nan", "NaN") else np.nan for v in cols[name]])
+
+    steps, returns, wall = num(columns.step), num(columns.episode_return), num(columns.wall_time)
+    keep = ~np.isnan(returns) & ~np.isnan(steps)
+    order = np.argsort(steps[keep], kind="stable")
+    steps, returns, wall = steps[keep][order], returns[keep][order], wall[keep][order]
+    if frames_per_step is None:
+        frames_per_step = 4 if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else 1
+    n = len(steps)
+    episodes = Table(
+        {
+            "env_steps": steps,
+            "frames": steps * frames_per_step,
+            "wall_time_s": wall,
+            "env_index": np.zeros(n),
+            "episode_return": returns,
+            "episode_length": np.full(n, np.nan),
+        },
+        n,
+    )
+    updates = Table({c: np.array([], dtype=np.float64) for c in schema.UPDATE_COLUMNS}, 0)
+    manifest = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "run_id": f"orb-{system}-{env_id}-{seed}",
+        "system": system,
+        "architecture": None,
+        "env_id": env_id,
+        "seed": seed,
+        "layout": {"name": group},
+        # Exports record no env protocol. They are marked as one shared, undeclared
+        # protocol: imports pool with each other, but the protocol guard refuses to
+        # compare them with records that declare theirs (analysis.protocol).
+        "env_protocol": dict(IMPORTED_PROTOCOL),
+        "status": schema.COMPLETED,
+        "source": str(path),
+        "summary": {"frames": float(steps[-1] * frames_per_step) if n else None,
+                    "wall_time_s": float(np.nanmax(wall)) if n and not np.all(np.isnan(wall))
+                    else None},
+    }
+    return Run(path.parent, manifest, episodes, updates, [])
+
+
+def load_openrlbenchmark_dir(
+    root: Path | str, *, columns: ColumnMap = ColumnMap(), frames_per_step: int | None = None,
+    declared: Any = None,
+) -> RunSet:
+    """Every run of openrlbenchmark's cache below `root` (`run.json` + `run_df.csv`, read
+    by load_orb_cache with provenance and the `declared` protocol/budget) and every
+    `<system>/<env_id>/<seed>.csv` export (no provenance, protocol unknown)."""
+    root = Path(root)
+    out = load_orb_cache(root, declared or Declaration(), columns=columns,
+                         frames_per_step=frames_per_step)
+    out.warnings = [w for w in out.warnings if "not an openrlbenchmark cache" not in w]
+    for path in sorted(root.rglob("*.csv")):
+        if path.name == RUN_DF and path.with_name("run.json").exists():
+            continue
+        rel = path.relative_to(root).parts
+        if len(rel) < 3:
+            out.warnings.append(f"{path}: not <system>/<env_id>/<seed>.csv; skipped")
+            continue
+        system, env_id = rel[-3], rel[-2]
+        try:
+            digits = re.sub(r"\D", "", path.stem)
+            if not digits:  # never guess a seed: it identifies the replicate
+                out.left_out.append(LeftOut(
+                    path.stem, "unreadable", f"{path}: no seed in the file name (expected "
+                    "<system>/<env_id>/<seed>.csv, e.g. 1.csv)", str(path)))
+                continue
+            seed = int(digits)
+            out.included.append(load_openrlbenchmark_csv(
+                path, env_id=env_id, system=system, seed=seed, columns=columns,
+                frames_per_step=frames_per_step))
+        except (KeyError, ValueError) as e:
+            out.left_out.append(LeftOut(path.stem, "unreadable", f"{path}: {e}", str(path)))
+    return out
 
 
 # ---------------------------------------------------------------- what the user declares
@@ -241,8 +372,6 @@ IMPORTED_HEADER = ["run", "env", "seed", "wandb entity/project", "wandb run id",
 
 def truncate_run(run: Run, max_frames: float) -> Run:
     """The run as if it had stopped at `max_frames` (episodes that ended after it dropped)."""
-    from analysis.load import episode_frames
-
     keep = episode_frames(run) <= max_frames
     n = int(keep.sum())
     episodes = Table({c: np.asarray(run.episodes[c])[keep] for c in run.episodes.names}, n)
@@ -250,8 +379,6 @@ def truncate_run(run: Run, max_frames: float) -> Run:
 
 
 def last_frame(run: Run) -> float:
-    from analysis.load import episode_frames
-
     return float(np.nanmax(episode_frames(run)))
 
 
@@ -357,7 +484,6 @@ def write_imported_records(runs: Iterable[Run], out_dir: Path | str) -> list[Pat
     `<out_dir>/runs/<run id>/`, keeping `imported` (provenance) and what was declared,
     so the summary, report and verdicts show them as imported. A folder whose record is
     already completed is kept as it is."""
-    from runrecord import RunWriter, schema
 
     written = []
     for run in runs:

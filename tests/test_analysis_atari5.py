@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from shared_data import shared_path
+from synthetic_records import write_synthetic_run
 
 from analysis import atari5, atari5_fit
 from analysis.cli import main as cli_main
@@ -18,7 +19,6 @@ from analysis.errors import AnalysisError
 from analysis.protocol import ProtocolMismatch
 from analysis.replicates import SeedValues
 from analysis.report import analyse, build_report_assets
-from analysis.synthetic import write_synthetic_run
 
 
 def _shared(*parts: str) -> Path | None:

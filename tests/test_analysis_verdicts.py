@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 from scipy import stats
+from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
 from analysis.errors import AnalysisError
 from analysis.load import load_runs
 from analysis.report import analyse
-from analysis.synthetic import write_synthetic_run
 from analysis.verdicts import (
     DEFAULT_DELTA,
     DIFFERENT,

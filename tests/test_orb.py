@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from synthetic_records import final_score_history, write_final_score_run
 
 from analysis.cli import main
 from analysis.orb import declaration, load_orb_cache, read_cached_run, write_cached_run
-from analysis.synthetic import final_score_history, write_final_score_run
 
 ENTITY, PROJECT, EXP = "openrlbenchmark", "cleanba", "cleanba_impala_a0_l0_d1_cpu10"
 # Seeds 1 HNS apart at most (per-seed IQM sd ~0.03 HNS): equal data passes at delta 0.16.

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.normalize import get_normaliser
+from benchenv import env_protocol as protocol_of
 from runrecord import RunWriter, run_id, schema
 from runrecord.layout import parse_layout
 
@@ -136,8 +137,6 @@ def write_final_score_run(
     `final` (final_score_history). `env_protocol` defaults to the paper's
     (benchenv.env_protocol); the frame budget is hyperparameters.total_frames.
     `run_dir`: where to write it (default <root>/runs/<run id>); its name is the run id."""
-    from benchenv import env_protocol as protocol_of
-
     proto = protocol_of(env_id) if env_protocol is None else env_protocol
     proto = {**proto, "frame_skip": proto.get("frame_skip", 4)}
     lay = parse_layout(layout)
