@@ -15,39 +15,36 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import tyro
 
-from analysis import figures as figs
-from analysis.bootstrap import interval_estimates, probability_of_improvement_ci
-from analysis.curves import CURVE_REPS, efficiency_curve
 from analysis.errors import AnalysisError
-from analysis.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
-from analysis.margins import margin
-from analysis.metrics import AGGREGATES
-from analysis.normalize import parse_normalisers
-from analysis.orb import (
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
+from analysis.inputs.orb import (
     ColumnMap,
     declaration,
     imported_text,
     is_imported,
     load_openrlbenchmark_dir,
 )
-from analysis.report import (
-    AGGREGATE_REPS,
+from analysis.output import figures as figs
+from analysis.output.json_file import write_json
+from analysis.output.report import AGGREGATE_REPS, build_report_assets
+from analysis.scales.normalize import parse_normalisers
+from analysis.scoring.curves import CURVE_REPS, efficiency_curve
+from analysis.scoring.grouping import (
     Analysis,
     analyse,
-    build_report_assets,
     choose_reference,
     manifest_family,
     match_groups,
 )
-from analysis.scores import DEFAULT_POINTS, GroupScores
-from analysis.seedplan import DEFAULT_SEEDS, DEFAULT_SIMS
-from analysis.staleness import audit
-from analysis.tables import TableData, aggregate_table, ci_text, paper_table
-from analysis.verdicts import (
-    equivalence,
-    regression,
-    write_json,
-)
+from analysis.scoring.scores import DEFAULT_POINTS, GroupScores
+from analysis.scoring.tables import TableData, aggregate_table, ci_text, paper_table
+from analysis.stats.bootstrap import interval_estimates, probability_of_improvement_ci
+from analysis.stats.metrics import AGGREGATES
+from analysis.verdicts.equivalence import equivalence
+from analysis.verdicts.margins import margin
+from analysis.verdicts.regression import regression
+from analysis.verdicts.seedplan import DEFAULT_SEEDS, DEFAULT_SIMS
+from analysis.verdicts.staleness import audit
 from runrecord import RecordError
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
 
@@ -339,7 +336,7 @@ class Equivalence(RecordArgs):
     docs/atari5.md)."""
 
     def run(self) -> int:
-        from analysis.verdicts import SEED_METRICS
+        from analysis.verdicts.seed_metrics import SEED_METRICS
 
         a = self.analysis()
         _print_warnings(a.warnings)
@@ -364,7 +361,7 @@ class Equivalence(RecordArgs):
         code = EXIT_OK
         for pre, ga, gb in pairs:
             if self.bitwise_only:
-                from analysis.verdicts import bitwise_identical
+                from analysis.verdicts.equivalence import bitwise_identical
 
                 bw = bitwise_identical(ga, gb)
                 print(f"{pre}bitwise {ga.group} vs reference {gb.group}: "
@@ -444,10 +441,11 @@ class Regression:
         return a.suite_names[0], groups
 
     def run(self) -> int:
-        from analysis.margins import margin
-        from analysis.protocol import check_same_protocol
-        from analysis.replicates import collapse_seed_copies
-        from analysis.verdicts import SEED_METRICS, regression_gate
+        from analysis.inputs.protocol import check_same_protocol
+        from analysis.scoring.replicates import collapse_seed_copies
+        from analysis.verdicts.margins import margin
+        from analysis.verdicts.regression import regression_gate
+        from analysis.verdicts.seed_metrics import SEED_METRICS
 
         suite, new = self._side(self.new, "new")
         m = margin(suite, self.delta, parse_normalisers(self.normaliser))
@@ -519,7 +517,7 @@ class PlanSeeds(RecordArgs):
     """Seed of the simulations (same seed, same table)."""
 
     def run(self) -> int:
-        from analysis.seedplan import given_spread, plan, spread_from_analysis
+        from analysis.verdicts.seedplan import given_spread, plan, spread_from_analysis
 
         if self.sd is not None:
             if self.inputs or self.orb:
@@ -559,7 +557,7 @@ class Staleness(RecordArgs):
         _print_left_out(rs)
         if not rs.included:
             raise AnalysisError("no completed runs to audit")
-        from analysis.report import group_keys
+        from analysis.scoring.grouping import group_keys
 
         rep = audit(rs.included, group_keys(self.group_by))
         rows = [[g, d["runs"], d["updates"],
@@ -663,7 +661,7 @@ class PaperTables:
         if self.out:
             t.write(self.out)
             if not all(np.isnan(res.runtime_ratio)):
-                from analysis.load import load_published_table, runtimes_twin
+                from analysis.inputs.load import load_published_table, runtimes_twin
 
                 rt = load_published_table(runtimes_twin(self.table))
                 ref = res.columns.index(res.reference_column) if res.reference_column \
@@ -805,7 +803,7 @@ class Reproduce:
         _print_left_out(mine)
         if self.published is not None:
             if self.column is None:
-                from analysis.load import load_published_table
+                from analysis.inputs.load import load_published_table
 
                 cols = load_published_table(self.published).columns
                 raise AnalysisError(f"--column is required; {self.published} has columns: "
@@ -845,7 +843,7 @@ class Reproduce:
         chosen = [r for r in imported.included
                   if not self.orb_exp_name or r.manifest.get("system") in self.orb_exp_name]
         if self.games:
-            from analysis.normalize import atari_env_id
+            from analysis.scales.normalize import atari_env_id
 
             have = sorted({atari_env_id(str(r.manifest["env_id"]))
                            for r in [*chosen, *mine.included]})
@@ -898,7 +896,7 @@ class OrbImport:
     """Keep only runs of these exp_names."""
 
     def run(self) -> int:
-        from analysis.orb import load_orb_cache, write_imported_records
+        from analysis.inputs.orb import load_orb_cache, write_imported_records
 
         rs = load_orb_cache(self.cache, declaration(self.protocol, self.frames),
                             columns=ColumnMap(self.step, self.metric))
@@ -931,7 +929,7 @@ class OrbFetch:
     """KEY=VALUE wandb filters (ANDed), e.g. config.env_id=Breakout-v5."""
 
     def run(self) -> int:
-        from analysis.orb import fetch_wandb
+        from analysis.inputs.orb import fetch_wandb
 
         filters: dict[str, str] = {}
         for f in self.filter:

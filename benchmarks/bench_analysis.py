@@ -31,8 +31,8 @@ import tyro
 # Run as a script from anywhere: the project root goes first on the path.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.bootstrap import interval_estimates, probability_of_improvement_ci  # noqa: E402
-from analysis.metrics import AGGREGATES, iqm  # noqa: E402
+from analysis.stats.bootstrap import interval_estimates, probability_of_improvement_ci  # noqa: E402  # noqa: E402
+from analysis.stats.metrics import AGGREGATES, iqm  # noqa: E402  # noqa: E402
 from runrecord.provenance import cpu_model  # noqa: E402
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.tables import ONE_SEED
+from analysis.scoring.tables import ONE_SEED
 from harness.store import Store, run_state
 from harness.sweep import PROJECT_ROOT, Sweep
 from runrecord import atomic_write_json, schema, utc_now
@@ -266,7 +266,7 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
                  reps: int | None = None, allow_protocol_mismatch: bool = False
                  ) -> tuple[Path, dict]:
     """Write <sweep>/report/ and its index.html; return (page path, assets)."""
-    from analysis.report import build_report_assets
+    from analysis.output.report import build_report_assets
 
     out_dir = store.report_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -287,7 +287,7 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     # and writes each suite into its own subfolder when there are several.
     assets = build_report_assets(planned_run_dirs(sweep, store), out_dir, **opts)
     if "published" in sweep.report:  # [report] published = {table, column}: reproduce section
-        from analysis.reproduce import report_assets
+        from analysis.reproduce.section import report_assets
         from harness.sweep import published_table_path
 
         pub = dict(sweep.report["published"])
@@ -336,8 +336,8 @@ def _layout_groups(runs, system: str, layouts: list[str], games: list[str], side
     A selected layout without a completed run is a data error: a layout that stops
     working must fail the gate too."""
     from analysis.errors import AnalysisError
-    from analysis.load import RunSet
-    from analysis.report import analyse
+    from analysis.inputs.load import RunSet
+    from analysis.scoring.grouping import analyse
 
     chosen = [r for r in runs.included
               if r.manifest.get("system") == system and r.manifest.get("env_id") in games
@@ -368,10 +368,11 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     games or env protocols differ, or a layout has no completed run.
     """
     from analysis.errors import AnalysisError
-    from analysis.load import load_runs
-    from analysis.margins import margin
-    from analysis.protocol import check_same_protocol
-    from analysis.verdicts import SEED_METRICS, regression_gate
+    from analysis.inputs.load import load_runs
+    from analysis.inputs.protocol import check_same_protocol
+    from analysis.verdicts.margins import margin
+    from analysis.verdicts.regression import regression_gate
+    from analysis.verdicts.seed_metrics import SEED_METRICS
 
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.normalize import get_normaliser
+from analysis.scales.normalize import get_normaliser
 from benchenv import env_protocol as protocol_of
 from runrecord import RunWriter, run_id, schema
 from runrecord.layout import parse_layout

@@ -10,10 +10,10 @@ from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
 from analysis.errors import AnalysisError
-from analysis.load import final_return, load_published_table, load_runs
-from analysis.normalize import get_normaliser, normalise, parse_normalisers
-from analysis.orb import ColumnMap, load_openrlbenchmark_csv, load_openrlbenchmark_dir
-from analysis.scores import binned_curve
+from analysis.inputs.load import final_return, load_published_table, load_runs
+from analysis.inputs.orb import ColumnMap, load_openrlbenchmark_csv, load_openrlbenchmark_dir
+from analysis.scales.normalize import get_normaliser, normalise, parse_normalisers
+from analysis.scoring.scores import binned_curve
 from runrecord import RunWriter
 
 

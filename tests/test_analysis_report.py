@@ -7,7 +7,7 @@ import pytest
 from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
-from analysis.report import build_report_assets
+from analysis.output.report import build_report_assets
 
 ATARI = ("Breakout-v5", "Pong-v5", "Qbert-v5")
 

@@ -3,8 +3,8 @@
 from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
-from analysis.load import load_runs
-from analysis.staleness import audit
+from analysis.inputs.load import load_runs
+from analysis.verdicts.staleness import audit
 from runrecord import RunWriter
 
 

@@ -9,19 +9,19 @@ from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
 from analysis.errors import AnalysisError
-from analysis.load import load_runs
-from analysis.report import analyse
-from analysis.verdicts import (
+from analysis.inputs.load import load_runs
+from analysis.scoring.grouping import analyse
+from analysis.stats.welch import welch_interval
+from analysis.verdicts.equivalence import (
     DEFAULT_DELTA,
     DIFFERENT,
     INCONCLUSIVE,
     PASS,
     REGRESSION,
     equivalence,
-    regression,
     tost_verdict,
-    welch_interval,
 )
+from analysis.verdicts.regression import regression
 
 DELTA = 0.1
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from analysis.load import load_runs
+from analysis.inputs.load import load_runs
 from harness.store import ATTEMPTS_DIR, run_state
 from harness.sweep import RunSpec, load_sweep
 from runrecord import load_run, schema

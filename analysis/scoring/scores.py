@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.load import DEFAULT_LAST_N, episode_frames, final_return, group_key
-from analysis.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
+from analysis.inputs.load import DEFAULT_LAST_N, episode_frames, final_return, group_key
+from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
 from runrecord import Run
 
 DEFAULT_POINTS = 50

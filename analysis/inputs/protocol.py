@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.errors import AnalysisError
+from benchenv import ATARI_PROTOCOL
 from runrecord import Run
 
 UNKNOWN = "unknown"
@@ -115,8 +116,6 @@ so they are left out when a run is compared with published scores."""
 
 def paper_protocol() -> dict[str, Any]:
     """The env protocol of the paper's tables and runs (benchenv.ATARI_PROTOCOL)."""
-    from benchenv import ATARI_PROTOCOL
-
     return dict(ATARI_PROTOCOL)
 
 

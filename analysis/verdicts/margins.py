@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from analysis.errors import AnalysisError
-from analysis.normalize import get_normaliser
+from analysis.scales.normalize import get_normaliser
 
 ATARI_SUITE = "Atari"
 ATARI_DEFAULT_DELTA = 0.16

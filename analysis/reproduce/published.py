@@ -34,21 +34,21 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from analysis.bootstrap import Interval, interval_estimates
 from analysis.errors import AnalysisError
-from analysis.load import DEFAULT_LAST_N, PublishedTable, RunSet, load_published_table
-from analysis.metrics import AGGREGATES, iqm
-from analysis.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
-from analysis.protocol import (
+from analysis.inputs.load import DEFAULT_LAST_N, PublishedTable, RunSet, load_published_table
+from analysis.inputs.protocol import (
     PAPER_FRAMES,
     check_frame_budget,
     check_paper_protocol,
     run_frame_budget,
 )
-from analysis.replicates import SeedValues, collapse_seed_copies
-from analysis.scores import scores_by_group
-from analysis.tables import TableData
-from analysis.verdicts import WelchInterval
+from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
+from analysis.scoring.replicates import SeedValues, collapse_seed_copies
+from analysis.scoring.scores import scores_by_group
+from analysis.scoring.tables import TableData
+from analysis.stats.bootstrap import Interval, interval_estimates
+from analysis.stats.metrics import AGGREGATES, iqm
+from analysis.stats.welch import WelchInterval, t_quantile, tost_passes
 from runrecord import Run
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
@@ -186,8 +186,6 @@ def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
     sd `sd`: simulated draws decided by the verdicts' own vectorised TOST core
     (analysis.verdicts.tost_passes, as the seed planner does); one user seed borrows the
     published spread, as welch_from_summary does."""
-    from analysis.verdicts import t_quantile, tost_passes
-
     if sd == 0:
         return float(abs(true_diff) < margin)
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -557,174 +555,3 @@ def figure_points(res: ReproduceResult) -> Mapping[str, Any]:
                         if len(g.finals) > 1 else 0.0 for g in res.games])
     return {"games": games, "published": pub, "published_sd": pub_sd, "user": user,
             "user_sd": user_sd, "verdicts": [g.verdict for g in res.games]}
-
-
-# ---------------------------------------------------------------- against published runs
-
-@dataclass
-class RunsComparison:
-    """A user's groups against one group of imported (published) runs, at matching frames."""
-
-    imported_group: str
-    results: list[Any]  # EquivalenceResult per user group
-    groups: dict[str, Any]  # label -> GroupScores (the compared groups, one frame grid)
-    frames_note: str
-    imported: list[Run]
-    warnings: list[str] = field(default_factory=list)
-    powers: list[str] = field(default_factory=list)  # one per result (analysis.seedplan)
-
-    @property
-    def exit_code(self) -> int:
-        return max((r.exit_code for r in self.results), default=EXIT_FAILED)
-
-    def lines(self) -> list[str]:
-        out = []
-        for r, power in zip(self.results, self.powers, strict=True):
-            out.append(r.line() + (f"; {self.frames_note}" if self.frames_note else ""))
-            out += [f"note: {n}" for n in r.notes]
-            out.append(f"note: {power}")
-        return out
-
-
-def reproduce_runs(
-    mine: Sequence[Run], imported: Sequence[Run], *, delta: float | None = None,
-    allow_protocol_mismatch: bool = False, allow_budget_mismatch: bool = False,
-    last_n: int = DEFAULT_LAST_N, points: int = 50,
-) -> RunsComparison:
-    """Equivalence (analysis.verdicts) of each of the user's groups (system /
-    architecture / layout) against the imported group, on the games both ran, at
-    matching frames (match_frames). Guards: same env protocol (training-only keys aside)
-    and frame budget; an import whose protocol or budget was not declared is unknown and
-    refused unless allowed. `delta`: the margin (default: the suite's, analysis.margins).
-    Each verdict is followed by its power (analysis.seedplan) at the imported group's
-    per-seed spread."""
-    from analysis.load import IMPORTED_PROTOCOL
-    from analysis.margins import margin
-    from analysis.orb import is_imported, match_frames
-    from analysis.protocol import TRAINING_ONLY_KEYS, ProtocolMismatch, check_same_protocol
-    from analysis.scores import suite_name
-    from analysis.verdicts import equivalence
-
-    mine = [r for r in mine if not is_imported(r)]
-    if not mine:
-        raise AnalysisError("no runs of yours to compare (give --runs DIR)")
-    if not imported:
-        raise AnalysisError("no imported runs to compare with (give --orb CACHE_DIR)")
-    exps = sorted({str(r.manifest.get("system")) for r in imported})
-    if len(exps) > 1:
-        raise AnalysisError(f"the imported runs hold {len(exps)} experiments {exps}: pick one "
-                            "with --orb-exp-name")
-    warnings: list[str] = []
-    envs_mine = {str(r.manifest["env_id"]) for r in mine}
-    envs_imp = {str(r.manifest["env_id"]) for r in imported}
-    common = envs_mine & envs_imp
-    if not common:
-        raise AnalysisError(f"no game in common: yours {sorted(envs_mine)}, imported "
-                            f"{sorted(envs_imp)}")
-    if envs_mine - common:
-        warnings.append(f"your runs on {sorted(envs_mine - common)} have no imported "
-                        "counterpart: left out")
-    if envs_imp - common:
-        warnings.append(f"{len(envs_imp - common)} imported game(s) you did not run are left "
-                        "out")
-    mine = [r for r in mine if r.manifest["env_id"] in common]
-    imported = [r for r in imported if r.manifest["env_id"] in common]
-    try:
-        warnings += check_same_protocol({"imported": imported, "yours": mine},
-                                        allow_mismatch=allow_protocol_mismatch,
-                                        ignore=TRAINING_ONLY_KEYS)
-    except ProtocolMismatch as e:
-        if any(r.manifest.get("env_protocol") == IMPORTED_PROTOCOL for r in imported):
-            raise ProtocolMismatch(
-                f"{e} The imported runs' env protocol is unknown (not declared on import): "
-                "if they ran the paper's, declare it with --orb-protocol paper",
-                e.differing_keys) from None
-        raise
-    declared = {run_frame_budget(r) for r in imported}
-    expected = declared.pop() if len(declared) == 1 else None
-    _, budget_warnings = check_frame_budget(
-        [*imported, *mine], expected, allow_mismatch=allow_budget_mismatch,
-        expected_label="the imported runs, as declared on import")
-    warnings += budget_warnings
-    mine_m, imported_m, note = match_frames(mine, imported)
-    groups = scores_by_group([*mine_m, *imported_m], ["system", "architecture", "layout.name"],
-                             last_n=last_n, points=points)
-    imp_ids = {id(r) for r in imported_m}
-    imp_groups = [g for g, gs in groups.items() if any(id(r) in imp_ids
-                                                       for r in gs.runs.values())]
-    ref = groups[imp_groups[0]]
-    m = margin(suite_name(sorted(common)[0]), delta)
-    results, powers = [], []
-    for g, gs in groups.items():
-        if g == ref.group:
-            continue
-        try:
-            results.append(equivalence(gs, ref, m.value, margin=m.describe()))
-            powers.append(equivalence_power_note(gs, ref, m.value))
-        except AnalysisError as e:
-            warnings.append(f"no verdict for {g}: {e}")
-        warnings += gs.warnings
-    if not results:
-        raise AnalysisError("no group of yours could be compared: " + "; ".join(warnings))
-    return RunsComparison(ref.group, results, groups, note, list(imported), warnings, powers)
-
-
-def equivalence_power_note(mine: Any, ref: Any, delta: float) -> str:
-    """'power: ...' from the seed planner, at the imported group's per-seed spread."""
-    from analysis.seedplan import equivalence_power, given_spread
-    from analysis.verdicts import per_seed_iqm
-
-    final, auc = per_seed_iqm(ref.final), per_seed_iqm(ref.auc)
-    n = min(len(mine.seeds), len(ref.seeds))
-    if len(final) < 2 or n < 2 or not (final.std(ddof=1) > 0 and auc.std(ddof=1) > 0):
-        return ("power: not estimable (fewer than 2 seeds, or no spread, in the imported "
-                "group)")
-    rho = float(np.corrcoef(final, auc)[0, 1]) if len(final) > 2 else 0.0
-    spread = given_spread(float(final.std(ddof=1)), float(auc.std(ddof=1)),
-                          float(np.clip(np.nan_to_num(rho), -1, 1)))
-    p = equivalence_power(spread, delta, n)
-    return (f"power: if yours truly equals the published runs, PASS has probability "
-            f"{p:.0%} with {n} vs {n} seeds at delta {delta:g} (analysis.seedplan, at the "
-            f"imported runs' per-seed sd {spread.sd_group:.3f} from {len(final)} seeds: a "
-            f"rough estimate); `python -m analysis plan-seeds --sd {spread.sd_group:.3f}` "
-            "gives the seeds needed")
-
-
-# ---------------------------------------------------------------- the HTML report
-
-def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, column: str,
-                  reps: int = 50_000, seed: int = 0, **options: Any) -> dict[str, Any]:
-    """The report's 'Did it reproduce?' entries, in build_report_assets' shapes:
-    {"figures": [...], "tables": [...], "verdicts": [...], "warnings": [...]}. Never
-    raises for data that cannot be compared: it says why in warnings. `options`:
-    relative_margin, absolute_margin, allow_budget_mismatch, allow_protocol_mismatch."""
-    from analysis import figures as figs
-    from analysis.load import load_runs
-    from runrecord import RecordError
-
-    out: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [], "warnings": []}
-    try:
-        col = published_column(table, column)
-        res = reproduce(load_runs(inputs), col, reps=reps, seed=seed, **options)
-    except (AnalysisError, RecordError) as e:
-        out["warnings"].append(f"no 'Did it reproduce?' section: {e}")
-        return out
-    t = res.table()
-    _, csv_path = t.write(out_dir)
-    out["tables"].append({"name": t.name, "title": t.title, "markdown": t.markdown(),
-                          "csv": str(csv_path)})
-    info = figs.reproduce_scatter_figure(figure_points(res), out_dir, column=col.column,
-                                         budget=res.budget_text).as_dict()
-    info["caption"] += " " + " ".join(res.limits())
-    out["figures"].append(info)
-    from analysis.verdicts import write_json
-
-    path = write_json(Path(out_dir) / "reproduce.json", res.as_dict())
-    verdict = CONSISTENT if res.exit_code == EXIT_OK else INCONCLUSIVE
-    if res.counts[LOWER] or res.counts[HIGHER]:
-        verdict = LOWER if res.counts[LOWER] else HIGHER
-    for line in [res.summary_line(), *res.aggregate_lines()]:
-        out["verdicts"].append({"kind": "reproduce", "subject": f"vs '{col.column}'",
-                                "verdict": verdict, "line": line, "json": str(path)})
-    out["warnings"] += res.warnings
-    return out

@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.load import IMPORTED_PROTOCOL, LeftOut, RunSet, episode_frames
-from analysis.normalize import ATARI_RANDOM_HUMAN, atari_env_id
-from analysis.protocol import NAMED_PROTOCOLS, named_protocol
+from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet, episode_frames
+from analysis.inputs.protocol import NAMED_PROTOCOLS, named_protocol
+from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id
 from runrecord import Run, RunWriter, Table, schema
 
 RUN_JSON = "run.json"

@@ -30,12 +30,11 @@ import numpy as np
 from scipy import stats
 
 from analysis.errors import AnalysisError
-from analysis.replicates import collapse_seed_copies
-from analysis.report import Analysis, manifest_family
-from analysis.verdicts import (
-    regression_lower_bound,
-    tost_required_margin,
-)
+from analysis.scoring.grouping import Analysis, manifest_family
+from analysis.scoring.replicates import collapse_seed_copies
+from analysis.stats.welch import tost_required_margin
+from analysis.verdicts.regression import regression_lower_bound
+from analysis.verdicts.seed_metrics import iqm_over_tasks
 
 DEFAULT_SEEDS = (3, 5, 10, 20)
 TARGETS = (0.8, 0.9)
@@ -108,8 +107,6 @@ def spread_from_analysis(a: Analysis, metric=None) -> Spread:
     """Pooled per-seed spread of pilot runs: within each group (distinct groups only:
     a layout whose per-seed values copy another's adds no information) for equivalence,
     and within each (system, architecture) after averaging layout copies for the gate."""
-    from analysis.verdicts import iqm_over_tasks
-
     metric = metric or iqm_over_tasks
     group_blocks: list[np.ndarray] = []
     seed_blocks: list[np.ndarray] = []

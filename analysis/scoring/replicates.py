@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.scores import GroupScores
+from analysis.scoring.scores import GroupScores
 
 
 @dataclass

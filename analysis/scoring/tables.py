@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from analysis.bootstrap import Interval
 from analysis.errors import AnalysisError
-from analysis.load import PublishedTable, load_published_table, runtimes_twin
-from analysis.metrics import AGGREGATE_LABELS
-from analysis.normalize import get_normaliser
+from analysis.inputs.load import PublishedTable, load_published_table, runtimes_twin
+from analysis.scales.normalize import get_normaliser
+from analysis.stats.bootstrap import Interval
+from analysis.stats.metrics import AGGREGATE_LABELS
 
 
 @dataclass

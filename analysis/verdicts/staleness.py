@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.load import group_key
+from analysis.inputs.load import group_key
 from runrecord import Run
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 

@@ -21,11 +21,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analysis.bootstrap import Interval, replicates  # noqa: E402
-from analysis.curves import Curve  # noqa: E402
-from analysis.metrics import AGGREGATE_LABELS, performance_profile  # noqa: E402
-from analysis.scores import GroupScores  # noqa: E402
-from analysis.staleness import StalenessReport  # noqa: E402
+from analysis.scoring.curves import Curve  # noqa: E402  # noqa: E402
+from analysis.scoring.scores import GroupScores  # noqa: E402  # noqa: E402
+from analysis.stats.bootstrap import Interval, replicates  # noqa: E402  # noqa: E402
+from analysis.stats.metrics import AGGREGATE_LABELS, performance_profile  # noqa: E402  # noqa: E402
+from analysis.verdicts.staleness import StalenessReport  # noqa: E402  # noqa: E402
 
 # Okabe-Ito order and hues; orange, sky blue and yellow are darkened (#E69F00 -> #C47E00,
 # #56B4E9 -> #2F88C0, #F0E442 -> #8C7B00) because the originals have 1.3-2.3:1 contrast

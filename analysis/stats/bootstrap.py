@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.metrics import Metric, probability_of_improvement
+from analysis.stats.metrics import Metric, probability_of_improvement
 
 DEFAULT_REPS = 50_000
 DEFAULT_MAX_CHUNK_BYTES = 16 * 2**20

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.atari_scores import ATARI_RANDOM_HUMAN
 from analysis.errors import AnalysisError
+from analysis.scales.atari_scores import ATARI_RANDOM_HUMAN
 
 
 @dataclass(frozen=True)

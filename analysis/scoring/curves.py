@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.bootstrap import Interval, interval_estimates
 from analysis.errors import AnalysisError
-from analysis.metrics import AGGREGATES
-from analysis.scores import GroupScores
+from analysis.scoring.scores import GroupScores
+from analysis.stats.bootstrap import Interval, interval_estimates
+from analysis.stats.metrics import AGGREGATES
 
 CURVE_REPS = 2_000  # rliable's notebook uses 2,000 reps for curves and profiles
 

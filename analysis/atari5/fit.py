@@ -20,13 +20,7 @@ from typing import Any
 
 import tyro
 
-from analysis.atari5 import (
-    DATASET,
-    MODEL_FILE,
-    SUBSETS,
-    fit_report,
-    read_dataset,
-)
+from analysis.atari5.model import DATASET, MODEL_FILE, SUBSETS, fit_report, read_dataset
 from analysis.errors import AnalysisError
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 

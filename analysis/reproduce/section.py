@@ -1,0 +1,58 @@
+"""The report section "Did it reproduce?" (harness report with [report] published).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.errors import AnalysisError
+from analysis.inputs.load import load_runs
+from analysis.output import figures as figs
+from analysis.output.json_file import write_json
+from analysis.reproduce.published import (
+    CONSISTENT,
+    HIGHER,
+    INCONCLUSIVE,
+    LOWER,
+    figure_points,
+    published_column,
+    reproduce,
+)
+from runrecord import RecordError
+from runrecord.exits import EXIT_OK
+
+# ---------------------------------------------------------------- the HTML report
+
+def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, column: str,
+                  reps: int = 50_000, seed: int = 0, **options: Any) -> dict[str, Any]:
+    """The report's 'Did it reproduce?' entries, in build_report_assets' shapes:
+    {"figures": [...], "tables": [...], "verdicts": [...], "warnings": [...]}. Never
+    raises for data that cannot be compared: it says why in warnings. `options`:
+    relative_margin, absolute_margin, allow_budget_mismatch, allow_protocol_mismatch."""
+    out: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [], "warnings": []}
+    try:
+        col = published_column(table, column)
+        res = reproduce(load_runs(inputs), col, reps=reps, seed=seed, **options)
+    except (AnalysisError, RecordError) as e:
+        out["warnings"].append(f"no 'Did it reproduce?' section: {e}")
+        return out
+    t = res.table()
+    _, csv_path = t.write(out_dir)
+    out["tables"].append({"name": t.name, "title": t.title, "markdown": t.markdown(),
+                          "csv": str(csv_path)})
+    info = figs.reproduce_scatter_figure(figure_points(res), out_dir, column=col.column,
+                                         budget=res.budget_text).as_dict()
+    info["caption"] += " " + " ".join(res.limits())
+    out["figures"].append(info)
+
+    path = write_json(Path(out_dir) / "reproduce.json", res.as_dict())
+    verdict = CONSISTENT if res.exit_code == EXIT_OK else INCONCLUSIVE
+    if res.counts[LOWER] or res.counts[HIGHER]:
+        verdict = LOWER if res.counts[LOWER] else HIGHER
+    for line in [res.summary_line(), *res.aggregate_lines()]:
+        out["verdicts"].append({"kind": "reproduce", "subject": f"vs '{col.column}'",
+                                "verdict": verdict, "line": line, "json": str(path)})
+    out["warnings"] += res.warnings
+    return out
