@@ -32,20 +32,19 @@ from analysis.scoring.curves import CURVE_REPS, efficiency_curve
 from analysis.scoring.grouping import (
     Analysis,
     analyse,
-    choose_reference,
-    manifest_family,
-    match_groups,
+    labelled_groups,
 )
-from analysis.scoring.scores import DEFAULT_POINTS, GroupScores
+from analysis.scoring.scores import DEFAULT_POINTS
 from analysis.scoring.tables import TableData, aggregate_table, ci_text, paper_table
 from analysis.stats.bootstrap import interval_estimates, probability_of_improvement_ci
 from analysis.stats.metrics import AGGREGATES
-from analysis.verdicts.equivalence import equivalence
+from analysis.verdicts.compare import compare_pairs
+from analysis.verdicts.gate import DEFAULT_WORST, gate
 from analysis.verdicts.margins import margin
-from analysis.verdicts.regression import regression
+from analysis.verdicts.pairing import analysis_pairs
 from analysis.verdicts.seedplan import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.verdicts.staleness import audit
-from runrecord import RecordError
+from runrecord import RecordError, Run
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
 
 
@@ -134,19 +133,6 @@ def _print_warnings(ws: list[str]) -> None:
         print(f"warning: {w}", file=sys.stderr)
 
 
-def _groups(a: Analysis) -> dict[str, GroupScores]:
-    """Every scored group; labels get a "<suite>: " prefix when there are several suites
-    (the same group can appear in, e.g., the CartPole and the Atari suite)."""
-    out: dict[str, GroupScores] = {}
-    multi = len(a.suites) > 1
-    for name, suite in zip(a.suite_names, a.suites, strict=True):
-        out.update({(f"{name}: {g}" if multi else g): gs for g, gs in suite.items()})
-    if not out:
-        reasons = [w for w in a.warnings if "left out of the analysis" in w] or a.warnings
-        raise AnalysisError("no group could be scored: " + "; ".join(reasons))
-    return out
-
-
 @dataclass(kw_only=True)
 class Summary(RecordArgs):
     """Runs found, which were left out and why, and per-group point estimates."""
@@ -161,7 +147,7 @@ class Summary(RecordArgs):
                 print(f"imported: {r.run_id} {r.manifest.get('env_id')} seed "
                       f"{r.manifest.get('seed')}: {imported_text(r)}")
         rows = []
-        for g, gs in _groups(a).items():
+        for g, gs in labelled_groups(a).items():
             rows.append([g, len(gs.seeds), len(gs.tasks), float(np.median(gs.final.mean(0))),
                          float(AGGREGATES["iqm"](gs.final)), float(AGGREGATES["iqm"](gs.auc)),
                          float(np.nanmean(gs.wall_time_s) / 60)])
@@ -190,7 +176,7 @@ class Aggregate(RecordArgs):
 
     def run(self) -> int:
         a = self.analysis()
-        groups = _groups(a)
+        groups = labelled_groups(a)
         res = {g: interval_estimates(gs.final, AGGREGATES, reps=self.reps, seed=self.seed,
                                      confidence=self.confidence, method=self.method)
                for g, gs in groups.items()}
@@ -271,45 +257,6 @@ class Curves(RecordArgs):
         return EXIT_OK
 
 
-def _one(groups: dict[str, GroupScores], name: str, what: str) -> str | None:
-    found = match_groups(groups, name)
-    if len(found) > 1:
-        raise AnalysisError(f"{what} {name!r} is ambiguous: {found}")
-    return found[0] if found else None
-
-
-def equivalence_pairs(suite: dict[str, GroupScores], a: str | None, reference: str | None
-                      ) -> list[tuple[GroupScores, GroupScores]]:
-    """(group, reference) pairs of one suite. With `a`: that group against `reference`
-    (default: the smallest-hardware other group of its system and architecture, or of the
-    suite when it has none). Without: within each (system, architecture) with 2+ groups,
-    every group against the reference (choose_reference); when no such family exists,
-    the whole suite is one family. Empty when a named group is not in this suite."""
-    if a is not None:
-        ga = _one(suite, a, "group")
-        if ga is None:
-            return []
-        if reference is not None:
-            gr = _one(suite, reference, "reference group")
-            return [] if gr is None else [(suite[ga], suite[gr])]
-        family_a = manifest_family(suite[ga])
-        others = {g: gs for g, gs in suite.items()
-                  if g != ga and manifest_family(gs) == family_a}
-        others = others or {g: gs for g, gs in suite.items() if g != ga}
-        return [(suite[ga], suite[choose_reference(others)])] if others else []
-    families: dict[tuple, dict[str, GroupScores]] = {}
-    for g, gs in suite.items():
-        families.setdefault(manifest_family(gs), {})[g] = gs
-    units = [f for f in families.values() if len(f) > 1] or [dict(suite)]
-    pairs = []
-    for fam in units:
-        if reference is not None and not match_groups(fam, reference):
-            continue
-        ref = choose_reference(fam, reference)
-        pairs += [(gs, fam[ref]) for g, gs in fam.items() if g != ref]
-    return pairs
-
-
 @dataclass(kw_only=True)
 class Equivalence(RecordArgs):
     """Welch TOST of groups (e.g. hardware layouts) against a reference group on per-seed
@@ -336,66 +283,30 @@ class Equivalence(RecordArgs):
     docs/atari5.md)."""
 
     def run(self) -> int:
-        from analysis.verdicts.seed_metrics import SEED_METRICS
-
         a = self.analysis()
         _print_warnings(a.warnings)
-        multi = len(a.suites) > 1
-        pairs = []
-        suite_of: dict[int, str] = {}
-        for name, suite in zip(a.suite_names, a.suites, strict=True):
-            if self.metric == "atari5-median" and name != "Atari":
-                _print_warnings([f"{name}: no verdict (--metric atari5-median is for Atari)"])
-                continue
-            pre = f"{name}: " if multi else ""
-            pairs += [(pre, x, y) for x, y in equivalence_pairs(suite, self.a, self.reference)]
-            suite_of.update({id(gs): name for gs in suite.values()})
-        if not pairs:
-            groups = list(_groups(a))
-            if self.a is not None or self.reference is not None:
-                named = " / ".join(repr(n) for n in (self.a, self.reference) if n is not None)
-                raise AnalysisError(f"group {named} not found (or not together in one "
-                                    f"suite); groups: {groups}")
-            raise AnalysisError(f"found {len(groups)} group(s) {groups}: nothing to compare")
-        results: list[dict] = []
-        code = EXIT_OK
-        for pre, ga, gb in pairs:
-            if self.bitwise_only:
-                from analysis.verdicts.equivalence import bitwise_identical
-
-                bw = bitwise_identical(ga, gb)
-                print(f"{pre}bitwise {ga.group} vs reference {gb.group}: "
-                      f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} ({bw.detail})")
-                results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict()})
-                code = max(code, EXIT_OK if bw.identical else 1)
-                continue
-            m = margin(suite_of[id(ga)], self.delta, parse_normalisers(self.normaliser))
-            res = equivalence(ga, gb, m.value, margin=m.describe(),
-                              metric=SEED_METRICS[self.metric], metric_name=self.metric)
-            rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
-                     f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
-                     f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"]
-                    for name, w in ((f"{res.metric_label} final", res.final),
-                                    (f"{res.metric_label} AUC", res.auc))]
-            print(TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
-                                         "90% CI", "95% CI"], rows).markdown())
-            print(pre + res.line())
-            for n in res.notes:
-                print(f"note: {n}")
-            results.append({**res.as_dict(), "suite": pre[:-2] or None})
-            code = max(code, res.exit_code)
+        suites = ["Atari"] if self.metric == "atari5-median" else None
+        if suites:
+            _print_warnings([f"{name}: no verdict (--metric atari5-median is for Atari)"
+                             for name in a.suite_names if name != "Atari"])
+        pairs, warnings = analysis_pairs(a, self.a, self.reference, suites)
+        _print_warnings(warnings)
+        res = compare_pairs(pairs, delta=self.delta, normalisers=parse_normalisers(
+            self.normaliser), metric=self.metric, bitwise_only=self.bitwise_only)
+        print("\n".join(res.lines))
         if self.json_out:
-            write_json(self.json_out, results[0] if len(results) == 1
-                       else {"comparisons": results})
-        return code
+            write_json(self.json_out, res.as_json())
+        return res.exit_code
 
 
 @dataclass(kw_only=True)
 class Regression:
     """CI gate: PASS when the one-sided lower bound of new - reference (per independent
     seed: IQM over games of the final normalised score; layout copies of a seed are
-    averaged first) is above -delta. Exit 0 PASS, 1 REGRESSION, 2 error (including
-    different games or env protocols on the two sides)."""
+    averaged first) is above -delta. The same gate as `harness regress`
+    (analysis.verdicts.gate). Exit 0 PASS, 1 REGRESSION, 2 error (including different
+    games, env protocols or suites on the two sides, several systems on a side, or a
+    selected layout without a completed run)."""
 
     new: Path
     """Run/sweep folder of the new version (one system; --where to select one)."""
@@ -403,11 +314,15 @@ class Regression:
     """Run/sweep folder of the reference, or a published number (same units)."""
     delta: float | None = None
     """Tolerated drop in normalised units; default: the suite's margin (0.16 HNS on
-    Atari, 0.2 of the normalised range elsewhere; analysis.margins)."""
-    metric: Literal["final", "auc", "atari5-median"] = "final"
-    """Per-seed value: IQM over tasks of the final score or of the normalised AUC, or
-    the Atari-5 estimate of the 57-game median HNS from the final scores of BattleZone,
-    DoubleDunk, NameThisGame, Phoenix, Qbert (docs/atari5.md)."""
+    Atari, 0.2 of the normalised range elsewhere; analysis.verdicts.margins)."""
+    metric: Literal["iqm", "final", "auc", "atari5-median"] = "iqm"
+    """Per-seed value (analysis.verdicts.gate.GATE_METRICS): IQM over tasks of the final
+    score (iqm; `final` is the same), or of the normalised AUC (auc), or the Atari-5
+    estimate of the 57-game median HNS from the final scores of BattleZone, DoubleDunk,
+    NameThisGame, Phoenix, Qbert (atari5-median; docs/atari5.md)."""
+    layout: tuple[str, ...] = ()
+    """Layouts to gate; each must have a completed run on both sides. Default: every
+    layout either side ran."""
     confidence: float = 0.95
     """One-sided confidence level of the lower bound."""
     where: tuple[str, ...] = ()
@@ -417,74 +332,34 @@ class Regression:
     normaliser: tuple[str, ...] = ()
     """Extra normalisers ENV=LOW,HIGH."""
     allow_protocol_mismatch: bool = False
-    """Compare runs whose recorded env protocols differ (a warning says so)."""
-    worst: int = 5
+    """Compare runs whose recorded env protocols differ (a note says so)."""
+    worst: int = DEFAULT_WORST
     """Games listed in the per-game breakdown (worst new - reference first)."""
     json_out: Path | None = None
     """Write the verdict as JSON here."""
 
-    def _side(self, path: Path, side: str) -> tuple[str, list[GroupScores]]:
-        """(suite, the side's groups: one per layout) of one system and one suite."""
-        args = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n,
-                          normaliser=self.normaliser)
-        a = args.analysis()
-        _print_warnings(a.warnings)
-        if len(a.suites) != 1:
-            raise AnalysisError(f"{side} {path}: runs form {len(a.suites)} suites "
-                                f"{a.suite_names}; select one with --where env_id=...")
-        groups = list(a.suites[0].values())
-        families = {manifest_family(gs) for gs in groups}
-        if len(families) != 1:
-            raise AnalysisError(f"{side} {path}: runs of {len(families)} systems/architectures "
-                                f"{sorted(map(str, families))}; select one with --where "
-                                "system=...")
-        return a.suite_names[0], groups
+    def _runs(self, path: Path) -> list[Run]:
+        rs = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n).runset()
+        if not rs.included:
+            _print_left_out(rs)
+            raise AnalysisError("no completed runs with episodes to analyse")
+        return rs.included
 
     def run(self) -> int:
-        from analysis.inputs.protocol import check_same_protocol
-        from analysis.scoring.replicates import collapse_seed_copies
-        from analysis.verdicts.margins import margin
-        from analysis.verdicts.regression import regression_gate
-        from analysis.verdicts.seed_metrics import SEED_METRICS
-
-        suite, new = self._side(self.new, "new")
-        m = margin(suite, self.delta, parse_normalisers(self.normaliser))
-        warnings: list[str] = []
+        new = self._runs(self.new)
         try:
-            number: float | None = float(self.reference)
+            reference: list[Run] | float = float(self.reference)
         except ValueError:
-            number = None
-        score = "auc" if self.metric == "auc" else "final"
-        seed_metric = SEED_METRICS["atari5-median" if self.metric == "atari5-median" else "iqm"]
-        metric_name = "atari5-median" if self.metric == "atari5-median" else "iqm"
-        if number is not None:
-            seeds = collapse_seed_copies(new, "new", attr=score)
-            res = regression(seed_metric(seeds.values, seeds.tasks), number, m.value,
-                             self.confidence)
-            res.new_seeds, res.margin, res.games = seeds.describe(), m.describe(), seeds.tasks
-            res.metric = metric_name
-        else:
-            ref_suite, ref = self._side(Path(self.reference), "reference")
-            if ref_suite != suite:
-                raise AnalysisError(f"new runs are {suite}, the reference {ref_suite}: "
-                                    "nothing to compare")
-            warnings = check_same_protocol(
-                {"new": [r for g in new for r in g.runs.values()],
-                 "reference": [r for g in ref for r in g.runs.values()]},
-                allow_mismatch=self.allow_protocol_mismatch)
-            res = regression_gate(new, ref, m.value, confidence=self.confidence,
-                                  score=score, margin=m.describe(), metric=seed_metric,
-                                  metric_name=metric_name)
-            res.notes += warnings
-        print(res.line())
-        if len(res.per_game) > 1:
-            print("worst games (new - reference):")
-            print("\n".join(res.game_lines(self.worst)))
-        for n in res.notes:
-            print(f"note: {n}")
+            reference = self._runs(Path(self.reference))
+        out = gate(new, reference, delta=self.delta, metric=self.metric,
+                   layouts=self.layout or None, confidence=self.confidence,
+                   last_n=self.last_n, normalisers=parse_normalisers(self.normaliser),
+                   allow_protocol_mismatch=self.allow_protocol_mismatch)
+        _print_warnings(out.warnings)
+        print("\n".join(out.lines(self.worst)))
         if self.json_out:
-            write_json(self.json_out, res.as_dict())
-        return res.exit_code
+            write_json(self.json_out, out.result.as_dict())
+        return out.exit_code
 
 
 @dataclass(kw_only=True)

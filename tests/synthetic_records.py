@@ -39,8 +39,10 @@ def write_synthetic_run(
     noise_seed_offset: int = 0,
     sweep: str = "synthetic",
     score_range: tuple[float, float] | None = None,
+    run_dir: Path | str | None = None,
 ) -> Path:
-    """Write one run under <root>/runs/<run_id>/ and return its folder.
+    """Write one run under <root>/runs/<run_id>/ (or `run_dir`, whose name is then the run
+    id) and return its folder.
 
     Final normalised score is about skill + shift (noise: sd of per-episode normalised
     returns; a per-seed offset of sd noise/2 makes seeds differ). status other than
@@ -55,7 +57,7 @@ def write_synthetic_run(
     definition = {"system": system, "architecture": architecture, "env_id": env_id,
                   "seed": seed, "layout": lay.name, "skill": skill, "shift": shift,
                   "noise_seed_offset": noise_seed_offset, "total_frames": total_frames}
-    rid = run_id(definition)
+    rid = Path(run_dir).name if run_dir is not None else run_id(definition)
     manifest = {
         "run_id": rid, "sweep": sweep, "system": system, "architecture": architecture,
         "env_id": env_id, "seed": seed,
@@ -63,7 +65,7 @@ def write_synthetic_run(
         "hyperparameters": {"total_frames": total_frames, "skill": skill},
         "env_protocol": {"frame_skip": frames_per_step}, "provenance": {"synthetic": True},
     }
-    run_dir = Path(root) / "runs" / rid
+    run_dir = Path(run_dir) if run_dir is not None else Path(root) / "runs" / rid
     w = RunWriter(run_dir, manifest, extra_update_columns=["loss_total", "loss_value"])
     seed_offset = rng.normal(0, noise / 2)
     n_ep = episodes if status == schema.COMPLETED else episodes // 2

@@ -25,7 +25,7 @@ from analysis.output import figures as figs
 from analysis.output.json_file import write_json
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.curves import CURVE_REPS, efficiency_curve
-from analysis.scoring.grouping import FAMILY_KEYS, _values, analyse, choose_reference, group_keys
+from analysis.scoring.grouping import FAMILY_KEYS, analyse, group_keys, group_values
 from analysis.scoring.scores import (
     GroupScores,
 )
@@ -34,6 +34,7 @@ from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES
 from analysis.verdicts.equivalence import equivalence
 from analysis.verdicts.margins import Margin, margin
+from analysis.verdicts.pairing import Pairing, by_family, pair_groups
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError
 
@@ -262,49 +263,42 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                          name=f"runtimes{sfx}",
                                          what="training wall time per run, mean over runs",
                                          error_what="std over runs").as_dict())
-    # Equivalence within each (system, architecture) across the other group keys.
-    families: dict[tuple, list[str]] = {}
-    for g, gs in suite.items():
-        families.setdefault(_values(gs, FAMILY_KEYS), []).append(g)
-    compared = False
-    for family, groups in families.items():
-        if len(groups) < 2:
+    # Per-game curves of each (system, architecture) with two groups or more.
+    for family, fam in by_family(suite).items():
+        if len(fam) < 2:
             continue
-        compared = True
         name = _slug("_".join(str(v) for v in family))
-        if len({t for g in groups for t in suite[g].tasks}) <= 60:
-            add_fig(figs.per_game_curves_figure({g: suite[g] for g in groups}, out_dir,
+        if len({t for gs in fam.values() for t in gs.tasks}) <= 60:
+            add_fig(figs.per_game_curves_figure(fam, out_dir,
                                                 name=f"per_game_curves_{name}{sfx}").as_dict())
+    # Equivalence: the pairs `python -m analysis equivalence` compares (verdicts.pairing).
+    try:
+        pairing = pair_groups(suite, reference=reference)
+    except AnalysisError as e:
+        pairing = Pairing(warnings=[f"no equivalence verdicts: {e}"])
+    warnings += pairing.warnings
+    for other, ref in pairing.pairs:
+        subject = f"{other.group} vs {ref.group}"
         try:
-            ref = suite[choose_reference({g: suite[g] for g in groups}, reference)]
+            res = equivalence(other, ref, delta.value, margin=delta.describe())
         except AnalysisError as e:
-            warnings.append(f"no equivalence verdicts for {' / '.join(map(str, family))}: {e}")
+            warnings.append(f"no equivalence verdict for {subject}: {e}")
             continue
-        for g in groups:
-            other = suite[g]
-            if other is ref:
-                continue
-            subject = f"{other.group} vs {ref.group}"
-            try:
-                res = equivalence(other, ref, delta.value, margin=delta.describe())
-            except AnalysisError as e:
-                warnings.append(f"no equivalence verdict for {subject}: {e}")
-                continue
-            path = write_json(out_dir / f"equivalence_{_slug(subject)}.json", res.as_dict())
-            result["verdicts"].append({"kind": "equivalence", "subject": subject,
-                                       "verdict": res.label, "line": res.line(),
-                                       "json": str(path)})
-    if not compared:
+        path = write_json(out_dir / f"equivalence_{_slug(subject)}.json", res.as_dict())
+        result["verdicts"].append({"kind": "equivalence", "subject": subject,
+                                   "verdict": res.label, "line": res.line(),
+                                   "json": str(path)})
+    if len(suite) < 2:
         warnings.append(
-            f"{label}: every (system, architecture) has a single group under --group-by "
+            f"{label}: a single group under --group-by "
             f"{','.join(group_by[len(FAMILY_KEYS):]) or 'system'}: no equivalence verdict "
-            "(needs two groups of the same system, e.g. two layouts)")
+            "(needs two groups, e.g. two layouts)")
     # Sync vs cleanba: same system and same other keys, architectures sync and cleanba.
     rest = group_by[len(FAMILY_KEYS):]
     by_arch: dict[tuple, dict[str, GroupScores]] = {}
     for gs in suite.values():
-        system, arch = _values(gs, FAMILY_KEYS)
-        by_arch.setdefault((system, *_values(gs, rest)), {})[str(arch)] = gs
+        system, arch = group_values(gs, FAMILY_KEYS)
+        by_arch.setdefault((system, *group_values(gs, rest)), {})[str(arch)] = gs
     for key, archs in by_arch.items():
         if "sync" in archs and "cleanba" in archs:
             name = _slug("_".join(str(v) for v in key))

@@ -33,14 +33,14 @@ def group_keys(group_by: str) -> list[str]:
     return [*FAMILY_KEYS, *[k for k in keys if k not in FAMILY_KEYS]]
 
 
-def _values(gs: GroupScores, keys: Sequence[str]) -> tuple:
+def group_values(gs: GroupScores, keys: Sequence[str]) -> tuple:
     run = next(iter(gs.runs.values()))
     return tuple(manifest_get(run.manifest, k) for k in keys)
 
 
 def manifest_family(gs: GroupScores) -> tuple:
     """(system, architecture) of a group: equivalence compares groups of one family."""
-    return _values(gs, FAMILY_KEYS)
+    return group_values(gs, FAMILY_KEYS)
 
 
 @dataclass
@@ -171,3 +171,17 @@ def choose_reference(groups: Mapping[str, GroupScores], reference: str | None = 
             f"{': ' + str(found) if found else ''}; groups: {list(groups)} (name a group "
             "label or a layout name, e.g. a0-l0-d1)")
     return found[0]
+
+
+def labelled_groups(a: Analysis) -> dict[str, GroupScores]:
+    """Every scored group of an analysis; labels get a "<suite>: " prefix when there are
+    several suites (the same group can appear in, e.g., the CartPole and the Atari
+    suite). AnalysisError when no group could be scored, with the analysis's reasons."""
+    out: dict[str, GroupScores] = {}
+    multi = len(a.suites) > 1
+    for name, suite in zip(a.suite_names, a.suites, strict=True):
+        out.update({(f"{name}: {g}" if multi else g): gs for g, gs in suite.items()})
+    if not out:
+        reasons = [w for w in a.warnings if "left out of the analysis" in w] or a.warnings
+        raise AnalysisError("no group could be scored: " + "; ".join(reasons))
+    return out

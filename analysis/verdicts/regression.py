@@ -109,6 +109,7 @@ class RegressionResult:
     metric: str = "iqm"
     games: list[str] = field(default_factory=list)
     per_game: list[dict[str, Any]] = field(default_factory=list)  # worst first
+    subject: str = ""  # what was gated, e.g. "cleanba-ppo on CartPole-v1 (2 layout(s), ...)"
 
     @property
     def exit_code(self) -> int:
@@ -119,8 +120,10 @@ class RegressionResult:
         ref = (self.reference_seeds or f"{self.n_reference} seeds") if self.n_reference \
             else "published number"
         per_seed = "" if self.metric == "iqm" else f" ({self.metric} per seed)"
+        for_subject = f" for {self.subject}" if self.subject else ""
         return (
-            f"regression{per_seed}: {self.verdict}; new - reference = {self.diff:+.4f}, one-sided "
+            f"regression{per_seed}: {self.verdict}{for_subject}; new - reference = "
+            f"{self.diff:+.4f}, one-sided "
             f"{self.confidence:.0%} lower bound {self.lower_bound:+.4f} vs -delta "
             f"{-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"
@@ -177,6 +180,20 @@ def regression(
                             variance=variance, df=float(df))
 
 
+def check_same_games(new: Sequence[str], reference: Sequence[str]) -> None:
+    """AnalysisError naming the games each side lacks: a gate over different games
+    compares nothing."""
+    if list(new) != list(reference):
+        only_new = sorted(set(new) - set(reference))
+        only_ref = sorted(set(reference) - set(new))
+        raise AnalysisError(
+            "new and reference cover different games: "
+            + "; ".join(x for x in (f"missing in the reference: {only_new}" if only_new else "",
+                                    f"missing in the new runs: {only_ref}" if only_ref else "")
+                        if x)
+            + ". A gate over different games compares nothing; select common games")
+
+
 def regression_gate(
     new_groups: Sequence[GroupScores],
     reference_groups: Sequence[GroupScores],
@@ -200,15 +217,7 @@ def regression_gate(
         raise AnalysisError(f"score must be 'final' or 'auc', got {score!r}")
     new = collapse_seed_copies(new_groups, "new", attr=score)
     ref = collapse_seed_copies(reference_groups, "reference", attr=score)
-    if new.tasks != ref.tasks:
-        only_new = sorted(set(new.tasks) - set(ref.tasks))
-        only_ref = sorted(set(ref.tasks) - set(new.tasks))
-        raise AnalysisError(
-            "new and reference cover different games: "
-            + "; ".join(x for x in (f"missing in the reference: {only_new}" if only_new else "",
-                                    f"missing in the new runs: {only_ref}" if only_ref else "")
-                        if x)
-            + ". A gate over different games compares nothing; select common games")
+    check_same_games(new.tasks, ref.tasks)
     res = regression(metric(new.values, new.tasks), metric(ref.values, ref.tasks), delta,
                      confidence)
     per_game: list[dict[str, Any]] = []
