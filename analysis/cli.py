@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -15,34 +16,45 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import tyro
 
+from analysis import atari5
+from analysis import reproduce as rp
 from analysis.errors import AnalysisError
-from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_published_table
 from analysis.inputs.orb import (
     ColumnMap,
     declaration,
+    fetch_wandb,
     imported_text,
     is_imported,
-    load_openrlbenchmark_dir,
+    load_orb_cache,
+    write_imported_records,
 )
+from analysis.inputs.records import load_records, parse_key_values
+from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.json_file import write_json
+from analysis.output.curve_files import write_curves
 from analysis.output.report import AGGREGATE_REPS, build_report_assets
 from analysis.scales.normalize import parse_normalisers
-from analysis.scoring.curves import CURVE_REPS, efficiency_curve
+from analysis.scoring.aggregates import aggregate_groups, summary_table
+from analysis.scoring.curves import CURVE_REPS
 from analysis.scoring.grouping import (
     Analysis,
     analyse,
+    group_keys,
     labelled_groups,
 )
 from analysis.scoring.scores import DEFAULT_POINTS
-from analysis.scoring.tables import TableData, aggregate_table, ci_text, paper_table
-from analysis.stats.bootstrap import interval_estimates, probability_of_improvement_ci
-from analysis.stats.metrics import AGGREGATES
+from analysis.scoring.tables import paper_table
 from analysis.verdicts.compare import compare_pairs
 from analysis.verdicts.gate import DEFAULT_WORST, gate
-from analysis.verdicts.margins import margin
 from analysis.verdicts.pairing import analysis_pairs
-from analysis.verdicts.seedplan import DEFAULT_SEEDS, DEFAULT_SIMS
+from analysis.verdicts.seedplan import (
+    DEFAULT_SEEDS,
+    DEFAULT_SIMS,
+    given_spread,
+    seed_plan_lines,
+    spread_from_analysis,
+)
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError, Run
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
@@ -93,24 +105,10 @@ class RecordArgs:
             raise AnalysisError(f"--last-n must be >= 1, got {self.last_n}")
         if self.points < 2:
             raise AnalysisError(f"--points must be >= 2, got {self.points}")
-        if not self.inputs and not self.orb:
-            raise AnalysisError("give at least one run/sweep folder (or --orb DIR)")
-        rs = load_runs(self.inputs) if self.inputs else RunSet()
-        cols = ColumnMap(self.step_column, self.return_column, self.time_column)
-        for d in self.orb:
-            if not Path(d).is_dir():
-                raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
-            rs.extend(load_openrlbenchmark_dir(d, columns=cols,
-                                               frames_per_step=self.frames_per_step,
-                                               declared=declaration(self.orb_protocol,
-                                                                    self.orb_frames)))
-        for cond in self.where:
-            if "=" not in cond:
-                raise AnalysisError(f"bad --where {cond!r}: expected KEY=VALUE")
-            key, value = cond.split("=", 1)
-            rs.included = [r for r in rs.included
-                           if str(manifest_get(r.manifest, key.strip())) == value.strip()]
-        return rs
+        return load_records(self.inputs, orb=self.orb, columns=ColumnMap(
+            self.step_column, self.return_column, self.time_column),
+            frames_per_step=self.frames_per_step,
+            declared=declaration(self.orb_protocol, self.orb_frames), where=self.where)
 
     def analysis(self, separate_systems: bool = True) -> Analysis:
         rs = self.runset()
@@ -128,6 +126,12 @@ def _print_left_out(rs: RunSet) -> None:
         print(f"left out: {x.run_id} [{x.status}] {x.reason}", file=sys.stderr)
 
 
+def _print_imported(runs: list[Run]) -> None:
+    for r in runs:
+        print(f"imported: {r.run_id} {r.manifest.get('env_id')} seed "
+              f"{r.manifest.get('seed')}: {imported_text(r)}")
+
+
 def _print_warnings(ws: list[str]) -> None:
     for w in ws:
         print(f"warning: {w}", file=sys.stderr)
@@ -142,18 +146,8 @@ class Summary(RecordArgs):
         rs = a.runset
         print(f"{len(rs.included)} completed run(s), {len(rs.left_out)} left out")
         _print_left_out(rs)
-        for r in rs.included:
-            if is_imported(r):
-                print(f"imported: {r.run_id} {r.manifest.get('env_id')} seed "
-                      f"{r.manifest.get('seed')}: {imported_text(r)}")
-        rows = []
-        for g, gs in labelled_groups(a).items():
-            rows.append([g, len(gs.seeds), len(gs.tasks), float(np.median(gs.final.mean(0))),
-                         float(AGGREGATES["iqm"](gs.final)), float(AGGREGATES["iqm"](gs.auc)),
-                         float(np.nanmean(gs.wall_time_s) / 60)])
-        print(TableData("summary", "summary", ["group", "seeds", "tasks", "median final",
-                                               "IQM final", "IQM AUC", "minutes/run"],
-                        rows).markdown())
+        _print_imported([r for r in rs.included if is_imported(r)])
+        print(summary_table(labelled_groups(a)).markdown())
         _print_warnings(a.warnings)
         return EXIT_OK
 
@@ -176,37 +170,11 @@ class Aggregate(RecordArgs):
 
     def run(self) -> int:
         a = self.analysis()
-        groups = labelled_groups(a)
-        res = {g: interval_estimates(gs.final, AGGREGATES, reps=self.reps, seed=self.seed,
-                                     confidence=self.confidence, method=self.method)
-               for g, gs in groups.items()}
-        table = aggregate_table(res, title=f"Aggregate final normalised scores, "
-                                f"{self.confidence:.0%} CIs, {self.reps} reps, seed {self.seed}")
-        print(table.markdown())
-        # A group's rows are distinct seeds (one run per seed and env), so the bootstrap
-        # resamples independent seeds, never layout copies.
-        for g, gs in groups.items():
-            print(f"{g}: {len(gs.seeds)} independent seeds x {len(gs.tasks)} task(s) "
-                  "(CIs resample seeds within each task)")
-        poi_rows = []
-        names = list(groups)
-        for x in names:
-            for y in names:
-                if x != y and groups[x].tasks == groups[y].tasks:
-                    iv = probability_of_improvement_ci(groups[x].final, groups[y].final,
-                                                       reps=self.reps, seed=self.seed,
-                                                       confidence=self.confidence,
-                                                       method=self.method)
-                    poi_rows.append([x, y, ci_text(iv)])
-        poi = TableData("probability_of_improvement", "P(X > Y) with CIs",
-                        ["X", "Y", "P(X > Y) [CI]"], poi_rows)
-        if poi_rows:
-            print(poi.markdown())
+        agg = aggregate_groups(labelled_groups(a), reps=self.reps, seed=self.seed,
+                               confidence=self.confidence, method=self.method)
+        print("\n".join(agg.lines()))
         if self.out:
-            table.write(self.out)
-            poi.write(self.out)
-            write_json(self.out / "aggregates.json",
-                       {g: {m: iv.as_dict() for m, iv in d.items()} for g, d in res.items()})
+            agg.write(self.out)
         _print_warnings(a.warnings)
         return EXIT_OK
 
@@ -229,30 +197,11 @@ class Curves(RecordArgs):
 
     def run(self) -> int:
         a = self.analysis()
-        import csv
-
-        self.out.mkdir(parents=True, exist_ok=True)
-        rows = []
-        multi = len(a.suites) > 1
-        for name, suite in zip(a.suite_names, a.suites, strict=True):
-            sfx = "_" + name.replace("/", "_") if multi else ""
-            pre = f"{name}: " if multi else ""
-            curves = [efficiency_curve(gs, axis=self.axis, metrics=self.metric, reps=self.reps,
-                                       seed=self.seed) for gs in suite.values()]
-            for metric in self.metric:
-                info = figs.efficiency_curves_figure(curves, self.out, metric=metric,
-                                                     name=f"{metric}_vs_{self.axis}{sfx}")
-                print(f"wrote {info.png} and {info.pdf}")
-            for c in curves:
-                for m, iv in c.metrics.items():
-                    for x, p, lo, hi in zip(c.grid, iv.point, iv.low, iv.high, strict=True):
-                        rows.append([pre + c.group, self.axis, float(x), m, float(p), float(lo),
-                                     float(hi)])
-        with open(self.out / f"curves_{self.axis}.csv", "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["group", "axis", "x", "metric", "point", "low", "high"])
-            w.writerows(rows)
-        print(f"wrote {self.out / f'curves_{self.axis}.csv'}")
+        figures, csv_path = write_curves(a, self.out, axis=self.axis, metrics=self.metric,
+                                         reps=self.reps, seed=self.seed)
+        for info in figures:
+            print(f"wrote {info.png} and {info.pdf}")
+        print(f"wrote {csv_path}")
         _print_warnings(a.warnings)
         return EXIT_OK
 
@@ -392,8 +341,6 @@ class PlanSeeds(RecordArgs):
     """Seed of the simulations (same seed, same table)."""
 
     def run(self) -> int:
-        from analysis.verdicts.seedplan import given_spread, plan, spread_from_analysis
-
         if self.sd is not None:
             if self.inputs or self.orb:
                 raise AnalysisError("give pilot run folders or --sd, not both")
@@ -405,13 +352,10 @@ class PlanSeeds(RecordArgs):
                 raise AnalysisError(f"pilot runs form {len(a.suites)} suites {a.suite_names}; "
                                     "plan one at a time (--where env_id=...)")
             spread, suite = spread_from_analysis(a), a.suite_names[0]
-        norms = parse_normalisers(self.normaliser)
-        eq = margin(suite, self.delta, norms)
-        gate = margin(suite, self.gate_delta if self.gate_delta is not None else self.delta,
-                      norms)
-        print(f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}")
-        print(plan(spread, eq.value, gate.value, seeds=self.seeds, for_seeds=self.for_seeds,
-                   sims=self.sims, seed=self.seed).text())
+        print("\n".join(seed_plan_lines(
+            spread, suite, delta=self.delta, gate_delta=self.gate_delta,
+            normalisers=parse_normalisers(self.normaliser), seeds=self.seeds,
+            for_seeds=self.for_seeds, sims=self.sims, seed=self.seed)))
         return EXIT_OK
 
 
@@ -432,29 +376,8 @@ class Staleness(RecordArgs):
         _print_left_out(rs)
         if not rs.included:
             raise AnalysisError("no completed runs to audit")
-        from analysis.scoring.grouping import group_keys
-
         rep = audit(rs.included, group_keys(self.group_by))
-        rows = [[g, d["runs"], d["updates"],
-                 " ".join(f"{k}:{v}" for k, v in d["histogram"].items()),
-                 f"{d['mean']:.3f}", f"{d['mid_rollout_share']:.3f}", d["violating_runs"]]
-                for g, d in rep.groups.items()]
-        print(TableData("st", "st", ["group", "runs", "updates", "staleness: count",
-                                     "mean", "mid-rollout share", "violating runs"],
-                        rows).markdown())
-        if self.per_run:
-            print(TableData("runs", "runs", ["run", "group", "arch", "updates", "staleness: count",
-                                             "mid-rollout share", "check"],
-                            [[r.run_id, r.group, r.architecture, r.updates,
-                              " ".join(f"{k}:{v}" for k, v in r.histogram.items()),
-                              f"{r.mid_rollout_share:.3f}", r.check]
-                             for r in rep.runs]).markdown())
-        for r in rep.runs:
-            for v in r.violations:
-                print(f"VIOLATION {v}")
-            if r.num_violations > len(r.violations):
-                print(f"  ... {r.num_violations - len(r.violations)} more in run {r.run_id}")
-        print(rep.line())
+        print("\n".join(rep.lines(self.per_run)))
         if self.json_out:
             write_json(self.json_out, rep.as_dict())
         if self.out:
@@ -536,16 +459,7 @@ class PaperTables:
         if self.out:
             t.write(self.out)
             if not all(np.isnan(res.runtime_ratio)):
-                from analysis.inputs.load import load_published_table, runtimes_twin
-
-                rt = load_published_table(runtimes_twin(self.table))
-                ref = res.columns.index(res.reference_column) if res.reference_column \
-                    else None
-                info = figs.runtime_bars_figure(rt.columns, rt.mean.mean(axis=0),
-                                                rt.mean.std(axis=0), self.out,
-                                                name=f"runtimes_{res.table}",
-                                                what=f"{res.table}, mean over games",
-                                                error_what="std over games", reference=ref)
+                info = figs.paper_runtimes_figure(res, self.table, self.out)
                 print(f"wrote {info.png} and {info.pdf}")
         return EXIT_OK
 
@@ -576,8 +490,6 @@ class Atari5(RecordArgs):
     """Write the estimates as JSON here."""
 
     def run(self) -> int:
-        from analysis import atari5
-
         model = atari5.load_model(self.subset)
         if self.table is not None:
             if self.inputs or self.orb:
@@ -588,22 +500,11 @@ class Atari5(RecordArgs):
                 write_json(self.json_out, {"table": str(self.table), "columns": rows})
             return EXIT_OK
         a = self.analysis()
-        if "Atari" not in a.suite_names:
-            raise AnalysisError(f"no Atari runs among the inputs (suites: {a.suite_names}); "
-                                f"{model.label} needs {', '.join(model.env_ids)}")
-        suite = a.suites[a.suite_names.index("Atari")]
-        estimates, warnings = atari5.estimate_suite(
-            suite, subset=self.subset, pool_layouts=self.pool_layouts,
+        estimates, warnings = atari5.estimate_analysis(
+            a, subset=self.subset, pool_layouts=self.pool_layouts,
             allow_protocol_mismatch=self.allow_protocol_mismatch,
             confidence=self.confidence, reps=self.reps, seed=self.seed)
-        for e in estimates:
-            print(e.line())
-            for n in e.notes:
-                print(f"note: {n}")
-        print(atari5.per_game_table(estimates).markdown())
-        print(f"model: {model.label}, fitted on {model.n} published algorithms with all 57 "
-              f"games; leave-one-out error {atari5.relative_error_percent(model.loo_mae):.1f}% "
-              "(mean), see docs/atari5.md")
+        print("\n".join(atari5.estimate_lines(estimates, model)))
         _print_warnings(a.warnings + warnings)
         if self.json_out:
             write_json(self.json_out, {"model": model.as_dict(),
@@ -669,8 +570,6 @@ class Reproduce:
     """Folder for the table (.md/.csv), reproduce.json and the figure (PNG + PDF)."""
 
     def run(self) -> int:
-        from analysis import reproduce as rp
-
         if (self.published is None) == (not self.orb):
             raise AnalysisError("give either --published TABLE --column NAME (the paper's "
                                 "tables) or --orb CACHE_DIR (its per-seed runs)")
@@ -678,8 +577,6 @@ class Reproduce:
         _print_left_out(mine)
         if self.published is not None:
             if self.column is None:
-                from analysis.inputs.load import load_published_table
-
                 cols = load_published_table(self.published).columns
                 raise AnalysisError(f"--column is required; {self.published} has columns: "
                                     + "; ".join(repr(c) for c in cols))
@@ -690,61 +587,31 @@ class Reproduce:
                                allow_protocol_mismatch=self.allow_protocol_mismatch,
                                allow_budget_mismatch=self.allow_budget_mismatch,
                                last_n=self.last_n, reps=self.reps, seed=self.seed)
-            table = res.table()
-            print(table.title)
-            print(table.markdown())
-            for g in res.games:
-                print(res.game_line(g))
-            for line in res.aggregate_lines():
-                print(line)
-            print(res.summary_line())
-            for line in res.limits():
-                print(f"note: {line}")
+            print("\n".join(res.lines()))
             _print_warnings(res.warnings)
             if self.out:
-                table.write(self.out)
-                write_json(self.out / "reproduce.json", res.as_dict())
-                info = figs.reproduce_scatter_figure(rp.figure_points(res), self.out,
-                                                     column=col.column,
-                                                     budget=res.budget_text)
+                info = rp.write_published_comparison(res, self.out)
                 print(f"wrote {info.png} and {info.pdf}")
             return res.exit_code
-        orb_cols = ColumnMap(self.orb_step, self.orb_metric, self.orb_time)
-        imported = RunSet()
-        for d in self.orb:
-            imported.extend(load_openrlbenchmark_dir(
-                d, columns=orb_cols, declared=declaration(self.orb_protocol, self.orb_frames)))
+        imported = rp.imported_runs(
+            self.orb, columns=ColumnMap(self.orb_step, self.orb_metric, self.orb_time),
+            declared=declaration(self.orb_protocol, self.orb_frames),
+            exp_names=self.orb_exp_name)
         _print_left_out(imported)
-        chosen = [r for r in imported.included
-                  if not self.orb_exp_name or r.manifest.get("system") in self.orb_exp_name]
+        chosen = imported.included
         if self.games:
-            from analysis.scales.normalize import atari_env_id
-
-            have = sorted({atari_env_id(str(r.manifest["env_id"]))
-                           for r in [*chosen, *mine.included]})
-            names = {rp.match_game(g, have) for g in self.games}
-            chosen = [r for r in chosen if atari_env_id(str(r.manifest["env_id"])) in names]
-            mine.included = [r for r in mine.included
-                             if atari_env_id(str(r.manifest["env_id"])) in names]
+            known = [*chosen, *mine.included]
+            chosen = rp.only_games(chosen, self.games, known)
+            mine.included = rp.only_games(mine.included, self.games, known)
         comp = rp.reproduce_runs(mine.included, chosen, delta=self.delta,
                                  allow_protocol_mismatch=self.allow_protocol_mismatch,
                                  allow_budget_mismatch=self.allow_budget_mismatch,
                                  last_n=self.last_n)
-        for r in comp.imported:
-            print(f"imported: {r.run_id} {r.manifest.get('env_id')} seed "
-                  f"{r.manifest.get('seed')}: {imported_text(r)}")
-        for line in comp.lines():
-            print(line)
+        _print_imported(comp.imported)
+        print("\n".join(comp.lines()))
         _print_warnings(comp.warnings)
         if self.out:
-            write_json(self.out / "reproduce_runs.json",
-                       {"imported_group": comp.imported_group, "frames_note": comp.frames_note,
-                        "comparisons": [r.as_dict() for r in comp.results],
-                        "warnings": comp.warnings})
-            curves = [efficiency_curve(gs, metrics=("iqm",), seed=self.seed)
-                      for gs in comp.groups.values()]
-            info = figs.efficiency_curves_figure(curves, self.out, metric="iqm",
-                                                 name="reproduce_iqm_vs_frames")
+            info = rp.write_runs_comparison(comp, self.out, self.seed)
             print(f"wrote {info.png} and {info.pdf}")
         return comp.exit_code
 
@@ -771,8 +638,6 @@ class OrbImport:
     """Keep only runs of these exp_names."""
 
     def run(self) -> int:
-        from analysis.inputs.orb import load_orb_cache, write_imported_records
-
         rs = load_orb_cache(self.cache, declaration(self.protocol, self.frames),
                             columns=ColumnMap(self.step, self.metric))
         _print_left_out(rs)
@@ -804,14 +669,7 @@ class OrbFetch:
     """KEY=VALUE wandb filters (ANDed), e.g. config.env_id=Breakout-v5."""
 
     def run(self) -> int:
-        from analysis.inputs.orb import fetch_wandb
-
-        filters: dict[str, str] = {}
-        for f in self.filter:
-            if "=" not in f:
-                raise AnalysisError(f"bad --filter {f!r}: expected KEY=VALUE")
-            key, value = f.split("=", 1)
-            filters[key.strip()] = value.strip()
+        filters = dict(parse_key_values(self.filter, "--filter"))
         for d in fetch_wandb(self.entity, self.project, self.cache, filters):
             print(f"cached {d}")
         return EXIT_OK
@@ -836,8 +694,6 @@ Command = (
 
 def _subcommands() -> dict[str, type]:
     """{name: config class} of every subcommand in Command."""
-    import typing
-
     out = {}
     for member in typing.get_args(Command):
         cls, *meta = typing.get_args(member)

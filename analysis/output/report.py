@@ -21,8 +21,8 @@ from analysis.atari5.estimate import report_table as atari5_report_table
 from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
 from analysis.inputs.orb import IMPORTED_HEADER, imported_rows
+from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.json_file import write_json
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.curves import CURVE_REPS, efficiency_curve
 from analysis.scoring.grouping import FAMILY_KEYS, analyse, group_keys, group_values

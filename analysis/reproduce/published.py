@@ -394,6 +394,14 @@ class ReproduceResult:
                 f"{c[CONSISTENT]} consistent, {c[HIGHER]} higher, {c[LOWER]} lower, "
                 f"{c[INCONCLUSIVE]} inconclusive of {len(self.games)} game(s)")
 
+    def lines(self) -> list[str]:
+        """What `python -m analysis reproduce --published` prints: the table, a line per
+        game, the aggregate lines, the summary and the limits (as notes)."""
+        table = self.table()
+        return [table.title, table.markdown(), *(self.game_line(g) for g in self.games),
+                *self.aggregate_lines(), self.summary_line(),
+                *(f"note: {line}" for line in self.limits())]
+
     def limits(self) -> list[str]:
         """What the verdicts can and cannot conclude (printed under the table)."""
         n_pub = self.published.n_seeds
