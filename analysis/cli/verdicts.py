@@ -13,9 +13,8 @@ from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
-from analysis.verdicts.compare import compare_pairs
+from analysis.verdicts.compare import equivalence_verdicts
 from analysis.verdicts.gate import DEFAULT_WORST, gate
-from analysis.verdicts.pairing import analysis_pairs
 from runrecord import Run
 
 
@@ -47,14 +46,11 @@ class Equivalence(RecordArgs):
     def run(self) -> int:
         a = self.analysis()
         print_warnings(a.warnings)
-        suites = ["Atari"] if self.metric == "atari5-median" else None
-        if suites:
-            print_warnings([f"{name}: no verdict (--metric atari5-median is for Atari)"
-                             for name in a.suite_names if name != "Atari"])
-        pairs, warnings = analysis_pairs(a, self.a, self.reference, suites)
-        print_warnings(warnings)
-        res = compare_pairs(pairs, delta=self.delta, normalisers=parse_normalisers(
-            self.normaliser), metric=self.metric, bitwise_only=self.bitwise_only)
+        res = equivalence_verdicts(a, group=self.a, reference=self.reference,
+                                   delta=self.delta,
+                                   normalisers=parse_normalisers(self.normaliser),
+                                   metric=self.metric, bitwise_only=self.bitwise_only)
+        print_warnings(res.warnings)
         print("\n".join(res.lines))
         if self.json_out:
             write_json(self.json_out, res.as_json())
