@@ -184,7 +184,7 @@ def _only_games(g: GroupScores, model: Atari5Model) -> GroupScores:
 
 def check_group_protocol(gs: GroupScores, allow_mismatch: bool = False) -> list[str]:
     """A group must not mix env protocols: not across seeds of a game
-    (analysis.protocol.check_same_protocol), and not across its games either, since the
+    (analysis.inputs.protocol.check_same_protocol), and not across its games either, since the
     model combines them into one number. ProtocolMismatch unless allow_mismatch (then the
     differences come back as warnings)."""
     flag = "--allow-protocol-mismatch"

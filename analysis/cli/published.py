@@ -147,7 +147,7 @@ class Reproduce:
     """Table verdicts: smallest per-game margin in HNS."""
     delta: float | None = None
     """Runs verdicts (--orb): equivalence margin on per-seed IQM (default: the suite's,
-    0.16 HNS on Atari; analysis.margins)."""
+    0.16 HNS on Atari; analysis.verdicts.margins)."""
     allow_protocol_mismatch: bool = False
     """Compare runs made under another env protocol (every line says so)."""
     allow_budget_mismatch: bool = False

@@ -124,7 +124,7 @@ class PlanSeeds(RecordArgs):
     suite: str = "Atari"
     """With --sd: the suite whose default margin applies (Atari or an env id)."""
     delta: float | None = None
-    """Equivalence margin (default: the suite's, analysis.margins)."""
+    """Equivalence margin (default: the suite's, analysis.verdicts.margins)."""
     gate_delta: float | None = None
     """Regression gate margin (default: --delta)."""
     seeds: tuple[int, ...] = DEFAULT_SEEDS
@@ -194,7 +194,7 @@ class Figures:
     group_by: str = "layout.name"
     """Dotted manifest keys that define groups (comma-separated)."""
     delta: float | None = None
-    """Equivalence margin (normalised units); default per suite (analysis.margins)."""
+    """Equivalence margin (normalised units); default per suite (analysis.verdicts.margins)."""
     seed: int = 0
     """Bootstrap seed."""
     reps: int = CURVE_REPS

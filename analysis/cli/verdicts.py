@@ -32,7 +32,7 @@ class Equivalence(RecordArgs):
     smallest hardware (fewest processes, then devices, then layout name)."""
     delta: float | None = None
     """Equivalence margin in normalised units, fixed beforehand; default per suite: 0.16
-    HNS on Atari, 0.2 of the normalised range elsewhere (analysis.margins). Check the power
+    HNS on Atari, 0.2 of the normalised range elsewhere (analysis.verdicts.margins). Check the power
     of your seeds with `python -m analysis plan-seeds`."""
     json_out: Path | None = None
     """Write the verdict as JSON here (a list under "comparisons" when there are several)."""

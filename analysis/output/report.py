@@ -119,7 +119,7 @@ def build_report_assets(
     `_<suite>` suffix, its titles, verdict lines and warnings a `<suite>: ` prefix.
     Groups are (system, architecture, *group_by); equivalence compares, within each
     (system, architecture) of each suite, every group with the reference group at margin
-    `delta` (None: each suite's default, analysis.margins): the group that `reference` names (group label or layout name, e.g.
+    `delta` (None: each suite's default, analysis.verdicts.margins): the group that `reference` names (group label or layout name, e.g.
     "a0-l0-d1"), by default the one with the smallest hardware (choose_reference). `reps`: bootstrap reps for curves and
     performance profiles; `aggregate_reps`: for aggregate CIs. Never raises for data that
     merely cannot be compared (a single group, unfinished runs, envs without normaliser):

@@ -5,7 +5,7 @@ The published tables (../shared/paper-data/) give per game the mean and the std
 (ddof=0) of 3 seeds' final scores. For each game the user ran:
 
 - the user's per-seed finals (layout copies of one seed are ONE seed: averaged,
-  analysis.replicates), and the published mean and sample sd (std x sqrt(n / (n - 1)));
+  analysis.scoring.replicates), and the published mean and sample sd (std x sqrt(n / (n - 1)));
 - the difference user - published on the HNS scale with Welch's t interval computed from
   the summary statistics (Welch-Satterthwaite df);
 - a verdict at a per-game margin fixed beforehand, max(relative x |published HNS|,

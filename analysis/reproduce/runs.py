@@ -49,7 +49,7 @@ class RunsComparison:
     frames_note: str
     imported: list[Run]
     warnings: list[str] = field(default_factory=list)
-    powers: list[str] = field(default_factory=list)  # one per result (analysis.seedplan)
+    powers: list[str] = field(default_factory=list)  # one per result (analysis.verdicts.seedplan)
 
     @property
     def exit_code(self) -> int:
@@ -73,8 +73,8 @@ def reproduce_runs(
     architecture / layout) against the imported group, on the games both ran, at
     matching frames (match_frames). Guards: same env protocol (training-only keys aside)
     and frame budget; an import whose protocol or budget was not declared is unknown and
-    refused unless allowed. `delta`: the margin (default: the suite's, analysis.margins).
-    Each verdict is followed by its power (analysis.seedplan) at the imported group's
+    refused unless allowed. `delta`: the margin (default: the suite's, analysis.verdicts.margins).
+    Each verdict is followed by its power (analysis.verdicts.seedplan) at the imported group's
     per-seed spread."""
     mine = [r for r in mine if not is_imported(r)]
     if not mine:
@@ -152,7 +152,7 @@ def equivalence_power_note(mine: Any, ref: Any, delta: float) -> str:
                           float(np.clip(np.nan_to_num(rho), -1, 1)))
     p = equivalence_power(spread, delta, n)
     return (f"power: if yours truly equals the published runs, PASS has probability "
-            f"{p:.0%} with {n} vs {n} seeds at delta {delta:g} (analysis.seedplan, at the "
+            f"{p:.0%} with {n} vs {n} seeds at delta {delta:g} (analysis.verdicts.seedplan, at the "
             f"imported runs' per-seed sd {spread.sd_group:.3f} from {len(final)} seeds: a "
             f"rough estimate); `python -m analysis plan-seeds --sd {spread.sd_group:.3f}` "
             "gives the seeds needed")
