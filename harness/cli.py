@@ -177,15 +177,16 @@ class Report(Inspect):
 
 @dataclass
 class Regress(Inspect):
-    """Compare the sweep's runs with a committed reference (the CI gate)."""
+    """Compare the sweep's runs with a committed reference (the CI gate): per system and
+    suite, the gate of `python -m analysis regression` (analysis.verdicts.gate)."""
 
     reference: Path | None = None
     """Reference run records (folder); default: the sweep's [regression] reference."""
     delta: float | None = None
     """Allowed drop of the normalised score; default: the sweep's [regression] delta, else
-    the suite's default margin (analysis.margins)."""
+    the suite's default margin (analysis.verdicts.margins)."""
     allow_protocol_mismatch: bool = False
-    """Compare runs whose recorded env protocols differ (a warning says so)."""
+    """Compare runs whose recorded env protocols differ (a note says so)."""
 
 
 Command = (

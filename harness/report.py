@@ -1,6 +1,6 @@
 """`harness report` and `harness regress`: hand a sweep's records to analysis/.
 
-The report is analysis.report.build_report_assets (figures, tables, verdicts) plus one
+The report is analysis.output.report.build_report_assets (figures, tables, verdicts) plus one
 self-contained HTML page built here: figures embedded as base64 PNG, tables as HTML,
 verdict lines, runs left out, warnings and the sweep's provenance. The page has no
 external references, so it opens from disk or as an e-mail attachment.
@@ -19,10 +19,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.tables import ONE_SEED
+from analysis.errors import AnalysisError
+from analysis.inputs.load import RunSet, load_runs
+from analysis.output.report import build_report_assets
+from analysis.reproduce import report_assets
+from analysis.scoring.scores import runs_by_suite, suite_name
+from analysis.scoring.tables import ONE_SEED
+from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
+from analysis.verdicts.regression import check_same_games
 from harness.store import Store, run_state
-from harness.sweep import PROJECT_ROOT, Sweep
-from runrecord import atomic_write_json, schema, utc_now
+from harness.sweep import PROJECT_ROOT, Sweep, published_table_path
+from runrecord import Run, atomic_write_json, schema, utc_now
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
 from runrecord.provenance import collect, git_state
 
 REPORT_PAGE = "index.html"
@@ -266,8 +274,6 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
                  reps: int | None = None, allow_protocol_mismatch: bool = False
                  ) -> tuple[Path, dict]:
     """Write <sweep>/report/ and its index.html; return (page path, assets)."""
-    from analysis.report import build_report_assets
-
     out_dir = store.report_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     opts: dict[str, Any] = {"group_by": str(sweep.report.get("group_by", "layout.name"))}
@@ -287,9 +293,6 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     # and writes each suite into its own subfolder when there are several.
     assets = build_report_assets(planned_run_dirs(sweep, store), out_dir, **opts)
     if "published" in sweep.report:  # [report] published = {table, column}: reproduce section
-        from analysis.reproduce import report_assets
-        from harness.sweep import published_table_path
-
         pub = dict(sweep.report["published"])
         pub["allow_protocol_mismatch"] = bool(pub.get("allow_protocol_mismatch")
                                               or allow_protocol_mismatch)
@@ -331,58 +334,25 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
 # --------------------------------------------------------------------------- regression
 
 
-def _layout_groups(runs, system: str, layouts: list[str], games: list[str], side: str):
-    """{suite: [GroupScores of each layout]} of one system's runs on the selected games.
-    A selected layout without a completed run is a data error: a layout that stops
-    working must fail the gate too."""
-    from analysis.errors import AnalysisError
-    from analysis.load import RunSet
-    from analysis.report import analyse
-
-    chosen = [r for r in runs.included
-              if r.manifest.get("system") == system and r.manifest.get("env_id") in games
-              and (r.manifest.get("layout") or {}).get("name") in layouts]
-    a = analyse(RunSet(included=chosen), group_by="layout.name")
-    out: dict[str, list] = {}
-    found: set[str] = set()
-    for suite, groups in zip(a.suite_names, a.suites, strict=True):
-        for gs in groups.values():
-            found.add(str((next(iter(gs.runs.values())).manifest.get("layout") or {})["name"]))
-            out.setdefault(suite, []).append(gs)
-    missing = [lay for lay in layouts if lay not in found]
-    if missing:
-        why = "; ".join(a.warnings)
-        raise AnalysisError(f"{side}: no completed run of {system} on layout(s) {missing} "
-                            f"({', '.join(games)}){': ' + why if why else ''}")
-    return out
-
-
 def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
             allow_protocol_mismatch: bool = False) -> tuple[int, list[str]]:
-    """One regression verdict per system (and suite) of the [regression] selection.
-
-    The unit is the seed: a system's runs of one seed on several layouts are copies (the
-    same env streams and keys), so each side is reduced to one value per distinct seed,
-    the mean over its layouts (analysis.verdicts.regression_gate), and the verdict line
-    says how many independent seeds each side has. Refuses (exit 2) when the two sides'
-    games or env protocols differ, or a layout has no completed run.
-    """
-    from analysis.errors import AnalysisError
-    from analysis.load import load_runs
-    from analysis.margins import margin
-    from analysis.protocol import check_same_protocol
-    from analysis.verdicts import SEED_METRICS, regression_gate
-
+    """One regression verdict per system and suite of the [regression] selection: the
+    sweep's runs against `reference`, through analysis.verdicts.gate.gate (the gate of
+    `python -m analysis regression`: same checks, metrics and lines). Each (system, suite)
+    is one gate over the layouts the sweep planned for it; a check that fails is an
+    "regression: ERROR <system>: ..." line (exit 2) and the other systems are still
+    gated."""
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
     games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})
     layouts = cfg.get("layouts") or sorted({s.layout.name for s in sweep.runs})
+    metric = str(cfg.get("metric", DEFAULT_GATE_METRIC))
     new_runs = load_runs(planned_run_dirs(sweep, store))
     ref_runs = load_runs([reference])
     lines: list[str] = []
-    code = 0
+    code = EXIT_OK
 
-    def sel(runs, system):
+    def sel(runs: RunSet, system: str) -> list[Run]:
         return [r for r in runs.included if r.manifest.get("system") == system
                 and r.manifest.get("env_id") in games]
 
@@ -392,44 +362,24 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
         if not mine:
             continue
         try:
-            new_games = sorted({str(r.manifest["env_id"]) for r in sel(new_runs, system)})
-            ref_games = sorted({str(r.manifest["env_id"]) for r in sel(ref_runs, system)})
-            if new_games != ref_games:
-                raise AnalysisError(
-                    f"new runs cover {new_games}, the reference {ref_games} (missing in the "
-                    f"reference: {sorted(set(new_games) - set(ref_games))}; missing in the new "
-                    f"runs: {sorted(set(ref_games) - set(new_games))})")
-            lines += check_same_protocol(
-                {"new": sel(new_runs, system), "reference": sel(ref_runs, system)},
-                allow_mismatch=allow_protocol_mismatch)
-            new = _layout_groups(new_runs, system, mine, games, "new runs")
-            ref = _layout_groups(ref_runs, system, mine, games, "reference")
-            for suite in new:
-                if suite not in ref:
-                    raise AnalysisError(f"the reference has no {suite} runs of {system}")
-                m = margin(suite, delta)
-                metric = str(cfg.get("metric", "iqm"))
-                if metric not in SEED_METRICS:
-                    raise AnalysisError(f"[regression] metric {metric!r}; valid: "
-                                        f"{', '.join(SEED_METRICS)}")
-                res = regression_gate(new[suite], ref[suite], m.value, margin=m.describe(),
-                                      metric=SEED_METRICS[metric], metric_name=metric)
-                pre = f"{system} {suite}" if len(new) > 1 else system
-                # do_regress prefixes every line with "regression: " already.
-                lines.append(f"{pre} ({len(mine)} layout(s), {len(res.games)} game(s))"
-                             f"{res.line().removeprefix('regression')}")
-                lines += [f"note: {n}" for n in res.notes]
-                if len(res.games) > 1:
-                    lines.append(f"{pre}: worst games (new - reference):")
-                    lines += res.game_lines()
-                code = max(code, res.exit_code)
+            new, ref = sel(new_runs, system), sel(ref_runs, system)
+            check_same_games(sorted({str(r.manifest["env_id"]) for r in new}),
+                             sorted({str(r.manifest["env_id"]) for r in ref}))
+            for suite, suite_new in runs_by_suite(new).items():
+                suite_ref = [r for r in ref if suite_name(str(r.manifest["env_id"])) == suite]
+                out = gate(suite_new, suite_ref, delta=delta, metric=metric, layouts=mine,
+                           allow_protocol_mismatch=allow_protocol_mismatch)
+                for w in out.warnings:
+                    print(f"warning: {w}", file=sys.stderr)
+                lines += out.lines()
+                code = max(code, out.exit_code)
         except AnalysisError as e:
-            lines.append(f"ERROR {system}: {e}")
-            code = max(code, 2)
-            continue
+            lines.append(f"regression: ERROR {system}: {e}")
+            code = max(code, EXIT_BAD_INPUT)
     if not lines:
-        lines.append("ERROR: the [regression] selection matches no run of this sweep")
-        code = 2
+        lines.append("regression: ERROR: the [regression] selection matches no run of this "
+                     "sweep")
+        code = EXIT_BAD_INPUT
     return code, lines
 
 
@@ -449,8 +399,8 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
     delta = cmd.delta if cmd.delta is not None else sweep.regression.get("delta")
     code, lines = regress(sweep, store, ref, None if delta is None else float(delta),
                           allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False))
-    for line in lines:
-        print(f"regression: {line}")
+    for line in lines:  # the gate's own lines, as `python -m analysis regression` prints them
+        print(line)
     verdict = {0: "PASS", 1: "REGRESSION", 2: "ERROR"}[code]
     shown = delta if delta is not None else "suite default"
     print(f"regression verdict: {verdict} (reference {ref}, delta {shown})")

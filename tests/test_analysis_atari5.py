@@ -11,14 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from shared_data import shared_path
+from synthetic_records import write_synthetic_run
 
-from analysis import atari5, atari5_fit
+from analysis import atari5
+from analysis.atari5 import fit as atari5_fit
 from analysis.cli import main as cli_main
 from analysis.errors import AnalysisError
-from analysis.protocol import ProtocolMismatch
-from analysis.replicates import SeedValues
-from analysis.report import analyse, build_report_assets
-from analysis.synthetic import write_synthetic_run
+from analysis.inputs.protocol import ProtocolMismatch
+from analysis.output.report import build_report_assets
+from analysis.scoring.grouping import analyse
+from analysis.scoring.replicates import SeedValues
 
 
 def _shared(*parts: str) -> Path | None:
@@ -306,7 +308,7 @@ def test_preset_runs_the_five_games():
 
 
 def test_seed_metric_matches_the_estimator(five_games):
-    from analysis.verdicts import SEED_METRICS
+    from analysis.verdicts.seed_metrics import SEED_METRICS
 
     gs = next(iter(_suite(five_games).values()))
     per_seed = SEED_METRICS["atari5-median"](gs.final, gs.tasks)

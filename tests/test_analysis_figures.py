@@ -10,13 +10,14 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.legend import Legend
 from matplotlib.transforms import Bbox
+from synthetic_records import write_synthetic_run
 
-from analysis import figures as figs
-from analysis.curves import efficiency_curve
-from analysis.load import load_runs
-from analysis.report import aggregate_intervals, analyse
-from analysis.staleness import audit
-from analysis.synthetic import write_synthetic_run
+from analysis.inputs.load import load_runs
+from analysis.output import figures as figs
+from analysis.output.report import aggregate_intervals
+from analysis.scoring.curves import efficiency_curve
+from analysis.scoring.grouping import analyse
+from analysis.verdicts.staleness import audit
 
 LAYOUTS = ("a0-l0-d1", "a0-l1-d1", "a0-l0,1-d1", "a0-l0-d2")
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
-from analysis.load import load_runs
-from analysis.synthetic import write_synthetic_run
+from analysis.inputs.load import load_runs
 
 LAYOUTS = ("a0-l0-d1", "a0-l1-d1", "a0-l0,1-d1", "a0-l0-d2")
 
@@ -121,7 +121,7 @@ def test_plan_seeds_cli_from_pilot_runs_and_from_a_given_sd(tmp_path, capsys):
 
 
 def test_openrlbenchmark_csv_without_a_seed_in_its_name_is_left_out(tmp_path):
-    from analysis.load import load_openrlbenchmark_dir
+    from analysis.inputs.orb import load_openrlbenchmark_dir
 
     p = tmp_path / "cleanrl-ppo" / "CartPole-v1" / "final.csv"
     p.parent.mkdir(parents=True)

@@ -6,20 +6,14 @@ import csv
 import numpy as np
 import pytest
 from shared_data import PAPER_DATA
+from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
 from analysis.errors import AnalysisError
-from analysis.load import (
-    ColumnMap,
-    final_return,
-    load_openrlbenchmark_csv,
-    load_openrlbenchmark_dir,
-    load_published_table,
-    load_runs,
-)
-from analysis.normalize import get_normaliser, normalise, parse_normalisers
-from analysis.scores import binned_curve
-from analysis.synthetic import write_synthetic_run
+from analysis.inputs.load import final_return, load_published_table, load_runs
+from analysis.inputs.orb import ColumnMap, load_openrlbenchmark_csv, load_openrlbenchmark_dir
+from analysis.scales.normalize import get_normaliser, normalise, parse_normalisers
+from analysis.scoring.scores import binned_curve
 from runrecord import RunWriter
 
 

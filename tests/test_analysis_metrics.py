@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import metrics
-from analysis.bootstrap import (
+from analysis.errors import AnalysisError
+from analysis.stats import metrics
+from analysis.stats.bootstrap import (
     _resample,
     interval_estimates,
     probability_of_improvement_ci,
     replicates,
 )
-from analysis.errors import AnalysisError
 
 HAND = np.array([[1, 2], [2, 2], [1, 1], [2, 1]], dtype=float)  # 4 runs x 2 tasks
 

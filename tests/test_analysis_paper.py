@@ -5,7 +5,7 @@ import pytest
 from shared_data import PAPER_DATA as PAPER
 
 from analysis.cli import main
-from analysis.tables import paper_table
+from analysis.scoring.tables import paper_table
 
 MAIN = PAPER / "main_10CPU.csv"
 

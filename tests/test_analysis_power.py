@@ -17,22 +17,17 @@ import numpy as np
 import pytest
 
 from analysis.errors import AnalysisError
-from analysis.scores import GroupScores
-from analysis.seedplan import (
+from analysis.scoring.scores import GroupScores
+from analysis.stats.welch import welch_interval
+from analysis.verdicts.equivalence import PASS, tost_verdict
+from analysis.verdicts.regression import regression, regression_gate, regression_lower_bound
+from analysis.verdicts.seedplan import (
     equivalence_margins,
     equivalence_power,
     gate_margins,
     gate_power,
     given_spread,
     plan,
-)
-from analysis.verdicts import (
-    PASS,
-    regression,
-    regression_gate,
-    regression_lower_bound,
-    tost_verdict,
-    welch_interval,
 )
 
 SIMS = 20_000
@@ -143,7 +138,7 @@ def test_tost_false_pass_at_a_true_difference_of_delta_is_nominal(n):
 def test_tost_core_equals_the_scalar_verdict():
     spread = given_spread(SD, correlation=0.5)
     rng = np.random.default_rng([0, 3, 1])  # the planner's draws for n = 3, seed 0
-    from analysis.seedplan import _draw
+    from analysis.verdicts.seedplan import _draw
     a_f, a_u = _draw(rng, 200, 3, SD, SD, 0.5)
     b_f, b_u = _draw(rng, 200, 3, SD, SD, 0.5)
     need = equivalence_margins(spread, 3, 200, seed=0)

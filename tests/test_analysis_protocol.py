@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.protocol import (
+from analysis.inputs.protocol import (
     UNKNOWN,
     ProtocolMismatch,
     check_same_protocol,

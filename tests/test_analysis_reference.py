@@ -3,12 +3,13 @@
 import json
 
 import pytest
+from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
 from analysis.errors import AnalysisError
-from analysis.load import load_runs
-from analysis.report import analyse, build_report_assets, choose_reference, hardware_key
-from analysis.synthetic import write_synthetic_run
+from analysis.inputs.load import load_runs
+from analysis.output.report import build_report_assets
+from analysis.scoring.grouping import analyse, choose_reference, hardware_key
 
 # ',' sorts before '-': by label a0-l0,1-d1 would come first; by hardware a0-l0-d1 does.
 LAYOUTS = ("a0-l0-d2", "a0-l0,1-d1", "a0-l0-d1")

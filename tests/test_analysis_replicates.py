@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from analysis.errors import AnalysisError
-from analysis.replicates import collapse_seed_copies
-from analysis.scores import GroupScores
+from analysis.scoring.replicates import collapse_seed_copies
+from analysis.scoring.scores import GroupScores
 
 
 def _group(name: str, seeds: list[int], final: list[list[float]], tasks=("Pong-v5",)):

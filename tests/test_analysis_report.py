@@ -4,10 +4,10 @@ import json
 
 import matplotlib.image
 import pytest
+from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
-from analysis.report import build_report_assets
-from analysis.synthetic import write_synthetic_run
+from analysis.output.report import build_report_assets
 
 ATARI = ("Breakout-v5", "Pong-v5", "Qbert-v5")
 

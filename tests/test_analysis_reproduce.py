@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from scipy import stats
 from shared_data import PAPER_DATA as PAPER
+from synthetic_records import final_score_history, write_final_score_run
 
 from analysis.cli import main
-from analysis.load import RunSet
-from analysis.protocol import PAPER_FRAMES, ProtocolMismatch, paper_protocol
-from analysis.reproduce import (
+from analysis.inputs.load import RunSet
+from analysis.inputs.protocol import PAPER_FRAMES, ProtocolMismatch, paper_protocol
+from analysis.reproduce.published import (
     CONSISTENT,
     HIGHER,
     LOWER,
@@ -28,7 +29,6 @@ from analysis.reproduce import (
     reproduce,
     welch_from_summary,
 )
-from analysis.synthetic import final_score_history, write_final_score_run
 from runrecord import Run, Table, schema
 
 TABLE = PAPER / "main_10CPU.csv"

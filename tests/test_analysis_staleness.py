@@ -1,9 +1,10 @@
 """Staleness audit: cleanba 0 then exactly 1, sync 0, async reported; violations named."""
 
+from synthetic_records import write_synthetic_run
+
 from analysis.cli import main
-from analysis.load import load_runs
-from analysis.staleness import audit
-from analysis.synthetic import write_synthetic_run
+from analysis.inputs.load import load_runs
+from analysis.verdicts.staleness import audit
 from runrecord import RunWriter
 
 

@@ -5,23 +5,23 @@ import json
 import numpy as np
 import pytest
 from scipy import stats
+from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
 from analysis.errors import AnalysisError
-from analysis.load import load_runs
-from analysis.report import analyse
-from analysis.synthetic import write_synthetic_run
-from analysis.verdicts import (
+from analysis.inputs.load import load_runs
+from analysis.scoring.grouping import analyse
+from analysis.stats.welch import welch_interval
+from analysis.verdicts.equivalence import (
     DEFAULT_DELTA,
     DIFFERENT,
     INCONCLUSIVE,
     PASS,
     REGRESSION,
     equivalence,
-    regression,
     tost_verdict,
-    welch_interval,
 )
+from analysis.verdicts.regression import regression
 
 DELTA = 0.1
 
@@ -135,7 +135,7 @@ def test_equivalence_cli_writes_json_and_exit_codes(tmp_path, capsys):
                "a0-l0-d1", "--json-out", str(out)])
     assert rc == 1
     d = json.loads(out.read_text())
-    # CartPole's default margin (analysis.margins), printed with its return units
+    # CartPole's default margin (analysis.verdicts.margins), printed with its return units
     assert d["verdict"] == "DIFFERENT" and d["delta"] == 0.2
     assert "0.2 normalised (= 95.58 CartPole-v1 return; default)" in d["line"]
     assert d["reference"].endswith("a0-l0-d1") and d["group_a"].endswith("a0-l1-d1")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from cleanba_runs import command, free_port, run, trainer_env
 
-from analysis.verdicts import records_identical
+from analysis.verdicts.equivalence import records_identical
 from cleanba.config import ConfigError
 from cleanba.layout import make_plan
 from cleanba.ppo import PPOConfig, deterministic_minibatch_indices

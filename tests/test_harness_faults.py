@@ -2,7 +2,7 @@
 
 For every fault: the status and exit code it leaves, the attempts it spends, and after a
 resume: 0 runs lost, 0 run completed twice, 0 torn or unfinished records read as data
-(analysis.load), no orphan process (psutil). The real trainer (cleanba.ppo) takes the
+(analysis.inputs.load), no orphan process (psutil). The real trainer (cleanba.ppo) takes the
 signals; the test-only trainer (tests/harness_fake_trainer.py) stands in where the
 harness is what is under test (kill -9, disk full, corrupt and torn files). The table is
 printed at the end of the module (also without -s).
@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from analysis.load import load_runs
+from analysis.inputs.load import load_runs
 from harness.store import ATTEMPTS_DIR, run_state
 from harness.sweep import RunSpec, load_sweep
 from runrecord import load_run, schema

@@ -7,9 +7,9 @@ import json
 
 import pytest
 from shared_data import PAPER_DATA as PAPER
+from synthetic_records import write_final_score_run
 
-from analysis.reproduce import published_column
-from analysis.synthetic import write_final_score_run
+from analysis.reproduce.published import published_column
 from harness.report import build_report
 from harness.store import Store
 from harness.sweep import SweepError, parse_sweep

@@ -1,0 +1,205 @@
+"""Inputs of the analysis: run records, published per-game tables, openrlbenchmark CSVs.
+
+Run records go through `runrecord` (the only reader). Only `completed` runs enter
+aggregates; every other run is listed in `RunSet.left_out` with its status and reason.
+openrlbenchmark-style CSV exports are turned into in-memory `runrecord.Run`s (status
+`completed`, layout name `openrlbenchmark`), so they flow through the same code.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.errors import AnalysisError
+from runrecord import RecordError, Run, find_run_dirs, load_run, schema
+
+DEFAULT_LAST_N = 100
+IMPORTED_PROTOCOL = {"recorded_by": "openrlbenchmark export (protocol not declared)"}
+"""The env protocol given to openrlbenchmark imports, which record none."""
+
+
+@dataclass
+class LeftOut:
+    """A run found but kept out of aggregates, and why."""
+
+    run_id: str
+    status: str
+    reason: str
+    run_dir: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"run_id": self.run_id, "status": self.status, "reason": self.reason,
+                "run_dir": self.run_dir}
+
+
+@dataclass
+class RunSet:
+    """Completed runs (`included`), the rest (`left_out`), and reader warnings."""
+
+    included: list[Run] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: RunSet) -> None:
+        self.included += other.included
+        self.left_out += other.left_out
+        self.warnings += other.warnings
+
+
+def manifest_get(manifest: dict[str, Any], dotted: str) -> Any:
+    """`manifest_get(m, "layout.name")` -> m["layout"]["name"] (None when absent)."""
+    value: Any = manifest
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def group_key(run: Run, group_by: str | Sequence[str]) -> str:
+    """The group label of a run: manifest values of the dotted keys, joined by ' / '."""
+    keys = [group_by] if isinstance(group_by, str) else list(group_by)
+    keys = [k.strip() for key in keys for k in key.split(",") if k.strip()]
+    return " / ".join(str(manifest_get(run.manifest, k)) for k in keys)
+
+
+def _reason(run: Run) -> str:
+    err = run.manifest.get("error") or {}
+    msg = err.get("message") if isinstance(err, dict) else str(err)
+    if run.status == schema.RUNNING:
+        return "still running, or killed without a final status"
+    return f"status {run.status}" + (f": {msg}" if msg else "")
+
+
+def is_seed(value: Any) -> bool:
+    """A manifest seed is an integer (JSON int; not a bool, float or string)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def load_runs(inputs: Iterable[Path | str]) -> RunSet:
+    """Every run record under each input folder (a run folder, a sweep, or a results root).
+
+    Unreadable records and runs that are not `completed` (running, failed, interrupted,
+    skipped) or have no finished episode are left out, with the reason.
+    """
+    out = RunSet()
+    seen: set[Path] = set()
+    for root in inputs:
+        root = Path(root)
+        if not root.exists():
+            raise AnalysisError(f"{root}: no such folder (expected a run or sweep folder)")
+        dirs = list(find_run_dirs(root))
+        if not dirs:
+            out.warnings.append(f"{root}: no run records (no manifest.json below it)")
+        for run_dir in dirs:
+            if run_dir.resolve() in seen:
+                continue
+            seen.add(run_dir.resolve())
+            try:
+                run = load_run(run_dir)
+            except RecordError as e:
+                out.left_out.append(LeftOut(run_dir.name, "unreadable", str(e), str(run_dir)))
+                continue
+            out.warnings += run.warnings
+            if run.status != schema.COMPLETED:
+                out.left_out.append(LeftOut(run.run_id, run.status, _reason(run), str(run_dir)))
+            elif len(run.episodes) == 0:
+                out.left_out.append(
+                    LeftOut(run.run_id, run.status, "completed but no finished episode "
+                            "(episodes.csv empty)", str(run_dir))
+                )
+            elif not run.manifest.get("env_id"):
+                out.left_out.append(LeftOut(run.run_id, run.status, "manifest has no env_id",
+                                            str(run_dir)))
+            elif not is_seed(run.manifest.get("seed")):
+                out.left_out.append(LeftOut(
+                    run.run_id, run.status, f"manifest seed {run.manifest.get('seed')!r} is not "
+                    "an integer (the seed identifies the replicate; valid: e.g. 1)",
+                    str(run_dir)))
+            else:
+                out.included.append(run)
+    return out
+
+
+def final_return(run: Run, last_n: int = DEFAULT_LAST_N) -> float:
+    """Mean raw return of the run's last `last_n` finished episodes (by env step)."""
+    ret = run.episodes["episode_return"]
+    if len(ret) == 0:
+        raise AnalysisError(f"run {run.run_id}: no finished episode")
+    order = np.argsort(run.episodes["env_steps"], kind="stable")
+    return float(np.mean(ret[order][-last_n:]))
+
+
+def episode_frames(run: Run) -> np.ndarray:
+    """Frames at which each episode ended (falls back to env_steps when frames is NaN)."""
+    frames = run.episodes["frames"]
+    if np.all(np.isnan(frames)):
+        return run.episodes["env_steps"]
+    return frames
+
+
+# ---------------------------------------------------------------- published tables
+
+@dataclass
+class PublishedTable:
+    """A published per-game table: rows games, columns systems/settings.
+
+    mean/std: (games, columns) arrays (std NaN where the cell had no `± std`).
+    """
+
+    path: Path
+    games: list[str]
+    columns: list[str]
+    mean: np.ndarray
+    std: np.ndarray
+
+
+_CELL_RE = re.compile(r"^\s*([-+0-9.eE]+)\s*(?:±|\+-|\+/-)\s*([-+0-9.eE]+)\s*$")
+
+
+def _parse_cell(text: str, path: Path, game: str, column: str) -> tuple[float, float]:
+    m = _CELL_RE.match(text)
+    if m:
+        return float(m[1]), float(m[2])
+    try:
+        return float(text), np.nan
+    except ValueError:
+        raise AnalysisError(
+            f"{path}: cell ({game}, {column}) is {text!r}; expected 'mean ± std' or a number"
+        ) from None
+
+
+def load_published_table(path: Path | str) -> PublishedTable:
+    """Read a `mean ± std` (or plain number) CSV: first column game ids, header systems."""
+    path = Path(path)
+    if not path.exists():
+        raise AnalysisError(f"{path}: no such table")
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.reader(f) if r]
+    if len(rows) < 2 or len(rows[0]) < 2:
+        raise AnalysisError(f"{path}: expected a header row of columns and one row per game")
+    columns = rows[0][1:]
+    games, means, stds = [], [], []
+    for r in rows[1:]:
+        if len(r) != len(columns) + 1:
+            raise AnalysisError(
+                f"{path}: row {r[0]!r} has {len(r) - 1} cells, header has {len(columns)}"
+            )
+        games.append(r[0])
+        cells = [_parse_cell(c, path, r[0], col) for c, col in zip(r[1:], columns, strict=True)]
+        means.append([c[0] for c in cells])
+        stds.append([c[1] for c in cells])
+    return PublishedTable(path, games, columns, np.array(means), np.array(stds))
+
+
+def runtimes_twin(path: Path | str) -> Path:
+    """`main_10CPU.csv` -> `main_10CPU_runtimes.csv`."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}_runtimes{path.suffix}")

@@ -1,0 +1,513 @@
+"""Published per-seed runs: openrlbenchmark's wandb cache as run records, with provenance.
+
+The Cleanba paper's learning curves live in public wandb projects (openrlbenchmark/cleanba,
+openrlbenchmark/torchbeast, openrlbenchmark/moolib-atari). openrlbenchmark 0.3.x
+(`openrlbenchmark/cache.py`, `CachedRun`) caches each run it downloads with
+`--scan-history` as
+
+    <cache_dir>/<entity>/<project>/<wandb run id>/run_df.csv   # pandas to_csv of
+                                                            # run.scan_history() rows
+                                                            # (first column: the index)
+    <cache_dir>/<entity>/<project>/<wandb run id>/run.json     # {"id", "name", "state",
+        "url", "project", "entity", "config", "tags", "path", "user": {"username", "name"}}
+
+(`<cache_dir>` is `openrlbenchmark/dataset` inside its site-packages). A run.json with an
+`_attrs` key is openrlbenchmark's legacy format, which it rewrites from the live run; we
+cannot, so we refuse it with a message.
+
+Each cached run becomes an in-memory `runrecord.Run` (status completed when its wandb
+state is `finished`; others are left out with their state) whose manifest carries:
+- `imported`: where it came from (entity, project, wandb run id, url, tags, name, user,
+  the cache folder, the metric read) - shown wherever runs are listed;
+- `system` = the run's `exp_name` (e.g. cleanba_impala_a0_l0_d1_cpu10), `layout.name` =
+  `imported:<entity>/<project>` so group labels say "imported";
+- `env_protocol` and `hyperparameters.total_frames` ONLY as the user declared them
+  (`Declaration`): wandb records neither. An undeclared protocol is the marker
+  analysis.inputs.load.IMPORTED_PROTOCOL (imports pool with each other, but match no record's
+  protocol: the guard refuses the comparison unless explicitly allowed); an undeclared
+  budget is unknown, which the budget guard refuses likewise.
+
+`fetch_wandb` (network: cannot run in this project's CI) writes wandb's public-API runs
+into the same layout, so both paths share `read_cached_run`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.errors import AnalysisError
+from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet, episode_frames
+from analysis.inputs.protocol import NAMED_PROTOCOLS, named_protocol
+from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id
+from runrecord import Run, RunWriter, Table, schema
+
+RUN_JSON = "run.json"
+RUN_DF = "run_df.csv"
+RUN_JSON_KEYS = ("id", "name", "state", "url", "project", "entity", "config", "tags", "path")
+PAPER_METRIC = "charts/avg_episodic_return"
+"""The metric of the paper's figures and tables (openrlbenchmark's `metric=`)."""
+IMPORTED_LAYOUT_PREFIX = "imported:"
+
+
+# ---------------------------------------------------------------- openrlbenchmark CSVs
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which columns of an openrlbenchmark-style export hold what."""
+
+    step: str = "global_step"
+    episode_return: str = "charts/episodic_return"
+    wall_time: str = "_runtime"
+
+
+def _read_csv_columns(path: Path) -> dict[str, list[str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames is None:
+            raise AnalysisError(f"{path}: empty CSV")
+        cols: dict[str, list[str]] = {name: [] for name in reader.fieldnames}
+        for row in reader:
+            for name in reader.fieldnames:
+                cols[name].append(row.get(name) or "")
+    return cols
+
+
+def load_openrlbenchmark_csv(
+    path: Path | str,
+    *,
+    env_id: str,
+    system: str,
+    seed: int,
+    columns: ColumnMap = ColumnMap(),
+    frames_per_step: int | None = None,
+    group: str = "openrlbenchmark",
+) -> Run:
+    """One run's exported history as an in-memory Run (status completed).
+
+    Rows without a return (logged at other steps) are skipped. frames = step x
+    `frames_per_step` (default 4 for Atari ids, else 1), because CleanRL/Cleanba log
+    global_step in agent steps.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise AnalysisError(f"{path}: no such CSV")
+    cols = _read_csv_columns(path)
+    missing = [c for c in (columns.step, columns.episode_return) if c not in cols]
+    if missing:
+        raise AnalysisError(
+            f"{path}: missing column(s) {missing}; it has {list(cols)}. Map them with "
+            "--step-column / --return-column / --time-column"
+        )
+
+    def num(name: str) -> np.ndarray:
+        if name not in cols:
+            return np.full(len(cols[columns.step]), np.nan)
+        return np.array([float(v) if v not in ("", "nan", "NaN") else np.nan for v in cols[name]])
+
+    steps, returns, wall = num(columns.step), num(columns.episode_return), num(columns.wall_time)
+    keep = ~np.isnan(returns) & ~np.isnan(steps)
+    order = np.argsort(steps[keep], kind="stable")
+    steps, returns, wall = steps[keep][order], returns[keep][order], wall[keep][order]
+    if frames_per_step is None:
+        frames_per_step = 4 if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else 1
+    n = len(steps)
+    episodes = Table(
+        {
+            "env_steps": steps,
+            "frames": steps * frames_per_step,
+            "wall_time_s": wall,
+            "env_index": np.zeros(n),
+            "episode_return": returns,
+            "episode_length": np.full(n, np.nan),
+        },
+        n,
+    )
+    updates = Table({c: np.array([], dtype=np.float64) for c in schema.UPDATE_COLUMNS}, 0)
+    manifest = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "run_id": f"orb-{system}-{env_id}-{seed}",
+        "system": system,
+        "architecture": None,
+        "env_id": env_id,
+        "seed": seed,
+        "layout": {"name": group},
+        # Exports record no env protocol. They are marked as one shared, undeclared
+        # protocol: imports pool with each other, but the protocol guard refuses to
+        # compare them with records that declare theirs (analysis.inputs.protocol).
+        "env_protocol": dict(IMPORTED_PROTOCOL),
+        "status": schema.COMPLETED,
+        "source": str(path),
+        "summary": {"frames": float(steps[-1] * frames_per_step) if n else None,
+                    "wall_time_s": float(np.nanmax(wall)) if n and not np.all(np.isnan(wall))
+                    else None},
+    }
+    return Run(path.parent, manifest, episodes, updates, [])
+
+
+def load_openrlbenchmark_dir(
+    root: Path | str, *, columns: ColumnMap = ColumnMap(), frames_per_step: int | None = None,
+    declared: Any = None,
+) -> RunSet:
+    """Every run of openrlbenchmark's cache below `root` (`run.json` + `run_df.csv`, read
+    by load_orb_cache with provenance and the `declared` protocol/budget) and every
+    `<system>/<env_id>/<seed>.csv` export (no provenance, protocol unknown)."""
+    root = Path(root)
+    out = load_orb_cache(root, declared or Declaration(), columns=columns,
+                         frames_per_step=frames_per_step)
+    out.warnings = [w for w in out.warnings if "not an openrlbenchmark cache" not in w]
+    for path in sorted(root.rglob("*.csv")):
+        if path.name == RUN_DF and path.with_name("run.json").exists():
+            continue
+        rel = path.relative_to(root).parts
+        if len(rel) < 3:
+            out.warnings.append(f"{path}: not <system>/<env_id>/<seed>.csv; skipped")
+            continue
+        system, env_id = rel[-3], rel[-2]
+        try:
+            digits = re.sub(r"\D", "", path.stem)
+            if not digits:  # never guess a seed: it identifies the replicate
+                out.left_out.append(LeftOut(
+                    path.stem, "unreadable", f"{path}: no seed in the file name (expected "
+                    "<system>/<env_id>/<seed>.csv, e.g. 1.csv)", str(path)))
+                continue
+            seed = int(digits)
+            out.included.append(load_openrlbenchmark_csv(
+                path, env_id=env_id, system=system, seed=seed, columns=columns,
+                frames_per_step=frames_per_step))
+        except (KeyError, ValueError) as e:
+            out.left_out.append(LeftOut(path.stem, "unreadable", f"{path}: {e}", str(path)))
+    return out
+
+
+# ---------------------------------------------------------------- what the user declares
+
+@dataclass(frozen=True)
+class Declaration:
+    """The env protocol and frame budget the user vouches for (None: unknown)."""
+
+    protocol: dict[str, Any] | None = None
+    protocol_name: str | None = None
+    frames: float | None = None
+
+    def describe(self) -> str:
+        proto = self.protocol_name or ("declared" if self.protocol else "unknown")
+        frames = f"{self.frames:,.0f}" if self.frames is not None else "unknown"
+        return f"protocol {proto}, frame budget {frames} (declared on import)"
+
+
+def declaration(protocol: str | None = None, frames: float | None = None) -> Declaration:
+    """`protocol`: a name (paper) or a JSON file of EnvPool settings; None = unknown."""
+    proto: dict[str, Any] | None = None
+    name = None
+    if protocol is not None:
+        path = Path(protocol)
+        if protocol in NAMED_PROTOCOLS:
+            proto, name = named_protocol(protocol), protocol
+        elif path.suffix == ".json" and path.exists():
+            proto, name = _read_json_object(path, "a JSON object of EnvPool settings"), str(path)
+        else:
+            named_protocol(protocol)  # raises, listing the valid names
+    if frames is not None and not (math.isfinite(frames) and frames > 0):
+        raise AnalysisError(f"declared frame budget must be > 0, got {frames}")
+    return Declaration(proto, name, None if frames is None else float(frames))
+
+
+# ---------------------------------------------------------------- reading the cache
+
+def _read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in `path`; AnalysisError naming the file and `what` was expected."""
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise AnalysisError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(loaded, dict):
+        raise AnalysisError(f"{path}: expected {what}")
+    return loaded
+
+
+def find_cached_runs(root: Path | str) -> list[Path]:
+    """Run folders (holding run.json) below `root`: the cache, an entity, a project or
+    one run folder."""
+    root = Path(root)
+    if not root.is_dir():
+        raise AnalysisError(f"{root}: no such folder (expected openrlbenchmark's cache: "
+                            "<entity>/<project>/<run id>/run.json + run_df.csv)")
+    return sorted(p.parent for p in root.rglob(RUN_JSON))
+
+
+def _unwrap(value: Any) -> Any:
+    """wandb config values may come as {"value": v, "desc": ...} (run files) or plain."""
+    if isinstance(value, dict) and "value" in value and set(value) <= {"value", "desc"}:
+        return value["value"]
+    return value
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """run.json of openrlbenchmark's CachedRun.dump_json; config values unwrapped."""
+    meta = _read_json_object(path, "a JSON object")
+    if "_attrs" in meta:
+        raise AnalysisError(f"{path}: openrlbenchmark's legacy cache format (_attrs); "
+                            "re-download it with openrlbenchmark >= 0.2 or fetch_wandb")
+    missing = [k for k in RUN_JSON_KEYS if k not in meta]
+    if missing:
+        raise AnalysisError(f"{path}: missing {missing} (openrlbenchmark's run.json has "
+                            f"{list(RUN_JSON_KEYS)} and user)")
+    cfg = meta.get("config") or {}
+    if not isinstance(cfg, dict):
+        raise AnalysisError(f"{path}: config must be an object")
+    meta["config"] = {k: _unwrap(v) for k, v in cfg.items()}
+    for key in ("env_id", "seed"):
+        if key not in meta["config"]:
+            raise AnalysisError(f"{path}: config has no {key!r} (openrlbenchmark groups runs "
+                                "by config.env_id and config.exp_name)")
+    return meta
+
+
+def provenance(meta: Mapping[str, Any], run_dir: Path, metric: str) -> dict[str, Any]:
+    """What `manifest["imported"]` records about a cached run."""
+    user = meta.get("user") or {}
+    return {"source": "wandb", "via": "openrlbenchmark cache", "entity": meta["entity"],
+            "project": meta["project"], "wandb_run_id": meta["id"], "name": meta["name"],
+            "url": meta["url"], "tags": list(meta.get("tags") or []),
+            "state": meta["state"], "path": meta.get("path"),
+            "user": user.get("username") if isinstance(user, dict) else None,
+            "cache_dir": str(run_dir), "metric": metric}
+
+
+def read_cached_run(run_dir: Path | str, declared: Declaration = Declaration(), *,
+                    columns: ColumnMap = ColumnMap(episode_return=PAPER_METRIC),
+                    frames_per_step: int | None = None) -> Run:
+    """One cached run as a Run with provenance and the declared protocol/budget."""
+    run_dir = Path(run_dir)
+    meta = read_run_json(run_dir / RUN_JSON)
+    cfg = meta["config"]
+    exp_name = str(cfg.get("exp_name") or meta["name"])
+    env_id = str(cfg["env_id"])
+    raw_seed = cfg["seed"]
+    if isinstance(raw_seed, bool) or not (isinstance(raw_seed, int) or (
+            isinstance(raw_seed, str) and raw_seed.strip().lstrip("-").isdigit())):
+        raise AnalysisError(f"{run_dir / RUN_JSON}: config.seed {raw_seed!r} is not an "
+                            "integer (the seed identifies the replicate)")
+    seed = int(raw_seed)
+    group = f"{IMPORTED_LAYOUT_PREFIX}{meta['entity']}/{meta['project']}"
+    run = load_openrlbenchmark_csv(run_dir / RUN_DF, env_id=env_id, system=exp_name,
+                                   seed=seed, columns=columns,
+                                   frames_per_step=frames_per_step, group=group)
+    m = run.manifest
+    m["run_id"] = f"wandb:{meta['entity']}/{meta['project']}/{meta['id']}"
+    m["imported"] = provenance(meta, run_dir, columns.episode_return)
+    m["imported"]["declared"] = declared.describe()
+    m["hyperparameters"] = ({"total_frames": declared.frames}
+                            if declared.frames is not None else {})
+    if declared.protocol is not None:
+        m["env_protocol"] = dict(declared.protocol)
+    if meta["state"] != "finished":
+        m["status"] = str(meta["state"])
+    return Run(run_dir, m, run.episodes, run.updates, run.warnings)
+
+
+def load_orb_cache(root: Path | str, declared: Declaration = Declaration(), *,
+                   columns: ColumnMap = ColumnMap(episode_return=PAPER_METRIC),
+                   frames_per_step: int | None = None) -> RunSet:
+    """Every cached run below `root`; unreadable or unfinished runs are left out, with
+    the reason."""
+    out = RunSet()
+    dirs = find_cached_runs(root)
+    if not dirs:
+        out.warnings.append(f"{root}: no {RUN_JSON} below it (not an openrlbenchmark cache)")
+    for d in dirs:
+        try:
+            run = read_cached_run(d, declared, columns=columns, frames_per_step=frames_per_step)
+        except AnalysisError as e:
+            out.left_out.append(LeftOut(d.name, "unreadable", str(e), str(d)))
+            continue
+        if run.status != "completed":
+            out.left_out.append(LeftOut(run.run_id, run.status,
+                                        f"wandb state {run.status} (only finished runs count)",
+                                        str(d)))
+        elif len(run.episodes) == 0:
+            out.left_out.append(LeftOut(run.run_id, "completed",
+                                        f"no {columns.episode_return} values in {RUN_DF}",
+                                        str(d)))
+        else:
+            out.included.append(run)
+    return out
+
+
+def is_imported(run: Run) -> bool:
+    return isinstance(run.manifest.get("imported"), dict)
+
+
+def imported_text(run: Run) -> str:
+    """'imported from wandb openrlbenchmark/cleanba run 1a2b3c (url) tags [...]'."""
+    p = run.manifest.get("imported") or {}
+    tags = f", tags {p.get('tags')}" if p.get("tags") else ""
+    return (f"imported from wandb {p.get('entity')}/{p.get('project')} run "
+            f"{p.get('wandb_run_id')} ({p.get('url')}){tags}; {p.get('declared', '')}")
+
+
+def imported_rows(runs: Iterable[Run]) -> list[list[Any]]:
+    """Rows for an 'imported runs' table: run, env, seed, entity/project, wandb id, url,
+    tags, what was declared."""
+    return [[r.run_id, r.manifest.get("env_id"), r.manifest.get("seed"),
+             f"{p.get('entity')}/{p.get('project')}", p.get("wandb_run_id"), p.get("url"),
+             " ".join(map(str, p.get("tags") or [])), p.get("declared", "")]
+            for r in runs if is_imported(r) for p in [r.manifest["imported"]]]
+
+
+IMPORTED_HEADER = ["run", "env", "seed", "wandb entity/project", "wandb run id", "url",
+                   "tags", "declared"]
+
+
+# ---------------------------------------------------------------- matching frames
+
+def truncate_run(run: Run, max_frames: float) -> Run:
+    """The run as if it had stopped at `max_frames` (episodes that ended after it dropped)."""
+    keep = episode_frames(run) <= max_frames
+    n = int(keep.sum())
+    episodes = Table({c: np.asarray(run.episodes[c])[keep] for c in run.episodes.names}, n)
+    return Run(run.run_dir, dict(run.manifest), episodes, run.updates, list(run.warnings))
+
+
+def last_frame(run: Run) -> float:
+    return float(np.nanmax(episode_frames(run)))
+
+
+def match_frames(mine: Sequence[Run], imported: Sequence[Run], tolerance: float = 0.02
+                 ) -> tuple[list[Run], list[Run], str]:
+    """Cut both sides to the frames both reached: the smaller of the two sides' shortest
+    runs. Returns (mine, imported, a note saying what was cut, '' when nothing was)."""
+    end_mine = min(last_frame(r) for r in mine)
+    end_imp = min(last_frame(r) for r in imported)
+    end = min(end_mine, end_imp)
+    if max(end_mine, end_imp) <= end * (1 + tolerance):
+        return list(mine), list(imported), ""
+    if end_mine < end_imp:
+        note = (f"your runs end at {end_mine:,.0f} frames, the imported ones at "
+                f"{end_imp:,.0f}: compared on your frame range 0..{end:,.0f} (the imported "
+                "runs' scores are taken at that frame, not at their end)")
+    else:
+        note = (f"the imported runs end at {end_imp:,.0f} frames, yours at {end_mine:,.0f}: "
+                f"compared on 0..{end:,.0f}")
+    return ([truncate_run(r, end) for r in mine], [truncate_run(r, end) for r in imported],
+            note)
+
+
+# ---------------------------------------------------------------- writing the cache
+
+def write_cached_run(cache_dir: Path | str, meta: Mapping[str, Any],
+                     rows: Sequence[Mapping[str, Any]]) -> Path:
+    """Write one run in openrlbenchmark's cache layout: `meta` has run.json's keys
+    (RUN_JSON_KEYS and user), `rows` are history rows (dicts, keys may vary by row).
+    run_df.csv is written like pandas' DataFrame.to_csv: an unnamed index column first,
+    columns in order of first appearance, missing values empty."""
+    missing = [k for k in RUN_JSON_KEYS if k not in meta]
+    if missing:
+        raise AnalysisError(f"run metadata lacks {missing}")
+    run_dir = Path(cache_dir, str(meta["entity"]), str(meta["project"]), str(meta["id"]))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    names: list[str] = []
+    for row in rows:
+        names += [k for k in row if k not in names and k != "videos"]
+    tmp = run_dir / f".{RUN_DF}.tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")  # as pandas writes it
+        w.writerow(["", *names])
+        for i, row in enumerate(rows):
+            w.writerow([i, *(_cell(row.get(k)) for k in names)])
+    tmp.replace(run_dir / RUN_DF)
+    # run.json last: openrlbenchmark treats a folder with run.json as complete.
+    body = {k: meta[k] for k in RUN_JSON_KEYS}
+    body["user"] = dict(meta.get("user") or {"username": None, "name": None})
+    tmp = run_dir / f".{RUN_JSON}.tmp"
+    tmp.write_text(json.dumps(body), encoding="utf-8")
+    tmp.replace(run_dir / RUN_JSON)
+    return run_dir
+
+
+def _cell(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, float, str)):
+        return v
+    return json.dumps(v)
+
+
+def cache_wandb_run(run: Any, cache_dir: Path | str) -> Path:
+    """One wandb public-API run (wandb.apis.public.Run) into the cache, as openrlbenchmark
+    does: every history row (run.scan_history()), and run.json. Kept when present."""
+    run_dir = Path(cache_dir, run.entity, run.project, run.id)
+    if (run_dir / RUN_JSON).exists():
+        return run_dir
+    meta = {k: getattr(run, k) for k in RUN_JSON_KEYS}
+    meta["config"] = dict(meta["config"])
+    meta["tags"] = list(meta["tags"] or [])
+    meta["path"] = list(meta["path"])
+    meta["user"] = {"username": run.user.username, "name": run.user.name}
+    return write_cached_run(cache_dir, meta, list(run.scan_history()))
+
+
+def fetch_wandb(entity: str, project: str, cache_dir: Path | str,
+                filters: Mapping[str, Any] | None = None) -> list[Path]:
+    """Download the runs of `entity/project` matching `filters` (wandb's MongoDB-style
+    filters, e.g. {"config.env_id": "Breakout-v5", "config.exp_name":
+    "cleanba_impala_a0_l0_d1_cpu10"}) into `cache_dir` in openrlbenchmark's layout.
+    Needs network access and the wandb package; running runs are skipped."""
+    if not re.match(r"^[\w.-]+$", entity) or not re.match(r"^[\w.-]+$", project):
+        raise AnalysisError(f"bad wandb entity/project {entity!r}/{project!r}")
+    # Here only: wandb is heavy and needed by this one network path, never by analysis.
+    import wandb
+
+    api = wandb.Api()
+    out = []
+    for run in api.runs(f"{entity}/{project}", filters=dict(filters or {})):
+        if run.state == "running":
+            continue
+        out.append(cache_wandb_run(run, cache_dir))
+    return out
+
+
+# ---------------------------------------------------------------- as run records
+
+def write_imported_records(runs: Iterable[Run], out_dir: Path | str) -> list[Path]:
+    """Write imported runs as run records (runrecord.RunWriter) under
+    `<out_dir>/runs/<run id>/`, keeping `imported` (provenance) and what was declared,
+    so the summary, report and verdicts show them as imported. A folder whose record is
+    already completed is kept as it is."""
+
+    written = []
+    for run in runs:
+        if not is_imported(run):
+            continue
+        p = run.manifest["imported"]
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_",
+                      f"wandb_{p['entity']}_{p['project']}_{p['wandb_run_id']}")
+        run_dir = Path(out_dir) / "runs" / name
+        if (run_dir / schema.MANIFEST_FILE).exists():
+            written.append(run_dir)
+            continue
+        manifest = {k: v for k, v in run.manifest.items()
+                    if k not in ("status", "schema_version", "summary", "source")}
+        w = RunWriter(run_dir, manifest)
+        ep = run.episodes
+        for i in range(len(ep)):
+            w.log_episode({c: _plain(ep[c][i]) for c in schema.EPISODE_COLUMNS})
+        w.finish(schema.COMPLETED, summary=run.manifest.get("summary"))
+        written.append(run_dir)
+    return written
+
+
+def _plain(v: Any) -> Any:
+    v = v.item() if hasattr(v, "item") else v
+    return "" if isinstance(v, float) and math.isnan(v) else v

@@ -1,0 +1,2 @@
+"""Output: figures, the report assets (figures, tables, verdict JSONs) and JSON files.
+"""

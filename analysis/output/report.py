@@ -1,0 +1,311 @@
+"""Everything the report page needs, from run records to files on disk.
+
+`build_report_assets(inputs, out_dir)` loads every run record under `inputs`, groups
+completed runs into suites (all Atari games one suite, every other env its own), groups
+each suite's runs by system and `group_by` (dotted manifest keys, e.g. `layout.name`),
+and writes into `out_dir` figures (PNG + PDF), tables (.md + .csv) and verdict JSONs
+(one subfolder per suite when there are several). It returns their index
+(see the function's docstring), which harness/ turns into the HTML page.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.atari5.estimate import report_table as atari5_report_table
+from analysis.errors import AnalysisError
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
+from analysis.inputs.orb import IMPORTED_HEADER, imported_rows
+from analysis.json_file import write_json
+from analysis.output import figures as figs
+from analysis.scales.normalize import get_normaliser
+from analysis.scoring.curves import CURVE_REPS, efficiency_curve
+from analysis.scoring.grouping import FAMILY_KEYS, analyse, group_keys, group_values
+from analysis.scoring.scores import (
+    GroupScores,
+)
+from analysis.scoring.tables import TableData, aggregate_table
+from analysis.stats.bootstrap import Interval, interval_estimates
+from analysis.stats.metrics import AGGREGATES
+from analysis.verdicts.equivalence import equivalence
+from analysis.verdicts.margins import Margin, margin
+from analysis.verdicts.pairing import Pairing, by_family, pair_groups
+from analysis.verdicts.staleness import audit
+from runrecord import RecordError
+
+AGGREGATE_REPS = 50_000
+
+
+def aggregate_intervals(
+    suite: Mapping[str, GroupScores], *, reps: int = AGGREGATE_REPS, seed: int = 0,
+    confidence: float = 0.95, method: str = "percentile",
+) -> dict[str, dict[str, Interval]]:
+    """group -> metric -> CI of the final normalised scores."""
+    return {g: interval_estimates(gs.final, AGGREGATES, reps=reps, seed=seed,
+                                  confidence=confidence, method=method)
+            for g, gs in suite.items()}
+
+
+def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
+    """Paper-style table: raw final score mean ± std (ddof=0) over seeds per game."""
+    groups = list(suite)
+    tasks = sorted({t for gs in suite.values() for t in gs.tasks})
+    rows = []
+    for t in tasks:
+        row: list[Any] = [t]
+        for g in groups:
+            gs = suite[g]
+            if t in gs.tasks:
+                v = gs.final_raw[:, gs.tasks.index(t)]
+                # One seed has no spread: say so rather than print "± 0.00".
+                row.append(f"{v.mean():.2f} (1 seed)" if len(v) < 2
+                           else f"{v.mean():.2f} ± {v.std():.2f}")
+            else:
+                row.append("-")
+        rows.append(row)
+    return TableData(name, "Final score per game: mean ± std over seeds of the mean return of "
+                     "each run's last 100 episodes (raw game score)", ["env", *groups], rows)
+
+
+def runtime_minutes(gs: GroupScores) -> tuple[float, float]:
+    """(mean, std) over a group's runs of the training wall time in minutes."""
+    minutes = gs.wall_time_s.ravel() / 60
+    return float(np.nanmean(minutes)), float(np.nanstd(minutes))
+
+
+def runtime_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
+    rows: list[list[Any]] = []
+    for g, gs in suite.items():
+        mean, std = runtime_minutes(gs)
+        runs = gs.wall_time_s.size
+        rows.append([g, len(gs.seeds), len(gs.tasks), f"{mean:.2f}",
+                     f"{std:.2f}" if runs > 1 else "n/a (1 run)"])
+    return TableData(name, "Training wall time per run in minutes, mean and std over runs "
+                     "(the trainer's own clock, from its first step to its last record: "
+                     "without process start-up, imports and compilation, which the "
+                     "harness's per-run console time includes)",
+                     ["group", "seeds", "tasks", "minutes (mean)", "minutes (std)"], rows)
+
+
+def build_report_assets(
+    inputs: list[Path],
+    out_dir: Path,
+    *,
+    group_by: str = "layout.name",
+    delta: float | None = None,
+    seed: int = 0,
+    reps: int = CURVE_REPS,
+    aggregate_reps: int = AGGREGATE_REPS,
+    last_n: int = DEFAULT_LAST_N,
+    normalisers: Mapping[str, tuple[float, float]] | None = None,
+    reference: str | None = None,
+    allow_protocol_mismatch: bool = False,
+) -> dict:
+    """Write the report's figures, tables and verdicts into `out_dir`; return their index:
+
+    {"figures": [{"name", "title", "caption", "png", "pdf"}],
+     "tables": [{"name", "title", "markdown", "csv"}],
+     "verdicts": [{"kind", "subject", "verdict", "line", "json"}],
+     "runs": {"included": int, "left_out": [{"run_id", "status", "reason"}]},
+     "warnings": [str]}
+
+    Runs are split into suites first (all Atari games one suite, every other env its
+    own); with several suites each writes into `out_dir/<suite>/` and its names get a
+    `_<suite>` suffix, its titles, verdict lines and warnings a `<suite>: ` prefix.
+    Groups are (system, architecture, *group_by); equivalence compares, within each
+    (system, architecture) of each suite, every group with the reference group at margin
+    `delta` (None: each suite's default, analysis.verdicts.margins): the group that `reference` names (group label or layout name, e.g.
+    "a0-l0-d1"), by default the one with the smallest hardware (choose_reference). `reps`: bootstrap reps for curves and
+    performance profiles; `aggregate_reps`: for aggregate CIs. Never raises for data that
+    merely cannot be compared (a single group, unfinished runs, envs without normaliser):
+    it says why in warnings. A suite whose runs recorded different env protocols is left
+    out with a warning naming the keys, unless `allow_protocol_mismatch` (then a warning
+    says the comparison crosses protocols).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [],
+                              "runs": {"included": 0, "left_out": []}, "warnings": []}
+    warnings: list[str] = result["warnings"]
+    try:
+        runset = load_runs(inputs)
+    except (AnalysisError, RecordError) as e:
+        warnings.append(f"could not load run records: {e}")
+        return result
+    result["runs"]["included"] = len(runset.included)
+    result["runs"]["left_out"] = [
+        {"run_id": x.run_id, "status": x.status, "reason": x.reason} for x in runset.left_out]
+    if runset.left_out:
+        t = TableData("left_out_runs", "Runs left out of aggregates",
+                      ["run_id", "status", "reason"],
+                      [[x.run_id, x.status, x.reason] for x in runset.left_out])
+        _add_table(result, t, out_dir)
+
+    if rows := imported_rows(runset.included):  # published runs: say where they came from
+        _add_table(result, TableData("imported_runs", "Imported runs (wandb, via "
+                                     "openrlbenchmark's cache): provenance and what was "
+                                     "declared on import", IMPORTED_HEADER, rows), out_dir)
+
+    # Staleness needs no normaliser: audit every completed run first.
+    if runset.included:
+        rep = audit(runset.included, group_keys(group_by))
+        path = write_json(out_dir / "staleness.json", rep.as_dict())
+        result["verdicts"].append({"kind": "staleness", "subject": "all completed runs",
+                                   "verdict": rep.verdict, "line": rep.line(),
+                                   "json": str(path)})
+        if any(r.updates for r in rep.runs):
+            result["figures"].append(figs.staleness_figure(rep, out_dir).as_dict())
+    else:
+        warnings.append("no completed runs: no scores, curves or verdicts")
+        return result
+
+    # Runs whose env has no normaliser are reported and left out, not fatal.
+    usable = RunSet(warnings=list(runset.warnings))
+    for r in runset.included:
+        try:
+            get_normaliser(str(r.manifest["env_id"]), normalisers)
+            usable.included.append(r)
+        except AnalysisError as e:
+            warnings.append(f"run {r.run_id} left out of scores: {e}")
+    analysis = analyse(usable, group_by=group_by, last_n=last_n, normalisers=normalisers,
+                       allow_protocol_mismatch=allow_protocol_mismatch,
+                       on_protocol_mismatch="skip")
+    warnings += analysis.warnings
+    if not analysis.suites:
+        warnings.append("no group could be scored")
+        return result
+
+    multi = len(analysis.suites) > 1
+    for suite_name, suite in zip(analysis.suite_names, analysis.suites, strict=True):
+        envs = sorted({t for gs in suite.values() for t in gs.tasks})
+        label = envs[0] if len(envs) == 1 else f"{len(envs)} envs"
+        score = "HNS" if suite_name == "Atari" else "normalised score"
+        if not multi:
+            _suite_assets(result, suite, out_dir, "", label, score,
+                          group_by=analysis.group_by,
+                          delta=margin(suite_name, delta, normalisers), seed=seed, reps=reps,
+                          aggregate_reps=aggregate_reps, reference=reference)
+            continue
+        part: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [], "warnings": []}
+        slug = _slug(suite_name)
+        _suite_assets(part, suite, out_dir / slug, f"_{slug}", label, score,
+                      group_by=analysis.group_by,
+                      delta=margin(suite_name, delta, normalisers), seed=seed, reps=reps,
+                      aggregate_reps=aggregate_reps, reference=reference)
+        pre = f"{suite_name}: "
+        result["figures"] += [{**f, "title": pre + f["title"], "suite": suite_name}
+                              for f in part["figures"]]
+        result["tables"] += [{**t, "title": pre + t["title"], "suite": suite_name}
+                             for t in part["tables"]]
+        result["verdicts"] += [{**v, "subject": pre + v["subject"], "line": pre + v["line"],
+                                "suite": suite_name} for v in part["verdicts"]]
+        warnings += [pre + w for w in part["warnings"]]
+    return result
+
+
+def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
+    _, csv_path = table.write(out_dir)
+    result["tables"].append({"name": table.name, "title": table.title,
+                             "markdown": table.markdown(), "csv": str(csv_path)})
+
+
+def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sfx: str,
+                  label: str, score: str, *, group_by: list[str], delta: Margin, seed: int,
+                  reps: int, aggregate_reps: int, reference: str | None) -> None:
+    warnings: list[str] = result["warnings"]
+    add_fig = result["figures"].append
+    # Aggregates
+    agg = aggregate_intervals(suite, reps=aggregate_reps, seed=seed)
+    t = aggregate_table(agg, name=f"aggregates{sfx}",
+                        title=f"Aggregate final {score} ({label}), 95% CIs, "
+                              f"{aggregate_reps} bootstrap reps, seed {seed}",
+                        seeds={g: len(gs.seeds) for g, gs in suite.items()})
+    _add_table(result, t, out_dir)
+    add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
+                                            score_label=score).as_dict())
+    # Curves
+    for metric in ("median", "iqm"):
+        curves = [efficiency_curve(gs, metrics=(metric,), reps=reps, seed=seed)
+                  for gs in suite.values()]
+        add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
+                                              name=f"{metric}_vs_frames{sfx}",
+                                              score_label=score).as_dict())
+    timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
+    if len(timed) < len(suite):
+        warnings.append(f"{label}: {len(suite) - len(timed)} group(s) lack wall times: "
+                        "left out of the wall-time curves")
+    if timed:
+        curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),
+                                   reps=reps, seed=seed) for gs in timed]
+        for metric in ("median", "iqm"):
+            add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
+                                                  name=f"{metric}_vs_time{sfx}",
+                                                  score_label=score).as_dict())
+    add_fig(figs.performance_profile_figure(suite, out_dir, reps=reps, seed=seed,
+                                            name=f"performance_profile{sfx}",
+                                            score_label=score).as_dict())
+    _add_table(result, per_game_table(suite, f"per_game{sfx}"), out_dir)
+    # Atari-5 (docs/atari5.md): estimated 57-game median per group, beside the per-game table.
+    a5, a5_warnings = atari5_report_table(suite, f"atari5{sfx}", reps=reps, seed=seed)
+    warnings += a5_warnings
+    if a5 is not None:
+        _add_table(result, a5, out_dir)
+    _add_table(result, runtime_table(suite, f"runtimes{sfx}"), out_dir)
+    times = [runtime_minutes(gs) for gs in suite.values()]
+    if all(math.isfinite(m) for m, _ in times):
+        add_fig(figs.runtime_bars_figure(list(suite), [m for m, _ in times],
+                                         [s for _, s in times], out_dir,
+                                         name=f"runtimes{sfx}",
+                                         what="training wall time per run, mean over runs",
+                                         error_what="std over runs").as_dict())
+    # Per-game curves of each (system, architecture) with two groups or more.
+    for family, fam in by_family(suite).items():
+        if len(fam) < 2:
+            continue
+        name = _slug("_".join(str(v) for v in family))
+        if len({t for gs in fam.values() for t in gs.tasks}) <= 60:
+            add_fig(figs.per_game_curves_figure(fam, out_dir,
+                                                name=f"per_game_curves_{name}{sfx}").as_dict())
+    # Equivalence: the pairs `python -m analysis equivalence` compares (verdicts.pairing).
+    try:
+        pairing = pair_groups(suite, reference=reference)
+    except AnalysisError as e:
+        pairing = Pairing(warnings=[f"no equivalence verdicts: {e}"])
+    warnings += pairing.warnings
+    for other, ref in pairing.pairs:
+        subject = f"{other.group} vs {ref.group}"
+        try:
+            res = equivalence(other, ref, delta.value, margin=delta.describe())
+        except AnalysisError as e:
+            warnings.append(f"no equivalence verdict for {subject}: {e}")
+            continue
+        path = write_json(out_dir / f"equivalence_{_slug(subject)}.json", res.as_dict())
+        result["verdicts"].append({"kind": "equivalence", "subject": subject,
+                                   "verdict": res.label, "line": res.line(),
+                                   "json": str(path)})
+    if len(suite) < 2:
+        warnings.append(
+            f"{label}: a single group under --group-by "
+            f"{','.join(group_by[len(FAMILY_KEYS):]) or 'system'}: no equivalence verdict "
+            "(needs two groups, e.g. two layouts)")
+    # Sync vs cleanba: same system and same other keys, architectures sync and cleanba.
+    rest = group_by[len(FAMILY_KEYS):]
+    by_arch: dict[tuple, dict[str, GroupScores]] = {}
+    for gs in suite.values():
+        system, arch = group_values(gs, FAMILY_KEYS)
+        by_arch.setdefault((system, *group_values(gs, rest)), {})[str(arch)] = gs
+    for key, archs in by_arch.items():
+        if "sync" in archs and "cleanba" in archs:
+            name = _slug("_".join(str(v) for v in key))
+            add_fig(figs.paired_final_scores_figure(
+                archs["sync"], archs["cleanba"], out_dir, name=f"sync_vs_cleanba_{name}{sfx}",
+                title=f"{' / '.join(map(str, key))}: sync vs cleanba").as_dict())
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text).strip("_")

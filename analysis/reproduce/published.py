@@ -1,0 +1,565 @@
+"""Did it reproduce? A user's runs against a published `mean ± std` column, per game and
+in aggregate.
+
+The published tables (../shared/paper-data/) give per game the mean and the std
+(ddof=0) of 3 seeds' final scores. For each game the user ran:
+
+- the user's per-seed finals (layout copies of one seed are ONE seed: averaged,
+  analysis.scoring.replicates), and the published mean and sample sd (std x sqrt(n / (n - 1)));
+- the difference user - published on the HNS scale with Welch's t interval computed from
+  the summary statistics (Welch-Satterthwaite df);
+- a verdict at a per-game margin fixed beforehand, max(relative x |published HNS|,
+  absolute floor): CONSISTENT when the 90% CI lies inside (-margin, +margin) (two
+  one-sided tests at 5%), otherwise HIGHER / LOWER when the 95% CI excludes 0, otherwise
+  INCONCLUSIVE. One user seed has no spread estimate of its own: its spread is taken to
+  be the published one (a prediction interval), and the line says so.
+
+Then the aggregate: the user's median and IQM HNS over their games with stratified
+bootstrap CIs, next to the published column's value on the same games.
+
+The tables were made under the paper's protocol (benchenv.ATARI_PROTOCOL) at 200M
+frames: runs with another protocol or budget are refused (ProtocolMismatch, exit 2)
+unless allowed, and then every line says "at N frames against 200M".
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from analysis.errors import AnalysisError
+from analysis.inputs.load import DEFAULT_LAST_N, PublishedTable, RunSet, load_published_table
+from analysis.inputs.protocol import (
+    PAPER_FRAMES,
+    check_frame_budget,
+    check_paper_protocol,
+    run_frame_budget,
+)
+from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
+from analysis.scoring.replicates import SeedValues, collapse_seed_copies
+from analysis.scoring.scores import scores_by_group
+from analysis.scoring.tables import TableData
+from analysis.stats.bootstrap import Interval, interval_estimates
+from analysis.stats.metrics import AGGREGATES, iqm
+from analysis.stats.welch import WelchInterval, t_quantile, tost_passes
+from runrecord import Run
+from runrecord.exits import EXIT_FAILED, EXIT_OK
+
+PUBLISHED_SEEDS = 3
+"""Seeds behind every cell of the paper's tables (static/cleanba in vwxyzjn/cleanba)."""
+
+DEFAULT_RELATIVE_MARGIN = 0.25
+"""Per-game margin: a quarter of the published HNS (Pong at ~1.2 HNS: +-0.3 HNS) ..."""
+DEFAULT_ABSOLUTE_MARGIN = 0.1
+"""... but never below 0.1 HNS (games where agents stay near the random score)."""
+
+CONSISTENT = "CONSISTENT"
+HIGHER = "HIGHER"
+LOWER = "LOWER"
+INCONCLUSIVE = "INCONCLUSIVE"
+VERDICTS = (CONSISTENT, HIGHER, LOWER, INCONCLUSIVE)
+
+POWER_SIMULATIONS = 5_000
+"""Draws behind each P(consistent if equal): Monte Carlo sd <= 0.007."""
+
+
+# ---------------------------------------------------------------- published column
+
+@dataclass
+class PublishedColumn:
+    """One column of a published table: per game mean and std (ddof=0) of `n_seeds`."""
+
+    table: Path
+    column: str
+    games: list[str]
+    mean: np.ndarray
+    std_ddof0: np.ndarray
+    n_seeds: int = PUBLISHED_SEEDS
+
+    @property
+    def sd(self) -> np.ndarray:
+        """Sample sd (ddof=1): the table's ddof=0 std x sqrt(n / (n - 1))."""
+        return self.std_ddof0 * math.sqrt(self.n_seeds / (self.n_seeds - 1))
+
+    def index(self, game: str) -> int:
+        return self.games.index(game)
+
+
+def published_column(table: PublishedTable | Path | str, column: str,
+                     n_seeds: int = PUBLISHED_SEEDS) -> PublishedColumn:
+    """The column named `column`; AnalysisError listing the table's columns otherwise."""
+    t = table if isinstance(table, PublishedTable) else load_published_table(table)
+    if column not in t.columns:
+        close = difflib.get_close_matches(column, t.columns, n=3, cutoff=0.3)
+        raise AnalysisError(
+            f"{t.path}: no column {column!r}. Its columns are: "
+            + "; ".join(repr(c) for c in t.columns)
+            + (f". Did you mean {close[0]!r}?" if close else ""))
+    j = t.columns.index(column)
+    std = t.std[:, j]
+    if np.isnan(std).any():
+        missing = [g for g, s in zip(t.games, std, strict=True) if np.isnan(s)]
+        raise AnalysisError(f"{t.path}: column {column!r} has no '± std' for {missing[:5]}: "
+                            "a verdict needs the published spread")
+    if n_seeds < 2:
+        raise AnalysisError(f"published seeds must be >= 2, got {n_seeds}")
+    return PublishedColumn(t.path, column, list(t.games), t.mean[:, j].copy(), std.copy(),
+                           n_seeds)
+
+
+def match_game(name: str, games: Sequence[str]) -> str:
+    """The table's id of game `name` (Breakout, Breakout-v5, BreakoutNoFrameskip-v4);
+    AnalysisError listing the nearest matches when the table has no such game."""
+    gid = atari_env_id(name)
+    if gid in games:
+        return gid
+    close = difflib.get_close_matches(gid, games, n=5, cutoff=0.5)
+    raise AnalysisError(f"unknown game {name!r}: not in the published table"
+                        + (f"; nearest matches: {', '.join(close)}" if close else
+                           f" ({len(games)} games, e.g. {', '.join(games[:3])})"))
+
+
+# ---------------------------------------------------------------- the statistics
+
+def welch_from_summary(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float,
+                       n_b: int) -> WelchInterval:
+    """Welch interval of mean_a - mean_b from summary statistics (sample sds, ddof=1).
+
+    A side with n = 1 has no spread estimate: its variance is taken to be the other
+    side's (the single value is judged against the other side's spread: a prediction
+    interval) and df = the other side's n - 1. Zero spread on both sides gives a CI of
+    width 0.
+    """
+    if n_a < 1 or n_b < 1:
+        raise AnalysisError(f"need at least one value per side, got {n_a} and {n_b}")
+    if n_a == 1 and n_b == 1:
+        raise AnalysisError("one value on each side: no spread estimate at all")
+    va = sd_b**2 if n_a == 1 else sd_a**2
+    vb = sd_a**2 if n_b == 1 else sd_b**2
+    sa, sb = va / n_a, vb / n_b
+    diff = float(mean_a - mean_b)
+    se = math.sqrt(sa + sb)
+    if se == 0:
+        return WelchInterval(diff, 0.0, math.inf, (diff, diff), (diff, diff), n_a, n_b,
+                             float(mean_a), float(mean_b))
+    if n_a == 1 or n_b == 1:
+        df = float(max(n_a, n_b) - 1)
+    else:
+        df = (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
+    t90, t95 = float(stats.t.ppf(0.95, df)), float(stats.t.ppf(0.975, df))
+    return WelchInterval(diff, se, df, (diff - t90 * se, diff + t90 * se),
+                         (diff - t95 * se, diff + t95 * se), n_a, n_b, float(mean_a),
+                         float(mean_b))
+
+
+def game_verdict(w: WelchInterval, margin: float) -> str:
+    """CONSISTENT when the 90% CI is inside (-margin, +margin); else HIGHER/LOWER when
+    the 95% CI excludes 0; else INCONCLUSIVE."""
+    if margin <= 0:
+        raise AnalysisError(f"margin must be > 0, got {margin}")
+    lo90, hi90 = w.ci90
+    if -margin < lo90 and hi90 < margin:
+        return CONSISTENT
+    if w.ci95[0] > 0:
+        return HIGHER
+    if w.ci95[1] < 0:
+        return LOWER
+    return INCONCLUSIVE
+
+
+def game_margin(published_hns: float, relative: float, absolute: float) -> float:
+    """The per-game margin in HNS: max(relative x |published HNS|, absolute)."""
+    return max(relative * abs(published_hns), absolute)
+
+
+def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
+                     true_diff: float = 0.0, sims: int = POWER_SIMULATIONS,
+                     seed: int = 0) -> float:
+    """P(CONSISTENT) when the true difference is `true_diff` and both sides' seeds have
+    sd `sd`: simulated draws decided by the verdicts' own vectorised TOST core
+    (analysis.verdicts.tost_passes, as the seed planner does); one user seed borrows the
+    published spread, as welch_from_summary does."""
+    if sd == 0:
+        return float(abs(true_diff) < margin)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    mine = rng.normal(true_diff, sd, (sims, n_user))
+    published = rng.normal(0.0, sd, (sims, n_published))
+    if n_user >= 2:
+        return float(np.mean(tost_passes(mine, published, margin)))
+    # One user seed: se from the published sd alone, df = n_published - 1.
+    diff = mine[:, 0] - published.mean(axis=1)
+    se = published.std(axis=1, ddof=1) * math.sqrt(1 + 1 / n_published)
+    half = t_quantile(0.95, n_published - 1) * se
+    return float(np.mean((diff - half > -margin) & (diff + half < margin)))
+
+
+def detectable_shift(sd: float, n_user: int, n_published: int, power: float = 0.8) -> float:
+    """Smallest true |difference| flagged HIGHER/LOWER with probability `power` (normal
+    approximation of the Welch test at 5% two-sided, df of equal spreads)."""
+    if sd == 0:
+        return 0.0
+    n_a = max(n_user, 1)
+    se = sd * math.sqrt(1 / n_a + 1 / n_published)
+    df = (n_published - 1) if n_user == 1 else (n_user + n_published - 2)
+    return float((stats.t.ppf(0.975, df) + stats.t.ppf(power, df)) * se)
+
+
+# ---------------------------------------------------------------- the user's runs
+
+@dataclass
+class UserScores:
+    """The user's per-seed final raw scores per game (layout copies averaged per seed)."""
+
+    system: str
+    per_game: dict[str, SeedValues]
+    frame_budgets: dict[str, float | None]
+    warnings: list[str] = field(default_factory=list)
+
+
+def user_scores(runs: Sequence[Run], games: Sequence[str], *, last_n: int = DEFAULT_LAST_N,
+                only: Sequence[str] | None = None) -> UserScores:
+    """Group the user's Atari runs per published game; one row per distinct seed.
+
+    All runs must be of one (system, architecture): another system's runs are no
+    replicates. `only`: game names to keep (unknown ones: AnalysisError with the nearest
+    matches).
+    """
+    warnings: list[str] = []
+    keep = {match_game(g, games) for g in only} if only else None
+    families = sorted({(str(r.manifest.get("system")), str(r.manifest.get("architecture")))
+                       for r in runs})
+    if len(families) > 1:
+        raise AnalysisError(
+            f"the runs are of {len(families)} systems/architectures "
+            f"{[' / '.join(f) for f in families]}: compare one at a time "
+            "(--where system=NAME --where architecture=ARCH)")
+    by_game: dict[str, list[Run]] = {}
+    for r in runs:
+        env = str(r.manifest.get("env_id"))
+        gid = atari_env_id(env)
+        if gid not in ATARI_RANDOM_HUMAN:
+            warnings.append(f"run {r.run_id} ({env}) is not an Atari game: left out")
+            continue
+        if gid not in games:
+            close = difflib.get_close_matches(gid, games, n=3, cutoff=0.5)
+            warnings.append(f"run {r.run_id}: {env} is not in the published table: left out"
+                            + (f" (nearest: {', '.join(close)})" if close else ""))
+            continue
+        if keep is not None and gid not in keep:
+            continue
+        by_game.setdefault(gid, []).append(r)
+    if not by_game:
+        raise AnalysisError("none of the runs is on a game of the published table"
+                            + (f" ({'; '.join(warnings[:3])})" if warnings else ""))
+    per_game: dict[str, SeedValues] = {}
+    budgets: dict[str, float | None] = {}
+    for gid in sorted(by_game):
+        game_runs = by_game[gid]
+        groups = scores_by_group(game_runs, "layout.name", last_n=last_n)
+        for gs in groups.values():
+            warnings += gs.warnings
+        per_game[gid] = collapse_seed_copies(list(groups.values()), gid, attr="final_raw")
+    for r in runs:
+        budgets[r.run_id] = run_frame_budget(r)
+    return UserScores(" / ".join(families[0]), per_game, budgets, warnings)
+
+
+# ---------------------------------------------------------------- the comparison
+
+@dataclass
+class GameResult:
+    game: str
+    published_mean: float  # raw score
+    published_sd: float  # raw, ddof=1
+    published_n: int
+    seeds: list[int]
+    copies: list[int]
+    finals: list[float]  # raw, one per seed
+    published_hns: float
+    user_hns: float
+    welch: WelchInterval  # HNS, user - published
+    margin: float
+    verdict: str
+    power: float  # P(CONSISTENT) at true difference 0 with the published spread
+    detectable: float  # HNS shift flagged with 80% power
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        w = self.welch
+        return {"game": self.game, "published_mean": self.published_mean,
+                "published_sd_ddof1": self.published_sd, "published_seeds": self.published_n,
+                "seeds": self.seeds, "layout_copies": self.copies, "finals": self.finals,
+                "published_hns": self.published_hns, "user_hns": self.user_hns,
+                "diff_hns": w.diff, "ci90": list(w.ci90), "ci95": list(w.ci95), "df": w.df,
+                "margin_hns": self.margin, "verdict": self.verdict,
+                "power_consistent": self.power, "detectable_shift_hns": self.detectable,
+                "notes": self.notes}
+
+
+@dataclass
+class Aggregate:
+    games: list[str]
+    seeds: list[int]
+    user: dict[str, Interval]  # median, iqm of the user's (seeds, games) HNS
+    published_median: float
+    published_iqm_of_means: float
+    user_iqm_of_means: float
+    reps: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"games": self.games, "seeds": self.seeds, "reps": self.reps,
+                "user": {k: v.as_dict() for k, v in self.user.items()},
+                "published_median": self.published_median,
+                "published_iqm_of_game_means": self.published_iqm_of_means,
+                "user_iqm_of_game_means": self.user_iqm_of_means}
+
+
+@dataclass
+class ReproduceResult:
+    published: PublishedColumn
+    system: str
+    games: list[GameResult]
+    aggregate: Aggregate | None
+    relative_margin: float
+    absolute_margin: float
+    budget_frames: float | None  # the user's frame budget (None: unknown)
+    budget_text: str = ""  # '' at the paper's budget, else ' at 10M frames against 200M'
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {v: sum(g.verdict == v for g in self.games) for v in VERDICTS}
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if all(g.verdict == CONSISTENT for g in self.games) else EXIT_FAILED
+
+    def game_line(self, g: GameResult) -> str:
+        w = g.welch
+        line = (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS "
+                f"({len(g.seeds)} seed{'s' if len(g.seeds) != 1 else ''}) vs published "
+                f"{g.published_hns:.3f} ({g.published_n} seeds); diff {w.diff:+.3f} "
+                f"90% CI [{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}], 95% CI "
+                f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]; margin {g.margin:.3f}")
+        return line + "".join(f"; {n}" for n in g.notes)
+
+    def table(self) -> TableData:
+        rows = []
+        for g in self.games:
+            w = g.welch
+            rows.append([
+                g.game, f"{g.published_mean:.1f} ± {g.published_sd:.1f}", g.published_n,
+                len(g.seeds), _seed_text(g), f"{g.published_hns:.3f}", f"{g.user_hns:.3f}",
+                f"{w.diff:+.3f} [{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]", f"{g.margin:.3f}",
+                f"{g.power:.0%}", g.verdict + self.budget_text])
+        return TableData(
+            "reproduce_per_game",
+            f"Yours ({self.system}) vs published '{self.published.column}' "
+            f"({self.published.table.name}){self.budget_text}: raw final score per seed, "
+            "HNS difference with its Welch 95% CI, margin and verdict per game",
+            ["game", "published mean ± sd (ddof=1)", "published seeds", "your seeds",
+             "your finals (seed: score)", "published HNS", "your HNS",
+             "diff HNS [95% CI]", "margin", "P(consistent if equal)", "verdict"], rows)
+
+    def aggregate_lines(self) -> list[str]:
+        a = self.aggregate
+        if a is None:
+            return []
+        med, q = a.user["median"], a.user["iqm"]
+        n = len(a.games)
+        return [
+            f"median HNS over your {n} game(s){self.budget_text}: yours "
+            f"{float(med.point):.3f} [95% CI {float(med.low):.3f}, {float(med.high):.3f}] "
+            f"({len(a.seeds)} seeds, stratified bootstrap, {a.reps} reps) vs published "
+            f"{a.published_median:.3f} on the same games",
+            f"IQM HNS over your {n} game(s){self.budget_text}: yours {float(q.point):.3f} "
+            f"[95% CI {float(q.low):.3f}, {float(q.high):.3f}]; the table has no per-seed "
+            f"scores, so the published side is the IQM of game means: published "
+            f"{a.published_iqm_of_means:.3f} vs yours {a.user_iqm_of_means:.3f}",
+            f"aggregate{self.budget_text}: descriptive only. The CIs cover your seeds' noise, not the "
+            f"published value's own {self.published.n_seeds}-seed noise, and percentile "
+            "bootstrap CIs are too narrow at 3 seeds; the per-game verdicts are the test",
+        ]
+
+    def summary_line(self) -> str:
+        c = self.counts
+        return (f"reproduce {self.system} vs '{self.published.column}'{self.budget_text}: "
+                f"{c[CONSISTENT]} consistent, {c[HIGHER]} higher, {c[LOWER]} lower, "
+                f"{c[INCONCLUSIVE]} inconclusive of {len(self.games)} game(s)")
+
+    def lines(self) -> list[str]:
+        """What `python -m analysis reproduce --published` prints: the table, a line per
+        game, the aggregate lines, the summary and the limits (as notes)."""
+        table = self.table()
+        return [table.title, table.markdown(), *(self.game_line(g) for g in self.games),
+                *self.aggregate_lines(), self.summary_line(),
+                *(f"note: {line}" for line in self.limits())]
+
+    def limits(self) -> list[str]:
+        """What the verdicts can and cannot conclude (printed under the table)."""
+        n_pub = self.published.n_seeds
+        powers = [g.power for g in self.games]
+        strong = sum(p >= 0.8 for p in powers)
+        seeds = sorted({len(g.seeds) for g in self.games})
+        return [
+            f"each published cell is {n_pub} seeds: a game's verdict has at most "
+            f"{n_pub} + your seeds behind it. CONSISTENT means the 90% CI of the difference "
+            "lies inside the margin (TOST at 5%); it does not mean identical.",
+            f"P(consistent if equal): if your system truly scored what the paper's did, with "
+            f"the published spread and your seed count ({'/'.join(map(str, seeds))}), the "
+            f"chance of CONSISTENT. It is >= 80% on {strong} of {len(powers)} game(s); "
+            "elsewhere INCONCLUSIVE is the expected answer even for a faithful "
+            "reproduction: more of your seeds or a wider margin (--relative-margin) help; "
+            "the published side stays at 3 seeds.",
+            "HIGHER / LOWER: the 95% CI excludes 0 (about 5% of truly equal games are "
+            "flagged by chance: expect ~1 in 20 over many games). With 3 published seeds "
+            "only large shifts are detected (see 'detectable_shift_hns' in the JSON).",
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"table": str(self.published.table), "column": self.published.column,
+                "system": self.system, "published_seeds": self.published.n_seeds,
+                "relative_margin": self.relative_margin,
+                "absolute_margin": self.absolute_margin,
+                "frames": self.budget_frames, "paper_frames": PAPER_FRAMES,
+                "counts": self.counts, "summary": self.summary_line(),
+                "games": [g.as_dict() for g in self.games],
+                "lines": [self.game_line(g) for g in self.games],
+                "aggregate": self.aggregate.as_dict() if self.aggregate else None,
+                "aggregate_lines": self.aggregate_lines(), "limits": self.limits(),
+                "warnings": self.warnings}
+
+
+def _frames(x: float) -> str:
+    for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            v = x / scale
+            return f"{v:.0f}{unit}" if v == round(v) else f"{v:.3g}{unit}"
+    return f"{x:.0f}"
+
+
+def _seed_text(g: GameResult) -> str:
+    return ", ".join(f"{s}: {v:.1f}" + (f" (x{c})" if c > 1 else "")
+                     for s, v, c in zip(g.seeds, g.finals, g.copies, strict=True))
+
+
+def compare_game(game: str, values: SeedValues, pub: PublishedColumn, *,
+                 relative: float, absolute: float) -> GameResult:
+    norm = get_normaliser(game)
+    j = pub.index(game)
+    scale = norm.high - norm.low
+    finals = values.values[:, 0]
+    user_hns = norm(finals)
+    pub_hns = float(norm(pub.mean[j]))
+    pub_sd_hns = float(pub.sd[j] / abs(scale))
+    n_user = len(finals)
+    sd_user = float(np.std(user_hns, ddof=1)) if n_user > 1 else math.nan
+    w = welch_from_summary(float(np.mean(user_hns)), sd_user, n_user, pub_hns, pub_sd_hns,
+                           pub.n_seeds)
+    margin = game_margin(pub_hns, relative, absolute)
+    notes = []
+    if n_user == 1:
+        notes.append("1 seed: its spread is taken to be the published one")
+    if values.n_runs != values.n_seeds:
+        notes.append(f"{values.n_runs} runs are {values.n_seeds} seeds (layout copies "
+                     "averaged per seed)")
+    return GameResult(
+        game, float(pub.mean[j]), float(pub.sd[j]), pub.n_seeds, list(values.seeds),
+        list(values.copies), [float(v) for v in finals], pub_hns, float(np.mean(user_hns)),
+        w, margin, game_verdict(w, margin),
+        power_consistent(pub_sd_hns, n_user, pub.n_seeds, margin),
+        detectable_shift(pub_sd_hns, n_user, pub.n_seeds), notes)
+
+
+def aggregate(user: UserScores, pub: PublishedColumn, *, reps: int, seed: int
+              ) -> tuple[Aggregate | None, list[str]]:
+    """Median and IQM HNS of the seeds that ran every compared game, with CIs."""
+    games = sorted(user.per_game)
+    common = sorted(set.intersection(*(set(v.seeds) for v in user.per_game.values())))
+    if not common:
+        return None, ["no seed ran every compared game: no aggregate (run the same seeds "
+                      "on every game)"]
+    warnings = []
+    dropped = sorted({s for v in user.per_game.values() for s in v.seeds} - set(common))
+    if dropped:
+        warnings.append(f"aggregate: seeds {dropped} did not run every compared game and "
+                        "are left out of the median/IQM (not of the per-game verdicts)")
+    hns = np.array([[float(get_normaliser(g)(user.per_game[g].values[
+        user.per_game[g].seeds.index(s), 0])) for g in games] for s in common])
+    if len(common) == 1:
+        warnings.append("aggregate: one seed: the bootstrap CI has no spread to resample")
+    user_ci = interval_estimates(hns, {k: AGGREGATES[k] for k in ("median", "iqm")},
+                                 reps=reps, seed=seed)
+    pub_hns = np.array([float(get_normaliser(g)(pub.mean[pub.index(g)])) for g in games])
+    return Aggregate(games, common, user_ci, float(np.median(pub_hns)),
+                     float(iqm(pub_hns[None, :])), float(iqm(hns.mean(0)[None, :])),
+                     reps), warnings
+
+
+def reproduce(
+    runset: RunSet,
+    published: PublishedColumn,
+    *,
+    games: Sequence[str] | None = None,
+    relative_margin: float = DEFAULT_RELATIVE_MARGIN,
+    absolute_margin: float = DEFAULT_ABSOLUTE_MARGIN,
+    allow_protocol_mismatch: bool = False,
+    allow_budget_mismatch: bool = False,
+    last_n: int = DEFAULT_LAST_N,
+    reps: int = 50_000,
+    seed: int = 0,
+) -> ReproduceResult:
+    """Compare the runs of `runset` with `published`, game by game and in aggregate.
+
+    Raises AnalysisError (ProtocolMismatch for the guard) before anything is computed
+    when the input cannot be compared.
+    """
+    if relative_margin < 0 or absolute_margin <= 0:
+        raise AnalysisError(f"margins: relative must be >= 0 and absolute > 0, got "
+                            f"{relative_margin} and {absolute_margin}")
+    if not runset.included:
+        raise AnalysisError("no completed runs with episodes to compare")
+    runs = runset.included
+    warnings = list(runset.warnings)
+    user = user_scores(runs, published.games, last_n=last_n, only=games)
+    warnings += user.warnings
+    chosen = [r for r in runs if atari_env_id(str(r.manifest.get("env_id"))) in user.per_game]
+    warnings += check_paper_protocol(chosen, allow_mismatch=allow_protocol_mismatch)
+    budget, budget_warnings = check_frame_budget(chosen, PAPER_FRAMES,
+                                                 allow_mismatch=allow_budget_mismatch)
+    warnings += budget_warnings
+    results = [compare_game(g, user.per_game[g], published, relative=relative_margin,
+                            absolute=absolute_margin) for g in sorted(user.per_game)]
+    agg, agg_warnings = aggregate(user, published, reps=reps, seed=seed)
+    warnings += agg_warnings
+    return ReproduceResult(published, user.system, results, agg, relative_margin,
+                           absolute_margin, budget, budget_against(budget, budget_warnings),
+                           warnings)
+
+
+def budget_against(budget: float | None, mismatch: Sequence[str]) -> str:
+    """'' when the budget matched the paper's, else ' at 10M frames against 200M'."""
+    if not mismatch:
+        return ""
+    what = f"{_frames(budget)} frames" if budget is not None else "an unknown frame budget"
+    return f" at {what} against {_frames(PAPER_FRAMES)}"
+
+
+def figure_points(res: ReproduceResult) -> Mapping[str, Any]:
+    """What the scatter figure plots: per game published and user HNS with sds."""
+    games = [g.game for g in res.games]
+    pub = np.array([g.published_hns for g in res.games])
+    pub_sd = np.array([g.published_sd / abs(get_normaliser(g.game).high
+                                            - get_normaliser(g.game).low) for g in res.games])
+    user = np.array([g.user_hns for g in res.games])
+    user_sd = np.array([float(np.std(get_normaliser(g.game)(np.array(g.finals)), ddof=1))
+                        if len(g.finals) > 1 else 0.0 for g in res.games])
+    return {"games": games, "published": pub, "published_sd": pub_sd, "user": user,
+            "user_sd": user_sd, "verdicts": [g.verdict for g in res.games]}

@@ -1,0 +1,79 @@
+"""The report section "Did it reproduce?" (harness report with [report] published).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.errors import AnalysisError
+from analysis.inputs.load import load_runs
+from analysis.json_file import write_json
+from analysis.output import figures as figs
+from analysis.reproduce.published import (
+    CONSISTENT,
+    HIGHER,
+    INCONCLUSIVE,
+    LOWER,
+    ReproduceResult,
+    figure_points,
+    published_column,
+    reproduce,
+)
+from analysis.reproduce.runs import RunsComparison
+from analysis.scoring.curves import efficiency_curve
+from runrecord import RecordError
+from runrecord.exits import EXIT_OK
+
+# ---------------------------------------------------------------- the HTML report
+
+def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, column: str,
+                  reps: int = 50_000, seed: int = 0, **options: Any) -> dict[str, Any]:
+    """The report's 'Did it reproduce?' entries, in build_report_assets' shapes:
+    {"figures": [...], "tables": [...], "verdicts": [...], "warnings": [...]}. Never
+    raises for data that cannot be compared: it says why in warnings. `options`:
+    relative_margin, absolute_margin, allow_budget_mismatch, allow_protocol_mismatch."""
+    out: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [], "warnings": []}
+    try:
+        col = published_column(table, column)
+        res = reproduce(load_runs(inputs), col, reps=reps, seed=seed, **options)
+    except (AnalysisError, RecordError) as e:
+        out["warnings"].append(f"no 'Did it reproduce?' section: {e}")
+        return out
+    t = res.table()
+    _, csv_path = t.write(out_dir)
+    out["tables"].append({"name": t.name, "title": t.title, "markdown": t.markdown(),
+                          "csv": str(csv_path)})
+    info = figs.reproduce_scatter_figure(figure_points(res), out_dir, column=col.column,
+                                         budget=res.budget_text).as_dict()
+    info["caption"] += " " + " ".join(res.limits())
+    out["figures"].append(info)
+
+    path = write_json(Path(out_dir) / "reproduce.json", res.as_dict())
+    verdict = CONSISTENT if res.exit_code == EXIT_OK else INCONCLUSIVE
+    if res.counts[LOWER] or res.counts[HIGHER]:
+        verdict = LOWER if res.counts[LOWER] else HIGHER
+    for line in [res.summary_line(), *res.aggregate_lines()]:
+        out["verdicts"].append({"kind": "reproduce", "subject": f"vs '{col.column}'",
+                                "verdict": verdict, "line": line, "json": str(path)})
+    out["warnings"] += res.warnings
+    return out
+
+
+def write_published_comparison(res: ReproduceResult, out: Path) -> figs.FigureInfo:
+    """The table (.md/.csv), reproduce.json and the scatter figure into `out`."""
+    res.table().write(out)
+    write_json(out / "reproduce.json", res.as_dict())
+    return figs.reproduce_scatter_figure(figure_points(res), out, column=res.published.column,
+                                         budget=res.budget_text)
+
+
+def write_runs_comparison(comp: RunsComparison, out: Path, seed: int = 0) -> figs.FigureInfo:
+    """reproduce_runs.json and the IQM-vs-frames curves of both sides into `out`."""
+    write_json(out / "reproduce_runs.json",
+               {"imported_group": comp.imported_group, "frames_note": comp.frames_note,
+                "comparisons": [r.as_dict() for r in comp.results], "warnings": comp.warnings})
+    curves = [efficiency_curve(gs, metrics=("iqm",), seed=seed) for gs in comp.groups.values()]
+    return figs.efficiency_curves_figure(curves, out, metric="iqm",
+                                         name="reproduce_iqm_vs_frames")

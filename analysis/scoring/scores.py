@@ -1,0 +1,222 @@
+"""From runs to score matrices: final scores, learning curves and AUC per (seed, task).
+
+Definitions (docs/analysis.md):
+- final score of a run: mean return of its last `last_n` (100) finished episodes,
+  normalised per env (HNS on Atari);
+- curve point at frame grid value g_k: mean return of the episodes that finished in
+  (g_{k-1}, g_k]; empty bins are filled by linear interpolation between the neighbouring
+  non-empty bins (constant before the first and after the last);
+- frame grid: `points` evenly spaced values up to the smallest last-episode frame of the
+  runs compared, so every run covers the whole grid;
+- normalised AUC: the mean of the normalised curve over that grid;
+- wall-time curves: the same on a grid of seconds per group, up to the group's longest
+  run; a run that has finished keeps its last value.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analysis.errors import AnalysisError
+from analysis.inputs.load import DEFAULT_LAST_N, episode_frames, final_return, group_key
+from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
+from runrecord import Run
+
+DEFAULT_POINTS = 50
+
+
+@dataclass
+class GroupScores:
+    """Normalised scores of one group as (seeds, tasks[, points]) arrays.
+
+    Rows are seeds (each seed has a run on every task), columns tasks (env ids).
+    """
+
+    group: str
+    tasks: list[str]
+    seeds: list[int]
+    final: np.ndarray  # (seeds, tasks) normalised final score
+    final_raw: np.ndarray  # (seeds, tasks) raw mean return of the last N episodes
+    frame_grid: np.ndarray  # (points,)
+    curves: np.ndarray  # (seeds, tasks, points) normalised, on frame_grid
+    time_grid: np.ndarray  # (points,) seconds
+    time_curves: np.ndarray  # (seeds, tasks, points) normalised, on time_grid
+    wall_time_s: np.ndarray  # (seeds, tasks) each run's wall time
+    runs: dict[tuple[int, str], Run] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def auc(self) -> np.ndarray:
+        """(seeds, tasks): mean of the normalised curve over the frame grid."""
+        return self.curves.mean(axis=-1)
+
+
+def binned_curve(x: np.ndarray, returns: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Mean of `returns` whose `x` falls in each bin (grid[k-1], grid[k]] (first bin from
+    -inf); empty bins interpolated linearly, held constant at the ends."""
+    x = np.asarray(x, dtype=np.float64)
+    returns = np.asarray(returns, dtype=np.float64)
+    if len(returns) == 0:
+        raise AnalysisError("cannot make a curve without episodes")
+    k = np.searchsorted(grid, x, side="left")  # bin index: grid[k-1] < x <= grid[k]
+    inside = k < len(grid)
+    sums = np.bincount(k[inside], returns[inside], minlength=len(grid))
+    counts = np.bincount(k[inside], minlength=len(grid))
+    filled = counts > 0
+    if not filled.any():  # every episode ended after the grid: use the first ones
+        return np.full(len(grid), float(returns[np.argsort(x)][:1].mean()))
+    idx = np.arange(len(grid))
+    return np.interp(idx, idx[filled], sums[filled] / counts[filled])
+
+
+def _wall_time(run: Run) -> float:
+    summary = run.manifest.get("summary") or {}
+    w = summary.get("wall_time_s") if isinstance(summary, dict) else None
+    if w is None or not np.isfinite(w):
+        times = np.concatenate([run.episodes["wall_time_s"], run.updates["wall_time_s"]])
+        times = times[np.isfinite(times)]
+        w = float(times.max()) if len(times) else np.nan
+    return float(w)
+
+
+def _last_frame(run: Run) -> float:
+    return float(np.nanmax(episode_frames(run)))
+
+
+_DEFINING_KEYS = ("sweep", "system", "architecture", "layout", "hyperparameters", "env_protocol")
+
+
+def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Dotted manifest keys (of the run's definition) whose values differ between a and b."""
+    fa = _flatten({k: a.get(k) for k in _DEFINING_KEYS})
+    fb = _flatten({k: b.get(k) for k in _DEFINING_KEYS})
+    return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
+
+
+def group_runs(runs: Sequence[Run], group_by: str | Sequence[str]) -> dict[str, list[Run]]:
+    """Runs by group label, groups sorted by label."""
+    out: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        out[group_key(r, group_by)].append(r)
+    return dict(sorted(out.items()))
+
+
+def common_frame_grid(runs: Sequence[Run], points: int = DEFAULT_POINTS) -> np.ndarray:
+    """`points` frame values up to the smallest last-episode frame over `runs`."""
+    if not runs:
+        raise AnalysisError("no runs to build a frame grid from")
+    end = min(_last_frame(r) for r in runs)
+    if not np.isfinite(end) or end <= 0:
+        raise AnalysisError("runs have no episode with a positive frame count")
+    return np.linspace(end / points, end, points)
+
+
+def group_scores(
+    group: str,
+    runs: Sequence[Run],
+    *,
+    frame_grid: np.ndarray,
+    last_n: int = DEFAULT_LAST_N,
+    points: int = DEFAULT_POINTS,
+    normalisers: Mapping[str, tuple[float, float]] | None = None,
+) -> GroupScores:
+    """Score arrays of one group. Seeds that lack a run on some task are dropped (warning).
+
+    Raises AnalysisError when two runs share (seed, env) (group by more keys) or when no
+    seed covers every task.
+    """
+    warnings: list[str] = []
+    by_cell: dict[tuple[int, str], Run] = {}
+    for r in runs:
+        # load_runs left out runs whose seed is not an integer (analysis.inputs.load.is_seed).
+        cell = (int(r.manifest["seed"]), str(r.manifest["env_id"]))
+        if cell in by_cell:
+            differ = differing_keys(by_cell[cell].manifest, r.manifest)
+            hint = (f"they differ in {differ[:4]}; add one to --group-by (e.g. --group-by "
+                    f"layout.name,{differ[0]}) or filter with --where" if differ else
+                    "their definitions are identical (duplicate records?); filter with --where")
+            raise AnalysisError(
+                f"group {group!r} has two runs for seed {cell[0]} on {cell[1]} "
+                f"({by_cell[cell].run_id}, {r.run_id}): {hint}"
+            )
+        by_cell[cell] = r
+    tasks = sorted({env for _, env in by_cell})
+    all_seeds = sorted({s for s, _ in by_cell})
+    seeds = [s for s in all_seeds if all((s, t) in by_cell for t in tasks)]
+    for s in all_seeds:
+        if s not in seeds:
+            lacking = [t for t in tasks if (s, t) not in by_cell]
+            warnings.append(f"group {group!r}: seed {s} left out, no completed run on {lacking}")
+    if not seeds:
+        raise AnalysisError(
+            f"group {group!r}: no seed has a completed run on every task {tasks}"
+        )
+    norms = {t: get_normaliser(t, normalisers) for t in tasks}
+    wall = np.array([[_wall_time(by_cell[s, t]) for t in tasks] for s in seeds])
+    t_end = float(np.nanmax(wall)) if np.isfinite(wall).any() else np.nan
+    time_grid = (np.linspace(t_end / points, t_end, points) if np.isfinite(t_end) and t_end > 0
+                 else np.full(points, np.nan))
+    final_raw = np.empty((len(seeds), len(tasks)))
+    curves = np.empty((len(seeds), len(tasks), len(frame_grid)))
+    time_curves = np.full((len(seeds), len(tasks), points), np.nan)
+    for i, s in enumerate(seeds):
+        for j, t in enumerate(tasks):
+            run = by_cell[s, t]
+            final_raw[i, j] = final_return(run, last_n)
+            ret = norms[t](run.episodes["episode_return"])
+            curves[i, j] = binned_curve(episode_frames(run), ret, frame_grid)
+            wt = run.episodes["wall_time_s"]
+            if np.isfinite(time_grid).all() and np.isfinite(wt).all():
+                time_curves[i, j] = binned_curve(wt, ret, time_grid)
+    final = np.stack([norms[t](final_raw[:, j]) for j, t in enumerate(tasks)], axis=1)
+    return GroupScores(group, tasks, seeds, final, final_raw, frame_grid, curves, time_grid,
+                       time_curves, wall, {k: v for k, v in by_cell.items() if k[0] in seeds},
+                       warnings)
+
+
+def scores_by_group(
+    runs: Sequence[Run],
+    group_by: str | Sequence[str],
+    *,
+    last_n: int = DEFAULT_LAST_N,
+    points: int = DEFAULT_POINTS,
+    normalisers: Mapping[str, tuple[float, float]] | None = None,
+) -> dict[str, GroupScores]:
+    """GroupScores of every group, all on one common frame grid (so AUCs compare)."""
+    if not runs:
+        raise AnalysisError("no completed runs to analyse")
+    grid = common_frame_grid(runs, points)
+    return {
+        g: group_scores(g, rs, frame_grid=grid, last_n=last_n, points=points,
+                        normalisers=normalisers)
+        for g, rs in group_runs(runs, group_by).items()
+    }
+
+
+def suite_name(env_id: str) -> str:
+    """The benchmark a run belongs to: "Atari" for every Atari game, else the env id."""
+    return "Atari" if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else str(env_id)
+
+
+def runs_by_suite(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    """Split runs into suites BEFORE grouping: all Atari games form one suite, every other
+    env its own, so a group that ran both CartPole and Atari is compared in each. Largest
+    suite first (then by name)."""
+    out: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        out[suite_name(str(r.manifest["env_id"]))].append(r)
+    return dict(sorted(out.items(), key=lambda kv: (-len(kv[1]), kv[0])))

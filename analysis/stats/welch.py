@@ -1,0 +1,98 @@
+"""Welch's t for two independent samples of per-seed values: intervals of the mean
+difference with Welch-Satterthwaite df, vectorised over simulated draws, and TOST.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from analysis.errors import AnalysisError
+
+
+@dataclass
+class WelchInterval:
+    """Welch difference of means a - b with two-sided CIs."""
+
+    diff: float
+    se: float
+    df: float
+    ci90: tuple[float, float]
+    ci95: tuple[float, float]
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+
+
+def welch_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised Welch: a (..., n), b (..., m) with n, m >= 2 -> (diff, se, df), each
+    of shape (...). The core of every Welch verdict here and of the seed planner's
+    simulations (analysis.verdicts.seedplan), so both run the same arithmetic. se == 0 gives
+    df = inf."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    n, m = a.shape[-1], b.shape[-1]
+    diff = a.mean(axis=-1) - b.mean(axis=-1)
+    sa = a.var(axis=-1, ddof=1) / n
+    sb = b.var(axis=-1, ddof=1) / m
+    se = np.sqrt(sa + sb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(se > 0, (sa + sb) ** 2 / (sa**2 / (n - 1) + sb**2 / (m - 1)), np.inf)
+    return diff, se, df
+
+
+def t_quantile(q: float, df: np.ndarray | float) -> np.ndarray:
+    """Student t quantile, vectorised; df = inf gives the normal quantile."""
+    return np.asarray(stats.t.ppf(q, np.asarray(df, dtype=np.float64)))
+
+
+def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
+                   ) -> WelchInterval:
+    """Difference of means with Welch-Satterthwaite df. Zero variance gives a CI of width 0.
+
+    Needs >= 2 values per side unless both sides have zero spread.
+    """
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
+    if len(a) == 0 or len(b) == 0:
+        raise AnalysisError(f"Welch test needs values on both sides, got {len(a)} and {len(b)}")
+    diff = float(a.mean() - b.mean())
+    if len(a) == 1 or len(b) == 1:
+        # No spread estimate on one side: only a perfectly flat comparison is decidable.
+        if np.all(a == a[0]) and np.all(b == b[0]) and diff == 0:
+            return WelchInterval(diff, 0.0, math.inf, (diff, diff), (diff, diff), len(a),
+                                 len(b), float(a.mean()), float(b.mean()))
+        nan2 = (math.nan, math.nan)
+        return WelchInterval(diff, math.nan, math.nan, nan2, nan2, len(a), len(b),
+                             float(a.mean()), float(b.mean()))
+    d, se_a, df_a = welch_stats(a, b)
+    se, df = float(se_a), float(df_a)
+    if se == 0:
+        ci90 = ci95 = (diff, diff)
+    else:
+        t90, t95 = float(t_quantile(0.95, df)), float(t_quantile(0.975, df))
+        ci90 = (diff - t90 * se, diff + t90 * se)
+        ci95 = (diff - t95 * se, diff + t95 * se)
+    return WelchInterval(diff, se, df, ci90, ci95, len(a), len(b), float(a.mean()),
+                         float(b.mean()))
+
+
+def tost_passes(a: np.ndarray, b: np.ndarray, delta: float) -> np.ndarray:
+    """Vectorised TOST of one metric: a (..., n), b (..., m), n, m >= 2 -> bool (...):
+    the 90% Welch CI of mean(a) - mean(b) lies inside (-delta, +delta). What
+    `tost_verdict` calls PASS for that metric; the seed planner simulates with it."""
+    diff, se, df = welch_stats(a, b)
+    half = t_quantile(0.95, df) * se
+    return (-delta < diff - half) & (diff + half < delta)
+
+
+def tost_required_margin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The smallest delta at which one metric's TOST passes: max |90% CI endpoint|.
+    PASS at delta iff this is < delta (vectorised; the planner's 'smallest delta')."""
+    diff, se, df = welch_stats(a, b)
+    return np.abs(diff) + t_quantile(0.95, df) * se

@@ -1,0 +1,82 @@
+"""Equivalence verdicts of paired groups, as `python -m analysis equivalence` prints them:
+per pair a table of both metrics and the verdict line (or, bitwise only, whether the
+records are identical), the JSON of every comparison, and the exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from analysis.scoring.grouping import Analysis
+from analysis.scoring.tables import TableData
+from analysis.verdicts.equivalence import EquivalenceResult, bitwise_identical, equivalence
+from analysis.verdicts.margins import margin
+from analysis.verdicts.pairing import SuitePair, analysis_pairs
+from analysis.verdicts.seed_metrics import SEED_METRICS
+from runrecord.exits import EXIT_FAILED, EXIT_OK
+
+
+@dataclass
+class Comparisons:
+    lines: list[str] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+    warnings: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """One comparison as it is; several under "comparisons"."""
+        return self.results[0] if len(self.results) == 1 else {"comparisons": self.results}
+
+
+def metrics_table(res: EquivalenceResult) -> TableData:
+    """Both metrics of one verdict: means, difference and its 90% and 95% Welch CIs."""
+    rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
+             f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]", f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"]
+            for name, w in ((f"{res.metric_label} final", res.final),
+                            (f"{res.metric_label} AUC", res.auc))]
+    return TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
+                                  "90% CI", "95% CI"], rows)
+
+
+def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
+                  normalisers: Mapping[str, tuple[float, float]] | None = None,
+                  metric: str = "iqm", bitwise_only: bool = False) -> Comparisons:
+    """Welch TOST of each pair at its suite's margin (or `delta`) on the per-seed
+    `metric` (a SEED_METRICS key); bitwise_only: only whether the records are identical."""
+    out = Comparisons()
+    for p in pairs:
+        ga, gb = p.group, p.reference
+        if bitwise_only:
+            bw = bitwise_identical(ga, gb)
+            out.lines.append(f"{p.prefix}bitwise {ga.group} vs reference {gb.group}: "
+                             f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} "
+                             f"({bw.detail})")
+            out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict()})
+            out.exit_code = max(out.exit_code, EXIT_OK if bw.identical else EXIT_FAILED)
+            continue
+        m = margin(p.suite, delta, normalisers)
+        res = equivalence(ga, gb, m.value, margin=m.describe(), metric=SEED_METRICS[metric],
+                          metric_name=metric)
+        out.lines += [metrics_table(res).markdown(), p.prefix + res.line()]
+        out.lines += [f"note: {n}" for n in res.notes]
+        out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})
+        out.exit_code = max(out.exit_code, res.exit_code)
+    return out
+
+
+def equivalence_verdicts(a: Analysis, *, group: str | None = None,
+                         reference: str | None = None, delta: float | None = None,
+                         normalisers: Mapping[str, tuple[float, float]] | None = None,
+                         metric: str = "iqm", bitwise_only: bool = False) -> Comparisons:
+    """Every equivalence verdict of an analysis: the pairs of analysis_pairs (only the
+    Atari suite for metric atari5-median, a warning naming the others), compared by
+    compare_pairs. AnalysisError when there is nothing to compare."""
+    suites = ["Atari"] if metric == "atari5-median" else None
+    skipped = [f"{name}: no verdict (--metric atari5-median is for Atari)"
+               for name in a.suite_names if suites and name not in suites]
+    pairs, warnings = analysis_pairs(a, group, reference, suites)
+    out = compare_pairs(pairs, delta=delta, normalisers=normalisers, metric=metric,
+                        bitwise_only=bitwise_only)
+    out.warnings = skipped + warnings
+    return out

@@ -1,0 +1,210 @@
+"""Verdicts: cross-hardware equivalence (Welch TOST), bitwise identity, regression gate.
+
+Exit codes for scripts: 0 pass, 1 fail (DIFFERENT, INCONCLUSIVE, REGRESSION), 2 usage or
+data error (analysis.errors).
+
+Equivalence of groups A and B (e.g. two layouts) at margin delta, fixed beforehand:
+the per-seed value is the IQM over games of the final normalised score (and, separately,
+of the normalised AUC) of that seed; with one game it is that game's score. For each of
+the two metrics, Welch's t gives the mean difference A - B with Welch-Satterthwaite df.
+- PASS (equivalent): both 90% CIs lie inside (-delta, +delta) (two one-sided tests at 5%);
+- DIFFERENT: otherwise, when a 95% CI excludes 0;
+- INCONCLUSIVE: otherwise.
+"Bitwise identical" is reported besides when every paired record matches exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analysis.errors import AnalysisError
+from analysis.scoring.scores import GroupScores
+from analysis.scoring.tables import ONE_SEED
+from analysis.stats.welch import WelchInterval, welch_interval
+from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
+from runrecord import Run, schema
+from runrecord.exits import EXIT_FAILED, EXIT_OK
+
+# Default equivalence margin on Atari, in HNS; other suites have their own default
+# (analysis.verdicts.margins). It is NOT a power guarantee: with a per-seed IQM sd of 0.063 HNS
+# (one column of the published tables; others range 0.011 to 0.141) Welch TOST on one
+# metric passes truly equivalent groups about 57% of the time at 3 seeds per side; 80%
+# needs about 0.20 (`python -m analysis plan-seeds --sd 0.063`, docs/analysis.md).
+DEFAULT_DELTA = 0.16
+
+PASS = "PASS"
+DIFFERENT = "DIFFERENT"
+INCONCLUSIVE = "INCONCLUSIVE"
+REGRESSION = "REGRESSION"
+
+
+def tost_verdict(intervals: Sequence[WelchInterval], delta: float) -> str:
+    """PASS when every 90% CI is inside (-delta, delta); DIFFERENT when a 95% CI excludes
+    0; INCONCLUSIVE otherwise (including undecidable intervals)."""
+    if delta <= 0:
+        raise AnalysisError(f"equivalence margin delta must be > 0, got {delta}")
+    if any(math.isnan(w.ci90[0]) for w in intervals):
+        return INCONCLUSIVE
+    if all(-delta < w.ci90[0] and w.ci90[1] < delta for w in intervals):
+        return PASS
+    if any(w.ci95[0] > 0 or w.ci95[1] < 0 for w in intervals):
+        return DIFFERENT
+    return INCONCLUSIVE
+
+
+# ---------------------------------------------------------------- bitwise identity
+
+@dataclass
+class BitwiseResult:
+    identical: bool
+    compared_pairs: int
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _columns_equal(x: np.ndarray, y: np.ndarray) -> bool:
+    if x.shape != y.shape:
+        return False
+    if x.dtype.kind == "f" and y.dtype.kind == "f":
+        return bool(np.array_equal(x, y, equal_nan=True))
+    return [str(v) for v in x] == [str(v) for v in y]
+
+
+def records_identical(run_a: Run, run_b: Run) -> str | None:
+    """None when the two runs' records match exactly (episodes without wall_time_s; every
+    loss_* column and params_checksum of updates); else what differs first."""
+    for col in schema.EPISODE_COLUMNS:
+        if col == "wall_time_s":
+            continue
+        if not _columns_equal(run_a.episodes[col], run_b.episodes[col]):
+            return f"episodes.csv column {col} differs"
+    cols_a = [c for c in run_a.updates.names if c.startswith(schema.LOSS_PREFIX)]
+    cols_b = [c for c in run_b.updates.names if c.startswith(schema.LOSS_PREFIX)]
+    if cols_a != cols_b:
+        return f"updates.csv loss columns differ: {cols_a} vs {cols_b}"
+    if len(run_a.updates) != len(run_b.updates):
+        return f"updates.csv has {len(run_a.updates)} vs {len(run_b.updates)} rows"
+    for col in [*cols_a, "params_checksum"]:
+        if col in run_a.updates and col in run_b.updates and not _columns_equal(
+            run_a.updates[col], run_b.updates[col]
+        ):
+            return f"updates.csv column {col} differs"
+    return None
+
+
+def bitwise_identical(a: GroupScores, b: GroupScores) -> BitwiseResult:
+    """Whether, for every seed and env, the two groups' records match exactly."""
+    if set(a.runs) != set(b.runs):
+        only = sorted(set(a.runs) ^ set(b.runs))
+        return BitwiseResult(False, 0, f"(seed, env) pairs present in one group only: {only}")
+    for cell in sorted(a.runs):
+        diff = records_identical(a.runs[cell], b.runs[cell])
+        if diff is not None:
+            return BitwiseResult(False, len(a.runs),
+                                 f"seed {cell[0]} {cell[1]}: {diff}")
+    return BitwiseResult(True, len(a.runs), "every paired record is identical")
+
+
+# ---------------------------------------------------------------- equivalence
+
+def ci_text(ci: tuple[float, float], fewest_seeds: int) -> str:
+    """`[-0.036, +0.032]`, or why there is none: "n/a (1 seed)" when a side has one seed
+    (no spread to estimate), "n/a" for any other undefined interval; never nan."""
+    if any(math.isnan(x) for x in ci):
+        return ONE_SEED if fewest_seeds == 1 else "n/a"
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+@dataclass
+class EquivalenceResult:
+    verdict: str
+    group_a: str
+    group_b: str
+    delta: float
+    final: WelchInterval
+    auc: WelchInterval
+    bitwise: BitwiseResult
+    seeds_a: list[int]
+    seeds_b: list[int]
+    tasks: list[str]
+    per_game: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    reference: str = ""  # the group compared against: group_b
+    margin: str = ""  # how delta was chosen, e.g. "0.16 HNS (Atari default)"
+    metric: str = "iqm"  # the per-seed metric (SEED_METRICS name)
+
+    def __post_init__(self) -> None:
+        self.reference = self.reference or self.group_b
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.verdict == PASS else EXIT_FAILED
+
+    @property
+    def label(self) -> str:
+        if self.bitwise.identical:
+            return "PASS (bitwise identical)"
+        return {PASS: "PASS (equivalent)", DIFFERENT: "DIFFERENT",
+                INCONCLUSIVE: "INCONCLUSIVE"}[self.verdict]
+
+    @property
+    def metric_label(self) -> str:
+        return "IQM" if self.metric == "iqm" else self.metric
+
+    def line(self) -> str:
+        f, u = self.final, self.auc
+        fewest = min(len(self.seeds_a), len(self.seeds_b))
+        return (
+            f"equivalence {self.group_a} vs reference {self.group_b}: {self.label}; "
+            f"delta {self.margin or f'{self.delta:g}'}; "
+            f"final {self.metric_label} diff {f.diff:+.3f} 90% CI {ci_text(f.ci90, fewest)}; "
+            f"AUC {self.metric_label} diff {u.diff:+.3f} 90% CI {ci_text(u.ci90, fewest)}; "
+            f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds (one run per seed "
+            f"and group), {len(self.tasks)} task(s)"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["label"] = self.label
+        d["line"] = self.line()
+        return d
+
+
+def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
+                metric: SeedMetric = iqm_over_tasks, metric_name: str = "iqm",
+                margin: str = "") -> EquivalenceResult:
+    """Welch TOST of group a vs b (the reference) on per-seed `metric` (default: IQM over
+    tasks) of final score and of normalised AUC; differences are a - b. A group's rows
+    are distinct seeds (one run per seed and env), so the test counts seeds, never
+    layout copies. `margin` describes delta in the verdict line (analysis.verdicts.margins)."""
+    if a.tasks != b.tasks:
+        raise AnalysisError(
+            f"groups {a.group!r} and {b.group!r} cover different tasks: {a.tasks} vs {b.tasks}"
+        )
+    if a.frame_grid.shape != b.frame_grid.shape or not np.allclose(a.frame_grid, b.frame_grid):
+        raise AnalysisError("groups must share one frame grid (build them with scores_by_group)")
+    final = welch_interval(metric(a.final, a.tasks), metric(b.final, b.tasks))
+    auc = welch_interval(metric(a.auc, a.tasks), metric(b.auc, b.tasks))
+    bitwise = bitwise_identical(a, b)
+    verdict = tost_verdict([final, auc], delta)
+    notes = []
+    if bitwise.identical and verdict != PASS:
+        notes.append("records are bitwise identical; verdict set to PASS")
+        verdict = PASS
+    if min(len(a.seeds), len(b.seeds)) < 2 and not bitwise.identical:
+        notes.append("fewer than 2 seeds in a group: no spread estimate, cannot pass")
+    per_game = []
+    for j, t in enumerate(a.tasks):
+        w = welch_interval(a.final[:, j], b.final[:, j])
+        per_game.append({"task": t, "mean_a": w.mean_a, "mean_b": w.mean_b, "diff": w.diff,
+                         "ci95": list(w.ci95)})
+    return EquivalenceResult(verdict, a.group, b.group, float(delta), final, auc, bitwise,
+                             list(a.seeds), list(b.seeds), list(a.tasks), per_game, notes,
+                             margin=margin, metric=metric_name)

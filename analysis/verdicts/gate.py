@@ -1,0 +1,188 @@
+"""The regression gate on run records: one implementation for `python -m analysis
+regression` and `harness regress`.
+
+`gate(new, reference, ...)` takes one system's runs of one suite on each side (or a
+published number as the reference) and applies, in this order, every check either entry
+point used to make on its own:
+1. the metric is one of GATE_METRICS;
+2. each side has completed runs, of ONE system/architecture and ONE suite (select with
+   --where, or a sweep's [regression] systems/games);
+3. both sides cover the same games (the message names what each side lacks);
+4. both sides recorded the same env protocol (or the mismatch is allowed: a note says so);
+5. every selected layout has a completed run on each side: a layout that stops working
+   fails the gate too (default selection: every layout either side ran);
+then the seed-level gate (analysis.verdicts.regression.regression_gate). A failed check
+raises AnalysisError (exit 2). `GateOutcome.lines()` are the verdict lines both entry
+points print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from analysis.errors import AnalysisError
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet
+from analysis.inputs.protocol import check_same_protocol
+from analysis.scoring.grouping import analyse, layout_names, manifest_family
+from analysis.scoring.replicates import collapse_seed_copies
+from analysis.scoring.scores import GroupScores
+from analysis.verdicts.margins import margin
+from analysis.verdicts.regression import (
+    RegressionResult,
+    check_same_games,
+    regression,
+    regression_gate,
+)
+from analysis.verdicts.seed_metrics import SEED_METRICS
+from runrecord import Run
+
+
+class GateMetric(NamedTuple):
+    score: str  # "final" or "auc": which normalised score of each run
+    seed_metric: str  # a SEED_METRICS key: how a seed's games become one number
+
+
+GATE_METRICS: dict[str, GateMetric] = {
+    "iqm": GateMetric("final", "iqm"),
+    "final": GateMetric("final", "iqm"),
+    "auc": GateMetric("auc", "iqm"),
+    "atari5-median": GateMetric("final", "atari5-median"),
+}
+"""The gate's metrics by name, the same in both entry points: iqm (IQM over games of the
+final normalised score; `final` is the same metric under `python -m analysis
+regression`'s original name), auc (IQM over games of the normalised AUC), atari5-median
+(the Atari-5 estimate of the 57-game median HNS, docs/atari5.md)."""
+
+DEFAULT_GATE_METRIC = "iqm"
+DEFAULT_WORST = 5
+
+
+@dataclass
+class GateOutcome:
+    """A gate verdict and the analysis warnings met on the way (printed to stderr)."""
+
+    result: RegressionResult
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return self.result.exit_code
+
+    def lines(self, worst: int = DEFAULT_WORST) -> list[str]:
+        """The verdict line, the `worst` games when there are several, and the notes."""
+        res = self.result
+        out = [res.line()]
+        if len(res.per_game) > 1:
+            out.append("worst games (new - reference):")
+            out += res.game_lines(worst)
+        return out + [f"note: {n}" for n in res.notes]
+
+
+def _side(runs: Sequence[Run], side: str, *, last_n: int,
+          normalisers: Mapping[str, tuple[float, float]] | None
+          ) -> tuple[str, str, dict[str, GroupScores], list[str]]:
+    """(system, suite, {layout: GroupScores}, warnings) of one side: one system, one suite."""
+    if not runs:
+        raise AnalysisError(f"{side}: no completed runs with episodes to analyse")
+    a = analyse(RunSet(included=list(runs)), group_by="layout.name", last_n=last_n,
+                normalisers=normalisers)
+    if len(a.suites) != 1:
+        raise AnalysisError(f"{side}: runs form {len(a.suites)} suites {a.suite_names}; "
+                            "select one with --where env_id=... (a sweep: [regression] games)")
+    groups = list(a.suites[0].values())
+    families = {manifest_family(gs) for gs in groups}
+    if len(families) != 1:
+        raise AnalysisError(f"{side}: runs of {len(families)} systems/architectures "
+                            f"{sorted(map(str, families))}; select one with --where "
+                            "system=... (a sweep: [regression] systems)")
+    by_layout = {lay: gs for gs in groups for lay in layout_names(gs)}
+    return str(next(iter(families))[0]), a.suite_names[0], by_layout, a.warnings
+
+
+def _games(runs: Sequence[Run]) -> list[str]:
+    return sorted({str(r.manifest["env_id"]) for r in runs})
+
+
+def _on_layouts(runs: Sequence[Run], layouts: Sequence[str] | None) -> list[Run]:
+    if layouts is None:
+        return list(runs)
+    return [r for r in runs if (r.manifest.get("layout") or {}).get("name") in layouts]
+
+
+def gate(
+    new: Sequence[Run],
+    reference: Sequence[Run] | float,
+    *,
+    delta: float | None = None,
+    metric: str = DEFAULT_GATE_METRIC,
+    layouts: Sequence[str] | None = None,
+    confidence: float = 0.95,
+    last_n: int = DEFAULT_LAST_N,
+    normalisers: Mapping[str, tuple[float, float]] | None = None,
+    allow_protocol_mismatch: bool = False,
+) -> GateOutcome:
+    """The regression gate of `new` against `reference` (run records, or a published
+    number in the same normalised units); checks and their order in the module docstring.
+    layouts: the selected layouts (runs on others are ignored); None: every layout either
+    side ran (the new side's against a published number).
+    delta None: the suite's margin (analysis.verdicts.margins)."""
+    if metric not in GATE_METRICS:
+        raise AnalysisError(f"regression metric {metric!r}; valid: {', '.join(GATE_METRICS)}")
+    score, seed_metric = GATE_METRICS[metric]
+    new = _on_layouts(new, layouts)
+    system, suite, new_groups, warnings = _side(new, "new runs", last_n=last_n,
+                                                normalisers=normalisers)
+    m = margin(suite, delta, normalisers)
+    notes: list[str] = []
+    if isinstance(reference, Sequence):
+        reference = _on_layouts(reference, layouts)
+        check_same_games(_games(new), _games(reference))
+        ref_system, ref_suite, ref_groups, ref_warnings = _side(
+            reference, "reference", last_n=last_n, normalisers=normalisers)
+        if ref_suite != suite:
+            raise AnalysisError(f"new runs are {suite}, the reference {ref_suite}: nothing "
+                                "to compare")
+        notes = check_same_protocol({"new": new, "reference": reference},
+                                    allow_mismatch=allow_protocol_mismatch)
+        selected = list(layouts) if layouts is not None else sorted({*new_groups,
+                                                                      *ref_groups})
+        _check_layouts(new_groups, selected, "new runs", system, _games(new), warnings)
+        _check_layouts(ref_groups, selected, "reference", ref_system, _games(reference),
+                       ref_warnings)
+        warnings += ref_warnings
+        res = regression_gate(_chosen(new_groups, selected), _chosen(ref_groups, selected),
+                              m.value, confidence=confidence, score=score,
+                              margin=m.describe(), metric=SEED_METRICS[seed_metric],
+                              metric_name=seed_metric)
+    else:  # a published number: one-sample bound on the new seeds
+        selected = list(layouts) if layouts is not None else sorted(new_groups)
+        _check_layouts(new_groups, selected, "new runs", system, _games(new), warnings)
+        seeds = collapse_seed_copies(_chosen(new_groups, selected), "new", attr=score)
+        res = regression(SEED_METRICS[seed_metric](seeds.values, seeds.tasks),
+                         float(reference), m.value, confidence)
+        res.new_seeds, res.margin, res.games = seeds.describe(), m.describe(), seeds.tasks
+        res.metric = seed_metric
+    res.notes += notes
+    res.subject = (f"{system} on {suite} ({len(selected)} layout(s), {len(res.games)} "
+                   "game(s))")
+    return GateOutcome(res, warnings)
+
+
+def _check_layouts(groups: Mapping[str, GroupScores], selected: Sequence[str], side: str,
+                   system: str, games: Sequence[str], warnings: Sequence[str]) -> None:
+    missing = [lay for lay in selected if lay not in groups]
+    if missing:
+        why = "; ".join(warnings)
+        raise AnalysisError(f"{side}: no completed run of {system} on layout(s) {missing} "
+                            f"({', '.join(games)}){': ' + why if why else ''}")
+
+
+def _chosen(groups: Mapping[str, GroupScores], selected: Sequence[str]) -> list[GroupScores]:
+    """The groups of the selected layouts, each once (a group can span layouts)."""
+    out: list[GroupScores] = []
+    for lay in selected:
+        if all(groups[lay] is not g for g in out):
+            out.append(groups[lay])
+    return out

@@ -1,0 +1,322 @@
+"""The seed planner: how many seeds a verdict needs, by simulating the verdict code itself.
+
+Model: each independent seed's value is normal around its side's mean with the per-seed
+sd of the pilot runs (or a given sd); for equivalence the two metrics (IQM of final score
+and of AUC) are drawn jointly with their pilot correlation. Every simulated comparison is
+decided by the project's own vectorised verdict core (analysis.verdicts: `tost_passes`,
+`tost_required_margin`, `regression_lower_bound`), the same arithmetic as the verdicts'.
+
+- equivalence power: P(PASS) at a true difference of 0 = P(both metrics' 90% Welch CIs lie
+  inside (-delta, delta)), n seeds per group;
+- gate power: P(PASS) at a true difference of 0 = P(one-sided 95% lower bound > -delta),
+  n independent seeds per side (layout copies averaged first, as the gate does);
+- seeds needed for a target power: the smallest n with simulated power >= target
+  (bisection; power grows with n);
+- smallest delta at 80% for n seeds: the 80% quantile, over simulated draws, of the margin
+  each draw needs to pass (PASS at delta iff that margin < delta), so no search.
+
+Draws are seeded per (verdict, n): `numpy.random.default_rng([seed, n, k])`, so one
+command gives the same table every time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from analysis.errors import AnalysisError
+from analysis.scoring.grouping import Analysis, manifest_family
+from analysis.scoring.replicates import collapse_seed_copies
+from analysis.stats.welch import tost_required_margin
+from analysis.verdicts.margins import margin
+from analysis.verdicts.regression import regression_lower_bound
+from analysis.verdicts.seed_metrics import iqm_over_tasks
+
+DEFAULT_SEEDS = (3, 5, 10, 20)
+TARGETS = (0.8, 0.9)
+DEFAULT_SIMS = 20_000
+MAX_SEEDS = 200
+_TOST, _GATE = 1, 2
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Per-seed spread of the per-seed metric values.
+
+    sd_group: sd of one group's per-seed values (equivalence compares groups);
+    sd_seed: sd of a side's per-seed values after layout copies are averaged (the gate);
+    sd_auc: the AUC metric's sd (equivalence); correlation: of final and AUC per seed.
+    df: degrees of freedom of the estimate (None when given).
+    """
+
+    sd_group: float
+    sd_seed: float
+    sd_auc: float
+    correlation: float
+    source: str
+    df: int | None = None
+
+    def upper_sd(self, level: float = 0.9) -> float | None:
+        """One-sided `level` upper confidence bound of sd_seed (chi-square), None if given."""
+        if not self.df:
+            return None
+        return self.sd_seed * math.sqrt(self.df / stats.chi2.ppf(1 - level, self.df))
+
+    def describe(self) -> str:
+        text = (f"per-seed sd {self.sd_group:.4g} (final, per group), {self.sd_auc:.4g} (AUC), "
+                f"correlation {self.correlation:.2f}; {self.sd_seed:.4g} per seed after "
+                f"averaging layout copies (gate); {self.source}")
+        if self.df:
+            text += f"; {self.df} df, 90% upper bound of the gate's sd {self.upper_sd():.4g}"
+        return text
+
+
+def given_spread(sd: float, auc_sd: float | None = None, correlation: float = 0.0) -> Spread:
+    """A spread the user states: sd for final score, groups and seeds alike."""
+    if not sd > 0:
+        raise AnalysisError(f"--sd must be > 0, got {sd}")
+    if not -1 <= correlation <= 1:
+        raise AnalysisError(f"--correlation must be in [-1, 1], got {correlation}")
+    auc = sd if auc_sd is None else auc_sd
+    if not auc > 0:
+        raise AnalysisError(f"--auc-sd must be > 0, got {auc_sd}")
+    return Spread(sd, sd, auc, correlation, "given")
+
+
+def _pooled(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
+    """Pooled within-block covariance of (seeds, 2) blocks, and its df."""
+    ss = np.zeros((2, 2))
+    df = 0
+    for x in blocks:
+        if len(x) < 2:
+            continue
+        d = x - x.mean(axis=0)
+        ss += d.T @ d
+        df += len(x) - 1
+    if df == 0:
+        raise AnalysisError("the pilot runs have no group with 2 or more seeds: no spread "
+                            "estimate (give --sd instead)")
+    return ss / df, df
+
+
+def spread_from_analysis(a: Analysis, metric=None) -> Spread:
+    """Pooled per-seed spread of pilot runs: within each group (distinct groups only:
+    a layout whose per-seed values copy another's adds no information) for equivalence,
+    and within each (system, architecture) after averaging layout copies for the gate."""
+    metric = metric or iqm_over_tasks
+    group_blocks: list[np.ndarray] = []
+    seed_blocks: list[np.ndarray] = []
+    seen: list[np.ndarray] = []
+    n_groups = n_runs = 0
+    for suite in a.suites:
+        families: dict[tuple, list] = {}
+        for gs in suite.values():
+            families.setdefault(manifest_family(gs), []).append(gs)
+            block = np.stack([metric(gs.final, gs.tasks), metric(gs.auc, gs.tasks)], axis=1)
+            n_runs += len(gs.seeds) * len(gs.tasks)
+            if any(b.shape == block.shape and np.array_equal(b, block) for b in seen):
+                continue
+            seen.append(block)
+            group_blocks.append(block)
+            n_groups += 1
+        for groups in families.values():
+            fin = collapse_seed_copies(groups, "pilot", attr="final")
+            auc = collapse_seed_copies(groups, "pilot", attr="auc")
+            seed_blocks.append(np.stack([metric(fin.values, fin.tasks),
+                                         metric(auc.values, auc.tasks)], axis=1))
+    cov_g, _ = _pooled(group_blocks)
+    cov_s, df_s = _pooled(seed_blocks)
+    sd_f, sd_a = math.sqrt(cov_g[0, 0]), math.sqrt(cov_g[1, 1])
+    rho = float(cov_g[0, 1] / (sd_f * sd_a)) if sd_f > 0 and sd_a > 0 else 0.0
+    source = (f"pooled from {n_groups} distinct group(s) of the pilot runs ({n_runs} runs, "
+              f"{len(seed_blocks)} system(s))")
+    return Spread(sd_f, math.sqrt(cov_s[0, 0]), sd_a, rho, source, df_s)
+
+
+def _draw(rng: np.random.Generator, sims: int, n: int, sd: float, sd2: float, rho: float,
+          shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(sims, n) values of two correlated metrics with sds sd, sd2; `shift` moves the
+    first (final score) only, so a false-pass check puts the whole difference there."""
+    z1 = rng.standard_normal((sims, n), dtype=np.float32)
+    z2 = rng.standard_normal((sims, n), dtype=np.float32)
+    x = shift + sd * z1
+    y = sd2 * (rho * z1 + math.sqrt(max(0.0, 1 - rho * rho)) * z2)
+    return x, y
+
+
+def equivalence_margins(spread: Spread, n: int, sims: int = DEFAULT_SIMS, seed: int = 0,
+                        true_diff: float = 0.0, metrics: int = 2) -> np.ndarray:
+    """(sims,) the margin each simulated equivalence test (n vs n seeds) needs to PASS:
+    the larger of the two metrics' max |90% CI endpoint| (metrics=1: final only).
+    true_diff: the true difference of the final metric (AUC: 0)."""
+    rng = np.random.default_rng([seed, n, _TOST])
+    a_f, a_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc, spread.correlation,
+                     true_diff)
+    b_f, b_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc, spread.correlation)
+    need = tost_required_margin(a_f, b_f)
+    if metrics == 2:
+        need = np.maximum(need, tost_required_margin(a_u, b_u))
+    return need
+
+
+def gate_margins(spread: Spread, n_new: int, n_ref: int | None = None,
+                 sims: int = DEFAULT_SIMS, seed: int = 0, true_diff: float = 0.0,
+                 sd: float | None = None) -> np.ndarray:
+    """(sims,) the margin each simulated gate (n_new vs n_ref seeds) needs to PASS:
+    -(one-sided 95% lower bound of new - reference)."""
+    n_ref = n_new if n_ref is None else n_ref
+    s = spread.sd_seed if sd is None else sd
+    rng = np.random.default_rng([seed, n_new, n_ref, _GATE])
+    new = true_diff + s * rng.standard_normal((sims, n_new), dtype=np.float32)
+    ref = s * rng.standard_normal((sims, n_ref), dtype=np.float32)
+    _, lower, _, _ = regression_lower_bound(new, ref)
+    return -lower
+
+
+def equivalence_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS,
+                      seed: int = 0, metrics: int = 2) -> float:
+    """P(PASS) of equivalence at a true difference of 0 with n seeds per group."""
+    return float(np.mean(equivalence_margins(spread, n, sims, seed, metrics=metrics) < delta))
+
+
+def gate_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS, seed: int = 0,
+               n_ref: int | None = None, sd: float | None = None) -> float:
+    """P(PASS) of the gate when nothing regressed (true difference 0), n seeds per side."""
+    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, sd=sd) < delta))
+
+
+def seeds_needed(power, target: float, start: Sequence[int] = DEFAULT_SEEDS,
+                 max_seeds: int = MAX_SEEDS) -> int | None:
+    """Smallest n in [2, max_seeds] with power(n) >= target, None if none. Power grows
+    with n: the first of `start` (then doubling) that reaches the target brackets it, and
+    bisection finds it inside the bracket."""
+    lo, hi = 1, None
+    for n in sorted(start):
+        if power(n) >= target:
+            hi = n
+            break
+        lo = n
+    while hi is None:
+        n = min(max_seeds, 2 * lo)
+        if power(n) >= target:
+            hi = n
+        elif n >= max_seeds:
+            return None
+        else:
+            lo = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if power(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return max(hi, 2)
+
+
+def _percent(p: float) -> str:
+    """Whole percent, one decimal between 99% and 100% (where a CI gate's pass rate lives)."""
+    if 0.999 <= p < 1:
+        return ">99.9%"
+    return f"{p:.1%}" if 0.99 <= p < 1 else f"{p:.0%}"
+
+
+@dataclass
+class PlanRow:
+    verdict: str
+    delta: float
+    power: dict[int, float]
+    needed: dict[float, int | None]
+    smallest_delta: float  # at 80% power for `for_seeds` seeds
+
+
+@dataclass
+class SeedPlan:
+    spread: Spread
+    seeds: list[int]
+    for_seeds: int
+    sims: int
+    seed: int
+    rows: list[PlanRow] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def markdown(self) -> str:
+        head = (["verdict", "delta"] + [f"power @ {n} seeds" for n in self.seeds]
+                + [f"seeds for {t:.0%}" for t in TARGETS]
+                + [f"smallest delta @ 80%, {self.for_seeds} seeds"])
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in self.rows:
+            cells = ([r.verdict, f"{r.delta:g}"] + [_percent(r.power[n]) for n in self.seeds]
+                     + [str(r.needed[t]) if r.needed[t] is not None else f"> {MAX_SEEDS}"
+                        for t in TARGETS] + [f"{r.smallest_delta:.3g}"])
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def text(self) -> str:
+        return (f"spread: {self.spread.describe()}\n"
+                f"power = P(PASS) at a true difference of 0, seeds per side; "
+                f"{self.sims} simulations per cell, seed {self.seed}\n"
+                f"{self.markdown()}\n"
+                f"planned in {self.seconds:.2f} s")
+
+
+def plan(spread: Spread, equivalence_delta: float, gate_delta: float, *,
+         seeds: Sequence[int] = DEFAULT_SEEDS, for_seeds: int = 3, sims: int = DEFAULT_SIMS,
+         seed: int = 0) -> SeedPlan:
+    """Power table for equivalence (both metrics, and final only) and the gate."""
+    if sims < 100:
+        raise AnalysisError(f"--sims must be >= 100, got {sims}")
+    if any(n < 2 for n in seeds) or for_seeds < 2:
+        raise AnalysisError("seed counts must be >= 2 (one seed has no spread estimate)")
+    if not equivalence_delta > 0 or not gate_delta > 0:
+        raise AnalysisError("margins must be > 0")
+    start = time.perf_counter()
+    out = SeedPlan(spread, list(seeds), for_seeds, sims, seed)
+    cache: dict[tuple[str, int], np.ndarray] = {}
+
+    def margins(kind: str, n: int) -> np.ndarray:
+        """Simulated margins needed to pass, per (verdict, n), drawn once."""
+        if (kind, n) not in cache:
+            if kind == "gate":
+                cache[kind, n] = gate_margins(spread, n, sims=sims, seed=seed)
+            else:  # one draw serves both TOST rows
+                rng = np.random.default_rng([seed, n, _TOST])
+                a_f, a_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc,
+                                 spread.correlation)
+                b_f, b_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc,
+                                 spread.correlation)
+                final = tost_required_margin(a_f, b_f)
+                cache["final", n] = final
+                cache["both", n] = np.maximum(final, tost_required_margin(a_u, b_u))
+        return cache[kind, n]
+
+    for name, kind, delta in (("equivalence TOST (final and AUC)", "both", equivalence_delta),
+                              ("equivalence TOST (final only)", "final", equivalence_delta),
+                              ("regression gate", "gate", gate_delta)):
+        def power(n: int, kind=kind, delta=delta) -> float:
+            return float(np.mean(margins(kind, n) < delta))
+
+        out.rows.append(PlanRow(
+            name, delta, {n: power(n) for n in seeds},
+            {t: seeds_needed(power, t, seeds) for t in TARGETS},
+            float(np.quantile(margins(kind, for_seeds), 0.8))))
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def seed_plan_lines(spread: Spread, suite: str, *, delta: float | None = None,
+                    gate_delta: float | None = None,
+                    normalisers: Mapping[str, tuple[float, float]] | None = None,
+                    seeds: Sequence[int] = DEFAULT_SEEDS, for_seeds: int = 3,
+                    sims: int = DEFAULT_SIMS, seed: int = 0) -> list[str]:
+    """The margins (the suite's defaults unless given; the gate's defaults to `delta`)
+    and the power table of `plan`, as `python -m analysis plan-seeds` prints them."""
+    eq = margin(suite, delta, normalisers)
+    gate = margin(suite, gate_delta if gate_delta is not None else delta, normalisers)
+    return [f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}",
+            plan(spread, eq.value, gate.value, seeds=seeds, for_seeds=for_seeds, sims=sims,
+                 seed=seed).text()]
