@@ -65,7 +65,8 @@ PUBLISHED_KEYS = {
     "allow_protocol_mismatch": "compare runs made under another env protocol (true/false)",
 }
 REGRESSION_KEYS = {
-    "metric": "per-seed value: iqm (IQM over games, default) or atari5-median (docs/atari5.md)",
+    "metric": "per-seed value, one of analysis.verdicts.gate.GATE_METRICS: iqm (IQM over games of "
+              "the final score, default), auc (IQM of the AUC) or atari5-median (docs/atari5.md)",
     "reference": "folder of reference run records (relative to the project root)",
     "delta": "allowed drop of the score (normalised units)",
     "systems": "only runs of these systems are compared",

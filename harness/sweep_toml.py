@@ -86,6 +86,15 @@ class Checker:
         except AnalysisError as e:
             raise self.error((*where, "column"), str(e)) from None
 
+    def gate_metric(self, metric: object) -> None:
+        """[regression] metric: one of the gate's metrics (the gate, not the sweep, owns them)."""
+        # Imported here: the gate loads SciPy (seconds) and few sweeps name a metric.
+        from analysis.verdicts.gate import GATE_METRICS
+
+        if metric not in GATE_METRICS:
+            raise self.error(("regression", "metric"), f"unknown gate metric {metric!r}; "
+                             f"valid: {', '.join(GATE_METRICS)}")
+
     def check_keys(self, table: Mapping, valid: Mapping[str, str], where: tuple) -> None:
         for key in table:
             if key not in valid:
@@ -273,6 +282,8 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
             checker.check_keys(doc[section], valid, (section,))
     if isinstance(doc.get("report"), dict) and "published" in doc["report"]:
         checker.published(doc["report"]["published"])
+    if isinstance(doc.get("regression"), dict) and "metric" in doc["regression"]:
+        checker.gate_metric(doc["regression"]["metric"])
 
     context = SweepContext(checker, sweep_name, systems, scale, check_games)
     matrices = tuple(m for t in tables if (m := validate_matrix(t, context)) is not None)

@@ -181,3 +181,13 @@ def test_cli_plan_rejects_bad_file_with_exit_2(tmp_path):
 def test_unknown_hyperparameter_of_real_trainer_names_valid_ones():
     msg = error_of(GOOD.replace("num-envs = 8", "num-envz = 8"))
     assert "line 17" in msg and "'num-envz'" in msg and "num-envs" in msg
+
+
+def test_regression_metric_is_one_of_the_gates_metrics():
+    from analysis.verdicts.gate import GATE_METRICS
+
+    for metric in GATE_METRICS:
+        assert parse(GOOD + f'\n[regression]\nmetric = "{metric}"\n').regression["metric"] == metric
+    msg = error_of(GOOD + '\n[regression]\nmetric = "mean"\n')
+    metric_line = len(GOOD.splitlines()) + 3
+    assert f"line {metric_line}: unknown gate metric 'mean'" in msg and "auc" in msg
