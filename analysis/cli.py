@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import tyro
 
+from analysis.calibration import calibrate
 from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
 from analysis.inputs.orb import (
@@ -45,7 +46,7 @@ from analysis.verdicts.pairing import analysis_pairs
 from analysis.verdicts.seedplan import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError, Run
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -750,6 +751,34 @@ class Reproduce:
 
 
 @dataclass(kw_only=True)
+class Calibrate:
+    """The calibration suite (analysis.calibration): every verdict through a seeded Monte
+    Carlo grid; prints per verdict and scenario the false-pass rate at the margin, the
+    false-alarm rate at no difference and the power at half the margin, each with its
+    Monte Carlo SE and bound (nominal + 3 MC SE). Exit 0 when every cell keeps its bound
+    (or the verdict refuses that case), 1 otherwise."""
+
+    reduced: bool = False
+    """The reduced grid (CI: fewer scenarios, 4,000 draws per cell, seconds)."""
+    seed: int = 0
+    """Seed of every draw (one seed gives the same table every time on one machine)."""
+    markdown_out: Path | None = None
+    """Also write the table as markdown here."""
+
+    def run(self) -> int:
+        res = calibrate(reduced=self.reduced, seed=self.seed)
+        table = res.markdown()
+        print(table)
+        print(res.summary())
+        for c in res.failures:
+            print(f"OUT: {c.verdict}, {c.scenario}: {c.rate} {c.value:.3f} > "
+                  f"{c.bound:.3f}", file=sys.stderr)
+        if self.markdown_out:
+            self.markdown_out.write_text(table + "\n\n" + res.summary() + "\n")
+        return EXIT_OK if not res.failures else EXIT_FAILED
+
+
+@dataclass(kw_only=True)
 class OrbImport:
     """Write runs from openrlbenchmark's cache as run records (with their wandb
     provenance and the protocol/budget you declare), so summary, report and verdicts
@@ -831,6 +860,7 @@ Command = (
     | Annotated[Reproduce, tyro.conf.subcommand("reproduce")]
     | Annotated[OrbImport, tyro.conf.subcommand("orb-import")]
     | Annotated[OrbFetch, tyro.conf.subcommand("orb-fetch")]
+    | Annotated[Calibrate, tyro.conf.subcommand("calibrate")]
 )
 
 

@@ -128,6 +128,31 @@ def match_game(name: str, games: Sequence[str]) -> str:
 
 # ---------------------------------------------------------------- the statistics
 
+def summary_stats(mean_a: np.ndarray | float, sd_a: np.ndarray | float, n_a: int,
+                  mean_b: np.ndarray | float, sd_b: np.ndarray | float, n_b: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised (diff, se, df) of mean_a - mean_b from summary statistics (sample sds,
+    ddof=1), the arithmetic of `welch_from_summary` (which see for the one-seed rule);
+    the calibration suite draws through it. se == 0 gives df = inf."""
+    if n_a < 1 or n_b < 1:
+        raise AnalysisError(f"need at least one value per side, got {n_a} and {n_b}")
+    if n_a == 1 and n_b == 1:
+        raise AnalysisError("one value on each side: no spread estimate at all")
+    mean_a, sd_a, mean_b, sd_b = (np.asarray(x, dtype=np.float64)
+                                  for x in (mean_a, sd_a, mean_b, sd_b))
+    va = sd_b**2 if n_a == 1 else sd_a**2
+    vb = sd_a**2 if n_b == 1 else sd_b**2
+    sa, sb = va / n_a, vb / n_b
+    se = np.sqrt(sa + sb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if n_a == 1 or n_b == 1:
+            df = np.full(se.shape, float(max(n_a, n_b) - 1))
+        else:
+            df = (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
+        df = np.where(se > 0, df, np.inf)
+    return mean_a - mean_b, se, df
+
+
 def welch_from_summary(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float,
                        n_b: int) -> WelchInterval:
     """Welch interval of mean_a - mean_b from summary statistics (sample sds, ddof=1).
@@ -137,46 +162,71 @@ def welch_from_summary(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b
     interval) and df = the other side's n - 1. Zero spread on both sides gives a CI of
     width 0.
     """
-    if n_a < 1 or n_b < 1:
-        raise AnalysisError(f"need at least one value per side, got {n_a} and {n_b}")
-    if n_a == 1 and n_b == 1:
-        raise AnalysisError("one value on each side: no spread estimate at all")
-    va = sd_b**2 if n_a == 1 else sd_a**2
-    vb = sd_a**2 if n_b == 1 else sd_b**2
-    sa, sb = va / n_a, vb / n_b
-    diff = float(mean_a - mean_b)
-    se = math.sqrt(sa + sb)
+    d, s, f = summary_stats(mean_a, sd_a, n_a, mean_b, sd_b, n_b)
+    diff, se, df = float(d), float(s), float(f)
     if se == 0:
         return WelchInterval(diff, 0.0, math.inf, (diff, diff), (diff, diff), n_a, n_b,
                              float(mean_a), float(mean_b))
-    if n_a == 1 or n_b == 1:
-        df = float(max(n_a, n_b) - 1)
-    else:
-        df = (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
     t90, t95 = float(stats.t.ppf(0.95, df)), float(stats.t.ppf(0.975, df))
     return WelchInterval(diff, se, df, (diff - t90 * se, diff + t90 * se),
                          (diff - t95 * se, diff + t95 * se), n_a, n_b, float(mean_a),
                          float(mean_b))
 
 
+def game_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray,
+                  margin: np.ndarray | float) -> np.ndarray:
+    """Vectorised per-game verdict: CONSISTENT when the 90% CI is inside (-margin,
+    +margin); else HIGHER/LOWER when the 95% CI excludes 0; else INCONCLUSIVE.
+    `game_verdict` and the calibration suite (analysis.calibration) decide through it."""
+    diff, se, df, margin = (np.asarray(x, dtype=np.float64) for x in (diff, se, df, margin))
+    if np.any(margin <= 0):
+        raise AnalysisError(f"margin must be > 0, got {margin.min()}")
+    h90 = t_quantile(0.95, df) * se
+    h95 = t_quantile(0.975, df) * se
+    consistent = (-margin < diff - h90) & (diff + h90 < margin)
+    out = np.where(diff - h95 > 0, HIGHER, np.where(diff + h95 < 0, LOWER, INCONCLUSIVE))
+    return np.where(consistent, CONSISTENT, out)
+
+
 def game_verdict(w: WelchInterval, margin: float) -> str:
-    """CONSISTENT when the 90% CI is inside (-margin, +margin); else HIGHER/LOWER when
-    the 95% CI excludes 0; else INCONCLUSIVE."""
-    if margin <= 0:
-        raise AnalysisError(f"margin must be > 0, got {margin}")
-    lo90, hi90 = w.ci90
-    if -margin < lo90 and hi90 < margin:
-        return CONSISTENT
-    if w.ci95[0] > 0:
-        return HIGHER
-    if w.ci95[1] < 0:
-        return LOWER
-    return INCONCLUSIVE
+    """`game_verdicts` of one Welch interval."""
+    return str(game_verdicts(np.float64(w.diff), np.float64(w.se), np.float64(w.df),
+                             margin))
+
+
+def game_margins(published_hns: np.ndarray | float, relative: float, absolute: float
+                 ) -> np.ndarray:
+    """Vectorised per-game margin in HNS: max(relative x |published HNS|, absolute)."""
+    return np.maximum(relative * np.abs(np.asarray(published_hns, dtype=np.float64)),
+                      absolute)
 
 
 def game_margin(published_hns: float, relative: float, absolute: float) -> float:
-    """The per-game margin in HNS: max(relative x |published HNS|, absolute)."""
-    return max(relative * abs(published_hns), absolute)
+    """The per-game margin in HNS (`game_margins` of one game)."""
+    return float(game_margins(published_hns, relative, absolute))
+
+
+def judge_games(user_hns: np.ndarray, published_mean: np.ndarray, published_sd: np.ndarray,
+                published_n: int, *, relative: float = DEFAULT_RELATIVE_MARGIN,
+                absolute: float = DEFAULT_ABSOLUTE_MARGIN) -> np.ndarray:
+    """Vectorised per-game verdicts: user_hns (..., n, games) per-seed HNS; the published
+    mean and sd (ddof=1) (..., games) of `published_n` seeds -> verdicts (..., games).
+    The calibration suite decides through it; `compare_game` runs the same arithmetic
+    one game at a time."""
+    user_hns = np.asarray(user_hns, dtype=np.float64)
+    n = user_hns.shape[-2]
+    with np.errstate(all="ignore"):
+        sd = user_hns.std(axis=-2, ddof=1) if n > 1 else np.full(
+            user_hns.shape[:-2] + user_hns.shape[-1:], math.nan)
+    diff, se, df = summary_stats(user_hns.mean(axis=-2), sd, n, published_mean,
+                                 published_sd, published_n)
+    return game_verdicts(diff, se, df, game_margins(published_mean, relative, absolute))
+
+
+def reproduced(verdicts: np.ndarray) -> np.ndarray:
+    """The headline over games (..., games) -> bool (...): reproduced when every game
+    is CONSISTENT (exit 0)."""
+    return np.all(np.asarray(verdicts) == CONSISTENT, axis=-1)
 
 
 def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
@@ -339,7 +389,8 @@ class ReproduceResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if all(g.verdict == CONSISTENT for g in self.games) else EXIT_FAILED
+        return EXIT_OK if bool(reproduced(np.array([g.verdict for g in self.games]))) \
+            else EXIT_FAILED
 
     def game_line(self, g: GameResult) -> str:
         w = g.welch

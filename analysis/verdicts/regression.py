@@ -89,6 +89,42 @@ def regression_lower_bound(new: np.ndarray, reference: np.ndarray | float,
     return diff, lower, se, df
 
 
+def gate_against_published(new: np.ndarray, published_mean: np.ndarray | float,
+                           published_sd: np.ndarray | float, published_n: int,
+                           confidence: float = 0.95) -> np.ndarray:
+    """Vectorised lower bound of mean(new) - a published number (new (..., n); the
+    published mean, sd and seed count (...)). BEFORE issue 21 the published number is
+    taken as exact: the one-sample bound of `regression_lower_bound`."""
+    new = np.asarray(new, dtype=np.float64)
+    shifted = new - np.asarray(published_mean, dtype=np.float64)[..., None]
+    return regression_lower_bound(shifted, 0.0, confidence)[1]
+
+
+def metric_per_seed(values: np.ndarray, tasks: Sequence[str], metric: SeedMetric
+                    ) -> np.ndarray:
+    """`metric` of (..., seeds, games) score matrices -> (..., seeds)."""
+    values = np.asarray(values, dtype=np.float64)
+    flat = metric(values.reshape(-1, values.shape[-1]), tasks)
+    return np.asarray(flat, dtype=np.float64).reshape(values.shape[:-1])
+
+
+AGGREGATE_RULE = "aggregate"
+
+
+def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], delta: float,
+               *, confidence: float = 0.95, metric: SeedMetric = iqm_over_tasks,
+               new_metric_shift: float = 0.0) -> dict[str, np.ndarray]:
+    """Vectorised gate on (..., n, games) and (..., m, games) score matrices: {rule:
+    bool (...) True where that rule finds a REGRESSION}. The gate's verdict is REGRESSION
+    when any rule fires; `regression_gate` and the calibration suite decide through it.
+    new_metric_shift: added to the new side's per-seed metric (the calibration suite's
+    way to set a true difference of exactly that much in the metric's own units)."""
+    a = metric_per_seed(new, tasks, metric) + new_metric_shift
+    b = metric_per_seed(reference, tasks, metric)
+    _, lower, _, _ = regression_lower_bound(a, b, confidence)
+    return {AGGREGATE_RULE: ~(lower > -delta)}
+
+
 @dataclass
 class RegressionResult:
     verdict: str  # PASS or REGRESSION
