@@ -48,7 +48,7 @@ from analysis.scoring.scores import scores_by_group
 from analysis.scoring.tables import TableData
 from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES, iqm
-from analysis.stats.welch import WelchInterval, t_quantile, tost_passes
+from analysis.stats.welch import WelchInterval, t_quantile, tost_passes, welch_df
 from runrecord import Run
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
@@ -144,12 +144,10 @@ def summary_stats(mean_a: np.ndarray | float, sd_a: np.ndarray | float, n_a: int
     vb = sd_a**2 if n_b == 1 else sd_b**2
     sa, sb = va / n_a, vb / n_b
     se = np.sqrt(sa + sb)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if n_a == 1 or n_b == 1:
-            df = np.full(se.shape, float(max(n_a, n_b) - 1))
-        else:
-            df = (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
-        df = np.where(se > 0, df, np.inf)
+    if n_a == 1 or n_b == 1:
+        df = np.where(se > 0, float(max(n_a, n_b) - 1), np.inf)
+    else:
+        df = welch_df(sa, sb, n_a, n_b)
     return mean_a - mean_b, se, df
 
 
