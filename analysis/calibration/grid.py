@@ -12,7 +12,7 @@ from analysis.calibration.pairs import (
     gate_pair_cells,
     gate_published_cells,
 )
-from analysis.calibration.reproduce_cells import PROFILES, game_cells, headline_cells
+from analysis.calibration.reproduce_cells import game_cells, headline_cells
 from analysis.calibration.suite import suite_gate_cells
 
 FULL_SIMS = 20_000
@@ -81,10 +81,9 @@ def calibrate(reduced: bool = False, seed: int = 0) -> Calibration:
     for n, m in g.suite_seeds:
         cells += suite_gate_cells(g.headline_sims, n, m, seed)
     for n in g.reproduce_seeds:
-        for profile in PROFILES:
-            cells += game_cells(g.sims, n, profile, seed)
+        cells += game_cells(g.headline_sims, n, seed)
     for r in (0.5, 2.0):
-        cells += game_cells(g.sims, 3, next(iter(PROFILES)), seed, ratio=r)
+        cells += game_cells(g.headline_sims, 3, seed, ratio=r)
     for n in g.reproduce_seeds:
         cells += headline_cells(g.headline_sims, n, seed)
     return Calibration(cells, g, seed, time.perf_counter() - t0)
