@@ -199,7 +199,7 @@ class RegressionResult:
     df: float = math.nan
     new_seeds: str = ""  # e.g. "3 seeds (12 runs: layout copies averaged per seed)"
     reference_seeds: str = ""
-    margin: str = ""  # how delta was chosen (analysis.margins)
+    margin: str = ""  # how delta was chosen (analysis.verdicts.margins)
     metric: str = "iqm"
     games: list[str] = field(default_factory=list)
     per_game: list[dict[str, Any]] = field(default_factory=list)  # worst first
@@ -285,7 +285,7 @@ def regression(
     """PASS when the one-sided `confidence` lower bound of mean(new) - reference > -delta.
 
     new_scores: one value per INDEPENDENT seed of the new version (reduce layout copies
-    first: analysis.replicates.collapse_seed_copies, or use `regression_gate`).
+    first: analysis.scoring.replicates.collapse_seed_copies, or use `regression_gate`).
     reference_scores: per-seed values of the reference, or one published number (with
     `spread.sd` and `spread.seeds`: Welch against its own noise; or `spread.exact`).
     Variance: `regression_variance` (which refuses, exit 2, what the gate cannot decide).
@@ -359,7 +359,7 @@ def regression_gate(
 ) -> RegressionResult:
     """The regression gate on run records: each side's groups (e.g. a system's layouts)
     are reduced to ONE value per independent seed (the mean of its layout copies:
-    analysis.replicates.collapse_seed_copies), then `metric` maps each seed's games to
+    analysis.scoring.replicates.collapse_seed_copies), then `metric` maps each seed's games to
     one number and `regression` bounds the difference (the aggregate rule). Beside it,
     from 2 games, the per-game rule (analysis.verdicts.per_game): REGRESSION when any
     game loses more than 25% of its reference score (pooled spread, Holm over games).
