@@ -152,6 +152,9 @@ class Reproduce:
     """Compare runs made under another env protocol (every line says so)."""
     allow_budget_mismatch: bool = False
     """Compare runs with another frame budget ("at N frames against 200M" on every line)."""
+    assume_equal_spread: bool = False
+    """Vouch that your runs share the published spread, so a game with one seed of yours
+    may be judged (refused otherwise: a faithful reproduction would fail ~17% of the time)."""
     last_n: int = DEFAULT_LAST_N
     """Final score = mean return of the last N episodes."""
     reps: int = AGGREGATE_REPS
@@ -178,7 +181,8 @@ class Reproduce:
                                absolute_margin=self.absolute_margin,
                                allow_protocol_mismatch=self.allow_protocol_mismatch,
                                allow_budget_mismatch=self.allow_budget_mismatch,
-                               last_n=self.last_n, reps=self.reps, seed=self.seed)
+                               last_n=self.last_n, reps=self.reps, seed=self.seed,
+                               assume_equal_spread=self.assume_equal_spread)
             print("\n".join(res.lines()))
             print_warnings(res.warnings)
             if self.out:
