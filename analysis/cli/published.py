@@ -110,7 +110,8 @@ class Reproduce:
     """Did it reproduce? Your runs against a published table column (--published FILE
     --column NAME: per game and aggregate verdicts) or against published per-seed runs
     imported from openrlbenchmark's cache (--orb DIR: equivalence at matching frames).
-    Exit 0 all consistent/PASS, 1 otherwise, 2 bad input or a protocol/budget mismatch."""
+    Exit 0 reproduced (no judged game HIGHER/LOWER after Holm) or PASS, 1 otherwise, 2 bad
+    input or a protocol/budget mismatch."""
 
     runs: tuple[Path, ...]
     """Your run/sweep folders (searched for manifest.json)."""
