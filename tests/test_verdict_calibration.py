@@ -28,7 +28,7 @@ from analysis.reproduce import (
 )
 from analysis.scales.normalize import get_normaliser
 from analysis.verdicts.gate import gate
-from analysis.verdicts.regression import ReferenceSpread, regression_lower_bound
+from analysis.verdicts.regression import regression_lower_bound
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 TABLE = PAPER_DATA / "main_10CPU.csv"

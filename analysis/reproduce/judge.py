@@ -34,7 +34,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.errors import AnalysisError
-from analysis.stats.moderated import moderated_variance
+from analysis.stats.moderated import moderated_variance, prior_variance
 from analysis.stats.multiplicity import holm_reject
 from analysis.stats.welch import t_quantile
 
@@ -112,9 +112,11 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
         d = (n - 1) + (pub_n - 1)
         s2 = ((n - 1) * su2 + (pub_n - 1) * sp2) / d
         post, df = moderated_variance(s2, d)
-        # never below the game's own variance: shrinking a truly noisy game towards the
-        # prior would flag it by chance (measured: 7-13% family-wise at 3 seeds)
+        # never below the game's own variance nor the prior's: shrinking a truly noisy
+        # game towards the prior would flag it by chance (measured: 7-13% family-wise
+        # at 3 seeds), and so would a quiet game shrunk upwards from a lucky low s2
         post = np.fmax(post, s2)
+        post = np.fmax(post, prior_variance(s2, d)[..., None])
         se = np.sqrt(post * (1 / n + 1 / pub_n)) * scale
         diff = user_mean - pub_hns
         p = np.where(learned, 2 * stats.t.sf(np.abs(diff / se), df), np.nan)

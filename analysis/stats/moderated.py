@@ -60,3 +60,8 @@ def moderated_variance(s2: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.nd
     s0, d0 = s0[..., None], d0[..., None]
     post = (d0 * s0 + d * np.where(np.isnan(s2), np.nan, s2)) / (d0 + d)
     return post, d0 + d
+
+
+def prior_variance(s2: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """s0^2 (...) of `prior`."""
+    return prior(s2, d)[0]
