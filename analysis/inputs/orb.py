@@ -466,6 +466,7 @@ def fetch_wandb(entity: str, project: str, cache_dir: Path | str,
     Needs network access and the wandb package; running runs are skipped."""
     if not re.match(r"^[\w.-]+$", entity) or not re.match(r"^[\w.-]+$", project):
         raise AnalysisError(f"bad wandb entity/project {entity!r}/{project!r}")
+    # Here only: wandb is heavy and needed by this one network path, never by analysis.
     import wandb
 
     api = wandb.Api()
