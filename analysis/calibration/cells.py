@@ -56,7 +56,7 @@ class Cell:
         return [self.verdict, self.scenario, self.rate, value, nominal, status]
 
 
-def rate_cell(verdict: str, scenario: str, rate: str, hits: np.ndarray,
+def rate_cell(verdict: str, scenario: str, rate: str, hits: np.ndarray | np.bool_,
               nominal: float | None = None) -> Cell:
     """The share of True in `hits` (one bool per simulated draw) as a Cell."""
     hits = np.asarray(hits, dtype=bool).ravel()

@@ -82,7 +82,7 @@ def learned_games(pub_hns: np.ndarray, pub_sd_hns: np.ndarray, pub_n: int) -> np
     return (pub_hns > LEARNED_MIN_HNS) & (pub_hns > LEARNED_T * se)
 
 
-def margins(pub_hns: np.ndarray, relative: float, absolute: float) -> np.ndarray:
+def margins(pub_hns: np.ndarray | float, relative: float, absolute: float) -> np.ndarray:
     """max(relative x HNS, min(absolute, COLLAPSE_SHARE x HNS)) for published HNS > 0."""
     h = np.abs(np.asarray(pub_hns, dtype=np.float64))
     return np.maximum(relative * h, np.minimum(absolute, COLLAPSE_SHARE * h))
@@ -141,4 +141,4 @@ def reproduced(verdicts: np.ndarray) -> np.ndarray:
     is HIGHER or LOWER after Holm over the judged games (family-wise 5%), so a faithful
     reproduction passes >= 95% of the time and a collapsed learned game fails it."""
     v = np.asarray(verdicts)
-    return ~np.isin(v, (HIGHER, LOWER)).any(axis=-1)
+    return np.asarray(~np.isin(v, (HIGHER, LOWER)).any(axis=-1))

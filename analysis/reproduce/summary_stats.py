@@ -60,7 +60,7 @@ def welch_from_summary(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b
                          float(mean_b))
 
 
-def game_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray,
+def game_verdicts(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndarray | float,
                   margin: np.ndarray | float) -> np.ndarray:
     """Vectorised per-game verdict: CONSISTENT when the 90% CI is inside (-margin,
     +margin); else HIGHER/LOWER when the 95% CI excludes 0; else INCONCLUSIVE.

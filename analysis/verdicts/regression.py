@@ -177,7 +177,7 @@ def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], del
     out = {AGGREGATE_RULE: ~(lower > -delta)}
     if len(tasks) >= PER_GAME_MIN_GAMES:
         flagged, _, _ = per_game_drops(new, reference)
-        out[PER_GAME_RULE] = flagged.any(axis=-1)
+        out[PER_GAME_RULE] = np.asarray(flagged.any(axis=-1))
         if min(np.shape(new)[-2], np.shape(reference)[-2]) >= 2:
             out[MEAN_RULE] = mean_relative_drop(new, reference, confidence=confidence)[0]
     return out
