@@ -194,3 +194,16 @@ def test_atari5_validation_counts_distinct_systems_once():
     assert res.columns == 23 and res.systems < res.columns
     assert res.signed_error_columns < 0 and res.low_columns > res.columns / 2
     assert res.covered_systems <= res.systems
+
+
+def test_reproduce_lines_say_why():
+    """A significant difference inside the margin is said; INCONCLUSIVE says why and how
+    many seeds would settle it."""
+    from analysis.reproduce.published import game_notes
+    from analysis.stats.welch import WelchInterval
+    inside = WelchInterval(0.1, 0.02, 20.0, (0.06, 0.14), (0.05, 0.15), 3, 3, 1.1, 1.0)
+    assert "inside the margin" in game_notes(CONSISTENT, inside, 0.25, 0.001, 0, 57)[0]
+    wide = WelchInterval(0.0, 0.3, 8.0, (-0.5, 0.5), (-0.6, 0.6), 3, 3, 1.0, 1.0)
+    note = game_notes("INCONCLUSIVE", wide, 0.25, 0.9, 12, 57)[0]
+    assert "wider than the margin" in note and "about 12 of your seeds" in note
+    assert "not judged" in game_notes(NOT_LEARNED, wide, 0.1, float("nan"), 0, 57)[0]
