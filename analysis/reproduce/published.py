@@ -270,6 +270,9 @@ class ReproduceResult:
 
     def game_line(self, g: GameResult) -> str:
         w = g.welch
+        if g.verdict == NOT_LEARNED:
+            return (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS vs "
+                    f"published {g.published_hns:.3f}" + "".join(f"; {n}" for n in g.notes))
         line = (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS "
                 f"({len(g.seeds)} seed{'s' if len(g.seeds) != 1 else ''}) vs published "
                 f"{g.published_hns:.3f} ({g.published_n} seeds); diff {w.diff:+.3f} "
@@ -284,13 +287,16 @@ class ReproduceResult:
             rows.append([
                 g.game, f"{g.published_mean:.1f} ± {g.published_sd:.1f}", g.published_n,
                 len(g.seeds), _seed_text(g), f"{g.published_hns:.3f}", f"{g.user_hns:.3f}",
-                f"{w.diff:+.3f} [{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]", f"{g.margin:.3f}",
+                f"{w.diff:+.3f} [{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"
+                if g.verdict != NOT_LEARNED else "n/a (not judged)",
+                f"{g.margin:.3f}" if g.verdict != NOT_LEARNED else "n/a",
                 f"{g.power:.0%}", g.verdict + self.budget_text])
         return TableData(
             "reproduce_per_game",
             f"Yours ({self.system}) vs published '{self.published.column}' "
             f"({self.published.table.name}){self.budget_text}: raw final score per seed, "
-            "HNS difference with its Welch 95% CI, margin and verdict per game",
+            "HNS difference with its moderated 95% CI (spread shared across games), "
+            "margin and verdict per game",
             ["game", "published mean ± sd (ddof=1)", "published seeds", "your seeds",
              "your finals (seed: score)", "published HNS", "your HNS",
              "diff HNS [95% CI]", "margin", "P(consistent if equal)", "verdict"], rows)
@@ -351,9 +357,10 @@ class ReproduceResult:
             "elsewhere INCONCLUSIVE is the expected answer even for a faithful "
             "reproduction: more of your seeds or a wider margin (--relative-margin) help; "
             "the published side stays at 3 seeds.",
-            "HIGHER / LOWER: the 95% CI excludes 0 (about 5% of truly equal games are "
-            "flagged by chance: expect ~1 in 20 over many games). With 3 published seeds "
-            "only large shifts are detected (see 'detectable_shift_hns' in the JSON).",
+            "HIGHER / LOWER: significant after Holm over the judged games, with each game's "
+            "spread shared with the others' (moderated t): the chance that a faithful "
+            "reproduction gets any flag is at most 5%. Only large shifts are flagged with "
+            "3 published seeds (see 'detectable_shift_hns' in the JSON).",
         ]
 
     def as_dict(self) -> dict[str, Any]:
@@ -439,9 +446,11 @@ def game_notes(verdict: str, w: WelchInterval, margin: float, p: float, seeds: i
     why = (f"INCONCLUSIVE: the 90% CI (half-width {half:.3f}) is wider than the margin "
            f"{margin:.3f} allows, and no difference is significant after Holm")
     if seeds < 0 or seeds > MAX_SEEDS_ADVICE:
-        return [why + f"; even {MAX_SEEDS_ADVICE} of your seeds would not settle it: the "
-                "published side's own seeds are too noisy at this margin"]
-    return [why + f"; about {seeds} of your seeds would settle it at the published spread"]
+        return [why + f"; a 90% half-width of half the margin is out of reach even with "
+                f"{MAX_SEEDS_ADVICE} of your seeds: the published side's own seeds are too "
+                "noisy at this margin"]
+    return [why + f"; about {seeds} of your seeds would settle it at the published spread "
+            "(a 90% half-width of half the margin)"]
 
 
 def aggregate(user: UserScores, pub: PublishedColumn, *, reps: int, seed: int
