@@ -19,7 +19,7 @@ from synthetic_records import final_score_history, write_final_score_run
 from analysis.cli import main
 from analysis.inputs.load import RunSet
 from analysis.inputs.protocol import PAPER_FRAMES, ProtocolMismatch, paper_protocol
-from analysis.reproduce.published import (
+from analysis.reproduce import (
     CONSISTENT,
     HIGHER,
     LOWER,

@@ -21,13 +21,15 @@ from analysis.verdicts.equivalence import (
     equivalence,
     tost_verdict,
 )
-from analysis.verdicts.regression import regression
+from analysis.verdicts.regression import ReferenceSpread, regression
 
 DELTA = 0.1
 
 
 def test_welch_interval_matches_scipy():
-    a, b = [1.0, 1.2, 0.9, 1.1], [0.8, 1.0, 0.7]
+    """Equal seed counts: scipy's Welch interval. Unequal counts: Hsu's df min(n, m) - 1
+    (Welch-Satterthwaite is liberal there; issue 21), with Welch's se."""
+    a, b = [1.0, 1.2, 0.9, 1.1], [0.8, 1.0, 0.7, 0.75]
     w = welch_interval(a, b)
     res = stats.ttest_ind(a, b, equal_var=False)
     lo, hi = res.confidence_interval(0.95)
@@ -35,6 +37,11 @@ def test_welch_interval_matches_scipy():
     assert w.diff == pytest.approx(np.mean(a) - np.mean(b))
     lo90, hi90 = res.confidence_interval(0.90)
     assert w.ci90 == pytest.approx((lo90, hi90))
+    b3 = b[:3]
+    w = welch_interval(a, b3)
+    se = np.sqrt(np.var(a, ddof=1) / 4 + np.var(b3, ddof=1) / 3)
+    assert w.df == 2
+    assert w.ci95[1] - w.diff == pytest.approx(stats.t.ppf(0.975, 2) * se)
 
 
 def test_identical_groups_pass():
@@ -84,11 +91,20 @@ def test_regression_flags_a_drop():
 
 def test_regression_against_a_published_number():
     new = [1.00, 1.04, 0.96]
-    r = regression(new, 1.0, delta=0.1)
+    # A bare number is refused (issue 21): it is the mean of a few noisy seeds.
+    with pytest.raises(AnalysisError, match="--reference-sd"):
+        regression(new, 1.0, delta=0.1)
+    exact = ReferenceSpread(exact=True)  # a fixed threshold: the one-sample bound
+    r = regression(new, 1.0, delta=0.1, spread=exact)
     se = np.std(new, ddof=1) / np.sqrt(3)
     assert r.lower_bound == pytest.approx(0.0 - stats.t.ppf(0.95, 2) * se)
     assert r.verdict == PASS and r.n_reference == 0
-    assert regression(new, 1.3, delta=0.1).verdict == REGRESSION
+    assert regression(new, 1.3, delta=0.1, spread=exact).verdict == REGRESSION
+    # With its sd and seed count, the published mean's own noise widens the bound.
+    pub = regression(new, 1.0, delta=0.1, spread=ReferenceSpread(sd=0.04, seeds=3))
+    se_pub = np.sqrt(np.var(new, ddof=1) / 3 + 0.04**2 / 3)
+    assert pub.lower_bound == pytest.approx(0.0 - stats.t.ppf(0.95, pub.df) * se_pub)
+    assert pub.n_reference == 3 and pub.lower_bound < r.lower_bound
     with pytest.raises(AnalysisError):
         regression([], 1.0, delta=0.1)
 
@@ -156,7 +172,13 @@ def test_regression_cli(tmp_path, capsys):
     assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "REGRESSION"
     assert main(["regression", "--new", str(tmp_path / "ref"), "--reference",
                  str(tmp_path / "ref"), "--delta", "0.05"]) == 0
+    # A bare published number is refused (exit 2); with its sd and seeds, or vouched
+    # exact, it is gated.
     assert main(["regression", "--new", str(tmp_path / "ref"), "--reference", "0.2",
-                 "--delta", "0.05"]) == 0
+                 "--delta", "0.05"]) == 2
+    assert main(["regression", "--new", str(tmp_path / "ref"), "--reference", "0.2",
+                 "--delta", "0.05", "--reference-exact"]) == 0
+    assert main(["regression", "--new", str(tmp_path / "ref"), "--reference", "0.2",
+                 "--delta", "0.05", "--reference-sd", "0.01", "--reference-seeds", "3"]) == 0
     assert main(["regression", "--new", str(tmp_path / "missing"), "--reference", "0.2",
                  "--delta", "0.05"]) == 2

@@ -44,7 +44,8 @@ def test_report_has_a_reproduce_section(tmp_path):
     page, assets = build_report(sweep, store)
     lines = [v["line"] for v in assets["verdicts"] if v["kind"] == "reproduce"]
     assert lines[0].startswith("reproduce cleanba-impala / cleanba vs 'Cleanba IMPALA")
-    assert "2 consistent, 0 higher, 0 lower, 0 inconclusive of 2 game(s)" in lines[0]
+    assert "REPRODUCED; 2 consistent, 0 higher, 0 lower, 0 inconclusive of 2 judged game(s)" \
+        in lines[0]
     assert any(f["name"] == "reproduce_per_game" for f in assets["figures"])
     assert any(t["name"] == "reproduce_per_game" for t in assets["tables"])
     html = page.read_text()

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import tyro
 
+from analysis.cli.calibrate import Calibrate
 from analysis.cli.published import Atari5, OrbFetch, OrbImport, PaperTables, Reproduce
 from analysis.cli.scores import Aggregate, Curves, Figures, PlanSeeds, Staleness, Summary
 from analysis.cli.verdicts import Equivalence, Regression
@@ -33,6 +34,7 @@ Command = (
     | Annotated[Reproduce, tyro.conf.subcommand("reproduce")]
     | Annotated[OrbImport, tyro.conf.subcommand("orb-import")]
     | Annotated[OrbFetch, tyro.conf.subcommand("orb-fetch")]
+    | Annotated[Calibrate, tyro.conf.subcommand("calibrate")]
 )
 
 

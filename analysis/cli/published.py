@@ -116,7 +116,8 @@ class Reproduce(RunFilter):
     """Did it reproduce? Your runs against a published table column (--published FILE
     --column NAME: per game and aggregate verdicts) or against published per-seed runs
     imported from openrlbenchmark's cache (--orb DIR: equivalence at matching frames).
-    Exit 0 all consistent/PASS, 1 otherwise, 2 bad input or a protocol/budget mismatch."""
+    Exit 0 reproduced (no judged game HIGHER/LOWER after Holm) or PASS, 1 otherwise, 2 bad
+    input or a protocol/budget mismatch."""
 
     runs: tuple[Path, ...]
     """Your run/sweep folders (searched for manifest.json)."""
@@ -156,6 +157,9 @@ class Reproduce(RunFilter):
     """Compare runs made under another env protocol (every line says so)."""
     allow_budget_mismatch: bool = False
     """Compare runs with another frame budget ("at N frames against 200M" on every line)."""
+    assume_equal_spread: bool = False
+    """Vouch that your runs share the published spread, so a game with one seed of yours
+    may be judged (refused otherwise: a faithful reproduction would fail ~17% of the time)."""
     reps: int = AGGREGATE_REPS
     """Bootstrap replicates of the aggregate CIs."""
     seed: int = 0
@@ -180,7 +184,8 @@ class Reproduce(RunFilter):
                                absolute_margin=self.absolute_margin,
                                allow_protocol_mismatch=self.allow_protocol_mismatch,
                                allow_budget_mismatch=self.allow_budget_mismatch,
-                               last_n=self.last_n, reps=self.reps, seed=self.seed)
+                               last_n=self.last_n, reps=self.reps, seed=self.seed,
+                               assume_equal_spread=self.assume_equal_spread)
             print("\n".join(res.lines()))
             print_warnings(res.warnings)
             if self.out:

@@ -14,6 +14,7 @@ from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
 from analysis.verdicts.compare import equivalence_verdicts
 from analysis.verdicts.gate import DEFAULT_WORST, gate
+from analysis.verdicts.regression import ReferenceSpread
 from runrecord import Run
 
 
@@ -82,6 +83,17 @@ class Regression(RunFilter, ScoreOptions):
     layout either side ran."""
     confidence: float = 0.95
     """One-sided confidence level of the lower bound."""
+    reference_sd: float | None = None
+    """With a published reference number: its sd (ddof=1) over its seeds, e.g. the
+    table's '± sd' in the same units. The number's own noise then enters the bound."""
+    reference_seeds: int | None = None
+    """With a published reference number: how many seeds its mean is over (3 in the
+    paper's tables)."""
+    reference_exact: bool = False
+    """Take a reference number as exact (a fixed threshold with no noise of its own)."""
+    assume_equal_spread: bool = False
+    """Vouch that both sides share one per-seed spread, so a side with one seed may
+    borrow the other's variance (refused otherwise: the rate holds only then)."""
     worst: int = DEFAULT_WORST
     """Games listed in the per-game breakdown (worst new - reference first)."""
     json_out: Path | None = None
@@ -103,7 +115,9 @@ class Regression(RunFilter, ScoreOptions):
         out = gate(new, reference, delta=self.delta, metric=self.metric,
                    layouts=self.layout or None, confidence=self.confidence,
                    last_n=self.last_n, normalisers=parse_normalisers(self.normaliser),
-                   allow_protocol_mismatch=self.allow_protocol_mismatch)
+                   allow_protocol_mismatch=self.allow_protocol_mismatch,
+                   spread=ReferenceSpread(self.reference_sd, self.reference_seeds,
+                                          self.reference_exact, self.assume_equal_spread))
         print_warnings(out.warnings)
         print("\n".join(out.lines(self.worst)))
         if self.json_out:

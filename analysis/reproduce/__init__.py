@@ -4,14 +4,18 @@
 names below are the layer's face: callers import them from analysis.reproduce.
 """
 
-from analysis.reproduce.published import (
+from analysis.reproduce.judge import (
     CONSISTENT,
-    DEFAULT_ABSOLUTE_MARGIN,
-    DEFAULT_RELATIVE_MARGIN,
     HIGHER,
     INCONCLUSIVE,
     LOWER,
-    POWER_SIMULATIONS,
+    NOT_LEARNED,
+    judge,
+    reproduced,
+)
+from analysis.reproduce.published import (
+    DEFAULT_ABSOLUTE_MARGIN,
+    DEFAULT_RELATIVE_MARGIN,
     PUBLISHED_SEEDS,
     VERDICTS,
     Aggregate,
@@ -21,17 +25,12 @@ from analysis.reproduce.published import (
     UserScores,
     aggregate,
     budget_against,
-    compare_game,
-    detectable_shift,
+    compare_games,
     figure_points,
-    game_margin,
-    game_verdict,
     match_game,
-    power_consistent,
     published_column,
     reproduce,
     user_scores,
-    welch_from_summary,
 )
 from analysis.reproduce.runs import (
     RunsComparison,
@@ -44,6 +43,14 @@ from analysis.reproduce.section import (
     report_assets,
     write_published_comparison,
     write_runs_comparison,
+)
+from analysis.reproduce.summary_stats import (
+    POWER_SIMULATIONS,
+    detectable_shift,
+    game_margin,
+    game_verdict,
+    power_consistent,
+    welch_from_summary,
 )
 
 __all__ = [
@@ -68,7 +75,10 @@ __all__ = [
     "VERDICTS",
     "aggregate",
     "budget_against",
-    "compare_game",
+    "compare_games",
+    "judge",
+    "reproduced",
+    "NOT_LEARNED",
     "detectable_shift",
     "equivalence_power_note",
     "figure_points",

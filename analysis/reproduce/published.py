@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N, PublishedTable, RunSet, load_published_table
@@ -42,13 +41,27 @@ from analysis.inputs.protocol import (
     check_paper_protocol,
     run_frame_budget,
 )
+from analysis.reproduce.judge import (
+    CONSISTENT,
+    HIGHER,
+    INCONCLUSIVE,
+    LOWER,
+    MAX_SEEDS_ADVICE,
+    NOT_LEARNED,
+    judge,
+    reproduced,
+)
+from analysis.reproduce.summary_stats import (
+    detectable_shift,
+    power_consistent,
+)
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
 from analysis.scoring.replicates import SeedValues, collapse_seed_copies
 from analysis.scoring.scores import scores_by_group
 from analysis.scoring.tables import TableData
 from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES, iqm
-from analysis.stats.welch import WelchInterval, t_quantile, tost_passes
+from analysis.stats.welch import WelchInterval
 from runrecord import Run
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
@@ -60,14 +73,8 @@ DEFAULT_RELATIVE_MARGIN = 0.25
 DEFAULT_ABSOLUTE_MARGIN = 0.1
 """... but never below 0.1 HNS (games where agents stay near the random score)."""
 
-CONSISTENT = "CONSISTENT"
-HIGHER = "HIGHER"
-LOWER = "LOWER"
-INCONCLUSIVE = "INCONCLUSIVE"
-VERDICTS = (CONSISTENT, HIGHER, LOWER, INCONCLUSIVE)
+VERDICTS = (CONSISTENT, HIGHER, LOWER, INCONCLUSIVE, NOT_LEARNED)
 
-POWER_SIMULATIONS = 5_000
-"""Draws behind each P(consistent if equal): Monte Carlo sd <= 0.007."""
 
 
 # ---------------------------------------------------------------- published column
@@ -124,91 +131,6 @@ def match_game(name: str, games: Sequence[str]) -> str:
     raise AnalysisError(f"unknown game {name!r}: not in the published table"
                         + (f"; nearest matches: {', '.join(close)}" if close else
                            f" ({len(games)} games, e.g. {', '.join(games[:3])})"))
-
-
-# ---------------------------------------------------------------- the statistics
-
-def welch_from_summary(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float,
-                       n_b: int) -> WelchInterval:
-    """Welch interval of mean_a - mean_b from summary statistics (sample sds, ddof=1).
-
-    A side with n = 1 has no spread estimate: its variance is taken to be the other
-    side's (the single value is judged against the other side's spread: a prediction
-    interval) and df = the other side's n - 1. Zero spread on both sides gives a CI of
-    width 0.
-    """
-    if n_a < 1 or n_b < 1:
-        raise AnalysisError(f"need at least one value per side, got {n_a} and {n_b}")
-    if n_a == 1 and n_b == 1:
-        raise AnalysisError("one value on each side: no spread estimate at all")
-    va = sd_b**2 if n_a == 1 else sd_a**2
-    vb = sd_a**2 if n_b == 1 else sd_b**2
-    sa, sb = va / n_a, vb / n_b
-    diff = float(mean_a - mean_b)
-    se = math.sqrt(sa + sb)
-    if se == 0:
-        return WelchInterval(diff, 0.0, math.inf, (diff, diff), (diff, diff), n_a, n_b,
-                             float(mean_a), float(mean_b))
-    if n_a == 1 or n_b == 1:
-        df = float(max(n_a, n_b) - 1)
-    else:
-        df = (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
-    t90, t95 = float(stats.t.ppf(0.95, df)), float(stats.t.ppf(0.975, df))
-    return WelchInterval(diff, se, df, (diff - t90 * se, diff + t90 * se),
-                         (diff - t95 * se, diff + t95 * se), n_a, n_b, float(mean_a),
-                         float(mean_b))
-
-
-def game_verdict(w: WelchInterval, margin: float) -> str:
-    """CONSISTENT when the 90% CI is inside (-margin, +margin); else HIGHER/LOWER when
-    the 95% CI excludes 0; else INCONCLUSIVE."""
-    if margin <= 0:
-        raise AnalysisError(f"margin must be > 0, got {margin}")
-    lo90, hi90 = w.ci90
-    if -margin < lo90 and hi90 < margin:
-        return CONSISTENT
-    if w.ci95[0] > 0:
-        return HIGHER
-    if w.ci95[1] < 0:
-        return LOWER
-    return INCONCLUSIVE
-
-
-def game_margin(published_hns: float, relative: float, absolute: float) -> float:
-    """The per-game margin in HNS: max(relative x |published HNS|, absolute)."""
-    return max(relative * abs(published_hns), absolute)
-
-
-def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
-                     true_diff: float = 0.0, sims: int = POWER_SIMULATIONS,
-                     seed: int = 0) -> float:
-    """P(CONSISTENT) when the true difference is `true_diff` and both sides' seeds have
-    sd `sd`: simulated draws decided by the verdicts' own vectorised TOST core
-    (analysis.verdicts.tost_passes, as the seed planner does); one user seed borrows the
-    published spread, as welch_from_summary does."""
-    if sd == 0:
-        return float(abs(true_diff) < margin)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    mine = rng.normal(true_diff, sd, (sims, n_user))
-    published = rng.normal(0.0, sd, (sims, n_published))
-    if n_user >= 2:
-        return float(np.mean(tost_passes(mine, published, margin)))
-    # One user seed: se from the published sd alone, df = n_published - 1.
-    diff = mine[:, 0] - published.mean(axis=1)
-    se = published.std(axis=1, ddof=1) * math.sqrt(1 + 1 / n_published)
-    half = t_quantile(0.95, n_published - 1) * se
-    return float(np.mean((diff - half > -margin) & (diff + half < margin)))
-
-
-def detectable_shift(sd: float, n_user: int, n_published: int, power: float = 0.8) -> float:
-    """Smallest true |difference| flagged HIGHER/LOWER with probability `power` (normal
-    approximation of the Welch test at 5% two-sided, df of equal spreads)."""
-    if sd == 0:
-        return 0.0
-    n_a = max(n_user, 1)
-    se = sd * math.sqrt(1 / n_a + 1 / n_published)
-    df = (n_published - 1) if n_user == 1 else (n_user + n_published - 2)
-    return float((stats.t.ppf(0.975, df) + stats.t.ppf(power, df)) * se)
 
 
 # ---------------------------------------------------------------- the user's runs
@@ -339,10 +261,18 @@ class ReproduceResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if all(g.verdict == CONSISTENT for g in self.games) else EXIT_FAILED
+        return EXIT_OK if self.reproduced else EXIT_FAILED
+
+    @property
+    def reproduced(self) -> bool:
+        """No judged game HIGHER or LOWER after Holm (analysis.reproduce.judge)."""
+        return bool(reproduced(np.array([g.verdict for g in self.games])))
 
     def game_line(self, g: GameResult) -> str:
         w = g.welch
+        if g.verdict == NOT_LEARNED:
+            return (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS vs "
+                    f"published {g.published_hns:.3f}" + "".join(f"; {n}" for n in g.notes))
         line = (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS "
                 f"({len(g.seeds)} seed{'s' if len(g.seeds) != 1 else ''}) vs published "
                 f"{g.published_hns:.3f} ({g.published_n} seeds); diff {w.diff:+.3f} "
@@ -357,13 +287,16 @@ class ReproduceResult:
             rows.append([
                 g.game, f"{g.published_mean:.1f} ± {g.published_sd:.1f}", g.published_n,
                 len(g.seeds), _seed_text(g), f"{g.published_hns:.3f}", f"{g.user_hns:.3f}",
-                f"{w.diff:+.3f} [{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]", f"{g.margin:.3f}",
+                f"{w.diff:+.3f} [{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"
+                if g.verdict != NOT_LEARNED else "n/a (not judged)",
+                f"{g.margin:.3f}" if g.verdict != NOT_LEARNED else "n/a",
                 f"{g.power:.0%}", g.verdict + self.budget_text])
         return TableData(
             "reproduce_per_game",
             f"Yours ({self.system}) vs published '{self.published.column}' "
             f"({self.published.table.name}){self.budget_text}: raw final score per seed, "
-            "HNS difference with its Welch 95% CI, margin and verdict per game",
+            "HNS difference with its moderated 95% CI (spread shared across games), "
+            "margin and verdict per game",
             ["game", "published mean ± sd (ddof=1)", "published seeds", "your seeds",
              "your finals (seed: score)", "published HNS", "your HNS",
              "diff HNS [95% CI]", "margin", "P(consistent if equal)", "verdict"], rows)
@@ -390,9 +323,15 @@ class ReproduceResult:
 
     def summary_line(self) -> str:
         c = self.counts
+        judged = len(self.games) - c[NOT_LEARNED]
+        head = "REPRODUCED" if self.reproduced else "NOT REPRODUCED"
         return (f"reproduce {self.system} vs '{self.published.column}'{self.budget_text}: "
-                f"{c[CONSISTENT]} consistent, {c[HIGHER]} higher, {c[LOWER]} lower, "
-                f"{c[INCONCLUSIVE]} inconclusive of {len(self.games)} game(s)")
+                f"{head}; {c[CONSISTENT]} consistent, {c[HIGHER]} higher, {c[LOWER]} lower, "
+                f"{c[INCONCLUSIVE]} inconclusive of {judged} judged game(s), "
+                f"{c[NOT_LEARNED]} not learned by the published agent (not judged). "
+                "'Reproduced' means no judged game is HIGHER or LOWER after Holm over the "
+                "judged games (a faithful reproduction is flagged somewhere at most 5% of "
+                "the time); CONSISTENT games are shown within their margin")
 
     def lines(self) -> list[str]:
         """What `python -m analysis reproduce --published` prints: the table, a line per
@@ -418,9 +357,10 @@ class ReproduceResult:
             "elsewhere INCONCLUSIVE is the expected answer even for a faithful "
             "reproduction: more of your seeds or a wider margin (--relative-margin) help; "
             "the published side stays at 3 seeds.",
-            "HIGHER / LOWER: the 95% CI excludes 0 (about 5% of truly equal games are "
-            "flagged by chance: expect ~1 in 20 over many games). With 3 published seeds "
-            "only large shifts are detected (see 'detectable_shift_hns' in the JSON).",
+            "HIGHER / LOWER: significant after Holm over the judged games, with each game's "
+            "spread shared with the others' (moderated t): the chance that a faithful "
+            "reproduction gets any flag is at most 5%. Only large shifts are flagged with "
+            "3 published seeds (see 'detectable_shift_hns' in the JSON).",
         ]
 
     def as_dict(self) -> dict[str, Any]:
@@ -450,32 +390,67 @@ def _seed_text(g: GameResult) -> str:
                      for s, v, c in zip(g.seeds, g.finals, g.copies, strict=True))
 
 
-def compare_game(game: str, values: SeedValues, pub: PublishedColumn, *,
-                 relative: float, absolute: float) -> GameResult:
-    norm = get_normaliser(game)
-    j = pub.index(game)
-    scale = norm.high - norm.low
-    finals = values.values[:, 0]
-    user_hns = norm(finals)
-    pub_hns = float(norm(pub.mean[j]))
-    pub_sd_hns = float(pub.sd[j] / abs(scale))
-    n_user = len(finals)
-    sd_user = float(np.std(user_hns, ddof=1)) if n_user > 1 else math.nan
-    w = welch_from_summary(float(np.mean(user_hns)), sd_user, n_user, pub_hns, pub_sd_hns,
-                           pub.n_seeds)
-    margin = game_margin(pub_hns, relative, absolute)
-    notes = []
-    if n_user == 1:
-        notes.append("1 seed: its spread is taken to be the published one")
-    if values.n_runs != values.n_seeds:
-        notes.append(f"{values.n_runs} runs are {values.n_seeds} seeds (layout copies "
-                     "averaged per seed)")
-    return GameResult(
-        game, float(pub.mean[j]), float(pub.sd[j]), pub.n_seeds, list(values.seeds),
-        list(values.copies), [float(v) for v in finals], pub_hns, float(np.mean(user_hns)),
-        w, margin, game_verdict(w, margin),
-        power_consistent(pub_sd_hns, n_user, pub.n_seeds, margin),
-        detectable_shift(pub_sd_hns, n_user, pub.n_seeds), notes)
+def compare_games(user: UserScores, pub: PublishedColumn, *, relative: float,
+                  absolute: float, assume_equal_spread: bool = False) -> list[GameResult]:
+    """Every game's verdict at once (analysis.reproduce.judge: the moderated spread and
+    Holm need all games)."""
+    games = sorted(user.per_game)
+    rows = []
+    for game in games:
+        norm, j = get_normaliser(game), pub.index(game)
+        hns = norm(user.per_game[game].values[:, 0])
+        rows.append((float(np.mean(hns)), float(np.std(hns, ddof=1)) if len(hns) > 1
+                     else math.nan, len(hns), float(norm(pub.mean[j])),
+                     float(pub.sd[j] / abs(norm.high - norm.low))))
+    um, usd, n, ph, psd = (np.array(c) for c in zip(*rows, strict=True))
+    jd = judge(um, usd, n.astype(int), ph, psd, pub.n_seeds, relative=relative,
+               absolute=absolute, assume_equal_spread=assume_equal_spread)
+    lo90, hi90 = jd.ci(0.90)
+    lo95, hi95 = jd.ci(0.95)
+    judged = int(jd.learned.sum())
+    out = []
+    for i, game in enumerate(games):
+        values, j = user.per_game[game], pub.index(game)
+        w = WelchInterval(float(jd.diff[i]), float(jd.se[i]), float(jd.df[i]),
+                          (float(lo90[i]), float(hi90[i])), (float(lo95[i]), float(hi95[i])),
+                          int(n[i]), pub.n_seeds, float(um[i]), float(ph[i]))
+        verdict, margin = str(jd.verdict[i]), float(jd.margin[i])
+        notes = game_notes(verdict, w, margin, float(jd.p[i]), int(jd.seeds_needed[i])
+                           if np.isfinite(jd.seeds_needed[i]) else -1, judged)
+        if values.n_runs != values.n_seeds:
+            notes.append(f"{values.n_runs} runs are {values.n_seeds} seeds (layout copies "
+                         "averaged per seed)")
+        out.append(GameResult(
+            game, float(pub.mean[j]), float(pub.sd[j]), pub.n_seeds, list(values.seeds),
+            list(values.copies), [float(v) for v in values.values[:, 0]], float(ph[i]),
+            float(um[i]), w, margin, verdict,
+            power_consistent(float(psd[i]), int(n[i]), pub.n_seeds, margin),
+            detectable_shift(float(psd[i]), int(n[i]), pub.n_seeds), notes))
+    return out
+
+
+def game_notes(verdict: str, w: WelchInterval, margin: float, p: float, seeds: int,
+               judged: int) -> list[str]:
+    """Why a game got its verdict, in words."""
+    if verdict == NOT_LEARNED:
+        return ["the published agent did not learn this game (not clearly above the "
+                "random score): not judged, not in the headline"]
+    if verdict in (HIGHER, LOWER):
+        return [f"p = {p:.2g}, significant after Holm over {judged} judged games"]
+    if verdict == CONSISTENT:
+        if w.ci95[0] > 0 or w.ci95[1] < 0:
+            return ["differs from the published score (95% CI excludes 0), but inside the "
+                    "margin"]
+        return []
+    half = (w.ci90[1] - w.ci90[0]) / 2
+    why = (f"INCONCLUSIVE: the 90% CI (half-width {half:.3f}) is wider than the margin "
+           f"{margin:.3f} allows, and no difference is significant after Holm")
+    if seeds < 0 or seeds > MAX_SEEDS_ADVICE:
+        return [why + f"; a 90% half-width of half the margin is out of reach even with "
+                f"{MAX_SEEDS_ADVICE} of your seeds: the published side's own seeds are too "
+                "noisy at this margin"]
+    return [why + f"; about {seeds} of your seeds would settle it at the published spread "
+            "(a 90% half-width of half the margin)"]
 
 
 def aggregate(user: UserScores, pub: PublishedColumn, *, reps: int, seed: int
@@ -515,6 +490,7 @@ def reproduce(
     last_n: int = DEFAULT_LAST_N,
     reps: int = 50_000,
     seed: int = 0,
+    assume_equal_spread: bool = False,
 ) -> ReproduceResult:
     """Compare the runs of `runset` with `published`, game by game and in aggregate.
 
@@ -535,8 +511,8 @@ def reproduce(
     budget, budget_warnings = check_frame_budget(chosen, PAPER_FRAMES,
                                                  allow_mismatch=allow_budget_mismatch)
     warnings += budget_warnings
-    results = [compare_game(g, user.per_game[g], published, relative=relative_margin,
-                            absolute=absolute_margin) for g in sorted(user.per_game)]
+    results = compare_games(user, published, relative=relative_margin,
+                            absolute=absolute_margin, assume_equal_spread=assume_equal_spread)
     agg, agg_warnings = aggregate(user, published, reps=reps, seed=seed)
     warnings += agg_warnings
     return ReproduceResult(published, user.system, results, agg, relative_margin,

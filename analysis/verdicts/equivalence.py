@@ -8,7 +8,9 @@ the per-seed value is the IQM over games of the final normalised score (and, sep
 of the normalised AUC) of that seed; with one game it is that game's score. For each of
 the two metrics, Welch's t gives the mean difference A - B with Welch-Satterthwaite df.
 - PASS (equivalent): both 90% CIs lie inside (-delta, +delta) (two one-sided tests at 5%);
-- DIFFERENT: otherwise, when a 95% CI excludes 0;
+- DIFFERENT: otherwise, when a metric's two-sided CI at 1 - 0.05 / (number of metrics)
+  excludes 0 (Bonferroni: the two metrics share the 5% false-alarm rate; a 95% CI per
+  metric said DIFFERENT 7-9% of the time with no true difference);
 - INCONCLUSIVE: otherwise.
 "Bitwise identical" is reported besides when every paired record matches exactly.
 """
@@ -25,7 +27,7 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
-from analysis.stats.welch import WelchInterval, welch_interval
+from analysis.stats.welch import WelchInterval, t_quantile, welch_interval
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from runrecord import Run, schema
 from runrecord.exits import EXIT_FAILED, EXIT_OK
@@ -37,24 +39,40 @@ from runrecord.exits import EXIT_FAILED, EXIT_OK
 # needs about 0.20 (`python -m analysis plan-seeds --sd 0.063`, docs/analysis.md).
 DEFAULT_DELTA = 0.16
 
+DIFFERENT_ALPHA = 0.05
+"""False-DIFFERENT rate at no difference, shared by the metrics tested together."""
+
 PASS = "PASS"
 DIFFERENT = "DIFFERENT"
 INCONCLUSIVE = "INCONCLUSIVE"
 REGRESSION = "REGRESSION"
 
 
-def tost_verdict(intervals: Sequence[WelchInterval], delta: float) -> str:
-    """PASS when every 90% CI is inside (-delta, delta); DIFFERENT when a 95% CI excludes
-    0; INCONCLUSIVE otherwise (including undecidable intervals)."""
+def tost_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float
+                  ) -> np.ndarray:
+    """Vectorised verdict over metrics tested together: diff, se, df of shape
+    (metrics, ...) -> verdict strings (...). PASS when every metric's 90% CI is inside
+    (-delta, delta) (intersection-union: no correction needed); DIFFERENT when a metric's
+    (1 - 0.05 / metrics) CI excludes 0 (Bonferroni over the metrics); INCONCLUSIVE otherwise
+    (including undefined intervals, se nan). `tost_verdict` and the calibration suite
+    (analysis.calibration) both decide through it."""
     if delta <= 0:
         raise AnalysisError(f"equivalence margin delta must be > 0, got {delta}")
-    if any(math.isnan(w.ci90[0]) for w in intervals):
-        return INCONCLUSIVE
-    if all(-delta < w.ci90[0] and w.ci90[1] < delta for w in intervals):
-        return PASS
-    if any(w.ci95[0] > 0 or w.ci95[1] < 0 for w in intervals):
-        return DIFFERENT
-    return INCONCLUSIVE
+    diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
+    undefined = np.isnan(se).any(axis=0)
+    with np.errstate(invalid="ignore"):
+        h90 = t_quantile(0.95, df) * se
+        h95 = t_quantile(1 - DIFFERENT_ALPHA / 2 / diff.shape[0], df) * se
+        inside = ((-delta < diff - h90) & (diff + h90 < delta)).all(axis=0)
+        excludes = ((diff - h95 > 0) | (diff + h95 < 0)).any(axis=0)
+    out = np.where(inside, PASS, np.where(excludes, DIFFERENT, INCONCLUSIVE))
+    return np.where(undefined, INCONCLUSIVE, out)
+
+
+def tost_verdict(intervals: Sequence[WelchInterval], delta: float) -> str:
+    """`tost_verdicts` of the metrics' Welch intervals (one verdict)."""
+    arr = np.array([[w.diff, w.se, w.df] for w in intervals], dtype=np.float64)
+    return str(tost_verdicts(arr[:, 0], arr[:, 1], arr[:, 2], delta))
 
 
 # ---------------------------------------------------------------- bitwise identity

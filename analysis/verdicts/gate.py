@@ -30,6 +30,7 @@ from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
 from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import (
+    ReferenceSpread,
     RegressionResult,
     check_same_games,
     regression,
@@ -122,12 +123,15 @@ def gate(
     last_n: int = DEFAULT_LAST_N,
     normalisers: Mapping[str, tuple[float, float]] | None = None,
     allow_protocol_mismatch: bool = False,
+    spread: ReferenceSpread = ReferenceSpread(),
 ) -> GateOutcome:
     """The regression gate of `new` against `reference` (run records, or a published
     number in the same normalised units); checks and their order in the module docstring.
     layouts: the selected layouts (runs on others are ignored); None: every layout either
     side ran (the new side's against a published number).
-    delta None: the suite's margin (analysis.verdicts.margins)."""
+    delta None: the suite's margin (analysis.verdicts.margins). spread: what the user
+    vouches for where a spread is unknown (a published number's sd and seeds, or exact;
+    equal spreads for a one-seed side): analysis.verdicts.regression.ReferenceSpread."""
     if metric not in GATE_METRICS:
         raise AnalysisError(f"regression metric {metric!r}; valid: {', '.join(GATE_METRICS)}")
     score, seed_metric = GATE_METRICS[metric]
@@ -155,13 +159,13 @@ def gate(
         res = regression_gate(_chosen(new_groups, selected), _chosen(ref_groups, selected),
                               m.value, confidence=confidence, score=score,
                               margin=m.describe(), metric=SEED_METRICS[seed_metric],
-                              metric_name=seed_metric)
+                              metric_name=seed_metric, spread=spread)
     else:  # a published number: one-sample bound on the new seeds
         selected = list(layouts) if layouts is not None else sorted(new_groups)
         _check_layouts(new_groups, selected, "new runs", system, _games(new), warnings)
         seeds = collapse_seed_copies(_chosen(new_groups, selected), "new", attr=score)
         res = regression(SEED_METRICS[seed_metric](seeds.values, seeds.tasks),
-                         float(reference), m.value, confidence)
+                         float(reference), m.value, confidence, spread)
         res.new_seeds, res.margin, res.games = seeds.describe(), m.describe(), seeds.tasks
         res.metric = seed_metric
     res.notes += notes

@@ -14,30 +14,50 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
-from analysis.stats.welch import t_quantile, welch_stats
+from analysis.stats.welch import t_quantile, welch_df, welch_stats
 from analysis.verdicts.equivalence import PASS, REGRESSION
+from analysis.verdicts.per_game import (
+    MEAN_MARGIN,
+    RELATIVE_MARGIN,
+    mean_relative_drop,
+    per_game_drops,
+)
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 # ---------------------------------------------------------------- regression gate
 
-WELCH = "Welch (both sides' variances)"
-REFERENCE_SIDE = "reference-side variance (1 new seed; assumes equal spread)"
-NEW_SIDE = "new-side variance (1 reference seed; assumes equal spread)"
-ONE_SAMPLE = "one-sample t (new seeds' variance; published reference number)"
+WELCH = "Welch (both sides' variances; Hsu df when the seed counts differ)"
+REFERENCE_SIDE = ("reference-side variance (1 new seed; equal spread vouched for by "
+                  "--assume-equal-spread: the rate holds only then)")
+NEW_SIDE = ("new-side variance (1 reference seed; equal spread vouched for by "
+            "--assume-equal-spread: the rate holds only then)")
+PUBLISHED = "Welch against a published mean ± sd of its seeds (Hsu df)"
+ONE_SAMPLE = ("one-sample t (new seeds' variance; the reference number taken as exact, "
+              "--reference-exact)")
+
+ONE_SEED_REFUSAL = (
+    "a side with one seed has no spread of its own; borrowing the other side's is exact "
+    "only at equal spreads (at twice the spread a true drop of delta passes 12-19% of the "
+    "time, not 5%). Run >= 2 seeds on each side, or vouch that both sides share one "
+    "spread with --assume-equal-spread")
+BARE_NUMBER_REFUSAL = (
+    "a published reference is itself the mean of a few seeds: taking it as exact passes a "
+    "true drop of delta up to 20-30% of the time. Give its spread and seed count "
+    "(--reference-sd, --reference-seeds: e.g. the table's '± sd' and 3), or "
+    "--reference-exact if the number is a fixed threshold with no noise")
 
 
-def regression_variance(n_new: int, n_ref: int) -> str:
+def regression_variance(n_new: int, n_ref: int, *, assume_equal_spread: bool = False,
+                        reference_exact: bool = False) -> str:
     """Which variance the gate uses for n_new vs n_ref independent seeds (n_ref 0: a
-    published number). Raises AnalysisError (exit 2) when no side has 2 seeds: without a
-    spread estimate no bound is sound, and a point bound would pass a true drop of delta
-    about half the time.
-
-    With one seed on one side, that side's variance is taken to be the other side's
-    (the same code on the same games: equal spread under the null), and
-    diff / (s_other * sqrt(1/n_new + 1/n_ref)) is Student t with n_other - 1 df: an exact
-    5% false-pass rate at a true drop of delta. Taking the lone side's variance as 0
-    (the old rule) passed a true drop of delta 14-31% of the time.
+    published number taken as exact). Raises AnalysisError (exit 2) for the cases whose
+    error rate the gate cannot keep:
+    - no side with 2 seeds (no spread estimate at all);
+    - one side with 1 seed, unless `assume_equal_spread` (then that side borrows the
+      other's variance: Student t with n_other - 1 df, exact only at equal spreads);
+    - a bare published number, unless `reference_exact` (use `published_lower_bound`
+      with the number's sd and seed count instead).
     """
     if n_new < 1:
         raise AnalysisError("regression needs at least one new seed")
@@ -46,37 +66,42 @@ def regression_variance(n_new: int, n_ref: int) -> str:
             raise AnalysisError(
                 "regression against a published number needs >= 2 new seeds (one value has "
                 "no spread estimate, so no confidence bound); run more seeds")
+        if not reference_exact:
+            raise AnalysisError(BARE_NUMBER_REFUSAL)
         return ONE_SAMPLE
     if n_new < 2 and n_ref < 2:
         raise AnalysisError(
             f"regression needs >= 2 independent seeds on at least one side to estimate the "
             f"spread; got {n_new} new and {n_ref} reference seed(s) (layout copies of one "
             f"seed count once); run more seeds")
-    if n_new < 2:
-        return REFERENCE_SIDE
-    if n_ref < 2:
-        return NEW_SIDE
+    if min(n_new, n_ref) < 2:
+        if not assume_equal_spread:
+            raise AnalysisError(f"{n_new} new vs {n_ref} reference seed(s): "
+                                + ONE_SEED_REFUSAL)
+        return REFERENCE_SIDE if n_new < 2 else NEW_SIDE
     return WELCH
 
 
 def regression_lower_bound(new: np.ndarray, reference: np.ndarray | float,
-                           confidence: float = 0.95
+                           confidence: float = 0.95, *, assume_equal_spread: bool = False,
+                           reference_exact: bool = False
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Vectorised gate: new (..., n), reference (..., m) per-seed values (or a published
-    number) -> (diff, lower, se, df), each (...): the one-sided `confidence` lower bound
-    of mean(new) - mean(reference), with the variance `regression_variance` names.
-    Zero spread gives lower = diff. The regression gate and the seed planner both call it."""
+    """Vectorised gate: new (..., n), reference (..., m) per-seed values (or a number
+    taken as exact) -> (diff, lower, se, df), each (...): the one-sided `confidence` lower
+    bound of mean(new) - mean(reference), with the variance `regression_variance` names
+    (which also refuses what the gate cannot decide). Zero spread gives lower = diff. The
+    regression gate, the seed planner and the calibration suite all call it."""
     new = np.asarray(new, dtype=np.float64)
     n = new.shape[-1]
     if np.ndim(reference) == 0:
-        regression_variance(n, 0)
+        regression_variance(n, 0, reference_exact=reference_exact)
         diff = new.mean(axis=-1) - float(reference)  # type: ignore[arg-type]
         se = new.std(axis=-1, ddof=1) / math.sqrt(n)
         df = np.full(diff.shape, n - 1.0)
     else:
         ref = np.asarray(reference, dtype=np.float64)
         m = ref.shape[-1]
-        kind = regression_variance(n, m)
+        kind = regression_variance(n, m, assume_equal_spread=assume_equal_spread)
         if kind == WELCH:
             diff, se, df = welch_stats(new, ref)
         else:
@@ -84,9 +109,78 @@ def regression_lower_bound(new: np.ndarray, reference: np.ndarray | float,
             diff = new.mean(axis=-1) - ref.mean(axis=-1)
             se = other.std(axis=-1, ddof=1) * math.sqrt(1 / n + 1 / m)
             df = np.full(diff.shape, other.shape[-1] - 1.0)
+    return diff, _lower(diff, se, df, confidence), se, df
+
+
+def _lower(diff: np.ndarray, se: np.ndarray, df: np.ndarray, confidence: float) -> np.ndarray:
     with np.errstate(invalid="ignore"):
-        lower = np.where(se > 0, diff - t_quantile(confidence, df) * se, diff)
-    return diff, lower, se, df
+        return np.where(se > 0, diff - t_quantile(confidence, df) * se, diff)
+
+
+def published_lower_bound(new: np.ndarray, published_mean: np.ndarray | float,
+                          published_sd: np.ndarray | float, published_n: int,
+                          confidence: float = 0.95
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised gate against a published mean ± sd (ddof=1) of `published_n` seeds:
+    new (..., n) -> (diff, lower, se, df). Welch from the summary (the published mean's
+    own noise enters), Hsu df when the seed counts differ (analysis.stats.welch)."""
+    new = np.asarray(new, dtype=np.float64)
+    n = new.shape[-1]
+    if n < 2 or published_n < 2:
+        raise AnalysisError(f"regression against a published mean ± sd needs >= 2 seeds on "
+                            f"each side; got {n} new and {published_n} published")
+    sd = np.asarray(published_sd, dtype=np.float64)
+    if np.any(~np.isfinite(sd)) or np.any(sd < 0):
+        raise AnalysisError(f"published sd must be finite and >= 0, got {published_sd}")
+    sa = new.var(axis=-1, ddof=1) / n
+    sb = sd**2 / published_n
+    diff = new.mean(axis=-1) - np.asarray(published_mean, dtype=np.float64)
+    se = np.sqrt(sa + sb)
+    df = welch_df(sa, sb, n, published_n)
+    return diff, _lower(diff, se, df, confidence), se, df
+
+
+def gate_against_published(new: np.ndarray, published_mean: np.ndarray | float,
+                           published_sd: np.ndarray | float, published_n: int,
+                           confidence: float = 0.95) -> np.ndarray:
+    """The lower bound of `published_lower_bound` (the calibration suite's entry)."""
+    return published_lower_bound(new, published_mean, published_sd, published_n,
+                                 confidence)[1]
+
+
+def metric_per_seed(values: np.ndarray, tasks: Sequence[str], metric: SeedMetric
+                    ) -> np.ndarray:
+    """`metric` of (..., seeds, games) score matrices -> (..., seeds)."""
+    values = np.asarray(values, dtype=np.float64)
+    flat = metric(values.reshape(-1, values.shape[-1]), tasks)
+    return np.asarray(flat, dtype=np.float64).reshape(values.shape[:-1])
+
+
+AGGREGATE_RULE = "aggregate"
+PER_GAME_RULE = "per-game"
+MEAN_RULE = "untrimmed mean"
+PER_GAME_MIN_GAMES = 2
+"""The per-game rule (analysis.verdicts.per_game) runs beside the aggregate from 2 games."""
+
+
+def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], delta: float,
+               *, confidence: float = 0.95, metric: SeedMetric = iqm_over_tasks,
+               new_metric_shift: float = 0.0) -> dict[str, np.ndarray]:
+    """Vectorised gate on (..., n, games) and (..., m, games) score matrices: {rule:
+    bool (...) True where that rule finds a REGRESSION}. The gate's verdict is REGRESSION
+    when any rule fires; `regression_gate` and the calibration suite decide through it.
+    new_metric_shift: added to the new side's per-seed metric (the calibration suite's
+    way to set a true difference of exactly that much in the metric's own units)."""
+    a = metric_per_seed(new, tasks, metric) + new_metric_shift
+    b = metric_per_seed(reference, tasks, metric)
+    _, lower, _, _ = regression_lower_bound(a, b, confidence)
+    out = {AGGREGATE_RULE: ~(lower > -delta)}
+    if len(tasks) >= PER_GAME_MIN_GAMES:
+        flagged, _, _ = per_game_drops(new, reference)
+        out[PER_GAME_RULE] = np.asarray(flagged.any(axis=-1))
+        if min(np.shape(new)[-2], np.shape(reference)[-2]) >= 2:
+            out[MEAN_RULE] = mean_relative_drop(new, reference, confidence=confidence)[0]
+    return out
 
 
 @dataclass
@@ -110,6 +204,9 @@ class RegressionResult:
     games: list[str] = field(default_factory=list)
     per_game: list[dict[str, Any]] = field(default_factory=list)  # worst first
     subject: str = ""  # what was gated, e.g. "cleanba-ppo on CartPole-v1 (2 layout(s), ...)"
+    rules: list[str] = field(default_factory=list)  # the rules that found a REGRESSION
+    flagged_games: list[dict[str, Any]] = field(default_factory=list)  # per-game rule
+    mean_relative_diff: float = math.nan  # untrimmed rule: new - reference mean relative
 
     @property
     def exit_code(self) -> int:
@@ -118,16 +215,32 @@ class RegressionResult:
     def line(self) -> str:
         new_seeds = self.new_seeds or f"{self.n_new} seeds"
         ref = (self.reference_seeds or f"{self.n_reference} seeds") if self.n_reference \
-            else "published number"
+            else "a number taken as exact"
         per_seed = "" if self.metric == "iqm" else f" ({self.metric} per seed)"
         for_subject = f" for {self.subject}" if self.subject else ""
+        fired = f" (rule: {', '.join(self.rules_text())})" if self.rules else ""
         return (
-            f"regression{per_seed}: {self.verdict}{for_subject}; new - reference = "
+            f"regression{per_seed}: {self.verdict}{fired}{for_subject}; new - reference = "
             f"{self.diff:+.4f}, one-sided "
             f"{self.confidence:.0%} lower bound {self.lower_bound:+.4f} vs -delta "
             f"{-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"
         )
+
+    def rules_text(self) -> list[str]:
+        out = []
+        for r in self.rules:
+            if r == PER_GAME_RULE:
+                games = ", ".join(f"{g['task']} {g['relative'] - 1:+.0%}"
+                                  for g in self.flagged_games)
+                out.append(f"per-game drop > {RELATIVE_MARGIN:.0%} (Holm over games, pooled "
+                           f"spread): {games}")
+            elif r == MEAN_RULE:
+                out.append(f"untrimmed mean relative score {self.mean_relative_diff:+.1%}, "
+                           f"its lower bound below -{MEAN_MARGIN:.0%}")
+            else:
+                out.append(f"{r} lower bound below -delta")
+        return out
 
     def game_lines(self, worst: int = 5) -> list[str]:
         """The `worst` games by new - reference (report detail: per game, 3 seeds cannot
@@ -142,20 +255,42 @@ class RegressionResult:
         return d
 
 
+@dataclass(frozen=True)
+class ReferenceSpread:
+    """How the gate may treat its inputs where spreads are unknown (the user vouches):
+    sd and seeds of a published reference number (its '± sd' and seed count), or
+    `exact` (the number is a fixed threshold); `equal_spread`: a one-seed side may
+    borrow the other side's variance."""
+
+    sd: float | None = None
+    seeds: int | None = None
+    exact: bool = False
+    equal_spread: bool = False
+
+    def check(self) -> None:
+        if (self.sd is None) != (self.seeds is None):
+            raise AnalysisError("give both --reference-sd and --reference-seeds (a published "
+                                "mean's spread and the seeds behind it)")
+        if self.sd is not None and self.exact:
+            raise AnalysisError("--reference-exact and --reference-sd contradict each other")
+
+
 def regression(
     new_scores: Sequence[float] | np.ndarray,
     reference_scores: Sequence[float] | np.ndarray | float,
     delta: float,
     confidence: float = 0.95,
+    spread: ReferenceSpread = ReferenceSpread(),
 ) -> RegressionResult:
     """PASS when the one-sided `confidence` lower bound of mean(new) - reference > -delta.
 
     new_scores: one value per INDEPENDENT seed of the new version (reduce layout copies
     first: analysis.scoring.replicates.collapse_seed_copies, or use `regression_gate`).
-    reference_scores: per-seed values of the reference or one published number.
-    Variance: `regression_variance` (Welch; the other side's variance when a side has
-    one seed; AnalysisError when neither side has two).
+    reference_scores: per-seed values of the reference, or one published number (with
+    `spread.sd` and `spread.seeds`: Welch against its own noise; or `spread.exact`).
+    Variance: `regression_variance` (which refuses, exit 2, what the gate cannot decide).
     """
+    spread.check()
     new = np.asarray(new_scores, dtype=np.float64).ravel()
     if len(new) == 0 or not np.all(np.isfinite(new)):
         raise AnalysisError("regression needs at least one finite new score")
@@ -163,21 +298,37 @@ def regression(
         raise AnalysisError(f"delta must be >= 0, got {delta}")
     if not 0.5 <= confidence < 1:
         raise AnalysisError(f"confidence must be in [0.5, 1), got {confidence}")
-    if np.ndim(reference_scores) == 0:
-        ref: np.ndarray | float = float(reference_scores)  # type: ignore[arg-type]
-        ref_mean, n_ref = float(ref), 0
+    if np.ndim(reference_scores) == 0 and spread.sd is not None:
+        ref_mean, n_ref = float(reference_scores), int(spread.seeds or 0)  # type: ignore[arg-type]
+        diff, lower, _, df = published_lower_bound(new, ref_mean, spread.sd, n_ref,
+                                                   confidence)
+        variance = PUBLISHED
     else:
-        ref = np.asarray(reference_scores, dtype=np.float64).ravel()
-        if len(ref) == 0 or not np.all(np.isfinite(ref)):
-            raise AnalysisError("reference has no (finite) scores")
-        ref_mean, n_ref = float(ref.mean()), len(ref)
-    variance = regression_variance(len(new), n_ref)
-    diff, lower, _, df = regression_lower_bound(new, ref, confidence)
+        if np.ndim(reference_scores) == 0:
+            ref: np.ndarray | float = float(reference_scores)  # type: ignore[arg-type]
+            ref_mean, n_ref = float(ref), 0
+        else:
+            ref = np.asarray(reference_scores, dtype=np.float64).ravel()
+            if len(ref) == 0 or not np.all(np.isfinite(ref)):
+                raise AnalysisError("reference has no (finite) scores")
+            ref_mean, n_ref = float(ref.mean()), len(ref)
+        variance = regression_variance(len(new), n_ref, assume_equal_spread=spread.equal_spread,
+                                       reference_exact=spread.exact)
+        diff, lower, _, df = regression_lower_bound(
+            new, ref, confidence, assume_equal_spread=spread.equal_spread,
+            reference_exact=spread.exact)
     verdict = PASS if float(lower) > -delta else REGRESSION
-    notes = [] if variance in (WELCH, ONE_SAMPLE) else [f"variance: {variance}"]
-    return RegressionResult(verdict, float(lower), float(diff), float(new.mean()), ref_mean,
-                            float(delta), float(confidence), len(new), n_ref, notes,
-                            variance=variance, df=float(df))
+    notes = [] if variance == WELCH else [f"variance: {variance}"]
+    if variance == PUBLISHED or (variance == ONE_SAMPLE and np.ndim(reference_scores) == 0):
+        notes.append("a published number has no per-game scores: only the aggregate rule "
+                     "is tested")
+    res = RegressionResult(verdict, float(lower), float(diff), float(new.mean()), ref_mean,
+                           float(delta), float(confidence), len(new), n_ref, notes,
+                           variance=variance, df=float(df),
+                           rules=[AGGREGATE_RULE] if verdict == REGRESSION else [])
+    if variance == PUBLISHED:
+        res.reference_seeds = f"published mean ± sd {spread.sd:g} of {n_ref} seeds"
+    return res
 
 
 def check_same_games(new: Sequence[str], reference: Sequence[str]) -> None:
@@ -204,11 +355,16 @@ def regression_gate(
     metric: SeedMetric = iqm_over_tasks,
     metric_name: str = "iqm",
     margin: str = "",
+    spread: ReferenceSpread = ReferenceSpread(),
 ) -> RegressionResult:
     """The regression gate on run records: each side's groups (e.g. a system's layouts)
     are reduced to ONE value per independent seed (the mean of its layout copies:
     analysis.scoring.replicates.collapse_seed_copies), then `metric` maps each seed's games to
-    one number and `regression` bounds the difference.
+    one number and `regression` bounds the difference (the aggregate rule). Beside it,
+    from 2 games, the per-game rule (analysis.verdicts.per_game): REGRESSION when any
+    game loses more than 25% of its reference score (pooled spread, Holm over games).
+    The verdict line names the rule(s) that fired. `spread`: what the user vouches for
+    (ReferenceSpread: equal spreads for a one-seed side).
 
     score: "final" or "auc". Both sides must cover the same games (AnalysisError naming
     the games each side lacks). The result lists per game new - reference, worst first.
@@ -219,7 +375,21 @@ def regression_gate(
     ref = collapse_seed_copies(reference_groups, "reference", attr=score)
     check_same_games(new.tasks, ref.tasks)
     res = regression(metric(new.values, new.tasks), metric(ref.values, ref.tasks), delta,
-                     confidence)
+                     confidence, spread)
+    if len(new.tasks) >= PER_GAME_MIN_GAMES:
+        flagged, _, relative = per_game_drops(new.values, ref.values)
+        res.flagged_games = [{"task": t, "relative": float(relative[j])}
+                             for j, t in enumerate(new.tasks) if flagged[j]]
+        if res.flagged_games:
+            res.verdict = REGRESSION
+            res.rules.append(PER_GAME_RULE)
+        if min(len(new.seeds), len(ref.seeds)) >= 2:
+            regressed, res.mean_relative_diff = (
+                float(x) for x in mean_relative_drop(new.values, ref.values,
+                                                      confidence=confidence))
+            if regressed:
+                res.verdict = REGRESSION
+                res.rules.append(MEAN_RULE)
     per_game: list[dict[str, Any]] = []
     for j, task in enumerate(new.tasks):
         a, b = new.values[:, j], ref.values[:, j]

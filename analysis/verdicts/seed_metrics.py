@@ -15,7 +15,7 @@ from analysis.stats.metrics import iqm
 def per_seed_iqm(values: np.ndarray) -> np.ndarray:
     """(seeds, tasks) -> (seeds,): IQM over tasks of each seed (the value itself for 1 task)."""
     values = np.asarray(values, dtype=np.float64)
-    return np.array([float(iqm(values[i : i + 1])) for i in range(values.shape[0])])
+    return np.asarray(iqm(values[:, None, :]), dtype=np.float64)
 
 
 SeedMetric = Callable[[np.ndarray, Sequence[str]], np.ndarray]

@@ -1,0 +1,79 @@
+"""One row of the calibration table: a verdict's rate in one scenario, with its Monte
+Carlo standard error and the bound it must keep (nominal + 3 MC SE), or the refusal that
+the verdict gave for that case.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+FALSE_PASS = "false pass at margin"
+FALSE_ALARM = "false alarm at 0"
+POWER = "power at margin/2"
+MC_SES = 3.0
+"""A cell keeps its bound when its rate <= nominal + MC_SES x the MC SE at the nominal."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    verdict: str  # e.g. "gate iqm", "equivalence", "reproduce game", "reproduce headline"
+    scenario: str  # e.g. "1 vs 3 seeds, sd ratio 2, normal"
+    rate: str  # FALSE_PASS, FALSE_ALARM, POWER, or a scenario-specific label
+    value: float  # nan when refused
+    sims: int
+    nominal: float | None = None  # the rate's nominal bound; None: no bound (power)
+    refused: str = ""  # the verdict's refusal (AnalysisError text) for this case
+
+    @property
+    def mc_se(self) -> float:
+        if math.isnan(self.value):
+            return math.nan
+        return math.sqrt(max(self.value * (1 - self.value), 1e-12) / self.sims)
+
+    @property
+    def bound(self) -> float | None:
+        if self.nominal is None:
+            return None
+        return self.nominal + MC_SES * math.sqrt(self.nominal * (1 - self.nominal) / self.sims)
+
+    @property
+    def ok(self) -> bool:
+        b = self.bound
+        return bool(self.refused) or b is None or self.value <= b
+
+    def row(self) -> list[str]:
+        if self.refused:
+            value, status = "refused", "ok (refused: exit 2)"
+        else:
+            value = f"{self.value:.3f} ± {self.mc_se:.3f}"
+            b = self.bound
+            status = "-" if b is None else (f"ok (<= {b:.3f})" if self.ok
+                                            else f"OUT (> {b:.3f})")
+        nominal = "-" if self.nominal is None else f"{self.nominal:.2f}"
+        return [self.verdict, self.scenario, self.rate, value, nominal, status]
+
+
+def rate_cell(verdict: str, scenario: str, rate: str, hits: np.ndarray | np.bool_,
+              nominal: float | None = None) -> Cell:
+    """The share of True in `hits` (one bool per simulated draw) as a Cell."""
+    hits = np.asarray(hits, dtype=bool).ravel()
+    return Cell(verdict, scenario, rate, float(hits.mean()), int(hits.size), nominal)
+
+
+def refused_cells(verdict: str, scenario: str, rates: list[tuple[str, float | None]],
+                  why: str, sims: int) -> list[Cell]:
+    """The cells of a case the verdict refuses (exit 2): one per rate."""
+    return [Cell(verdict, scenario, r, math.nan, sims, nominal, why) for r, nominal in rates]
+
+
+HEADER = ["verdict", "scenario", "rate", "estimate ± MC SE", "nominal", "bound"]
+
+
+def markdown(cells: list[Cell]) -> str:
+    """The table as markdown (docs/analysis.md)."""
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(c.row()) + " |" for c in cells]
+    return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""The calibration grid (full and reduced) and its result."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from analysis.calibration.cells import Cell, markdown
+from analysis.calibration.draws import COLLAPSE, NORMAL, T3
+from analysis.calibration.pairs import (
+    equivalence_pair_cells,
+    gate_pair_cells,
+    gate_published_cells,
+)
+from analysis.calibration.reproduce_cells import game_cells, headline_cells
+from analysis.calibration.suite import suite_gate_cells
+
+FULL_SIMS = 20_000
+REDUCED_SIMS = 4_000
+
+
+@dataclass(frozen=True)
+class Grid:
+    sims: int
+    new_seeds: tuple[int, ...]
+    reference_seeds: tuple[int, ...]
+    ratios: tuple[float, ...]
+    tails: tuple[tuple[int, int], ...]  # (n, m) pairs run with t3 and collapsed seeds
+    published_new: tuple[int, ...]
+    suite_seeds: tuple[tuple[int, int], ...]
+    reproduce_seeds: tuple[int, ...]
+    headline_sims: int
+
+
+FULL = Grid(FULL_SIMS, (1, 2, 3, 5, 10), (1, 3, 12), (0.5, 1.0, 2.0),
+            ((3, 3), (5, 5), (10, 10)), (2, 3, 5, 10), ((3, 3), (5, 5), (10, 10)),
+            (1, 2, 3, 5, 10), 4_000)
+REDUCED = Grid(REDUCED_SIMS, (1, 2, 3, 10), (1, 3, 12), (0.5, 2.0), ((3, 3),), (3, 10),
+               ((3, 3),), (1, 3, 10), 1_000)
+
+
+@dataclass
+class Calibration:
+    cells: list[Cell]
+    grid: Grid
+    seed: int
+    seconds: float
+
+    @property
+    def failures(self) -> list[Cell]:
+        return [c for c in self.cells if not c.ok]
+
+    def markdown(self) -> str:
+        return markdown(self.cells)
+
+    def summary(self) -> str:
+        bad = self.failures
+        bounded = sum(c.bound is not None and not c.refused for c in self.cells)
+        refused = sum(bool(c.refused) for c in self.cells)
+        return (f"calibration: {len(self.cells)} cells ({bounded} with a bound, {refused} "
+                f"refused), {len(bad)} out of bound; {self.grid.sims} draws per cell, seed "
+                f"{self.seed}, {self.seconds:.0f} s")
+
+
+def calibrate(reduced: bool = False, seed: int = 0) -> Calibration:
+    g = REDUCED if reduced else FULL
+    t0 = time.perf_counter()
+    cells: list[Cell] = []
+    for n in g.new_seeds:
+        for m in g.reference_seeds:
+            for r in g.ratios:
+                cells += gate_pair_cells(g.sims, n, m, r, NORMAL, seed)
+                cells += equivalence_pair_cells(g.sims, n, m, r, NORMAL, seed)
+    for n, m in g.tails:
+        for dist in (T3, COLLAPSE):
+            cells += gate_pair_cells(g.sims, n, m, 1.0, dist, seed)
+            cells += equivalence_pair_cells(g.sims, n, m, 1.0, dist, seed)
+    for n in g.published_new:
+        for r in g.ratios:
+            cells += gate_published_cells(g.sims, n, 3, r, seed)
+    for n, m in g.suite_seeds:
+        cells += suite_gate_cells(g.headline_sims, n, m, seed)
+    for n in g.reproduce_seeds:
+        cells += game_cells(g.headline_sims, n, seed)
+    for r in (0.5, 2.0):
+        cells += game_cells(g.headline_sims, 3, seed, ratio=r)
+    for n in g.reproduce_seeds:
+        cells += headline_cells(g.headline_sims, n, seed)
+    return Calibration(cells, g, seed, time.perf_counter() - t0)

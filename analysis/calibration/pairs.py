@@ -1,0 +1,127 @@
+"""Calibration of the per-seed verdicts (the regression gate and equivalence) on two
+sides of per-seed values: every simulated draw is decided by the verdicts' own
+vectorised cores (analysis.verdicts.regression.regression_lower_bound and
+gate_against_published, analysis.verdicts.equivalence.tost_verdicts over
+analysis.stats.welch.welch_stats).
+
+Units: the reference side's per-seed sd is 1 and the margin delta is 1 (rates at the
+margin do not depend on delta / sd; power does).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from analysis.calibration.cells import (
+    FALSE_ALARM,
+    FALSE_PASS,
+    POWER,
+    Cell,
+    rate_cell,
+    refused_cells,
+)
+from analysis.calibration.draws import NORMAL, rng_for, unit_noise
+from analysis.errors import AnalysisError
+from analysis.stats.welch import welch_stats
+from analysis.verdicts.equivalence import DIFFERENT, PASS, tost_verdicts
+from analysis.verdicts.regression import gate_against_published, regression_lower_bound
+
+DELTA = 1.0
+CONFIDENCE = 0.95
+NOMINAL = 0.05
+METRIC_CORRELATION = 0.5
+"""Correlation of the two equivalence metrics (final and AUC) per seed."""
+
+GATE_RATES = [(FALSE_PASS, NOMINAL), (FALSE_ALARM, None), (POWER, None)]
+EQUIVALENCE_RATES = [(FALSE_PASS, NOMINAL), (FALSE_ALARM, NOMINAL), (POWER, None)]
+
+
+def scenario_name(n_new: int, n_ref: int, ratio: float, dist: str) -> str:
+    tail = "" if dist == NORMAL else f", {dist}"
+    return f"{n_new} vs {n_ref} seeds, sd ratio {ratio:g}{tail}"
+
+
+def _sides(seed: int, key: tuple, sims: int, n_new: int, n_ref: int, ratio: float,
+           dist: str) -> tuple[np.ndarray, np.ndarray]:
+    """Noise of the new side (sd `ratio`) and of the reference (sd 1), mean 0."""
+    rng = rng_for(seed, *key)
+    return ratio * unit_noise(rng, dist, (sims, n_new)), unit_noise(rng, dist, (sims, n_ref))
+
+
+def gate_pair_cells(sims: int, n_new: int, n_ref: int, ratio: float, dist: str, seed: int,
+                    verdict: str = "gate (per-seed value)") -> list[Cell]:
+    """The gate at a true drop of delta (PASS is a false pass), at no difference
+    (REGRESSION is a false alarm; no nominal bound: the gate tests non-inferiority) and
+    at a drop of delta / 2 (P(PASS): power)."""
+    scen = scenario_name(n_new, n_ref, ratio, dist)
+    new, ref = _sides(seed, ("gate", n_new, n_ref, ratio, dist), sims, n_new, n_ref, ratio,
+                      dist)
+    out = []
+    for rate, shift, nominal in ((FALSE_PASS, -DELTA, NOMINAL), (FALSE_ALARM, 0.0, None),
+                                 (POWER, -DELTA / 2, None)):
+        try:
+            _, lower, _, _ = regression_lower_bound(new + shift, ref, CONFIDENCE)
+        except AnalysisError as e:
+            return refused_cells(verdict, scen, GATE_RATES, str(e), sims)
+        passed = lower > -DELTA
+        out.append(rate_cell(verdict, scen, rate, ~passed if rate == FALSE_ALARM else passed,
+                             nominal))
+    return out
+
+
+def gate_published_cells(sims: int, n_new: int, n_published: int, ratio: float, seed: int
+                         ) -> list[Cell]:
+    """The gate against a published number that is the mean of `n_published` seeds
+    (given as mean ± sd, as the paper's tables are)."""
+    verdict = "gate vs published mean ± sd"
+    scen = f"{n_new} new vs published {n_published}-seed mean ± sd, sd ratio {ratio:g}"
+    new, pub = _sides(seed, ("published", n_new, n_published, ratio), sims, n_new,
+                      n_published, ratio, NORMAL)
+    pub_mean, pub_sd = pub.mean(axis=1), pub.std(axis=1, ddof=1)
+    out = []
+    for rate, shift, nominal in ((FALSE_PASS, -DELTA, NOMINAL), (FALSE_ALARM, 0.0, None),
+                                 (POWER, -DELTA / 2, None)):
+        try:
+            lower = gate_against_published(new + shift, pub_mean, pub_sd, n_published,
+                                           CONFIDENCE)
+        except AnalysisError as e:
+            return refused_cells(verdict, scen, GATE_RATES, str(e), sims)
+        passed = lower > -DELTA
+        out.append(rate_cell(verdict, scen, rate, ~passed if rate == FALSE_ALARM else passed,
+                             nominal))
+    return out
+
+
+def equivalence_pair_cells(sims: int, n_a: int, n_b: int, ratio: float, dist: str,
+                           seed: int) -> list[Cell]:
+    """Equivalence on two correlated metrics (final and AUC): PASS at a difference of
+    delta on one metric (false pass), DIFFERENT at no difference (false alarm), PASS at
+    delta / 2 (power)."""
+    verdict = "equivalence (final + AUC)"
+    scen = scenario_name(n_a, n_b, ratio, dist)
+    rng = rng_for(seed, "equivalence", n_a, n_b, ratio, dist)
+    rho = METRIC_CORRELATION
+
+    def two(n: int, sd: float) -> tuple[np.ndarray, np.ndarray]:
+        z1, z2 = unit_noise(rng, dist, (sims, n)), unit_noise(rng, dist, (sims, n))
+        return sd * z1, sd * (rho * z1 + math.sqrt(1 - rho * rho) * z2)
+
+    a1, a2 = two(n_a, ratio)
+    b1, b2 = two(n_b, 1.0)
+    out = []
+    for rate, shift, nominal in ((FALSE_PASS, DELTA, NOMINAL), (FALSE_ALARM, 0.0, NOMINAL),
+                                 (POWER, DELTA / 2, None)):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            stats = [welch_stats(a1 + shift, b1), welch_stats(a2, b2)]
+        diff, se, df = (np.stack([s[i] for s in stats]) for i in range(3))
+        try:
+            verdicts = tost_verdicts(diff, se, df, DELTA)
+        except AnalysisError as e:
+            return refused_cells(verdict, scen, EQUIVALENCE_RATES, str(e), sims)
+        hits = verdicts == (DIFFERENT if rate == FALSE_ALARM else PASS)
+        out.append(rate_cell(verdict, scen, rate, hits, nominal))
+    return out
