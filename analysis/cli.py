@@ -87,6 +87,9 @@ class RecordArgs:
     allow_protocol_mismatch: bool = False
     """Pool or compare runs whose recorded env protocols differ (sticky actions, episode
     cap, ...); without it such runs are refused (exit 2). A warning says so."""
+    no_cache: bool = False
+    """Parse every record instead of using <results root>/.analysis-cache (same numbers;
+    the cache only saves time)."""
 
     def runset(self) -> RunSet:
         if self.last_n < 1:
@@ -95,7 +98,7 @@ class RecordArgs:
             raise AnalysisError(f"--points must be >= 2, got {self.points}")
         if not self.inputs and not self.orb:
             raise AnalysisError("give at least one run/sweep folder (or --orb DIR)")
-        rs = load_runs(self.inputs) if self.inputs else RunSet()
+        rs = load_runs(self.inputs, use_cache=not self.no_cache) if self.inputs else RunSet()
         cols = ColumnMap(self.step_column, self.return_column, self.time_column)
         for d in self.orb:
             if not Path(d).is_dir():
