@@ -35,13 +35,14 @@ from analysis.scoring.grouping import (
     labelled_groups,
 )
 from analysis.scoring.scores import DEFAULT_POINTS
-from analysis.scoring.tables import TableData, aggregate_table, ci_text, paper_table
-from analysis.stats.bootstrap import interval_estimates, probability_of_improvement_ci
+from analysis.scoring.tables import TableData, aggregate_table, paper_table
+from analysis.stats.bootstrap import interval_estimates
 from analysis.stats.metrics import AGGREGATES
 from analysis.verdicts.compare import compare_pairs
 from analysis.verdicts.gate import DEFAULT_WORST, gate
 from analysis.verdicts.margins import margin
 from analysis.verdicts.pairing import analysis_pairs
+from analysis.verdicts.poi_pairs import poi_table
 from analysis.verdicts.seedplan import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError, Run
@@ -176,6 +177,13 @@ class Aggregate(RecordArgs):
     """Bootstrap CI method."""
     out: Path | None = None
     """Folder for aggregates.md/.csv/.json (printed only when not given)."""
+    reference: str | None = None
+    """P(X > Y) of every group against this group (label or layout name); default the
+    smallest hardware, e.g. a0-l0-d1."""
+    pair: tuple[str, ...] = ()
+    """P(X > Y) only for these pairs, 'X vs Y' (labels or layout names). Repeatable."""
+    all_pairs: bool = False
+    """P(X > Y) for every ordered pair of groups (cost grows with the square of groups)."""
 
     def run(self) -> int:
         a = self.analysis()
@@ -191,19 +199,11 @@ class Aggregate(RecordArgs):
         for g, gs in groups.items():
             print(f"{g}: {len(gs.seeds)} independent seeds x {len(gs.tasks)} task(s) "
                   "(CIs resample seeds within each task)")
-        poi_rows = []
-        names = list(groups)
-        for x in names:
-            for y in names:
-                if x != y and groups[x].tasks == groups[y].tasks:
-                    iv = probability_of_improvement_ci(groups[x].final, groups[y].final,
-                                                       reps=self.reps, seed=self.seed,
-                                                       confidence=self.confidence,
-                                                       method=self.method)
-                    poi_rows.append([x, y, ci_text(iv)])
-        poi = TableData("probability_of_improvement", "P(X > Y) with CIs",
-                        ["X", "Y", "P(X > Y) [CI]"], poi_rows)
-        if poi_rows:
+        poi, which = poi_table(a, groups, reference=self.reference, named=self.pair,
+                               all_pairs=self.all_pairs, reps=self.reps, seed=self.seed,
+                               confidence=self.confidence, method=self.method)
+        print(f"P(X > Y) computed for {which}")
+        if poi.rows:
             print(poi.markdown())
         if self.out:
             table.write(self.out)
