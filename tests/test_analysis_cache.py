@@ -189,3 +189,23 @@ def test_no_cache_gives_identical_numbers_on_reference(options, tmp_path, capsys
     warm = _cli([command, str(ref), *rest], capsys)
     assert plain == cold == warm
     assert plain[1].strip()
+
+
+def test_harness_adds_each_finished_run(tmp_path):
+    from test_harness_local import harness, run_args, write_sweep
+
+    sweep = write_sweep(tmp_path, extra="fail-seeds = [2]")
+    root = tmp_path / "res"
+    harness(*run_args(sweep, root))
+    dirs = sorted((root / "fake" / "runs").iterdir())
+    assert len(dirs) == 3
+    for d in dirs:  # every settled run (completed or failed) has a current entry
+        m = load_run(d).manifest
+        assert cache.read_entry(d, m, cache.run_key(d, m), cache.cache_file(d)) is not None
+    assert _seen(root) == _seen_plain(root)
+
+
+def _seen_plain(root):
+    rs = load_runs([root], use_cache=False)
+    return ({r.run_id: len(r.episodes) for r in rs.included},
+            {x.run_id: x.status for x in rs.left_out}, rs.warnings)
