@@ -39,7 +39,7 @@ from runrecord.paths import results_root_of
 from runrecord.reader import Table, read_manifest
 
 CACHE_DIR = ".analysis-cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 POOL_MIN_MISSES = 32
 """Parse misses in a process pool (both cores) from this many on; fewer are not worth
 starting workers for."""
@@ -79,21 +79,22 @@ def run_key(run_dir: Path, manifest: dict[str, Any]) -> str:
 
 
 def _pack_table(prefix: str, table: Table, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    text_columns = []
-    for name, col in table.columns.items():
-        if col.dtype == object:
-            text_columns.append(name)
-            arrays[f"{prefix}{name}"] = col.astype(str)
-        else:
-            arrays[f"{prefix}{name}"] = col
-    return {"columns": list(table.columns), "text": text_columns, "rows": table.num_rows}
+    """Numeric columns as the rows of one (columns, rows) float64 matrix (few archive
+    members: an entry loads in one read), text columns one member each."""
+    numeric = [n for n, c in table.columns.items() if c.dtype != object]
+    text = [n for n, c in table.columns.items() if c.dtype == object]
+    arrays[f"{prefix}numeric"] = (np.stack([table.columns[n] for n in numeric]) if numeric
+                                  else np.empty((0, table.num_rows)))
+    for name in text:
+        arrays[f"{prefix}{name}"] = table.columns[name].astype(str)
+    return {"columns": list(table.columns), "numeric": numeric, "rows": table.num_rows}
 
 
 def _unpack_table(prefix: str, meta: dict[str, Any], data: Any) -> Table:
-    cols = {}
-    for name in meta["columns"]:
-        col = data[f"{prefix}{name}"]
-        cols[name] = col.astype(object) if name in meta["text"] else col
+    matrix = data[f"{prefix}numeric"]
+    numeric = {name: matrix[i] for i, name in enumerate(meta["numeric"])}
+    cols = {name: numeric[name] if name in numeric else data[f"{prefix}{name}"].astype(object)
+            for name in meta["columns"]}
     return Table(cols, int(meta["rows"]))
 
 
