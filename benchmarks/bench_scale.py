@@ -165,6 +165,7 @@ def bench_store(name: str, root: Path, cfg: BenchConfig) -> list[list[str]]:
 
 def main(cfg: BenchConfig) -> None:
     work = cfg.workdir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
     need = (cfg.long_runs * cfg.long_episodes + cfg.short_runs * cfg.short_episodes) \
         * BYTES_PER_EPISODE * 2.2  # CSVs, and the cache (float64 tables)
     free = shutil.disk_usage(work).free
