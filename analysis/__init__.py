@@ -1,10 +1,102 @@
 """Analysis: run records and published tables -> normalised scores, aggregate metrics with
-stratified bootstrap CIs, verdicts (equivalence, regression, staleness) and figures.
+stratified bootstrap CIs, verdicts (equivalence, regression gate, staleness), Atari-5
+estimates, reproduction checks and figures.
 
-See docs/analysis.md. Entry points: `python -m analysis --help`,
-`analysis.report.build_report_assets`, `analysis.verdicts.regression`.
+The names below are the stable Python API (for notebooks; docs/analysis.md has a worked
+example): the same functions `python -m analysis` calls. Everything else is internal and
+may move. Layers, lowest first (each imports only those before it; tests/test_architecture.py):
+errors/json_file, stats, scales, inputs, scoring, atari5, verdicts, output, reproduce, cli.
+
+The names are resolved on first use (PEP 562), so `import analysis` or
+`from analysis.errors import AnalysisError` does not load SciPy and matplotlib.
 """
 
-from analysis.errors import AnalysisError
+from __future__ import annotations
 
-__all__ = ["AnalysisError"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from analysis.atari5 import estimate_analysis, load_model
+    from analysis.errors import AnalysisError
+    from analysis.inputs.records import load_records, select_where
+    from analysis.output.curve_files import write_curves
+    from analysis.output.report import build_report_assets
+    from analysis.reproduce import published_column, reproduce_runs
+    from analysis.reproduce import reproduce as reproduce_published
+    from analysis.scoring.aggregates import aggregate_groups, summary_table
+    from analysis.scoring.curves import efficiency_curve
+    from analysis.scoring.grouping import analyse, labelled_groups
+    from analysis.verdicts.compare import equivalence_verdicts
+    from analysis.verdicts.gate import GATE_METRICS, gate
+    from analysis.verdicts.seedplan import given_spread, seed_plan_lines, spread_from_analysis
+    from analysis.verdicts.staleness import audit
+
+_API: dict[str, str] = {  # name -> "module" or "module:attribute"
+    # runs in: run records and openrlbenchmark exports, filtered by manifest values
+    "load_records": "analysis.inputs.records",
+    "select_where": "analysis.inputs.records",
+    # scores: suites and groups of (seeds x tasks) normalised score matrices
+    "analyse": "analysis.scoring.grouping",
+    "labelled_groups": "analysis.scoring.grouping",
+    "summary_table": "analysis.scoring.aggregates",
+    "aggregate_groups": "analysis.scoring.aggregates",
+    "efficiency_curve": "analysis.scoring.curves",
+    # verdicts
+    "equivalence_verdicts": "analysis.verdicts.compare",
+    "gate": "analysis.verdicts.gate",
+    "GATE_METRICS": "analysis.verdicts.gate",
+    "audit": "analysis.verdicts.staleness",
+    "given_spread": "analysis.verdicts.seedplan",
+    "spread_from_analysis": "analysis.verdicts.seedplan",
+    "seed_plan_lines": "analysis.verdicts.seedplan",
+    # Atari-5 and reproduction
+    "load_model": "analysis.atari5",
+    "estimate_analysis": "analysis.atari5",
+    "published_column": "analysis.reproduce",
+    # (not "reproduce": that is the subpackage analysis.reproduce)
+    "reproduce_published": "analysis.reproduce:reproduce",
+    "reproduce_runs": "analysis.reproduce",
+    # files: figures, tables, verdict JSONs
+    "write_curves": "analysis.output.curve_files",
+    "build_report_assets": "analysis.output.report",
+    "AnalysisError": "analysis.errors",
+}
+
+__all__ = [  # the names of _API (tests/test_analysis_api.py checks they match)
+    "AnalysisError",
+    "GATE_METRICS",
+    "aggregate_groups",
+    "analyse",
+    "audit",
+    "build_report_assets",
+    "efficiency_curve",
+    "equivalence_verdicts",
+    "estimate_analysis",
+    "gate",
+    "given_spread",
+    "labelled_groups",
+    "load_model",
+    "load_records",
+    "published_column",
+    "reproduce_published",
+    "reproduce_runs",
+    "seed_plan_lines",
+    "select_where",
+    "spread_from_analysis",
+    "summary_table",
+    "write_curves",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+    module, _, attribute = _API[name].partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

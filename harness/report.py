@@ -1,6 +1,6 @@
 """`harness report` and `harness regress`: hand a sweep's records to analysis/.
 
-The report is analysis.report.build_report_assets (figures, tables, verdicts) plus one
+The report is analysis.output.report.build_report_assets (figures, tables, verdicts) plus one
 self-contained HTML page built here: figures embedded as base64 PNG, tables as HTML,
 verdict lines, runs left out, warnings and the sweep's provenance. The page has no
 external references, so it opens from disk or as an e-mail attachment.

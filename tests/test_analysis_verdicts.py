@@ -135,7 +135,7 @@ def test_equivalence_cli_writes_json_and_exit_codes(tmp_path, capsys):
                "a0-l0-d1", "--json-out", str(out)])
     assert rc == 1
     d = json.loads(out.read_text())
-    # CartPole's default margin (analysis.margins), printed with its return units
+    # CartPole's default margin (analysis.verdicts.margins), printed with its return units
     assert d["verdict"] == "DIFFERENT" and d["delta"] == 0.2
     assert "0.2 normalised (= 95.58 CartPole-v1 return; default)" in d["line"]
     assert d["reference"].endswith("a0-l0-d1") and d["group_a"].endswith("a0-l1-d1")

@@ -32,7 +32,7 @@ baselines."""
 ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # lowest first; a module may import modules of its own layer and of the layers above
     # it in this list (cycles are refused separately)
-    ("errors", ("analysis.errors",)),
+    ("base", ("analysis.errors", "analysis.json_file")),  # errors and JSON files
     ("stats", ("analysis.stats",)),
     ("scales", ("analysis.scales",)),
     ("inputs", ("analysis.inputs",)),
@@ -41,7 +41,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("verdicts", ("analysis.verdicts",)),
     ("output", ("analysis.output",)),
     ("reproduce", ("analysis.reproduce",)),
-    ("entry points", ("analysis.api", "analysis.cli", "analysis.__main__", "analysis")),
+    ("entry points", ("analysis.cli", "analysis.__main__", "analysis")),
 ]
 
 

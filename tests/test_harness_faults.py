@@ -2,7 +2,7 @@
 
 For every fault: the status and exit code it leaves, the attempts it spends, and after a
 resume: 0 runs lost, 0 run completed twice, 0 torn or unfinished records read as data
-(analysis.load), no orphan process (psutil). The real trainer (cleanba.ppo) takes the
+(analysis.inputs.load), no orphan process (psutil). The real trainer (cleanba.ppo) takes the
 signals; the test-only trainer (tests/harness_fake_trainer.py) stands in where the
 harness is what is under test (kill -9, disk full, corrupt and torn files). The table is
 printed at the end of the module (also without -s).

@@ -1,4 +1,4 @@
-"""Published per-seed runs from openrlbenchmark's cache (analysis.orb) against ours.
+"""Published per-seed runs from openrlbenchmark's cache (analysis.inputs.orb) against ours.
 
 The cache is written exactly as openrlbenchmark 0.3.1's CachedRun writes it
 (<cache>/<entity>/<project>/<run id>/run_df.csv via pandas DataFrame.to_csv of the

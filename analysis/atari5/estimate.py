@@ -31,6 +31,7 @@ from analysis.inputs.protocol import (
     run_protocol,
 )
 from analysis.scales.normalize import atari_env_id, get_normaliser
+from analysis.scoring.grouping import Analysis
 from analysis.scoring.replicates import SeedValues, collapse_seed_copies
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import TableData, median_hns
@@ -183,7 +184,7 @@ def _only_games(g: GroupScores, model: Atari5Model) -> GroupScores:
 
 def check_group_protocol(gs: GroupScores, allow_mismatch: bool = False) -> list[str]:
     """A group must not mix env protocols: not across seeds of a game
-    (analysis.protocol.check_same_protocol), and not across its games either, since the
+    (analysis.inputs.protocol.check_same_protocol), and not across its games either, since the
     model combines them into one number. ProtocolMismatch unless allow_mismatch (then the
     differences come back as warnings)."""
     flag = "--allow-protocol-mismatch"
@@ -234,6 +235,32 @@ def estimate_suite(suite: Mapping[str, GroupScores], *, subset: str = ATARI5,
                 allow_mismatch=allow_protocol_mismatch)
     return [estimate_groups(gss, label, model, confidence=confidence, reps=reps, seed=seed)
             for label, gss in units.items()], warnings
+
+
+def estimate_analysis(a: Analysis, *, subset: str = ATARI5, pool_layouts: bool = False,
+                      allow_protocol_mismatch: bool = False,
+                      confidence: float = DEFAULT_CONFIDENCE, reps: int = DEFAULT_REPS,
+                      seed: int = 0) -> tuple[list[Atari5Estimate], list[str]]:
+    """estimate_suite on the Atari suite of an analysis; AnalysisError when it has none."""
+    if "Atari" not in a.suite_names:
+        model = load_model(subset)
+        raise AnalysisError(f"no Atari runs among the inputs (suites: {a.suite_names}); "
+                            f"{model.label} needs {', '.join(model.env_ids)}")
+    return estimate_suite(a.suites[a.suite_names.index("Atari")], subset=subset,
+                          pool_layouts=pool_layouts,
+                          allow_protocol_mismatch=allow_protocol_mismatch,
+                          confidence=confidence, reps=reps, seed=seed)
+
+
+def estimate_lines(estimates: Sequence[Atari5Estimate], model: Atari5Model) -> list[str]:
+    """Each estimate's line and notes, the per-game table and the model's provenance."""
+    out = []
+    for e in estimates:
+        out += [e.line(), *(f"note: {n}" for n in e.notes)]
+    return [*out, per_game_table(estimates).markdown(),
+            f"model: {model.label}, fitted on {model.n} published algorithms with all 57 "
+            f"games; leave-one-out error {relative_error_percent(model.loo_mae):.1f}% "
+            "(mean), see docs/atari5.md"]
 
 
 def per_game_table(estimates: Sequence[Atari5Estimate]) -> TableData:

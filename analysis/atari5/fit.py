@@ -1,4 +1,4 @@
-"""`python -m analysis.atari5_fit`: fit the Atari-5 and Atari-3 models and store them.
+"""`python -m analysis.atari5.fit`: fit the Atari-5 and Atari-3 models and store them.
 
 Reads the paper's dataset (../shared/published-scores/atari5-dataset.csv, left where it
 is), fits both subsets (analysis.atari5.fit_model), validates them (held-out coverage,
@@ -92,7 +92,7 @@ PAPER_SET = "44 algorithms with >= 40 games"
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(FitArgs, args=argv, prog="python -m analysis.atari5_fit",
+    args = tyro.cli(FitArgs, args=argv, prog="python -m analysis.atari5.fit",
                     description=__doc__)
     try:
         report = fit_report(read_dataset(args.data))

@@ -3,7 +3,7 @@
 Method (Aitchison, Sweetser and Hutter, "Atari-5: Distilling the Arcade Learning
 Environment down to Five Games", ICML 2023, arXiv 2210.02019), refitted here on their
 published dataset (../shared/published-scores/atari5-dataset.csv) by
-`python -m analysis.atari5_fit`, which stores the model in analysis/data/atari5.json:
+`python -m analysis.atari5.fit`, which stores the model in analysis/data/atari5.json:
 
 - transform: z = log10(1 + max(HNS%, 0)) of each game's score (HNS in percent);
 - target: z of the algorithm's median HNS% over the 57 games;
@@ -15,8 +15,8 @@ published dataset (../shared/published-scores/atari5-dataset.csv) by
 Estimate for a group of runs: the model applied to the per-game mean over seeds of the
 final raw score (normalised with the dataset's own random/human references, the ones the
 model was fitted with). Interval: each replicate of a stratified bootstrap over seeds
-(analysis.bootstrap; layout copies of a seed first averaged into one row,
-analysis.replicates) gives a log estimate, to which an independent draw of model error is
+(analysis.stats.bootstrap; layout copies of a seed first averaged into one row,
+analysis.scoring.replicates) gives a log estimate, to which an independent draw of model error is
 added: Student t with n - p degrees of freedom scaled by the LOO root mean squared error
 (n algorithms, p coefficients). The percentiles of the sums, mapped back to HNS, are the
 interval. With one seed it is the model error alone.
@@ -315,7 +315,7 @@ def _subset_games(subset: str) -> tuple[str, ...]:
 def _stored(path: str) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
-        raise AnalysisError(f"{p}: no stored Atari-5 model; run python -m analysis.atari5_fit")
+        raise AnalysisError(f"{p}: no stored Atari-5 model; run python -m analysis.atari5.fit")
     return json.loads(p.read_text(encoding="utf-8"))
 
 
@@ -375,7 +375,7 @@ def fit_report(scores: PublishedScores) -> dict[str, Any]:
     """Everything analysis/data/atari5.json stores: both models, their validation, and
     the reproduction of the paper's own fit (>= 40 games)."""
     out: dict[str, Any] = {
-        "made_by": "python -m analysis.atari5_fit",
+        "made_by": "python -m analysis.atari5.fit",
         "dataset": {"file": "../shared/published-scores/atari5-dataset.csv",
                     "sha256": scores.sha256, "rows": scores.rows,
                     "algorithms": len(scores.algorithms),

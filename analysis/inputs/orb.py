@@ -23,7 +23,7 @@ state is `finished`; others are left out with their state) whose manifest carrie
   `imported:<entity>/<project>` so group labels say "imported";
 - `env_protocol` and `hyperparameters.total_frames` ONLY as the user declared them
   (`Declaration`): wandb records neither. An undeclared protocol is the marker
-  analysis.load.IMPORTED_PROTOCOL (imports pool with each other, but match no record's
+  analysis.inputs.load.IMPORTED_PROTOCOL (imports pool with each other, but match no record's
   protocol: the guard refuses the comparison unless explicitly allowed); an undeclared
   budget is unknown, which the budget guard refuses likewise.
 
@@ -142,7 +142,7 @@ def load_openrlbenchmark_csv(
         "layout": {"name": group},
         # Exports record no env protocol. They are marked as one shared, undeclared
         # protocol: imports pool with each other, but the protocol guard refuses to
-        # compare them with records that declare theirs (analysis.protocol).
+        # compare them with records that declare theirs (analysis.inputs.protocol).
         "env_protocol": dict(IMPORTED_PROTOCOL),
         "status": schema.COMPLETED,
         "source": str(path),
@@ -466,6 +466,7 @@ def fetch_wandb(entity: str, project: str, cache_dir: Path | str,
     Needs network access and the wandb package; running runs are skipped."""
     if not re.match(r"^[\w.-]+$", entity) or not re.match(r"^[\w.-]+$", project):
         raise AnalysisError(f"bad wandb entity/project {entity!r}/{project!r}")
+    # Here only: wandb is heavy and needed by this one network path, never by analysis.
     import wandb
 
     api = wandb.Api()

@@ -21,8 +21,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analysis.scoring.curves import Curve  # noqa: E402  # noqa: E402
+from analysis.inputs.load import load_published_table, runtimes_twin  # noqa: E402
+from analysis.scoring.curves import Curve  # noqa: E402
 from analysis.scoring.scores import GroupScores  # noqa: E402  # noqa: E402
+from analysis.scoring.tables import PaperTableResult  # noqa: E402  # noqa: E402
 from analysis.stats.bootstrap import Interval, replicates  # noqa: E402  # noqa: E402
 from analysis.stats.metrics import AGGREGATE_LABELS, performance_profile  # noqa: E402  # noqa: E402
 from analysis.verdicts.staleness import StalenessReport  # noqa: E402  # noqa: E402
@@ -490,3 +492,14 @@ def reproduce_scatter_figure(points: Mapping[str, Any], out_dir: Path, *, column
                "on the dashed diagonal reproduce exactly. Axes are symmetric-log (linear "
                "within +-1 HNS). Colour: the per-game verdict.")
     return _save(fig, out_dir, name, title, caption)
+
+
+def paper_runtimes_figure(res: PaperTableResult, table: Path, out_dir: Path) -> FigureInfo:
+    """Mean runtime per column of a published table's _runtimes twin, with the std over
+    games (`python -m analysis paper-tables --out`)."""
+    rt = load_published_table(runtimes_twin(table))
+    ref = res.columns.index(res.reference_column) if res.reference_column else None
+    return runtime_bars_figure(rt.columns, rt.mean.mean(axis=0), rt.mean.std(axis=0), out_dir,
+                               name=f"runtimes_{res.table}",
+                               what=f"{res.table}, mean over games",
+                               error_what="std over games", reference=ref)

@@ -21,8 +21,8 @@ from analysis.atari5.estimate import report_table as atari5_report_table
 from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
 from analysis.inputs.orb import IMPORTED_HEADER, imported_rows
+from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.json_file import write_json
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.curves import CURVE_REPS, efficiency_curve
 from analysis.scoring.grouping import FAMILY_KEYS, analyse, group_keys, group_values
@@ -119,7 +119,7 @@ def build_report_assets(
     `_<suite>` suffix, its titles, verdict lines and warnings a `<suite>: ` prefix.
     Groups are (system, architecture, *group_by); equivalence compares, within each
     (system, architecture) of each suite, every group with the reference group at margin
-    `delta` (None: each suite's default, analysis.margins): the group that `reference` names (group label or layout name, e.g.
+    `delta` (None: each suite's default, analysis.verdicts.margins): the group that `reference` names (group label or layout name, e.g.
     "a0-l0-d1"), by default the one with the smallest hardware (choose_reference). `reps`: bootstrap reps for curves and
     performance profiles; `aggregate_reps`: for aggregate CIs. Never raises for data that
     merely cannot be compared (a single group, unfinished runs, envs without normaliser):

@@ -36,13 +36,21 @@ from analysis.reproduce.published import (
 from analysis.reproduce.runs import (
     RunsComparison,
     equivalence_power_note,
+    imported_runs,
+    only_games,
     reproduce_runs,
 )
 from analysis.reproduce.section import (
     report_assets,
+    write_published_comparison,
+    write_runs_comparison,
 )
 
 __all__ = [
+    "imported_runs",
+    "only_games",
+    "write_published_comparison",
+    "write_runs_comparison",
     "Aggregate",
     "CONSISTENT",
     "DEFAULT_ABSOLUTE_MARGIN",

@@ -5,7 +5,7 @@ The published tables (../shared/paper-data/) give per game the mean and the std
 (ddof=0) of 3 seeds' final scores. For each game the user ran:
 
 - the user's per-seed finals (layout copies of one seed are ONE seed: averaged,
-  analysis.replicates), and the published mean and sample sd (std x sqrt(n / (n - 1)));
+  analysis.scoring.replicates), and the published mean and sample sd (std x sqrt(n / (n - 1)));
 - the difference user - published on the HNS scale with Welch's t interval computed from
   the summary statistics (Welch-Satterthwaite df);
 - a verdict at a per-game margin fixed beforehand, max(relative x |published HNS|,
@@ -393,6 +393,14 @@ class ReproduceResult:
         return (f"reproduce {self.system} vs '{self.published.column}'{self.budget_text}: "
                 f"{c[CONSISTENT]} consistent, {c[HIGHER]} higher, {c[LOWER]} lower, "
                 f"{c[INCONCLUSIVE]} inconclusive of {len(self.games)} game(s)")
+
+    def lines(self) -> list[str]:
+        """What `python -m analysis reproduce --published` prints: the table, a line per
+        game, the aggregate lines, the summary and the limits (as notes)."""
+        table = self.table()
+        return [table.title, table.markdown(), *(self.game_line(g) for g in self.games),
+                *self.aggregate_lines(), self.summary_line(),
+                *(f"note: {line}" for line in self.limits())]
 
     def limits(self) -> list[str]:
         """What the verdicts can and cannot conclude (printed under the table)."""

@@ -6,13 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.inputs.load import DEFAULT_LAST_N, IMPORTED_PROTOCOL
-from analysis.inputs.orb import is_imported, match_frames
+from analysis.inputs.load import DEFAULT_LAST_N, IMPORTED_PROTOCOL, RunSet
+from analysis.inputs.orb import (
+    ColumnMap,
+    Declaration,
+    is_imported,
+    load_openrlbenchmark_dir,
+    match_frames,
+)
 from analysis.inputs.protocol import (
     TRAINING_ONLY_KEYS,
     ProtocolMismatch,
@@ -20,6 +27,8 @@ from analysis.inputs.protocol import (
     check_same_protocol,
     run_frame_budget,
 )
+from analysis.reproduce.published import match_game
+from analysis.scales.normalize import atari_env_id
 from analysis.scoring.scores import scores_by_group, suite_name
 from analysis.verdicts.equivalence import equivalence
 from analysis.verdicts.margins import margin
@@ -40,7 +49,7 @@ class RunsComparison:
     frames_note: str
     imported: list[Run]
     warnings: list[str] = field(default_factory=list)
-    powers: list[str] = field(default_factory=list)  # one per result (analysis.seedplan)
+    powers: list[str] = field(default_factory=list)  # one per result (analysis.verdicts.seedplan)
 
     @property
     def exit_code(self) -> int:
@@ -64,8 +73,8 @@ def reproduce_runs(
     architecture / layout) against the imported group, on the games both ran, at
     matching frames (match_frames). Guards: same env protocol (training-only keys aside)
     and frame budget; an import whose protocol or budget was not declared is unknown and
-    refused unless allowed. `delta`: the margin (default: the suite's, analysis.margins).
-    Each verdict is followed by its power (analysis.seedplan) at the imported group's
+    refused unless allowed. `delta`: the margin (default: the suite's, analysis.verdicts.margins).
+    Each verdict is followed by its power (analysis.verdicts.seedplan) at the imported group's
     per-seed spread."""
     mine = [r for r in mine if not is_imported(r)]
     if not mine:
@@ -143,7 +152,27 @@ def equivalence_power_note(mine: Any, ref: Any, delta: float) -> str:
                           float(np.clip(np.nan_to_num(rho), -1, 1)))
     p = equivalence_power(spread, delta, n)
     return (f"power: if yours truly equals the published runs, PASS has probability "
-            f"{p:.0%} with {n} vs {n} seeds at delta {delta:g} (analysis.seedplan, at the "
+            f"{p:.0%} with {n} vs {n} seeds at delta {delta:g} (analysis.verdicts.seedplan, at the "
             f"imported runs' per-seed sd {spread.sd_group:.3f} from {len(final)} seeds: a "
             f"rough estimate); `python -m analysis plan-seeds --sd {spread.sd_group:.3f}` "
             "gives the seeds needed")
+
+
+def imported_runs(orb: Sequence[Path | str], *, columns: ColumnMap = ColumnMap(),
+                  declared: Declaration | None = None, exp_names: Sequence[str] = ()
+                  ) -> RunSet:
+    """The published runs of openrlbenchmark caches `orb`, only those of `exp_names`
+    (their manifest's system) when given."""
+    imported = RunSet()
+    for d in orb:
+        imported.extend(load_openrlbenchmark_dir(d, columns=columns, declared=declared))
+    imported.included = [r for r in imported.included
+                         if not exp_names or r.manifest.get("system") in exp_names]
+    return imported
+
+
+def only_games(runs: Sequence[Run], games: Sequence[str], known: Sequence[Run]) -> list[Run]:
+    """The runs of `games` (names matched as match_game does, among the games of `known`)."""
+    have = sorted({atari_env_id(str(r.manifest["env_id"])) for r in known})
+    names = {match_game(g, have) for g in games}
+    return [r for r in runs if atari_env_id(str(r.manifest["env_id"])) in names]

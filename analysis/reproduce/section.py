@@ -9,17 +9,20 @@ from typing import Any
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
+from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.json_file import write_json
 from analysis.reproduce.published import (
     CONSISTENT,
     HIGHER,
     INCONCLUSIVE,
     LOWER,
+    ReproduceResult,
     figure_points,
     published_column,
     reproduce,
 )
+from analysis.reproduce.runs import RunsComparison
+from analysis.scoring.curves import efficiency_curve
 from runrecord import RecordError
 from runrecord.exits import EXIT_OK
 
@@ -56,3 +59,21 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
                                 "verdict": verdict, "line": line, "json": str(path)})
     out["warnings"] += res.warnings
     return out
+
+
+def write_published_comparison(res: ReproduceResult, out: Path) -> figs.FigureInfo:
+    """The table (.md/.csv), reproduce.json and the scatter figure into `out`."""
+    res.table().write(out)
+    write_json(out / "reproduce.json", res.as_dict())
+    return figs.reproduce_scatter_figure(figure_points(res), out, column=res.published.column,
+                                         budget=res.budget_text)
+
+
+def write_runs_comparison(comp: RunsComparison, out: Path, seed: int = 0) -> figs.FigureInfo:
+    """reproduce_runs.json and the IQM-vs-frames curves of both sides into `out`."""
+    write_json(out / "reproduce_runs.json",
+               {"imported_group": comp.imported_group, "frames_note": comp.frames_note,
+                "comparisons": [r.as_dict() for r in comp.results], "warnings": comp.warnings})
+    curves = [efficiency_curve(gs, metrics=("iqm",), seed=seed) for gs in comp.groups.values()]
+    return figs.efficiency_curves_figure(curves, out, metric="iqm",
+                                         name="reproduce_iqm_vs_frames")

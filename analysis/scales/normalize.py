@@ -1,7 +1,7 @@
 """Score normalisation: (score - low) / (high - low) per env.
 
 Atari: human-normalised score (HNS) with the 57-game random/human table
-(`analysis.atari_scores`). Other envs: a (low, high) pair declared here or by the user.
+(`analysis.scales.atari_scores`). Other envs: a (low, high) pair declared here or by the user.
 
 CartPole-v1: low = 22.1 = mean return of the uniform random policy, measured with EnvPool
 1.2.5 (`envpool.make("CartPole-v1", env_type="gymnasium", num_envs=64, seed=0)`, actions

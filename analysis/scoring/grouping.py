@@ -71,7 +71,7 @@ def analyse(
     covers every env) are reported in warnings and skipped.
 
     Protocol guard: the runs of a suite are pooled and compared only when they recorded
-    the same env protocol (analysis.protocol). A mismatch raises ProtocolMismatch (exit 2
+    the same env protocol (analysis.inputs.protocol). A mismatch raises ProtocolMismatch (exit 2
     in the CLI) naming the differing keys, or with on_protocol_mismatch="skip" leaves the
     suite out with a warning; allow_protocol_mismatch keeps it, with a warning."""
     runset = inputs if isinstance(inputs, RunSet) else load_runs(inputs)

@@ -142,7 +142,7 @@ def group_scores(
     warnings: list[str] = []
     by_cell: dict[tuple[int, str], Run] = {}
     for r in runs:
-        # load_runs left out runs whose seed is not an integer (analysis.load.is_seed).
+        # load_runs left out runs whose seed is not an integer (analysis.inputs.load.is_seed).
         cell = (int(r.manifest["seed"]), str(r.manifest["env_id"]))
         if cell in by_cell:
             differ = differing_keys(by_cell[cell].manifest, r.manifest)

@@ -32,7 +32,7 @@ class WelchInterval:
 def welch_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised Welch: a (..., n), b (..., m) with n, m >= 2 -> (diff, se, df), each
     of shape (...). The core of every Welch verdict here and of the seed planner's
-    simulations (analysis.seedplan), so both run the same arithmetic. se == 0 gives
+    simulations (analysis.verdicts.seedplan), so both run the same arithmetic. se == 0 gives
     df = inf."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)

@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.scoring.grouping import Analysis
 from analysis.scoring.tables import TableData
 from analysis.verdicts.equivalence import EquivalenceResult, bitwise_identical, equivalence
 from analysis.verdicts.margins import margin
-from analysis.verdicts.pairing import SuitePair
+from analysis.verdicts.pairing import SuitePair, analysis_pairs
 from analysis.verdicts.seed_metrics import SEED_METRICS
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
@@ -21,6 +22,7 @@ class Comparisons:
     lines: list[str] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)
     exit_code: int = EXIT_OK
+    warnings: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         """One comparison as it is; several under "comparisons"."""
@@ -60,4 +62,21 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
         out.lines += [f"note: {n}" for n in res.notes]
         out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})
         out.exit_code = max(out.exit_code, res.exit_code)
+    return out
+
+
+def equivalence_verdicts(a: Analysis, *, group: str | None = None,
+                         reference: str | None = None, delta: float | None = None,
+                         normalisers: Mapping[str, tuple[float, float]] | None = None,
+                         metric: str = "iqm", bitwise_only: bool = False) -> Comparisons:
+    """Every equivalence verdict of an analysis: the pairs of analysis_pairs (only the
+    Atari suite for metric atari5-median, a warning naming the others), compared by
+    compare_pairs. AnalysisError when there is nothing to compare."""
+    suites = ["Atari"] if metric == "atari5-median" else None
+    skipped = [f"{name}: no verdict (--metric atari5-median is for Atari)"
+               for name in a.suite_names if suites and name not in suites]
+    pairs, warnings = analysis_pairs(a, group, reference, suites)
+    out = compare_pairs(pairs, delta=delta, normalisers=normalisers, metric=metric,
+                        bitwise_only=bitwise_only)
+    out.warnings = skipped + warnings
     return out

@@ -31,7 +31,7 @@ from runrecord import Run, schema
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 # Default equivalence margin on Atari, in HNS; other suites have their own default
-# (analysis.margins). It is NOT a power guarantee: with a per-seed IQM sd of 0.063 HNS
+# (analysis.verdicts.margins). It is NOT a power guarantee: with a per-seed IQM sd of 0.063 HNS
 # (one column of the published tables; others range 0.011 to 0.141) Welch TOST on one
 # metric passes truly equivalent groups about 57% of the time at 3 seeds per side; 80%
 # needs about 0.20 (`python -m analysis plan-seeds --sd 0.063`, docs/analysis.md).
@@ -183,7 +183,7 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
     """Welch TOST of group a vs b (the reference) on per-seed `metric` (default: IQM over
     tasks) of final score and of normalised AUC; differences are a - b. A group's rows
     are distinct seeds (one run per seed and env), so the test counts seeds, never
-    layout copies. `margin` describes delta in the verdict line (analysis.margins)."""
+    layout copies. `margin` describes delta in the verdict line (analysis.verdicts.margins)."""
     if a.tasks != b.tasks:
         raise AnalysisError(
             f"groups {a.group!r} and {b.group!r} cover different tasks: {a.tasks} vs {b.tasks}"

@@ -10,8 +10,6 @@ from collections.abc import Mapping, Sequence
 from analysis.errors import AnalysisError
 from analysis.scoring.grouping import Analysis, match_groups
 from analysis.scoring.scores import GroupScores
-from analysis.scoring.tables import TableData, ci_text
-from analysis.stats.pairs import probability_of_improvement_pairs
 from analysis.verdicts.pairing import analysis_pairs
 
 PAIR_SEPARATOR = " vs "
@@ -65,24 +63,3 @@ def choose_pairs(
                    f"({', '.join(refs)}; --reference, --pair 'X vs Y' or --all-pairs for "
                    "others)")
 
-
-def poi_table(
-    a: Analysis,
-    groups: Mapping[str, GroupScores],
-    *,
-    reference: str | None = None,
-    named: Sequence[str] = (),
-    all_pairs: bool = False,
-    reps: int,
-    seed: int,
-    confidence: float,
-    method: str,
-) -> tuple[TableData, str]:
-    """The P(X > Y) table of the chosen pairs (final scores) and which pairs they are."""
-    pairs, which = choose_pairs(a, groups, reference=reference, named=named, all_pairs=all_pairs)
-    ivs = probability_of_improvement_pairs({g: gs.final for g, gs in groups.items()}, pairs,
-                                           reps=reps, seed=seed, confidence=confidence,
-                                           method=method)
-    rows = [[x, y, ci_text(iv)] for (x, y), iv in ivs.items()]
-    return TableData("probability_of_improvement", f"P(X > Y) with CIs: {which}",
-                     ["X", "Y", "P(X > Y) [CI]"], rows), which

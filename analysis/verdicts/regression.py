@@ -105,7 +105,7 @@ class RegressionResult:
     df: float = math.nan
     new_seeds: str = ""  # e.g. "3 seeds (12 runs: layout copies averaged per seed)"
     reference_seeds: str = ""
-    margin: str = ""  # how delta was chosen (analysis.margins)
+    margin: str = ""  # how delta was chosen (analysis.verdicts.margins)
     metric: str = "iqm"
     games: list[str] = field(default_factory=list)
     per_game: list[dict[str, Any]] = field(default_factory=list)  # worst first
@@ -151,7 +151,7 @@ def regression(
     """PASS when the one-sided `confidence` lower bound of mean(new) - reference > -delta.
 
     new_scores: one value per INDEPENDENT seed of the new version (reduce layout copies
-    first: analysis.replicates.collapse_seed_copies, or use `regression_gate`).
+    first: analysis.scoring.replicates.collapse_seed_copies, or use `regression_gate`).
     reference_scores: per-seed values of the reference or one published number.
     Variance: `regression_variance` (Welch; the other side's variance when a side has
     one seed; AnalysisError when neither side has two).
@@ -207,7 +207,7 @@ def regression_gate(
 ) -> RegressionResult:
     """The regression gate on run records: each side's groups (e.g. a system's layouts)
     are reduced to ONE value per independent seed (the mean of its layout copies:
-    analysis.replicates.collapse_seed_copies), then `metric` maps each seed's games to
+    analysis.scoring.replicates.collapse_seed_copies), then `metric` maps each seed's games to
     one number and `regression` bounds the difference.
 
     score: "final" or "auc". Both sides must cover the same games (AnalysisError naming

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +33,7 @@ from analysis.errors import AnalysisError
 from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.stats.welch import tost_required_margin
+from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import regression_lower_bound
 from analysis.verdicts.seed_metrics import iqm_over_tasks
 
@@ -305,3 +306,17 @@ def plan(spread: Spread, equivalence_delta: float, gate_delta: float, *,
             float(np.quantile(margins(kind, for_seeds), 0.8))))
     out.seconds = time.perf_counter() - start
     return out
+
+
+def seed_plan_lines(spread: Spread, suite: str, *, delta: float | None = None,
+                    gate_delta: float | None = None,
+                    normalisers: Mapping[str, tuple[float, float]] | None = None,
+                    seeds: Sequence[int] = DEFAULT_SEEDS, for_seeds: int = 3,
+                    sims: int = DEFAULT_SIMS, seed: int = 0) -> list[str]:
+    """The margins (the suite's defaults unless given; the gate's defaults to `delta`)
+    and the power table of `plan`, as `python -m analysis plan-seeds` prints them."""
+    eq = margin(suite, delta, normalisers)
+    gate = margin(suite, gate_delta if gate_delta is not None else delta, normalisers)
+    return [f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}",
+            plan(spread, eq.value, gate.value, seeds=seeds, for_seeds=for_seeds, sims=sims,
+                 seed=seed).text()]

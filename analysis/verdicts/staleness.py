@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from analysis.inputs.load import group_key
+from analysis.scoring.tables import TableData
 from runrecord import Run
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
@@ -66,6 +67,31 @@ class StalenessReport:
             return (f"staleness: FAIL; {len(bad)} of {checked} checked run(s) violate the rule; "
                     f"first: {bad[0].violations[0]}")
         return f"staleness: PASS; {checked} run(s) checked, {len(self.runs)} audited"
+
+    def lines(self, per_run: bool = False) -> list[str]:
+        """The audit as `python -m analysis staleness` prints it: a table per group (and
+        per run), every violation, and the verdict line."""
+        rows = [[g, d["runs"], d["updates"],
+                 " ".join(f"{k}:{v}" for k, v in d["histogram"].items()),
+                 f"{d['mean']:.3f}", f"{d['mid_rollout_share']:.3f}", d["violating_runs"]]
+                for g, d in self.groups.items()]
+        out = [TableData("st", "st", ["group", "runs", "updates", "staleness: count",
+                                      "mean", "mid-rollout share", "violating runs"],
+                         rows).markdown()]
+        if per_run:
+            out.append(TableData("runs", "runs", ["run", "group", "arch", "updates",
+                                                  "staleness: count", "mid-rollout share",
+                                                  "check"],
+                                 [[r.run_id, r.group, r.architecture, r.updates,
+                                   " ".join(f"{k}:{v}" for k, v in r.histogram.items()),
+                                   f"{r.mid_rollout_share:.3f}", r.check]
+                                  for r in self.runs]).markdown())
+        for r in self.runs:
+            out += [f"VIOLATION {v}" for v in r.violations]
+            if r.num_violations > len(r.violations):
+                out.append(f"  ... {r.num_violations - len(r.violations)} more in run "
+                           f"{r.run_id}")
+        return [*out, self.line()]
 
     def as_dict(self) -> dict[str, Any]:
         runs = []

@@ -1,6 +1,8 @@
-"""One regression gate: `python -m analysis regression` and `harness regress` print the
-same verdict lines and exit with the same code on the same records (the shipped
-reference, and synthetic sweeps with a missing layout, two systems and two suites)."""
+"""One verdict per decision, whatever the entry point: `python -m analysis regression` and
+`harness regress` print the same gate lines and exit with the same code on the same
+records (the shipped reference, and synthetic sweeps with a missing layout, two systems
+and two suites); `python -m analysis equivalence` and the report compare the same pairs
+with the same verdict lines."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 from synthetic_records import write_synthetic_run
 
 from analysis.cli import main as analysis_main
+from analysis.output.report import build_report_assets
 from harness.cli import main as harness_main
 from harness.store import Store
 from harness.sweep import load_sweep
@@ -116,3 +119,29 @@ def test_each_system_and_suite_is_one_gate(tmp_path, capsys, case):
     assert lines == expected and code == max(codes)
     assert code == (1 if case == "two systems" else 0)
     assert sum(line.startswith("regression: ") for line in lines) == 2
+
+
+@pytest.mark.parametrize("case", ["reference", "one layout per system", "two suites"])
+def test_equivalence_and_report_compare_the_same_pairs(tmp_path, capsys, case):
+    """The report used to have no whole-suite fallback: two systems with one layout each
+    got verdicts from the CLI and none in the report."""
+    runs = tmp_path / "runs"
+    if case == "reference":
+        runs = REFERENCE
+    for seed in (1, 2, 3):
+        if case == "one layout per system":
+            for system, shift in (("fake-a", 0.0), ("fake-b", -0.5)):
+                write_synthetic_run(tmp_path, system=system, seed=seed, shift=shift)
+        elif case == "two suites":
+            for layout in ("a0-l0-d1", "a0-l1-d1"):
+                write_synthetic_run(tmp_path, seed=seed, layout=layout)
+                write_synthetic_run(tmp_path, seed=seed, layout=layout, env_id="Breakout-v5",
+                                    **ATARI)
+    code = analysis_main(["equivalence", str(runs)])
+    cli = [line for line in capsys.readouterr().out.splitlines() if " vs reference " in line]
+    assets = build_report_assets([runs], tmp_path / "report", reps=100, aggregate_reps=200)
+    report = [v["line"] for v in assets["verdicts"] if v["kind"] == "equivalence"]
+    assert cli == report and len(cli) == {"reference": 6, "one layout per system": 1,
+                                          "two suites": 2}[case]
+    assert code == (0 if all(": PASS" in line for line in cli) else 1)
+    assert code == (1 if case == "one layout per system" else 0)

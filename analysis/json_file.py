@@ -1,5 +1,5 @@
-"""JSON files of results: NumPy values as plain JSON, NaN/inf as null.
-"""
+"""JSON files of results: NumPy values as plain JSON, NaN/inf as null. Bottom layer of
+analysis/ (beside analysis.errors): every layer writes its results with it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,64 @@
+"""`python -m analysis <subcommand>`: numbers, verdicts and figures from run records.
+
+Exit codes: 0 pass (or done), 1 fail (DIFFERENT, INCONCLUSIVE, REGRESSION, staleness
+violation), 2 usage or data error (message on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from typing import Annotated, Any
+
+import tyro
+
+from analysis.cli.published import Atari5, OrbFetch, OrbImport, PaperTables, Reproduce
+from analysis.cli.scores import Aggregate, Curves, Figures, PlanSeeds, Staleness, Summary
+from analysis.cli.verdicts import Equivalence, Regression
+from analysis.errors import AnalysisError
+from runrecord import RecordError
+from runrecord.exits import EXIT_BAD_INPUT
+
+Command = (
+    Annotated[Summary, tyro.conf.subcommand("summary")]
+    | Annotated[Aggregate, tyro.conf.subcommand("aggregate")]
+    | Annotated[Curves, tyro.conf.subcommand("curves")]
+    | Annotated[Equivalence, tyro.conf.subcommand("equivalence")]
+    | Annotated[Regression, tyro.conf.subcommand("regression")]
+    | Annotated[PlanSeeds, tyro.conf.subcommand("plan-seeds")]
+    | Annotated[Staleness, tyro.conf.subcommand("staleness")]
+    | Annotated[Figures, tyro.conf.subcommand("figures")]
+    | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]
+    | Annotated[Atari5, tyro.conf.subcommand("atari5")]
+    | Annotated[Reproduce, tyro.conf.subcommand("reproduce")]
+    | Annotated[OrbImport, tyro.conf.subcommand("orb-import")]
+    | Annotated[OrbFetch, tyro.conf.subcommand("orb-fetch")]
+)
+
+
+def _subcommands() -> dict[str, type]:
+    """{name: config class} of every subcommand in Command."""
+    out = {}
+    for member in typing.get_args(Command):
+        cls, *meta = typing.get_args(member)
+        out[next(m.name for m in meta if hasattr(m, "name"))] = cls
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    sub = _subcommands()
+    cmd: Any
+    if args and args[0] in sub:
+        # Parse one subcommand on its own, so that an unknown flag's "perhaps you meant"
+        # suggestions come from the flags this subcommand accepts, not from the others'.
+        cmd = tyro.cli(sub[args[0]], args=args[1:],  # type: ignore[call-overload]
+                       prog=f"python -m analysis {args[0]}")
+    else:
+        cmd = tyro.cli(Command, args=args, prog="python -m analysis",  # type: ignore[call-overload]
+                       description=__doc__)
+    try:
+        return int(cmd.run())
+    except (AnalysisError, RecordError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,108 @@
+"""Flags shared by the subcommands of `python -m analysis`, and how they print
+what is left out and warned about.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+from analysis.errors import AnalysisError
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet
+from analysis.inputs.orb import (
+    ColumnMap,
+    declaration,
+    imported_text,
+)
+from analysis.inputs.records import load_records
+from analysis.scales.normalize import parse_normalisers
+from analysis.scoring.grouping import (
+    Analysis,
+    analyse,
+)
+from analysis.scoring.scores import DEFAULT_POINTS
+from runrecord import Run
+
+
+@dataclass(kw_only=True)
+class RecordArgs:
+    """Where the runs are and how to group and score them."""
+
+    inputs: tyro.conf.Positional[tuple[Path, ...]] = ()
+    """Run folders, sweep folders or results roots (searched for manifest.json)."""
+    orb: tuple[Path, ...] = ()
+    """Folders of openrlbenchmark-style per-run CSV exports (run_df.csv + run.json, or
+    <system>/<env_id>/<seed>.csv)."""
+    step_column: str = "global_step"
+    """openrlbenchmark CSVs: the column of agent steps."""
+    return_column: str = "charts/episodic_return"
+    """openrlbenchmark CSVs: the column of episode returns."""
+    time_column: str = "_runtime"
+    """openrlbenchmark CSVs: the column of seconds since the start."""
+    frames_per_step: int | None = None
+    """openrlbenchmark CSVs: frames per agent step (default 4 on Atari, 1 elsewhere)."""
+    orb_protocol: str | None = None
+    """--orb runs: the env protocol you vouch they ran under: 'paper' or a JSON file of
+    EnvPool settings. Undeclared = unknown: the protocol guard refuses it."""
+    orb_frames: float | None = None
+    """--orb runs: the frame budget you vouch they ran for, e.g. 200e6. Undeclared =
+    unknown."""
+    group_by: str = "layout.name"
+    """Comma-separated dotted manifest keys that define groups, e.g. layout.name or
+    system,layout.name. Systems and architectures are always kept apart."""
+    where: tuple[str, ...] = ()
+    """Keep only runs whose manifest matches KEY=VALUE (dotted keys), e.g.
+    system=cleanba-ppo. Repeatable; all must match."""
+    last_n: int = DEFAULT_LAST_N
+    """Final score of a run = mean return of its last N episodes."""
+    points: int = DEFAULT_POINTS
+    """Points of the common frame grid for curves and AUC."""
+    normaliser: tuple[str, ...] = ()
+    """Extra score normalisers ENV=LOW,HIGH (e.g. MyEnv-v0=0,100); Atari and CartPole-v1
+    are built in."""
+    allow_protocol_mismatch: bool = False
+    """Pool or compare runs whose recorded env protocols differ (sticky actions, episode
+    cap, ...); without it such runs are refused (exit 2). A warning says so."""
+    no_cache: bool = False
+    """Parse every record instead of using <results root>/.analysis-cache (same numbers;
+    the cache only saves time)."""
+
+    def runset(self) -> RunSet:
+        if self.last_n < 1:
+            raise AnalysisError(f"--last-n must be >= 1, got {self.last_n}")
+        if self.points < 2:
+            raise AnalysisError(f"--points must be >= 2, got {self.points}")
+        return load_records(self.inputs, orb=self.orb, columns=ColumnMap(
+            self.step_column, self.return_column, self.time_column),
+            frames_per_step=self.frames_per_step,
+            declared=declaration(self.orb_protocol, self.orb_frames), where=self.where,
+            use_cache=not self.no_cache)
+
+    def analysis(self, separate_systems: bool = True) -> Analysis:
+        rs = self.runset()
+        if not rs.included:
+            print_left_out(rs)
+            raise AnalysisError("no completed runs with episodes to analyse")
+        return analyse(rs, group_by=self.group_by, last_n=self.last_n, points=self.points,
+                       normalisers=parse_normalisers(self.normaliser),
+                       separate_systems=separate_systems,
+                       allow_protocol_mismatch=self.allow_protocol_mismatch)
+
+
+def print_left_out(rs: RunSet) -> None:
+    for x in rs.left_out:
+        print(f"left out: {x.run_id} [{x.status}] {x.reason}", file=sys.stderr)
+
+
+def print_imported(runs: list[Run]) -> None:
+    for r in runs:
+        print(f"imported: {r.run_id} {r.manifest.get('env_id')} seed "
+              f"{r.manifest.get('seed')}: {imported_text(r)}")
+
+
+def print_warnings(ws: list[str]) -> None:
+    for w in ws:
+        print(f"warning: {w}", file=sys.stderr)

@@ -1,0 +1,267 @@
+"""`python -m analysis` subcommands on published results: paper-tables, atari5,
+reproduce, orb-import and orb-fetch. Each parses its flags and calls analysis functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import tyro
+
+from analysis import atari5
+from analysis import reproduce as rp
+from analysis.cli.common import RecordArgs, print_imported, print_left_out, print_warnings
+from analysis.errors import AnalysisError
+from analysis.inputs.load import DEFAULT_LAST_N, load_published_table
+from analysis.inputs.orb import (
+    ColumnMap,
+    declaration,
+    fetch_wandb,
+    load_orb_cache,
+    write_imported_records,
+)
+from analysis.inputs.records import parse_key_values
+from analysis.json_file import write_json
+from analysis.output import figures as figs
+from analysis.output.report import AGGREGATE_REPS
+from analysis.scoring.tables import paper_table
+from runrecord.exits import EXIT_OK
+
+
+@dataclass(kw_only=True)
+class PaperTables:
+    """Recompute a published table and its _runtimes twin: median HNS per column (%) and
+    mean runtime relative to the Cleanba IMPALA column, next to the paper's claims."""
+
+    table: Path
+    """A published `mean ± std` CSV, e.g. ../shared/paper-data/main_10CPU.csv."""
+    out: Path | None = None
+    """Folder for the table (.md/.csv) and a runtime bar figure."""
+
+    def run(self) -> int:
+        res = paper_table(self.table)
+        t = res.table_data()
+        print(t.title)
+        print(t.markdown())
+        for n in res.notes:
+            print(f"note: {n}")
+        if self.out:
+            t.write(self.out)
+            if not all(np.isnan(res.runtime_ratio)):
+                info = figs.paper_runtimes_figure(res, self.table, self.out)
+                print(f"wrote {info.png} and {info.pdf}")
+        return EXIT_OK
+
+
+@dataclass(kw_only=True)
+class Atari5(RecordArgs):
+    """Atari-5 (Aitchison et al. 2023): each group's 57-game median HNS estimated from
+    BattleZone, DoubleDunk, NameThisGame, Phoenix and Qbert, with an interval combining
+    seed uncertainty (stratified bootstrap) and model error (docs/atari5.md)."""
+
+    subset: Literal["atari5", "atari3"] = "atari5"
+    """atari5, or atari3 (BattleZone, NameThisGame, Phoenix: development only, larger error)."""
+    confidence: float = 0.9
+    """Two-sided level of the interval."""
+    reps: int = 20_000
+    """Bootstrap replicates."""
+    seed: int = 0
+    """Bootstrap seed (same seed, same interval)."""
+    pool_layouts: bool = False
+    """One estimate per system/architecture over all its layouts (a seed's layout copies
+    averaged into one row) instead of one per group."""
+    allow_protocol_mismatch: bool = False
+    """Estimate groups whose runs mix env protocols anyway (the output says so)."""
+    table: Path | None = None
+    """Instead of runs: a published `mean ± std` table (e.g.
+    ../shared/paper-data/main_10CPU.csv): estimate per column vs its own median."""
+    json_out: Path | None = None
+    """Write the estimates as JSON here."""
+
+    def run(self) -> int:
+        model = atari5.load_model(self.subset)
+        if self.table is not None:
+            if self.inputs or self.orb:
+                raise AnalysisError("give either run folders or --table, not both")
+            rows = atari5.estimate_published_table(self.table, model)
+            print(atari5.published_estimates_table(rows, model).markdown())
+            if self.json_out:
+                write_json(self.json_out, {"table": str(self.table), "columns": rows})
+            return EXIT_OK
+        a = self.analysis()
+        estimates, warnings = atari5.estimate_analysis(
+            a, subset=self.subset, pool_layouts=self.pool_layouts,
+            allow_protocol_mismatch=self.allow_protocol_mismatch,
+            confidence=self.confidence, reps=self.reps, seed=self.seed)
+        print("\n".join(atari5.estimate_lines(estimates, model)))
+        print_warnings(a.warnings + warnings)
+        if self.json_out:
+            write_json(self.json_out, {"model": model.as_dict(),
+                                       "estimates": [e.as_dict() for e in estimates],
+                                       "warnings": warnings})
+        return EXIT_OK
+
+
+@dataclass(kw_only=True)
+class Reproduce:
+    """Did it reproduce? Your runs against a published table column (--published FILE
+    --column NAME: per game and aggregate verdicts) or against published per-seed runs
+    imported from openrlbenchmark's cache (--orb DIR: equivalence at matching frames).
+    Exit 0 all consistent/PASS, 1 otherwise, 2 bad input or a protocol/budget mismatch."""
+
+    runs: tuple[Path, ...]
+    """Your run/sweep folders (searched for manifest.json)."""
+    published: Path | None = None
+    """A published `mean ± std` table, e.g. ../shared/paper-data/main_10CPU.csv."""
+    column: str | None = None
+    """The table's column to compare with, e.g. "Cleanba IMPALA, 1 A100, 10 CPU"."""
+    published_seeds: int = 3
+    """Seeds behind each published cell (3 in the paper's tables)."""
+    orb: tuple[Path, ...] = ()
+    """openrlbenchmark cache folders (<entity>/<project>/<run id>/run.json + run_df.csv)
+    of the published runs to compare with."""
+    orb_protocol: str | None = None
+    """The env protocol you vouch the imported runs ran under ('paper' or a JSON file);
+    undeclared = unknown, refused by the protocol guard."""
+    orb_frames: float | None = None
+    """The frame budget you vouch the imported runs ran for (e.g. 200e6); undeclared =
+    unknown, refused by the budget guard."""
+    orb_exp_name: tuple[str, ...] = ()
+    """Keep only imported runs of these exp_names (e.g. cleanba_impala_a0_l0_d1_cpu10)."""
+    orb_metric: str = "charts/avg_episodic_return"
+    """History column of the imported runs' returns (the paper's metric)."""
+    orb_step: str = "global_step"
+    """History column of agent steps (frames = steps x 4 on Atari)."""
+    orb_time: str = "_runtime"
+    """History column of seconds since the start."""
+    games: tuple[str, ...] = ()
+    """Compare only these games (e.g. Breakout-v5 Pong); default: every game you ran."""
+    where: tuple[str, ...] = ()
+    """Keep only your runs whose manifest matches KEY=VALUE (dotted keys; repeatable)."""
+    relative_margin: float = 0.25
+    """Table verdicts: per-game margin = max(relative x |published HNS|, absolute)."""
+    absolute_margin: float = 0.1
+    """Table verdicts: smallest per-game margin in HNS."""
+    delta: float | None = None
+    """Runs verdicts (--orb): equivalence margin on per-seed IQM (default: the suite's,
+    0.16 HNS on Atari; analysis.verdicts.margins)."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs made under another env protocol (every line says so)."""
+    allow_budget_mismatch: bool = False
+    """Compare runs with another frame budget ("at N frames against 200M" on every line)."""
+    last_n: int = DEFAULT_LAST_N
+    """Final score = mean return of the last N episodes."""
+    reps: int = AGGREGATE_REPS
+    """Bootstrap replicates of the aggregate CIs."""
+    seed: int = 0
+    """Bootstrap seed."""
+    out: Path | None = None
+    """Folder for the table (.md/.csv), reproduce.json and the figure (PNG + PDF)."""
+
+    def run(self) -> int:
+        if (self.published is None) == (not self.orb):
+            raise AnalysisError("give either --published TABLE --column NAME (the paper's "
+                                "tables) or --orb CACHE_DIR (its per-seed runs)")
+        mine = RecordArgs(inputs=self.runs, where=self.where, last_n=self.last_n).runset()
+        print_left_out(mine)
+        if self.published is not None:
+            if self.column is None:
+                cols = load_published_table(self.published).columns
+                raise AnalysisError(f"--column is required; {self.published} has columns: "
+                                    + "; ".join(repr(c) for c in cols))
+            col = rp.published_column(self.published, self.column, self.published_seeds)
+            res = rp.reproduce(mine, col, games=self.games or None,
+                               relative_margin=self.relative_margin,
+                               absolute_margin=self.absolute_margin,
+                               allow_protocol_mismatch=self.allow_protocol_mismatch,
+                               allow_budget_mismatch=self.allow_budget_mismatch,
+                               last_n=self.last_n, reps=self.reps, seed=self.seed)
+            print("\n".join(res.lines()))
+            print_warnings(res.warnings)
+            if self.out:
+                info = rp.write_published_comparison(res, self.out)
+                print(f"wrote {info.png} and {info.pdf}")
+            return res.exit_code
+        imported = rp.imported_runs(
+            self.orb, columns=ColumnMap(self.orb_step, self.orb_metric, self.orb_time),
+            declared=declaration(self.orb_protocol, self.orb_frames),
+            exp_names=self.orb_exp_name)
+        print_left_out(imported)
+        chosen = imported.included
+        if self.games:
+            known = [*chosen, *mine.included]
+            chosen = rp.only_games(chosen, self.games, known)
+            mine.included = rp.only_games(mine.included, self.games, known)
+        comp = rp.reproduce_runs(mine.included, chosen, delta=self.delta,
+                                 allow_protocol_mismatch=self.allow_protocol_mismatch,
+                                 allow_budget_mismatch=self.allow_budget_mismatch,
+                                 last_n=self.last_n)
+        print_imported(comp.imported)
+        print("\n".join(comp.lines()))
+        print_warnings(comp.warnings)
+        if self.out:
+            info = rp.write_runs_comparison(comp, self.out, self.seed)
+            print(f"wrote {info.png} and {info.pdf}")
+        return comp.exit_code
+
+
+@dataclass(kw_only=True)
+class OrbImport:
+    """Write runs from openrlbenchmark's cache as run records (with their wandb
+    provenance and the protocol/budget you declare), so summary, report and verdicts
+    show them, marked as imported."""
+
+    cache: tyro.conf.Positional[Path]
+    """openrlbenchmark cache folder (<entity>/<project>/<run id>/run.json + run_df.csv)."""
+    out: Path
+    """Folder for the records (runs/<id>/ below it)."""
+    protocol: str | None = None
+    """The env protocol you vouch they ran under ('paper' or a JSON file); default unknown."""
+    frames: float | None = None
+    """The frame budget you vouch they ran for (e.g. 200e6); default unknown."""
+    metric: str = "charts/avg_episodic_return"
+    """History column of the returns."""
+    step: str = "global_step"
+    """History column of agent steps."""
+    exp_name: tuple[str, ...] = ()
+    """Keep only runs of these exp_names."""
+
+    def run(self) -> int:
+        rs = load_orb_cache(self.cache, declaration(self.protocol, self.frames),
+                            columns=ColumnMap(self.step, self.metric))
+        print_left_out(rs)
+        runs = [r for r in rs.included
+                if not self.exp_name or r.manifest.get("system") in self.exp_name]
+        if not runs:
+            raise AnalysisError(f"{self.cache}: no finished run to import"
+                                + (f" with exp_name in {list(self.exp_name)}"
+                                   if self.exp_name else ""))
+        for d in write_imported_records(runs, self.out):
+            print(f"wrote {d}")
+        print_warnings(rs.warnings)
+        return EXIT_OK
+
+
+@dataclass(kw_only=True)
+class OrbFetch:
+    """Download runs of a public wandb project into openrlbenchmark's cache layout (needs
+    network and wandb; e.g. --entity openrlbenchmark --project cleanba --filter
+    config.exp_name=cleanba_impala_a0_l0_d1_cpu10 --filter config.env_id=Breakout-v5)."""
+
+    entity: str
+    """wandb entity (user or team)."""
+    project: str
+    """wandb project."""
+    cache: Path
+    """Cache folder to write into (<entity>/<project>/<run id>/)."""
+    filter: tuple[str, ...] = ()
+    """KEY=VALUE wandb filters (ANDed), e.g. config.env_id=Breakout-v5."""
+
+    def run(self) -> int:
+        filters = dict(parse_key_values(self.filter, "--filter"))
+        for d in fetch_wandb(self.entity, self.project, self.cache, filters):
+            print(f"cached {d}")
+        return EXIT_OK

@@ -1,0 +1,246 @@
+"""`python -m analysis` subcommands on scores: summary, aggregate, curves, plan-seeds,
+staleness and figures. Each parses its flags and calls one analysis function.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import tyro
+
+from analysis.cli.common import RecordArgs, print_imported, print_left_out, print_warnings
+from analysis.errors import AnalysisError
+from analysis.inputs.orb import (
+    is_imported,
+)
+from analysis.json_file import write_json
+from analysis.output import figures as figs
+from analysis.output.curve_files import write_curves
+from analysis.output.report import AGGREGATE_REPS, build_report_assets
+from analysis.scales.normalize import parse_normalisers
+from analysis.scoring.aggregates import aggregate_groups, summary_table
+from analysis.scoring.curves import CURVE_REPS
+from analysis.scoring.grouping import (
+    group_keys,
+    labelled_groups,
+)
+from analysis.verdicts.poi_pairs import choose_pairs
+from analysis.verdicts.seedplan import (
+    DEFAULT_SEEDS,
+    DEFAULT_SIMS,
+    given_spread,
+    seed_plan_lines,
+    spread_from_analysis,
+)
+from analysis.verdicts.staleness import audit
+from runrecord.exits import EXIT_OK
+
+
+@dataclass(kw_only=True)
+class Summary(RecordArgs):
+    """Runs found, which were left out and why, and per-group point estimates."""
+
+    def run(self) -> int:
+        a = self.analysis()
+        rs = a.runset
+        print(f"{len(rs.included)} completed run(s), {len(rs.left_out)} left out")
+        print_left_out(rs)
+        print_imported([r for r in rs.included if is_imported(r)])
+        print(summary_table(labelled_groups(a)).markdown())
+        print_warnings(a.warnings)
+        return EXIT_OK
+
+
+@dataclass(kw_only=True)
+class Aggregate(RecordArgs):
+    """Median, IQM, mean and optimality gap of final scores with stratified bootstrap
+    CIs per group, and the probability of improvement between groups."""
+
+    reps: int = AGGREGATE_REPS
+    """Bootstrap replicates."""
+    seed: int = 0
+    """Bootstrap seed (same seed, same CIs)."""
+    confidence: float = 0.95
+    """Two-sided CI level."""
+    method: Literal["percentile", "basic"] = "percentile"
+    """Bootstrap CI method."""
+    out: Path | None = None
+    """Folder for aggregates.md/.csv/.json (printed only when not given)."""
+    reference: str | None = None
+    """P(X > Y) of every group against this group (label or layout name); default the
+    smallest hardware of each system, e.g. a0-l0-d1."""
+    pair: tuple[str, ...] = ()
+    """P(X > Y) only for these pairs, 'X vs Y' (labels or layout names). Repeatable."""
+    all_pairs: bool = False
+    """P(X > Y) for every ordered pair of groups (cost grows with the square of groups)."""
+
+    def run(self) -> int:
+        a = self.analysis()
+        groups = labelled_groups(a)
+        pairs, which = choose_pairs(a, groups, reference=self.reference, named=self.pair,
+                                    all_pairs=self.all_pairs)
+        agg = aggregate_groups(groups, reps=self.reps, seed=self.seed, pairs=pairs,
+                               which=which, confidence=self.confidence, method=self.method)
+        print("\n".join(agg.lines()))
+        if self.out:
+            agg.write(self.out)
+        print_warnings(a.warnings)
+        return EXIT_OK
+
+
+@dataclass(kw_only=True)
+class Curves(RecordArgs):
+    """Sample-efficiency curves (median/IQM normalised score vs frames or wall time) with
+    pointwise bootstrap CIs: figures and a CSV."""
+
+    out: Path = Path("analysis-out")
+    """Folder for the figures (PNG + PDF) and curves.csv."""
+    axis: Literal["frames", "wall_time_s"] = "frames"
+    """x axis."""
+    metric: tuple[Literal["median", "iqm", "mean", "optimality_gap"], ...] = ("median", "iqm")
+    """Aggregates to plot, one figure each."""
+    reps: int = CURVE_REPS
+    """Bootstrap replicates per curve."""
+    seed: int = 0
+    """Bootstrap seed."""
+
+    def run(self) -> int:
+        a = self.analysis()
+        figures, csv_path = write_curves(a, self.out, axis=self.axis, metrics=self.metric,
+                                         reps=self.reps, seed=self.seed)
+        for info in figures:
+            print(f"wrote {info.png} and {info.pdf}")
+        print(f"wrote {csv_path}")
+        print_warnings(a.warnings)
+        return EXIT_OK
+
+
+@dataclass(kw_only=True)
+class PlanSeeds(RecordArgs):
+    """Seed planner: power of the equivalence test (TOST, both metrics) and of the
+    regression gate at 3/5/10/20 seeds, seeds needed for 80% and 90% power, and the
+    smallest margin reachable at 80% for --for-seeds seeds, by simulating the verdict code
+    with the per-seed spread of pilot runs (folders) or a given --sd."""
+
+    sd: float | None = None
+    """Per-seed sd of the metric (normalised units) instead of pilot runs."""
+    auc_sd: float | None = None
+    """With --sd: the AUC metric's sd (default: --sd)."""
+    correlation: float = 0.0
+    """With --sd: correlation of final score and AUC per seed (0 is the cautious choice:
+    requiring two metrics to pass costs most power when they are independent)."""
+    suite: str = "Atari"
+    """With --sd: the suite whose default margin applies (Atari or an env id)."""
+    delta: float | None = None
+    """Equivalence margin (default: the suite's, analysis.verdicts.margins)."""
+    gate_delta: float | None = None
+    """Regression gate margin (default: --delta)."""
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    """Seeds per side at which to give the power."""
+    for_seeds: int = 3
+    """Seeds per side for the smallest margin reachable at 80% power."""
+    sims: int = DEFAULT_SIMS
+    """Simulations per (verdict, seed count)."""
+    seed: int = 0
+    """Seed of the simulations (same seed, same table)."""
+
+    def run(self) -> int:
+        if self.sd is not None:
+            if self.inputs or self.orb:
+                raise AnalysisError("give pilot run folders or --sd, not both")
+            spread, suite = given_spread(self.sd, self.auc_sd, self.correlation), self.suite
+        else:
+            a = self.analysis()
+            print_warnings(a.warnings)
+            if len(a.suites) != 1:
+                raise AnalysisError(f"pilot runs form {len(a.suites)} suites {a.suite_names}; "
+                                    "plan one at a time (--where env_id=...)")
+            spread, suite = spread_from_analysis(a), a.suite_names[0]
+        print("\n".join(seed_plan_lines(
+            spread, suite, delta=self.delta, gate_delta=self.gate_delta,
+            normalisers=parse_normalisers(self.normaliser), seeds=self.seeds,
+            for_seeds=self.for_seeds, sims=self.sims, seed=self.seed)))
+        return EXIT_OK
+
+
+@dataclass(kw_only=True)
+class Staleness(RecordArgs):
+    """Staleness audit from updates.csv: distribution per run and group, mid-rollout
+    policy changes, and the cleanba/sync rules. Exit 1 on a violation."""
+
+    json_out: Path | None = None
+    """Write the audit as JSON here."""
+    out: Path | None = None
+    """Folder for the staleness histogram figure."""
+    per_run: bool = False
+    """Also print one row per run."""
+
+    def run(self) -> int:
+        rs = self.runset()
+        print_left_out(rs)
+        if not rs.included:
+            raise AnalysisError("no completed runs to audit")
+        rep = audit(rs.included, group_keys(self.group_by))
+        print("\n".join(rep.lines(self.per_run)))
+        if self.json_out:
+            write_json(self.json_out, rep.as_dict())
+        if self.out:
+            info = figs.staleness_figure(rep, self.out)
+            print(f"wrote {info.png} and {info.pdf}")
+        return rep.exit_code
+
+
+@dataclass(kw_only=True)
+class Figures:
+    """Every figure, table and verdict of the report into one folder (what the HTML
+    report embeds)."""
+
+    inputs: tyro.conf.Positional[tuple[Path, ...]]
+    """Run folders, sweep folders or results roots."""
+    out: Path = Path("analysis-out")
+    """Output folder."""
+    group_by: str = "layout.name"
+    """Dotted manifest keys that define groups (comma-separated)."""
+    delta: float | None = None
+    """Equivalence margin (normalised units); default per suite (analysis.verdicts.margins)."""
+    seed: int = 0
+    """Bootstrap seed."""
+    reps: int = CURVE_REPS
+    """Bootstrap reps for curves and performance profiles."""
+    aggregate_reps: int = AGGREGATE_REPS
+    """Bootstrap reps for aggregate CIs."""
+    normaliser: tuple[str, ...] = ()
+    """Extra normalisers ENV=LOW,HIGH."""
+    reference: str | None = None
+    """Reference group of the equivalence verdicts (label or layout name, e.g. a0-l0-d1);
+    default: the group with the smallest hardware."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs whose recorded env protocols differ (a warning says so)."""
+
+    def run(self) -> int:
+        for d in self.inputs:
+            if not Path(d).is_dir():
+                raise AnalysisError(f"{d}: no such folder (expected a run or sweep folder)")
+        if not any(True for d in self.inputs for _ in Path(d).rglob("manifest.json")):
+            raise AnalysisError(f"no run records (manifest.json) under "
+                                f"{', '.join(map(str, self.inputs))}")
+        res = build_report_assets(list(self.inputs), self.out, group_by=self.group_by,
+                                  delta=self.delta, seed=self.seed, reps=self.reps,
+                                  aggregate_reps=self.aggregate_reps,
+                                  normalisers=parse_normalisers(self.normaliser),
+                                  reference=self.reference,
+                                  allow_protocol_mismatch=self.allow_protocol_mismatch)
+        for f in res["figures"]:
+            print(f"figure {f['name']}: {f['png']}")
+        for t in res["tables"]:
+            print(f"table {t['name']}: {t['csv']}")
+        for v in res["verdicts"]:
+            print(v["line"])
+        print(f"{res['runs']['included']} run(s) included, {len(res['runs']['left_out'])} "
+              "left out")
+        print_warnings(res["warnings"])
+        (self.out / "index.json").write_text(json.dumps(res, indent=2) + "\n")
+        return EXIT_OK

@@ -1,0 +1,120 @@
+"""`python -m analysis equivalence` and `regression`: flags, then one call each
+(analysis.verdicts.pairing + compare, analysis.verdicts.gate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from analysis.cli.common import RecordArgs, print_left_out, print_warnings
+from analysis.errors import AnalysisError
+from analysis.inputs.load import DEFAULT_LAST_N
+from analysis.json_file import write_json
+from analysis.scales.normalize import parse_normalisers
+from analysis.verdicts.compare import equivalence_verdicts
+from analysis.verdicts.gate import DEFAULT_WORST, gate
+from runrecord import Run
+
+
+@dataclass(kw_only=True)
+class Equivalence(RecordArgs):
+    """Welch TOST of groups (e.g. hardware layouts) against a reference group on per-seed
+    IQM of final score and of normalised AUC at margin delta, within each suite (Atari, or
+    one other env). Exit 0 all PASS, 1 a DIFFERENT/INCONCLUSIVE, 2 error."""
+
+    a: str | None = None
+    """Compare only this group (label or layout name, e.g. a0-l1-d1) with the reference;
+    default: every group of each system and architecture."""
+    reference: str | None = None
+    """Reference group (label or layout name, e.g. a0-l0-d1); default: the group with the
+    smallest hardware (fewest processes, then devices, then layout name)."""
+    delta: float | None = None
+    """Equivalence margin in normalised units, fixed beforehand; default per suite: 0.16
+    HNS on Atari, 0.2 of the normalised range elsewhere (analysis.verdicts.margins). Check the power
+    of your seeds with `python -m analysis plan-seeds`."""
+    json_out: Path | None = None
+    """Write the verdict as JSON here (a list under "comparisons" when there are several)."""
+    bitwise_only: bool = False
+    """Only check whether each group's records are bitwise identical to the reference's."""
+    metric: Literal["iqm", "atari5-median"] = "iqm"
+    """Per-seed value: the IQM over games, or the Atari-5 estimate of the 57-game median
+    HNS from BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert (Atari suite only;
+    docs/atari5.md)."""
+
+    def run(self) -> int:
+        a = self.analysis()
+        print_warnings(a.warnings)
+        res = equivalence_verdicts(a, group=self.a, reference=self.reference,
+                                   delta=self.delta,
+                                   normalisers=parse_normalisers(self.normaliser),
+                                   metric=self.metric, bitwise_only=self.bitwise_only)
+        print_warnings(res.warnings)
+        print("\n".join(res.lines))
+        if self.json_out:
+            write_json(self.json_out, res.as_json())
+        return res.exit_code
+
+
+@dataclass(kw_only=True)
+class Regression:
+    """CI gate: PASS when the one-sided lower bound of new - reference (per independent
+    seed: IQM over games of the final normalised score; layout copies of a seed are
+    averaged first) is above -delta. The same gate as `harness regress`
+    (analysis.verdicts.gate). Exit 0 PASS, 1 REGRESSION, 2 error (including different
+    games, env protocols or suites on the two sides, several systems on a side, or a
+    selected layout without a completed run)."""
+
+    new: Path
+    """Run/sweep folder of the new version (one system; --where to select one)."""
+    reference: str
+    """Run/sweep folder of the reference, or a published number (same units)."""
+    delta: float | None = None
+    """Tolerated drop in normalised units; default: the suite's margin (0.16 HNS on
+    Atari, 0.2 of the normalised range elsewhere; analysis.verdicts.margins)."""
+    metric: Literal["iqm", "final", "auc", "atari5-median"] = "iqm"
+    """Per-seed value (analysis.verdicts.gate.GATE_METRICS): IQM over tasks of the final
+    score (iqm; `final` is the same), or of the normalised AUC (auc), or the Atari-5
+    estimate of the 57-game median HNS from the final scores of BattleZone, DoubleDunk,
+    NameThisGame, Phoenix, Qbert (atari5-median; docs/atari5.md)."""
+    layout: tuple[str, ...] = ()
+    """Layouts to gate; each must have a completed run on both sides. Default: every
+    layout either side ran."""
+    confidence: float = 0.95
+    """One-sided confidence level of the lower bound."""
+    where: tuple[str, ...] = ()
+    """Keep only runs whose manifest matches KEY=VALUE (repeatable)."""
+    last_n: int = DEFAULT_LAST_N
+    """Final score = mean return of the last N episodes."""
+    normaliser: tuple[str, ...] = ()
+    """Extra normalisers ENV=LOW,HIGH."""
+    allow_protocol_mismatch: bool = False
+    """Compare runs whose recorded env protocols differ (a note says so)."""
+    worst: int = DEFAULT_WORST
+    """Games listed in the per-game breakdown (worst new - reference first)."""
+    json_out: Path | None = None
+    """Write the verdict as JSON here."""
+
+    def _runs(self, path: Path) -> list[Run]:
+        rs = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n).runset()
+        if not rs.included:
+            print_left_out(rs)
+            raise AnalysisError("no completed runs with episodes to analyse")
+        return rs.included
+
+    def run(self) -> int:
+        new = self._runs(self.new)
+        try:
+            reference: list[Run] | float = float(self.reference)
+        except ValueError:
+            reference = self._runs(Path(self.reference))
+        out = gate(new, reference, delta=self.delta, metric=self.metric,
+                   layouts=self.layout or None, confidence=self.confidence,
+                   last_n=self.last_n, normalisers=parse_normalisers(self.normaliser),
+                   allow_protocol_mismatch=self.allow_protocol_mismatch)
+        print_warnings(out.warnings)
+        print("\n".join(out.lines(self.worst)))
+        if self.json_out:
+            write_json(self.json_out, out.result.as_dict())
+        return out.exit_code

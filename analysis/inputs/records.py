@@ -1,0 +1,51 @@
+"""Run records and openrlbenchmark exports in one RunSet, filtered by manifest values:
+what every subcommand of `python -m analysis` (and a notebook) starts from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from analysis.errors import AnalysisError
+from analysis.inputs.load import RunSet, load_runs, manifest_get
+from analysis.inputs.orb import ColumnMap, Declaration, load_openrlbenchmark_dir
+from runrecord import Run
+
+
+def parse_key_values(pairs: Sequence[str], flag: str) -> list[tuple[str, str]]:
+    """KEY=VALUE strings as (key, value), stripped; AnalysisError names a bad one."""
+    out = []
+    for cond in pairs:
+        if "=" not in cond:
+            raise AnalysisError(f"bad {flag} {cond!r}: expected KEY=VALUE")
+        key, value = cond.split("=", 1)
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def select_where(runs: Sequence[Run], where: Sequence[str]) -> list[Run]:
+    """The runs whose manifest matches every KEY=VALUE of `where` (dotted keys)."""
+    out = list(runs)
+    for key, value in parse_key_values(where, "--where"):
+        out = [r for r in out if str(manifest_get(r.manifest, key)) == value]
+    return out
+
+
+def load_records(inputs: Sequence[Path | str] = (), *, orb: Sequence[Path | str] = (),
+                 columns: ColumnMap = ColumnMap(), frames_per_step: int | None = None,
+                 declared: Declaration | None = None, where: Sequence[str] = (),
+                 use_cache: bool = True) -> RunSet:
+    """Every run record under `inputs` and every openrlbenchmark export under `orb`
+    (declared: the protocol/budget vouched for them), keeping only completed runs that
+    match `where` (KEY=VALUE, dotted manifest keys). `use_cache=False` parses every
+    record instead of reading the record cache (analysis.inputs.cache)."""
+    if not inputs and not orb:
+        raise AnalysisError("give at least one run/sweep folder (or --orb DIR)")
+    rs = load_runs(inputs, use_cache=use_cache) if inputs else RunSet()
+    for d in orb:
+        if not Path(d).is_dir():
+            raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
+        rs.extend(load_openrlbenchmark_dir(d, columns=columns, frames_per_step=frames_per_step,
+                                           declared=declared))
+    rs.included = select_where(rs.included, where)
+    return rs
