@@ -28,7 +28,37 @@ from runrecord import Run
 
 
 @dataclass(kw_only=True)
-class RecordArgs:
+class RunFilter:
+    """Which runs count: flags every subcommand that reads run records shares."""
+
+    where: tuple[str, ...] = ()
+    """Keep only runs whose manifest matches KEY=VALUE (dotted keys), e.g.
+    system=cleanba-ppo. Repeatable; all must match."""
+    last_n: int = DEFAULT_LAST_N
+    """Final score of a run = mean return of its last N episodes."""
+
+
+@dataclass(kw_only=True)
+class ScoreOptions:
+    """How runs are normalised and whether different env protocols may meet."""
+
+    normaliser: tuple[str, ...] = ()
+    """Extra score normalisers ENV=LOW,HIGH (e.g. MyEnv-v0=0,100); Atari and CartPole-v1
+    are built in."""
+    allow_protocol_mismatch: bool = False
+    """Pool or compare runs whose recorded env protocols differ (sticky actions, episode
+    cap, ...); without it such runs are refused (exit 2). A warning or note says so."""
+
+
+@dataclass(kw_only=True)
+class Grouping:
+    group_by: str = "layout.name"
+    """Comma-separated dotted manifest keys that define groups, e.g. layout.name or
+    system,layout.name. Systems and architectures are always kept apart."""
+
+
+@dataclass(kw_only=True)
+class RecordArgs(RunFilter, ScoreOptions, Grouping):
     """Where the runs are and how to group and score them."""
 
     inputs: tyro.conf.Positional[tuple[Path, ...]] = ()
@@ -50,22 +80,8 @@ class RecordArgs:
     orb_frames: float | None = None
     """--orb runs: the frame budget you vouch they ran for, e.g. 200e6. Undeclared =
     unknown."""
-    group_by: str = "layout.name"
-    """Comma-separated dotted manifest keys that define groups, e.g. layout.name or
-    system,layout.name. Systems and architectures are always kept apart."""
-    where: tuple[str, ...] = ()
-    """Keep only runs whose manifest matches KEY=VALUE (dotted keys), e.g.
-    system=cleanba-ppo. Repeatable; all must match."""
-    last_n: int = DEFAULT_LAST_N
-    """Final score of a run = mean return of its last N episodes."""
     points: int = DEFAULT_POINTS
     """Points of the common frame grid for curves and AUC."""
-    normaliser: tuple[str, ...] = ()
-    """Extra score normalisers ENV=LOW,HIGH (e.g. MyEnv-v0=0,100); Atari and CartPole-v1
-    are built in."""
-    allow_protocol_mismatch: bool = False
-    """Pool or compare runs whose recorded env protocols differ (sticky actions, episode
-    cap, ...); without it such runs are refused (exit 2). A warning says so."""
     no_cache: bool = False
     """Parse every record instead of using <results root>/.analysis-cache (same numbers;
     the cache only saves time)."""

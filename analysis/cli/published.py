@@ -13,9 +13,15 @@ import tyro
 
 from analysis import atari5
 from analysis import reproduce as rp
-from analysis.cli.common import RecordArgs, print_imported, print_left_out, print_warnings
+from analysis.cli.common import (
+    RecordArgs,
+    RunFilter,
+    print_imported,
+    print_left_out,
+    print_warnings,
+)
 from analysis.errors import AnalysisError
-from analysis.inputs.load import DEFAULT_LAST_N, load_published_table
+from analysis.inputs.load import load_published_table
 from analysis.inputs.orb import (
     ColumnMap,
     declaration,
@@ -106,7 +112,7 @@ class Atari5(RecordArgs):
 
 
 @dataclass(kw_only=True)
-class Reproduce:
+class Reproduce(RunFilter):
     """Did it reproduce? Your runs against a published table column (--published FILE
     --column NAME: per game and aggregate verdicts) or against published per-seed runs
     imported from openrlbenchmark's cache (--orb DIR: equivalence at matching frames).
@@ -139,8 +145,6 @@ class Reproduce:
     """History column of seconds since the start."""
     games: tuple[str, ...] = ()
     """Compare only these games (e.g. Breakout-v5 Pong); default: every game you ran."""
-    where: tuple[str, ...] = ()
-    """Keep only your runs whose manifest matches KEY=VALUE (dotted keys; repeatable)."""
     relative_margin: float = 0.25
     """Table verdicts: per-game margin = max(relative x |published HNS|, absolute)."""
     absolute_margin: float = 0.1
@@ -152,8 +156,6 @@ class Reproduce:
     """Compare runs made under another env protocol (every line says so)."""
     allow_budget_mismatch: bool = False
     """Compare runs with another frame budget ("at N frames against 200M" on every line)."""
-    last_n: int = DEFAULT_LAST_N
-    """Final score = mean return of the last N episodes."""
     reps: int = AGGREGATE_REPS
     """Bootstrap replicates of the aggregate CIs."""
     seed: int = 0

@@ -11,7 +11,14 @@ from typing import Literal
 
 import tyro
 
-from analysis.cli.common import RecordArgs, print_imported, print_left_out, print_warnings
+from analysis.cli.common import (
+    Grouping,
+    RecordArgs,
+    ScoreOptions,
+    print_imported,
+    print_left_out,
+    print_warnings,
+)
 from analysis.errors import AnalysisError
 from analysis.inputs.orb import (
     is_imported,
@@ -194,7 +201,7 @@ class Staleness(RecordArgs):
 
 
 @dataclass(kw_only=True)
-class Figures:
+class Figures(ScoreOptions, Grouping):
     """Every figure, table and verdict of the report into one folder (what the HTML
     report embeds)."""
 
@@ -202,8 +209,6 @@ class Figures:
     """Run folders, sweep folders or results roots."""
     out: Path = Path("analysis-out")
     """Output folder."""
-    group_by: str = "layout.name"
-    """Dotted manifest keys that define groups (comma-separated)."""
     delta: float | None = None
     """Equivalence margin (normalised units); default per suite (analysis.verdicts.margins)."""
     seed: int = 0
@@ -212,13 +217,9 @@ class Figures:
     """Bootstrap reps for curves and performance profiles."""
     aggregate_reps: int = AGGREGATE_REPS
     """Bootstrap reps for aggregate CIs."""
-    normaliser: tuple[str, ...] = ()
-    """Extra normalisers ENV=LOW,HIGH."""
     reference: str | None = None
     """Reference group of the equivalence verdicts (label or layout name, e.g. a0-l0-d1);
     default: the group with the smallest hardware."""
-    allow_protocol_mismatch: bool = False
-    """Compare runs whose recorded env protocols differ (a warning says so)."""
 
     def run(self) -> int:
         for d in self.inputs:

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from analysis.cli.common import RecordArgs, print_left_out, print_warnings
+from analysis.cli.common import RecordArgs, RunFilter, ScoreOptions, print_left_out, print_warnings
 from analysis.errors import AnalysisError
-from analysis.inputs.load import DEFAULT_LAST_N
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
 from analysis.verdicts.compare import equivalence_verdicts
@@ -58,7 +57,7 @@ class Equivalence(RecordArgs):
 
 
 @dataclass(kw_only=True)
-class Regression:
+class Regression(RunFilter, ScoreOptions):
     """CI gate: PASS when the one-sided lower bound of new - reference (per independent
     seed: IQM over games of the final normalised score; layout copies of a seed are
     averaged first) is above -delta. The same gate as `harness regress`
@@ -83,14 +82,6 @@ class Regression:
     layout either side ran."""
     confidence: float = 0.95
     """One-sided confidence level of the lower bound."""
-    where: tuple[str, ...] = ()
-    """Keep only runs whose manifest matches KEY=VALUE (repeatable)."""
-    last_n: int = DEFAULT_LAST_N
-    """Final score = mean return of the last N episodes."""
-    normaliser: tuple[str, ...] = ()
-    """Extra normalisers ENV=LOW,HIGH."""
-    allow_protocol_mismatch: bool = False
-    """Compare runs whose recorded env protocols differ (a note says so)."""
     worst: int = DEFAULT_WORST
     """Games listed in the per-game breakdown (worst new - reference first)."""
     json_out: Path | None = None
