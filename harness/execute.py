@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.cache import refresh_run
 from harness.retry import failure_kind, will_retry
 from harness.store import (
     LOG_FILE,
@@ -31,7 +32,7 @@ from harness.store import (
     read_manifest_or_none,
 )
 from harness.sweep import PROJECT_ROOT, RunSpec
-from runrecord import RunWriter, atomic_write_json, schema, utc_now
+from runrecord import RecordError, RunWriter, atomic_write_json, schema, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_UNAVAILABLE
 from runrecord.provenance import collect
 
@@ -271,7 +272,9 @@ def execute_run(
         out.wall_time_s = time.monotonic() - t0
         out.returncode = codes[0]
         try:
-            return _settle(spec, run_dir, out, codes, why, stop)
+            settled = _settle(spec, run_dir, out, codes, why, stop)
+            add_to_analysis_cache(run_dir)  # the first report after a sweep parses nothing
+            return settled
         except OSError as e:  # e.g. a full disk: the record cannot say it, the console must
             out.status = schema.FAILED
             out.kind = "transient"
@@ -281,6 +284,15 @@ def execute_run(
             return out
     finally:
         lock.release()
+
+
+def add_to_analysis_cache(run_dir: Path) -> None:
+    """Store the settled record in the results root's analysis cache. Only a speed-up:
+    a record it cannot read or store is parsed by the next analysis command instead."""
+    try:
+        refresh_run(run_dir)
+    except (RecordError, OSError):
+        pass
 
 
 def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: str,

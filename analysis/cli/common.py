@@ -82,6 +82,9 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
     unknown."""
     points: int = DEFAULT_POINTS
     """Points of the common frame grid for curves and AUC."""
+    no_cache: bool = False
+    """Parse every record instead of using <results root>/.analysis-cache (same numbers;
+    the cache only saves time)."""
 
     def runset(self) -> RunSet:
         if self.last_n < 1:
@@ -91,7 +94,8 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
         return load_records(self.inputs, orb=self.orb, columns=ColumnMap(
             self.step_column, self.return_column, self.time_column),
             frames_per_step=self.frames_per_step,
-            declared=declaration(self.orb_protocol, self.orb_frames), where=self.where)
+            declared=declaration(self.orb_protocol, self.orb_frames), where=self.where,
+            use_cache=not self.no_cache)
 
     def analysis(self, separate_systems: bool = True) -> Analysis:
         rs = self.runset()

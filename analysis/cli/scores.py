@@ -34,6 +34,7 @@ from analysis.scoring.grouping import (
     group_keys,
     labelled_groups,
 )
+from analysis.verdicts.poi_pairs import choose_pairs
 from analysis.verdicts.seedplan import (
     DEFAULT_SEEDS,
     DEFAULT_SIMS,
@@ -75,11 +76,21 @@ class Aggregate(RecordArgs):
     """Bootstrap CI method."""
     out: Path | None = None
     """Folder for aggregates.md/.csv/.json (printed only when not given)."""
+    reference: str | None = None
+    """P(X > Y) of every group against this group (label or layout name); default the
+    smallest hardware of each system, e.g. a0-l0-d1."""
+    pair: tuple[str, ...] = ()
+    """P(X > Y) only for these pairs, 'X vs Y' (labels or layout names). Repeatable."""
+    all_pairs: bool = False
+    """P(X > Y) for every ordered pair of groups (cost grows with the square of groups)."""
 
     def run(self) -> int:
         a = self.analysis()
-        agg = aggregate_groups(labelled_groups(a), reps=self.reps, seed=self.seed,
-                               confidence=self.confidence, method=self.method)
+        groups = labelled_groups(a)
+        pairs, which = choose_pairs(a, groups, reference=self.reference, named=self.pair,
+                                    all_pairs=self.all_pairs)
+        agg = aggregate_groups(groups, reps=self.reps, seed=self.seed, pairs=pairs,
+                               which=which, confidence=self.confidence, method=self.method)
         print("\n".join(agg.lines()))
         if self.out:
             agg.write(self.out)

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from runrecord import RecordError, Run, find_run_dirs, load_run, schema
+from analysis.inputs.cache import load_many
+from runrecord import RecordError, Run, find_run_dirs, schema
 
 DEFAULT_LAST_N = 100
 IMPORTED_PROTOCOL = {"recorded_by": "openrlbenchmark export (protocol not declared)"}
@@ -83,10 +84,11 @@ def is_seed(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def load_runs(inputs: Iterable[Path | str]) -> RunSet:
+def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet:
     """Every run record under each input folder (a run folder, a sweep, or a results root).
 
-    Unreadable records and runs that are not `completed` (running, failed, interrupted,
+    Records come from the results root's cache where current (analysis.inputs.cache;
+    `use_cache=False` parses every record). Unreadable records and runs that are not `completed` (running, failed, interrupted,
     skipped) or have no finished episode are left out, with the reason.
     """
     out = RunSet()
@@ -98,14 +100,11 @@ def load_runs(inputs: Iterable[Path | str]) -> RunSet:
         dirs = list(find_run_dirs(root))
         if not dirs:
             out.warnings.append(f"{root}: no run records (no manifest.json below it)")
-        for run_dir in dirs:
-            if run_dir.resolve() in seen:
-                continue
-            seen.add(run_dir.resolve())
-            try:
-                run = load_run(run_dir)
-            except RecordError as e:
-                out.left_out.append(LeftOut(run_dir.name, "unreadable", str(e), str(run_dir)))
+        fresh = [d for d in dirs if d.resolve() not in seen]
+        seen.update(d.resolve() for d in fresh)
+        for run_dir, run in zip(fresh, load_many(fresh, root, use_cache=use_cache), strict=True):
+            if isinstance(run, RecordError):
+                out.left_out.append(LeftOut(run_dir.name, "unreadable", str(run), str(run_dir)))
                 continue
             out.warnings += run.warnings
             if run.status != schema.COMPLETED:

@@ -33,13 +33,15 @@ def select_where(runs: Sequence[Run], where: Sequence[str]) -> list[Run]:
 
 def load_records(inputs: Sequence[Path | str] = (), *, orb: Sequence[Path | str] = (),
                  columns: ColumnMap = ColumnMap(), frames_per_step: int | None = None,
-                 declared: Declaration | None = None, where: Sequence[str] = ()) -> RunSet:
+                 declared: Declaration | None = None, where: Sequence[str] = (),
+                 use_cache: bool = True) -> RunSet:
     """Every run record under `inputs` and every openrlbenchmark export under `orb`
     (declared: the protocol/budget vouched for them), keeping only completed runs that
-    match `where` (KEY=VALUE, dotted manifest keys)."""
+    match `where` (KEY=VALUE, dotted manifest keys). `use_cache=False` parses every
+    record instead of reading the record cache (analysis.inputs.cache)."""
     if not inputs and not orb:
         raise AnalysisError("give at least one run/sweep folder (or --orb DIR)")
-    rs = load_runs(inputs) if inputs else RunSet()
+    rs = load_runs(inputs, use_cache=use_cache) if inputs else RunSet()
     for d in orb:
         if not Path(d).is_dir():
             raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")

@@ -1,10 +1,10 @@
 """Aggregate scores of groups: per-group point summaries, stratified bootstrap CIs of
-median, IQM, mean and optimality gap, and the probability of improvement between every
-two groups that ran the same tasks."""
+median, IQM, mean and optimality gap, and the probability of improvement between
+chosen pairs of groups that ran the same tasks."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,8 +13,9 @@ import numpy as np
 from analysis.json_file import write_json
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import TableData, aggregate_table, ci_text
-from analysis.stats.bootstrap import Interval, interval_estimates, probability_of_improvement_ci
+from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES
+from analysis.stats.pairs import probability_of_improvement_pairs
 
 
 def summary_table(groups: Mapping[str, GroupScores]) -> TableData:
@@ -33,6 +34,7 @@ class Aggregates:
     table: TableData
     improvement: TableData  # P(X > Y) with CIs; no rows when no two groups share tasks
     seeds: dict[str, tuple[int, int]]  # group -> (independent seeds, tasks)
+    which: str = ""  # which P(X > Y) pairs were computed, in words
 
     def lines(self) -> list[str]:
         # A group's rows are distinct seeds (one run per seed and env), so the bootstrap
@@ -40,6 +42,8 @@ class Aggregates:
         out = [self.table.markdown()]
         out += [f"{g}: {s} independent seeds x {t} task(s) (CIs resample seeds within each "
                 "task)" for g, (s, t) in self.seeds.items()]
+        if self.which:
+            out.append(f"P(X > Y) computed for {self.which}")
         return out + ([self.improvement.markdown()] if self.improvement.rows else [])
 
     def write(self, out: Path) -> list[Path]:
@@ -50,22 +54,27 @@ class Aggregates:
 
 
 def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int = 0,
-                     confidence: float = 0.95, method: str = "percentile") -> Aggregates:
+                     confidence: float = 0.95, method: str = "percentile",
+                     pairs: Sequence[tuple[str, str]] | None = None,
+                     which: str = "") -> Aggregates:
     """Bootstrap CIs of every aggregate per group (final normalised scores), and P(X > Y)
-    for every ordered pair of groups with the same tasks."""
+    for `pairs` (default: every ordered pair of groups with the same tasks; the CLI
+    chooses fewer, analysis.verdicts.poi_pairs). `which` says in words which pairs."""
     res = {g: interval_estimates(gs.final, AGGREGATES, reps=reps, seed=seed,
                                  confidence=confidence, method=method)
            for g, gs in groups.items()}
     table = aggregate_table(res, title=f"Aggregate final normalised scores, "
                             f"{confidence:.0%} CIs, {reps} reps, seed {seed}")
-    rows = []
-    for x, gx in groups.items():
-        for y, gy in groups.items():
-            if x != y and gx.tasks == gy.tasks:
-                iv = probability_of_improvement_ci(gx.final, gy.final, reps=reps, seed=seed,
-                                                   confidence=confidence, method=method)
-                rows.append([x, y, ci_text(iv)])
-    poi = TableData("probability_of_improvement", "P(X > Y) with CIs",
+    if pairs is None:
+        pairs = [(x, y) for x, gx in groups.items() for y, gy in groups.items()
+                 if x != y and gx.tasks == gy.tasks]
+        which = which or f"all {len(pairs)} ordered pairs"
+    ivs = probability_of_improvement_pairs({g: gs.final for g, gs in groups.items()}, pairs,
+                                           reps=reps, seed=seed, confidence=confidence,
+                                           method=method)
+    rows = [[x, y, ci_text(iv)] for (x, y), iv in ivs.items()]
+    poi = TableData("probability_of_improvement",
+                    "P(X > Y) with CIs" + (f": {which}" if which else ""),
                     ["X", "Y", "P(X > Y) [CI]"], rows)
     return Aggregates(res, table, poi, {g: (len(gs.seeds), len(gs.tasks))
-                                        for g, gs in groups.items()})
+                                        for g, gs in groups.items()}, which)

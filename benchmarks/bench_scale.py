@@ -1,0 +1,200 @@
+"""Benchmark: analysis commands on study-sized run stores, without and with the cache.
+
+    python benchmarks/bench_scale.py                       # the issue's sizes
+    python benchmarks/bench_scale.py --long-runs 1000 --short-runs 10000   # a tenth
+
+Builds two stores in a temp folder with a fast writer (each table formatted in one
+string operation, not row by row through runrecord.RunWriter; the same columns and
+manifest keys the analysis reads):
+- long: `long_runs` runs of `long_episodes` episodes (issue: 10,000 x 20,000, ~11 GB);
+- short: `short_runs` runs of `short_episodes` episodes (issue: 100,000 x 300).
+Runs: 4 systems x 4 layouts (16 groups) x Atari games x seeds. Each command runs as its
+own process; wall time and peak RSS (os.wait4) are printed as a table, with the machine's
+load (os.getloadavg) before and after. Commands: `summary --no-cache` (parse everything),
+`summary` cold (builds the cache), then warm `summary`, `equivalence --group-by
+layout.name` and `aggregate` (16 groups, `reps` replicates). Checks free disk first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analysis.scales.normalize import ATARI_RANDOM_HUMAN  # noqa: E402
+from runrecord import schema  # noqa: E402
+from runrecord.layout import parse_layout  # noqa: E402
+
+FAMILIES = [("cleanba-ppo", "cleanba"), ("cleanba-impala", "cleanba"),
+            ("monobeast-impala", "async"), ("moolib-impala", "async")]
+LAYOUTS = ["a0-l0-d1", "a0-l1-d1", "a0-l0-d2", "a0-l0,1-d1"]
+BYTES_PER_EPISODE = 56  # measured size of one episodes.csv row from this writer
+
+
+@dataclass
+class BenchConfig:
+    long_runs: int = 10_000
+    """Runs of the long store."""
+    long_episodes: int = 20_000
+    """Episodes per run of the long store."""
+    short_runs: int = 100_000
+    """Runs of the short store."""
+    short_episodes: int = 300
+    """Episodes per run of the short store."""
+    updates: int = 40
+    """Rows of each updates.csv."""
+    reps: int = 50_000
+    """Bootstrap replicates of `aggregate`."""
+    workdir: Path | None = None
+    """Where the stores go (default: a temp folder, deleted afterwards)."""
+    keep: bool = False
+    """Keep the stores."""
+    timeout_s: int = 3600
+    """Per command."""
+
+
+def study_shape(runs: int) -> tuple[list[str], int]:
+    """Games and seeds so that 16 groups x games x seeds is about `runs` (>= 3 seeds)."""
+    games = sorted(ATARI_RANDOM_HUMAN)
+    seeds = max(3, math.ceil(runs / (len(FAMILIES) * len(LAYOUTS) * len(games))))
+    n_games = min(len(games), max(1, math.ceil(runs / (len(FAMILIES) * len(LAYOUTS) * seeds))))
+    return [f"{g}-v5" for g in games[:n_games]], seeds
+
+
+def write_table(path: Path, header: tuple[str, ...], fmt: str, data: np.ndarray) -> None:
+    """All rows in one formatting operation (the vectorised writer)."""
+    body = (fmt * len(data)) % tuple(data.ravel().tolist()) if len(data) else ""
+    path.write_text(",".join(header) + "\n" + body)
+
+
+def write_run(run_dir: Path, manifest: dict, episodes: int, updates: int,
+              rng: np.random.Generator) -> None:
+    run_dir.mkdir(parents=True)
+    frames_total = 200_000_000
+    frames = np.sort(rng.integers(1, frames_total, episodes)) // 4 * 4
+    ret = np.cumsum(rng.normal(1.0, 5.0, episodes)) * 0.01 + rng.normal(0, 1, episodes)
+    ep = np.column_stack([frames // 4, frames, frames * 1e-5, rng.integers(0, 64, episodes),
+                          ret, rng.integers(10, 5000, episodes)])
+    write_table(run_dir / schema.EPISODES_FILE, schema.EPISODE_COLUMNS,
+                "%d,%d,%.3f,%d,%.4f,%d\n", ep)
+    k = np.arange(1, updates + 1)
+    f = k * (frames_total // updates)
+    up = np.column_stack([k, f // 4, f, f * 1e-5, k + 1, k, k, np.full(updates, 2),
+                          np.zeros(updates), np.full(updates, 1e4), np.full(updates, 0.01),
+                          np.full(updates, 0.01), rng.normal(0, 1, updates)])
+    header = (*schema.UPDATE_COLUMNS[:-3], "loss_total", *schema.UPDATE_COLUMNS[-3:-1])
+    write_table(run_dir / schema.UPDATES_FILE, header,
+                "%d,%d,%d,%.3f,%d,%d,%d,%d,%d,%.1f,%.3f,%.3f,%.5f\n",
+                up[:, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 10, 11]])
+    manifest = {**manifest, "summary": {"wall_time_s": float(frames_total * 1e-5),
+                                        "frames": frames_total, "episodes": episodes}}
+    (run_dir / schema.MANIFEST_FILE).write_text(json.dumps(manifest))
+
+
+def build_store(root: Path, runs: int, episodes: int, updates: int) -> int:
+    games, seeds = study_shape(runs)
+    rng = np.random.default_rng(0)
+    n = 0
+    for system, arch in FAMILIES:
+        for layout in LAYOUTS:
+            lay = parse_layout(layout)
+            for game in games:
+                for seed in range(1, seeds + 1):
+                    rid = f"{system}-{lay.name}-{game}-{seed}".replace(",", "_")
+                    manifest = {
+                        "schema_version": schema.SCHEMA_VERSION, "run_id": rid,
+                        "sweep": "study", "system": system, "architecture": arch,
+                        "env_id": game, "seed": seed, "status": schema.COMPLETED,
+                        "layout": {**lay.to_dict(), "devices": ["cpu"]},
+                        "hyperparameters": {"total_frames": 200_000_000},
+                        "env_protocol": {"frame_skip": 4}, "provenance": {"bench": True}}
+                    write_run(root / "study" / "runs" / rid, manifest, episodes, updates, rng)
+                    n += 1
+    return n
+
+
+def measure(args: list[str], timeout_s: int) -> tuple[float, float, int]:
+    """(wall s, peak RSS MiB, exit code) of one command in its own process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = t0 + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.05)
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def bench_store(name: str, root: Path, cfg: BenchConfig) -> list[list[str]]:
+    py = [sys.executable, "-m", "analysis"]
+    commands = [
+        ("summary --no-cache", [*py, "summary", str(root), "--no-cache"]),
+        ("summary (cold: builds the cache)", [*py, "summary", str(root)]),
+        ("summary (warm)", [*py, "summary", str(root)]),
+        ("equivalence --group-by layout.name (warm)",
+         [*py, "equivalence", str(root), "--group-by", "layout.name"]),
+        (f"aggregate, 16 groups, {cfg.reps} reps (warm)",
+         [*py, "aggregate", str(root), "--reps", str(cfg.reps)]),
+    ]
+    rows = []
+    for label, args in commands:
+        wall, rss, code = measure(args, cfg.timeout_s)
+        rows.append([name, label, f"{wall:.1f} s", f"{rss:.0f} MiB", str(code)])
+        print(" | ".join(rows[-1]), flush=True)
+    return rows
+
+
+def main(cfg: BenchConfig) -> None:
+    work = cfg.workdir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    need = (cfg.long_runs * cfg.long_episodes + cfg.short_runs * cfg.short_episodes) \
+        * BYTES_PER_EPISODE * 2.2  # CSVs, and the cache (float64 tables)
+    free = shutil.disk_usage(work).free
+    if need > free:
+        sys.exit(f"need about {need / 2**30:.1f} GiB under {work}, {free / 2**30:.1f} GiB free; "
+                 "pass smaller --long-runs / --short-runs")
+    print(f"load before: {os.getloadavg()}, {os.cpu_count()} CPU(s)", flush=True)
+    rows = []
+    try:
+        for name, runs, episodes in [("long", cfg.long_runs, cfg.long_episodes),
+                                     ("short", cfg.short_runs, cfg.short_episodes)]:
+            if runs == 0:
+                continue
+            root = work / name
+            t0 = time.perf_counter()
+            n = build_store(root, runs, episodes, cfg.updates)
+            size = sum(p.stat().st_size for p in root.rglob("*.csv"))
+            print(f"{name}: {n} runs x {episodes} episodes, {size / 2**20:.0f} MiB of CSV, "
+                  f"written in {time.perf_counter() - t0:.0f} s", flush=True)
+            rows += bench_store(f"{name} ({n} x {episodes})", root, cfg)
+    finally:
+        if not cfg.keep and cfg.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"load after: {os.getloadavg()}")
+    print("| store | command | wall | peak RSS | exit |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+if __name__ == "__main__":
+    main(tyro.cli(BenchConfig))
