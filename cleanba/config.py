@@ -198,14 +198,16 @@ def defining_hyperparameters(config: Any) -> dict[str, Any]:
 # --- fault injection (a test hook; documented in docs/cleanba.md) ------------------------
 
 FAULT_ENV_VAR = "CLEANBA_FAULT"
-FAULT_KINDS = ("actor", "learner", "nan")
+FAULT_KINDS = ("actor", "learner", "nan", "noise")
 
 
 @dataclass(frozen=True)
 class Fault:
     """An injected failure: `actor:K` raises in actor thread 0 at its rollout K,
     `learner:K` raises in the learner at update K, `nan:K` makes update K's rewards NaN so
-    the real loss turns NaN."""
+    the real loss turns NaN, `noise:K` adds noise drawn from the OS's entropy to update K's
+    rewards (a non-deterministic op: the determinism check must see runs differ from
+    update K on)."""
 
     kind: str
     at: int

@@ -387,23 +387,39 @@ class FixedOrderGradient:
     groups, in global group order; a power of two). The gradient of every micro-batch's
     loss SUM is taken on its device, the device's block is added by the pairwise tree, the
     devices' block sums are joined in the fixed pairwise order (`combine_block_sums`), and
-    `finish` turns the summed (grads, aux) into the new state and metrics inside the same
-    mapped call (so every device applies the same bits). Same bits for 1, 2, 4, ... learner
-    devices in one or several processes. Two paths, each layout-independent on its own
-    (their bits differ from each other, so a run uses one on every layout):
+    `finish` turns the summed (grads, aux) into the new state and metrics (identically on
+    every device). Same bits for 1, 2, 4, ... learner devices in one or several processes.
 
-    - host loop (`one_program=False`): one jitted call per local group k, a
+    Every program whose result reaches the parameters has the SAME HLO on every layout
+    (issue 22): XLA's CPU emitters mark each reduction `reassoc`, so LLVM may sum in any
+    order, and it picks the order per compiled kernel (vectorisation and unrolling depend
+    on the instruction set and on everything fused into the kernel). A kernel that also
+    computed the layout-dependent index arithmetic of "group k of this device's slice"
+    (e.g. IMPALA's bias gradient fused with the gather of the group's mask) could
+    therefore sum in another order on 1 than on 2 learner devices. So the step runs as
+    separate programs: `select` (exact indexing only: the micro-batch of group k, the
+    same shapes on every layout), the gradient of one micro-batch (or, one program, of
+    the device's stacked micro-batches), the cross-device join (elementwise adds), and
+    `finish` on replicated inputs. Two paths, each layout-independent on its own (their
+    bits differ from each other, so a run uses one on every layout):
+
+    - host loop (`one_program=False`): one gradient call per local group k, a
       `PairwiseAccumulator` adds the calls' per-device results; for convolutional networks
       on CPU, where XLA runs convolutions inside a loop ~10x slower;
-    - one program (`one_program=True`): `lax.map` over the local groups and the reduction in
-      one mapped call per minibatch; for small networks, where dispatches dominate.
+    - one program (`one_program=True`): `lax.map` over the device's micro-batches and their
+      pairwise sum in one call per minibatch; for small networks, where dispatches
+      dominate. The loop body starts with an optimisation barrier, so the loop's indexing
+      (its trip count is the layout-dependent number of local groups) is never fused into
+      the body's kernels.
 
-    microbatch_loss(params, *args, k) -> (loss_sum, aux_sums): runs per device, k a traced
-    int32 (one compilation for all k). args follow `in_split` (see `LearnerMesh.map`).
+    select(*args, k) -> micro-batch pytree: runs per device, k a traced int32; args
+    follow `in_split` (see `LearnerMesh.map`). Indexing only, no arithmetic on floats.
+    microbatch_loss(params, microbatch) -> (loss_sum, aux_sums).
     finish(state, grads_sum, aux_sums) -> (state, metrics).
     """
 
-    def __init__(self, mesh: Any, microbatch_loss: Callable[..., tuple[jax.Array, PyTree]],
+    def __init__(self, mesh: Any, select: Callable[..., PyTree],
+                 microbatch_loss: Callable[[PyTree, PyTree], tuple[jax.Array, PyTree]],
                  in_split: tuple[bool, ...], finish: Callable[..., tuple[Any, PyTree]],
                  groups_per_device: int, one_program: bool = False):
         if not _is_power_of_two(groups_per_device):
@@ -413,43 +429,51 @@ class FixedOrderGradient:
         self.groups_per_device = groups_per_device
         self.one_program = one_program
 
-        def grad_k(params: PyTree, data: list, k: jax.Array) -> tuple[PyTree, PyTree]:
-            loss_fn = partial(_loss_with_sum, microbatch_loss, data, k)
+        def grad_one(params: PyTree, microbatch: PyTree) -> tuple[PyTree, PyTree]:
+            loss_fn = partial(_loss_with_sum, microbatch_loss, microbatch)
             (_, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
             return grads, aux
 
-        def grad_call(state: Any, *args: Any) -> tuple[PyTree, PyTree]:
-            *data, k = args
-            return grad_k(per_device_params(state.params, LEARNER_AXIS), data, k)
+        def grad_call(state: Any, microbatch: PyTree) -> tuple[PyTree, PyTree]:
+            return grad_one(per_device_params(state.params, LEARNER_AXIS), microbatch)
 
-        def combine_and_finish(state: Any, grads: PyTree, aux: PyTree) -> tuple[Any, PyTree]:
-            total = combine_block_sums((grads, aux), groups_per_device, LEARNER_AXIS)
-            return finish(state, *total)
+        def select_all(*args: Any) -> tuple[PyTree]:
+            ks = jnp.arange(groups_per_device, dtype=jnp.int32)
+            return (jax.vmap(lambda k: select(*args, k))(ks),)
 
-        def whole_step(state: Any, *data: Any) -> tuple[Any, PyTree]:
+        def block_call(state: Any, microbatches: PyTree) -> tuple[PyTree, PyTree]:
             params = per_device_params(state.params, LEARNER_AXIS)
-            stacked = jax.lax.map(lambda k: grad_k(params, list(data), k),
-                                  jnp.arange(groups_per_device, dtype=jnp.int32))
-            return finish(state, *fixed_order_sum(stacked, LEARNER_AXIS))
+            body = lambda mb: grad_one(params, jax.lax.optimization_barrier(mb))  # noqa: E731
+            return pairwise_sum(jax.lax.map(body, microbatches))
+
+        def combine(grads: PyTree, aux: PyTree) -> tuple[PyTree, PyTree]:
+            return combine_block_sums((grads, aux), groups_per_device, LEARNER_AXIS)
 
         if one_program:
-            self._step = mesh.map(whole_step, (False, *in_split), (False, False))
+            self._select = mesh.map(select_all, in_split, (True,))
+            self._grad = mesh.map(block_call, (False, True), (True, True))
         else:
-            self._grad = mesh.map(grad_call, (False, *in_split, False), (True, True))
-            self._finish = mesh.map(combine_and_finish, (False, True, True), (False, False))
+            self._select = mesh.map(lambda *a: (select(*a),), (*in_split, False), (True,))
+            self._grad = mesh.map(grad_call, (False, True), (True, True))
             self._index = [mesh.replicate(np.int32(k)) for k in range(groups_per_device)]
+        self._combine = mesh.map(combine, (True, True), (False, False))
+        self._finish = mesh.map(finish, (False, False, False), (False, False))
 
     def __call__(self, state: Any, *args: Any) -> tuple[Any, PyTree]:
         if self.one_program:
-            return self._step(state, *args)
-        accumulator = PairwiseAccumulator()
-        for k in self._index:
-            accumulator.add(self._grad(state, *args, k))
-        grads, aux = accumulator.result()
+            (microbatches,) = self._select(*args)
+            block = self._grad(state, microbatches)
+        else:
+            accumulator = PairwiseAccumulator()
+            for k in self._index:
+                (microbatch,) = self._select(*args, k)
+                accumulator.add(self._grad(state, microbatch))
+            block = accumulator.result()
+        grads, aux = self._combine(*block)
         return self._finish(state, grads, aux)
 
 
-def _loss_with_sum(microbatch_loss: Callable[..., tuple[jax.Array, PyTree]], data: list,
-                   k: jax.Array, params: PyTree) -> tuple[jax.Array, PyTree]:
-    loss, aux = microbatch_loss(params, *data, k)
+def _loss_with_sum(microbatch_loss: Callable[[PyTree, PyTree], tuple[jax.Array, PyTree]],
+                   microbatch: PyTree, params: PyTree) -> tuple[jax.Array, PyTree]:
+    loss, aux = microbatch_loss(params, microbatch)
     return loss, {**aux, "loss_sum": loss}

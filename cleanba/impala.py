@@ -141,22 +141,36 @@ def make_optimizer(config: ImpalaConfig, num_updates: int) -> optax.GradientTran
     )
 
 
-def minibatch_loss(network: Any, config: ImpalaConfig, params: Any,
-                   batch: dict[str, jax.Array], columns: jax.Array):
-    """V-trace loss (a sum over samples, as the reference) of the envs `columns` of this
-    device's slice, all T steps."""
-    obs = batch["obs"][:, columns]  # (T + 1, m, ...)
+TRAJECTORY_FIELDS = ("obs", "logits", "actions", "rewards", "dones", "mask")
+
+
+def select_columns(batch: dict[str, jax.Array], columns: jax.Array) -> dict[str, jax.Array]:
+    """The envs `columns` of this device's slice, all steps: leaves (T or T + 1, m, ...)."""
+    return {name: batch[name][:, columns] for name in TRAJECTORY_FIELDS}
+
+
+def trajectory_loss(network: Any, config: ImpalaConfig, params: Any,
+                    trajectories: dict[str, jax.Array]):
+    """V-trace loss (a sum over samples, as the reference) of whole trajectories (T + 1
+    observations, T actions each; see `select_columns`)."""
+    obs = trajectories["obs"]  # (T + 1, m, ...)
     steps, m = obs.shape[0] - 1, obs.shape[1]
     logits, values = network.apply(params, obs.reshape((-1, *obs.shape[2:])))
     logits = logits.reshape(steps + 1, m, -1)
     values = values.reshape(steps + 1, m)
     return impala_loss(
-        logits[:-1], batch["logits"][:, columns], batch["actions"][:, columns], values[:-1],
-        values[-1], batch["rewards"][:, columns],
-        config.gamma * (1.0 - batch["dones"][:, columns]), batch["mask"][:, columns],
-        lambda_=config.vtrace_lambda, clip_rho=config.clip_rho, clip_pg_rho=config.clip_pg_rho,
-        clip_c=config.clip_c, baseline_cost=config.vf_coef, entropy_cost=config.ent_coef,
+        logits[:-1], trajectories["logits"], trajectories["actions"], values[:-1], values[-1],
+        trajectories["rewards"], config.gamma * (1.0 - trajectories["dones"]),
+        trajectories["mask"], lambda_=config.vtrace_lambda, clip_rho=config.clip_rho,
+        clip_pg_rho=config.clip_pg_rho, clip_c=config.clip_c,
+        baseline_cost=config.vf_coef, entropy_cost=config.ent_coef,
     )
+
+
+def minibatch_loss(network: Any, config: ImpalaConfig, params: Any,
+                   batch: dict[str, jax.Array], columns: jax.Array):
+    """V-trace loss of the envs `columns` of this device's slice, all T steps."""
+    return trajectory_loss(network, config, params, select_columns(batch, columns))
 
 
 def train_minibatch(network: Any, config: ImpalaConfig, num_learner_devices: int,
@@ -176,14 +190,19 @@ def train_minibatch(network: Any, config: ImpalaConfig, num_learner_devices: int
     return state, metrics
 
 
+def deterministic_select(batch: dict[str, jax.Array], columns: jax.Array, k: jax.Array):
+    """Env group k's share of the minibatch (columns: (groups, envs)), its own program."""
+    return select_columns(batch, columns[k])
+
+
 def deterministic_microbatch_loss(network: Any, config: ImpalaConfig, params: Any,
-                                  batch: dict[str, jax.Array], columns: jax.Array, k: jax.Array):
-    """V-trace loss SUMS of env group k's share of the minibatch (columns: (groups, envs)).
+                                  trajectories: dict[str, jax.Array]):
+    """V-trace loss SUMS of one env group's share of the minibatch.
 
     stat_mean_rho comes back multiplied by the valid count, so that the fixed-order sum over
     groups divided by the summed count is the minibatch's masked mean."""
-    loss, metrics = minibatch_loss(network, config, params, batch, columns[k])
-    count = jnp.sum(batch["mask"][:, columns[k]])
+    loss, metrics = trajectory_loss(network, config, params, trajectories)
+    count = jnp.sum(trajectories["mask"])
     metrics["stat_mean_rho"] = metrics["stat_mean_rho"] * jnp.maximum(count, 1.0)
     return loss, {**metrics, "count": count}
 
@@ -228,7 +247,8 @@ def make_algorithm(config: ImpalaConfig, plan: Plan, obs_shape: tuple[int, ...],
         # envs per group / minibatches); device-local columns, the same on every device.
         epg, gpd = plan.envs_per_group, plan.groups_per_learner_device
         share = epg // config.num_minibatches
-        step = FixedOrderGradient(mesh, partial(deterministic_microbatch_loss, network, config),
+        step = FixedOrderGradient(mesh, deterministic_select,
+                                  partial(deterministic_microbatch_loss, network, config),
                                   (True, False), deterministic_finish, gpd,
                                   gradient_path_is_one_program(obs_shape))
         columns = [

@@ -96,6 +96,9 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         batch = assemble_batch(rollouts, alg.batch_fields, len(plan.learner_device_ids))
         if ctx.fault is not None and ctx.fault.kind == "nan" and ctx.fault.at == k:
             batch["rewards"] = np.full_like(batch["rewards"], np.nan)
+        if ctx.fault is not None and ctx.fault.kind == "noise" and ctx.fault.at == k:
+            noise = np.random.default_rng().random(batch["rewards"].shape)  # OS entropy
+            batch["rewards"] = batch["rewards"] + noise.astype(batch["rewards"].dtype)
         if ctx.fault is not None and ctx.fault.kind == "learner" and ctx.fault.at == k:
             raise RuntimeError(f"injected learner fault at update {k} ({ctx.fault})")
         state, metrics = update(state, mesh.shard(batch), k)

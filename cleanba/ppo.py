@@ -198,23 +198,31 @@ def deterministic_advantage_stats(targets: tuple[jax.Array, jax.Array], mask: ja
     return mean, std
 
 
-def deterministic_microbatch_loss(network: Any, config: PPOConfig, params: Any,
-                                  batch: dict[str, jax.Array],
-                                  targets: tuple[jax.Array, jax.Array], idx: jax.Array,
-                                  adv_stats: tuple[jax.Array, jax.Array], k: jax.Array):
-    """Loss SUMS of env group k's share of the minibatch (idx: (groups, samples))."""
+def deterministic_select(batch: dict[str, jax.Array], targets: tuple[jax.Array, jax.Array],
+                         idx: jax.Array, adv_stats: tuple[jax.Array, jax.Array],
+                         k: jax.Array) -> dict[str, jax.Array]:
+    """Env group k's share of the minibatch (idx: (groups, samples)), its own program:
+    indexing only, so the loss's program is the same on every layout."""
     advantages, returns = targets
     num_envs = batch["actions"].shape[1]
-    sel = idx[k]
-    t, e = sel // num_envs, sel % num_envs
-    adv = advantages[t, e]
+    t, e = idx[k] // num_envs, idx[k] % num_envs
+    mean, std = adv_stats
+    return {"obs": batch["obs"][t, e], "logprobs": batch["logprobs"][t, e],
+            "actions": batch["actions"][t, e], "advantages": advantages[t, e],
+            "returns": returns[t, e], "mask": batch["mask"][t, e], "adv_mean": mean,
+            "adv_std": std}
+
+
+def deterministic_microbatch_loss(network: Any, config: PPOConfig, params: Any,
+                                  mb: dict[str, jax.Array]):
+    """Loss SUMS of one env group's share of the minibatch (see `deterministic_select`)."""
+    adv = mb["advantages"]
     if config.norm_adv:
-        mean, std = adv_stats
-        adv = (adv - mean) / (std + ADV_NORM_EPS)
-    logits, values = network.apply(params, batch["obs"][t, e])
-    return ppo_loss_sums(logits, batch["logprobs"][t, e], batch["actions"][t, e], adv, values,
-                         returns[t, e], batch["mask"][t, e], clip_coef=config.clip_coef,
-                         ent_coef=config.ent_coef, vf_coef=config.vf_coef)
+        adv = (adv - mb["adv_mean"]) / (mb["adv_std"] + ADV_NORM_EPS)
+    logits, values = network.apply(params, mb["obs"])
+    return ppo_loss_sums(logits, mb["logprobs"], mb["actions"], adv, values, mb["returns"],
+                         mb["mask"], clip_coef=config.clip_coef, ent_coef=config.ent_coef,
+                         vf_coef=config.vf_coef)
 
 
 def deterministic_finish(config: PPOConfig, state: TrainState, grads: Any, sums: dict):
@@ -260,7 +268,7 @@ def make_algorithm(config: PPOConfig, plan: Plan, obs_shape: tuple[int, ...],
                               (False, True), (True,))
         stats_fn = mesh.map(deterministic_advantage_stats, (True, True, True), (False, False))
         step = FixedOrderGradient(
-            mesh, partial(deterministic_microbatch_loss, network, config),
+            mesh, deterministic_select, partial(deterministic_microbatch_loss, network, config),
             (True, True, True, False), partial(deterministic_finish, config),
             plan.groups_per_learner_device, gradient_path_is_one_program(obs_shape))
 

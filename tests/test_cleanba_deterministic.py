@@ -1,10 +1,15 @@
-"""--deterministic: bit-identical records across layouts and process counts (issue 6).
+"""--deterministic: bit-identical records across layouts and process counts (issues 6, 22).
 
-Each case trains on every layout of LAYOUTS (4 virtual CPU devices; d2 is two processes
-over jax.distributed on localhost) and asserts that params checksums, every updates.csv
-loss column and episodes.csv (all but wall_time_s) are identical; the same runs without
-the flag differ, and analysis' equivalence check calls the deterministic group bitwise
-identical.
+Each (algorithm, network) pair trains on every layout of LAYOUTS (4 virtual CPU devices; d2
+is two processes over jax.distributed on localhost) and asserts that params checksums,
+every updates.csv loss column and episodes.csv (all but wall_time_s) are identical: with
+XLA compiling for this host's instruction set, and again with XLA capped to AVX2 (the code
+path of AVX2-only CPUs, where IMPALA + ResNet once differed between 1 and 2 learner
+devices; skipped where the cap does not exist). The same runs without the flag differ, and
+analysis' equivalence check calls the deterministic group bitwise identical.
+
+Cost: 8 cases x 5 layouts (6 trainer processes each); ~75 s per Breakout case on the
+2-core CI box with one other job, ~30 min in all at a load average of 9.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cleanba_runs import command, free_port, run, trainer_env
+from cleanba_runs import command, free_port, trainer_env
 
 from analysis.verdicts.equivalence import records_identical
 from cleanba.config import ConfigError
 from cleanba.layout import make_plan
 from cleanba.ppo import PPOConfig, deterministic_minibatch_indices
+from cleanba.xla_flags import AVX2_CAP_FLAG, isa_cap_available, with_flag
 from runrecord import load_run, schema
 
 # (name, actor device ids, learner device ids, processes)
@@ -44,7 +50,7 @@ CASES = {
 
 
 def train_on_layout(alg: str, preset: str, args: list[str], layout: tuple, run_dir: Path,
-                    deterministic: bool = True) -> Path:
+                    deterministic: bool = True, xla_flag: str = "") -> Path:
     _, actors, learners, processes = layout
     flags = [*args, "--actor-device-ids", *actors, "--learner-device-ids", *learners]
     if alg == "ppo":
@@ -55,15 +61,19 @@ def train_on_layout(alg: str, preset: str, args: list[str], layout: tuple, run_d
         flags.append("--deterministic")
     # Every process gets 4 virtual CPU devices: on CPU, XLA's host device count changes how
     # convolutions are split over threads, hence their bits (docs/deterministic.md).
+    env = trainer_env(4)
+    if xla_flag:
+        env["XLA_FLAGS"] = with_flag(env["XLA_FLAGS"], xla_flag)
     if processes == 1:
-        p = run(alg, run_dir, *flags, preset=preset, devices=4, timeout=600)
+        p = subprocess.run(command(alg, preset, run_dir, *flags), env=env, capture_output=True,
+                           text=True, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
         return run_dir
     port = free_port()
     flags += ["--distributed", "--coordinator-address", f"localhost:{port}",
               "--num-processes", str(processes)]
     procs = [subprocess.Popen(command(alg, preset, run_dir, *flags, "--process-id", str(i)),
-                              env=trainer_env(4), stdout=subprocess.PIPE,
+                              env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
              for i in range(processes)]
     outs = [p.communicate(timeout=600) for p in procs]
@@ -72,26 +82,28 @@ def train_on_layout(alg: str, preset: str, args: list[str], layout: tuple, run_d
     return run_dir
 
 
-# Known limitation, found 2026-11-23 on an AMD EPYC (AVX2) host and present already at
-# 43d8d69: deterministic IMPALA with the ResNet (Breakout) on two learner devices in one
-# process (a0-l0,1-d1) differs from one device from the first update on, while PPO with
-# the same ResNet and IMPALA with the MLP stay identical. Earlier CI hosts (another CPU
-# model) passed. Not understood yet (docs/deterministic.md); the case still runs and
-# passes where the bits agree.
-KNOWN_CPU_DEPENDENT = pytest.mark.xfail(
-    strict=False, reason="deterministic IMPALA + ResNet on 2 learner devices is not "
-    "bit-identical on some CPU models (AMD EPYC, AVX2); see docs/deterministic.md")
+_cap: dict[str, bool] = {}
+
+
+def avx2_cap() -> str:
+    """The XLA flag capping code generation to AVX2, or skip where this host has none."""
+    if "ok" not in _cap:
+        _cap["ok"] = isa_cap_available(sys.executable, trainer_env(4))
+    if not _cap["ok"]:
+        pytest.skip("XLA's CPU backend cannot be capped to AVX2 here (not x86-64, or a jaxlib "
+                    "without --xla_cpu_max_isa)")
+    return AVX2_CAP_FLAG
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("isa", ["native", "avx2"])
 @pytest.mark.parametrize("alg", ["ppo", "impala"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_deterministic_records_are_identical_on_every_layout(tmp_path, alg, case, request):
-    if (case, alg) == ("breakout", "impala"):
-        request.applymarker(KNOWN_CPU_DEPENDENT)
+def test_deterministic_records_are_identical_on_every_layout(tmp_path, alg, case, isa):
+    xla_flag = avx2_cap() if isa == "avx2" else ""
     preset, args = CASES[case]
     runs = {layout[0]: load_run(train_on_layout(alg, preset, args, layout,
-                                                tmp_path / "det" / layout[0]))
+                                                tmp_path / "det" / layout[0], xla_flag=xla_flag))
             for layout in LAYOUTS}
     reference = runs["a0-l0-d1"]
     assert reference.status == schema.COMPLETED

@@ -363,9 +363,11 @@ def test_fixed_order_gradient_is_the_pairwise_sum_of_group_gradients_on_any_mesh
     expected = det.pairwise_sum(jnp.stack([jax.grad(group_loss)(weights, data[g])
                                            for g in range(groups)]))
 
-    def microbatch_loss(params, local_data, k):
-        loss = group_loss(params["w"], local_data[k])
-        return loss, {"count": jnp.float32(per_group)}
+    def select(local_data, k):
+        return local_data[k]
+
+    def microbatch_loss(params, x):
+        return group_loss(params["w"], x), {"count": jnp.float32(per_group)}
 
     def finish(state, grads, sums):
         return state, {"grad": grads["w"], "count": sums["count"]}
@@ -375,8 +377,8 @@ def test_fixed_order_gradient_is_the_pairwise_sum_of_group_gradients_on_any_mesh
     mesh = LearnerMesh(list(range(learners)))
     state = mesh.replicate(TrainState.create(apply_fn=None, params={"w": weights},
                                              tx=optax.sgd(0.1)))
-    step = det.FixedOrderGradient(mesh, microbatch_loss, (True,), finish, groups // learners,
-                                  one_program)
+    step = det.FixedOrderGradient(mesh, select, microbatch_loss, (True,), finish,
+                                  groups // learners, one_program)
     local = data.reshape(learners, groups // learners, per_group, dim)
     _, out = step(state, mesh.shard(local))
     got = jax.device_get(out["grad"].addressable_shards[0].data)
@@ -388,4 +390,5 @@ def test_fixed_order_gradient_refuses_a_non_power_of_two_block():
     from cleanba.parallel import LearnerMesh
 
     with pytest.raises(ValueError, match="power-of-two number of env groups"):
-        det.FixedOrderGradient(LearnerMesh([0]), lambda *a: None, (True,), lambda *a: None, 3)
+        det.FixedOrderGradient(LearnerMesh([0]), lambda *a: None, lambda *a: None, (True,),
+                               lambda *a: None, 3)

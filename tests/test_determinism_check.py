@@ -1,0 +1,46 @@
+"""The determinism check (`python -m cleanba.determinism_check`): its tier logic, and that
+it sees non-determinism injected on purpose (CLEANBA_FAULT=noise:N) at update N."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cleanba_runs import trainer_env
+
+from cleanba.determinism_check import BITWISE, first_difference, tier
+
+
+def test_first_difference_is_the_1_based_update():
+    assert first_difference(["a", "b", "c"], ["a", "b", "c"]) is None
+    assert first_difference(["a", "b", "c"], ["a", "x", "c"]) == 2
+    assert first_difference(["a", "b"], ["a", "b", "c"]) == 3
+
+
+def test_tier_names_the_weakest_promise_and_its_update():
+    ref = ["a", "b", "c"]
+    assert tier(ref, ref, {"a0-l1-d1": ref, "a0-l0,1-d1": ref}) == BITWISE
+    assert tier(ref, ref, {"a0-l1-d1": ref, "a0-l0,1-d1": ["a", "b", "x"]}) == (
+        "bitwise run to run only (layouts differ from update 3)")
+    assert tier(ref, ["a", "y", "c"], {"a0-l1-d1": ["x", "b", "c"]}) == (
+        "not bitwise (run to run differs from update 2)")
+
+
+def check(tmp_path: Path, **env: str) -> str:
+    p = subprocess.run([sys.executable, "-m", "cleanba.determinism_check", "--out-dir",
+                        str(tmp_path)], env=trainer_env(4, **env), capture_output=True,
+                       text=True, timeout=900, cwd=Path(__file__).parents[1])
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+    return p.stdout
+
+
+@pytest.mark.slow
+def test_the_check_reports_bitwise_layouts_and_an_injected_nondeterminism(tmp_path):
+    out = check(tmp_path / "clean")
+    assert "tier: bitwise across layouts" in out, out
+    assert "jaxlib: " in out and "device_kind: " in out and "xla_flags: " in out
+    # noise from the OS's entropy in update 2's rewards: every run differs from update 2 on
+    out = check(tmp_path / "noisy", CLEANBA_FAULT="noise:2")
+    assert "tier: not bitwise (run to run differs from update 2)" in out, out
