@@ -50,7 +50,7 @@ import jax
 import numpy as np
 
 import benchenv
-from cleanba import stopping
+from cleanba import actor_hook, stopping
 from cleanba.config import CommonConfig, ConfigError, Fault, fault_from_env
 from cleanba.deterministic import microbatched_apply, sample_actions
 from cleanba.layout import Plan, init_distributed, make_plan
@@ -290,7 +290,8 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     first_env = plan.first_env_index(thread_global)
     env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=ctx.prep.protocol)
     inference_envs = plan.envs_per_group if plan.deterministic else 0
-    policy = jax.jit(partial(sample_step, ctx.algorithm.network, inference_envs))
+    network = actor_hook.network_for_actor(ctx.algorithm.network, ctx.prep.num_actions)
+    policy = jax.jit(partial(sample_step, network, inference_envs))
     env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
     key = jax.device_put(ctx.action_key, device)
     tracker = EpisodeTracker(first_env, n)
