@@ -210,13 +210,20 @@ def actor_overhead(spec: dict[str, Any]) -> dict[str, Any]:
         raw, loop = [], []
         for _ in range(spec["repeats"]):
             raw.append(throughput.envpool_raw_rate(spec["env_id"], num_envs, num_threads,
-                                                   steps_per_thread).steps_per_s)
+                                                   steps_per_thread))
             loop.append(throughput.actor_loop_rate(spec["env_id"], num_envs, num_threads,
-                                                   spec["num_steps"], rollouts).steps_per_s)
-        rows.append({"num_envs": num_envs, "num_threads": num_threads, "raw": raw,
-                     "actor_loop": loop, "ratios": [a / r for a, r in zip(loop, raw, strict=True)],
+                                                   spec["num_steps"], rollouts))
+        rows.append({"num_envs": num_envs, "num_threads": num_threads,
+                     "raw": [r.steps_per_s for r in raw],
+                     "actor_loop": [a.steps_per_s for a in loop],
+                     "ratios": [a.steps_per_s / r.steps_per_s for a, r in zip(loop, raw, strict=True)],
+                     "raw_per_cpu_s": [r.steps_per_cpu_s for r in raw],
+                     "actor_loop_per_cpu_s": [a.steps_per_cpu_s for a in loop],
+                     "cpu_ratios": [a.steps_per_cpu_s / r.steps_per_cpu_s
+                                    for a, r in zip(loop, raw, strict=True)],
                      "env_steps_each": num_envs * steps_per_thread,
                      "load_average": list(os.getloadavg())})
+        write_json(spec["out"], {"rows": rows})  # a run cut off keeps the settings done
     return {"rows": rows}
 
 

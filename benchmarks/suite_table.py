@@ -55,25 +55,32 @@ def environment_lines(env: dict[str, Any] | None) -> list[str]:
 
 
 def actor_lines(raw: dict[str, Any] | None, overhead: dict[str, Any] | None) -> list[str]:
-    lines = ["| what | env steps/s | EnvPool raw, same envs and threads | ratio | load average |",
-             "|---|---|---|---|---|"]
+    lines = ["| what | env steps/s | EnvPool raw, same envs and threads | ratio (each repeat) "
+             "| ratio per CPU-second (each repeat) | load average |",
+             "|---|---|---|---|---|---|"]
     if raw and "steps_per_s" in raw:
         lines.append(f"| EnvPool raw, Breakout-v5, {raw['num_envs']} envs on "
-                     f"{raw['num_threads']} threads | {num(raw['steps_per_s'], 0)} | | | "
+                     f"{raw['num_threads']} threads | {num(raw['steps_per_s'], 0)} | | | | "
                      f"{num(raw['load_average_after'][0], 2)} |")
     else:
-        lines.append(f"| EnvPool raw, Breakout-v5 | {failed_or_not_yet(raw)} | | | |")
+        lines.append(f"| EnvPool raw, Breakout-v5 | {failed_or_not_yet(raw)} | | | | |")
     rows = (overhead or {}).get("rows")
     if not rows:
-        lines.append(f"| actor loop, no-op forward | {failed_or_not_yet(overhead)} | | | |")
+        lines.append(f"| actor loop, no-op forward | {failed_or_not_yet(overhead)} | | | | |")
     for r in rows or []:
         lines.append(
             f"| actor loop, no-op forward, {r['num_envs']} envs x {r['num_threads']} "
             f"thread(s) | {num(statistics.median(r['actor_loop']), 0)} | "
             f"{num(statistics.median(r['raw']), 0)} | "
-            f"{num(statistics.median(r['ratios']), 2)} ({', '.join(num(x, 2) for x in r['ratios'])}) "
+            f"{median_and_each(r['ratios'])} | {median_and_each(r.get('cpu_ratios'))} "
             f"| {num(r['load_average'][0], 2)} |")
     return lines
+
+
+def median_and_each(values: list[float] | None) -> str:
+    if not values:
+        return "n/a"
+    return f"{num(statistics.median(values), 2)} ({', '.join(num(x, 2) for x in values)})"
 
 
 def failed_or_not_yet(entry: dict[str, Any] | None) -> str:

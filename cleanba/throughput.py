@@ -16,6 +16,7 @@ is cheap, so this ratio bounds the trainer's SPS there. Used by `benchmarks/gpu_
 from __future__ import annotations
 
 import dataclasses
+import resource
 import threading
 import time
 from dataclasses import dataclass
@@ -29,14 +30,28 @@ WARMUP_STEPS = 16  # raw stepping: steps per thread before the clock starts (poo
 
 @dataclass(frozen=True)
 class Rate:
-    """Env steps per second over a timed window (start-up and compilation excluded)."""
+    """Env steps per second over a timed window (start-up and compilation excluded), by
+    the wall clock and by the CPU time of the whole process (every thread: EnvPool's
+    workers, the actors, XLA). On a machine shared with other jobs the wall-clock rate
+    follows their load; the CPU-time rate measures the work per step and barely does."""
 
     env_steps: int
     seconds: float
+    cpu_seconds: float
 
     @property
     def steps_per_s(self) -> float:
         return self.env_steps / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def steps_per_cpu_s(self) -> float:
+        return self.env_steps / self.cpu_seconds if self.cpu_seconds > 0 else float("nan")
+
+
+def process_cpu_s() -> float:
+    """User + system CPU seconds of this process, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def check_split(num_envs: int, num_threads: int) -> int:
@@ -83,14 +98,15 @@ def envpool_raw_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thr
         barrier.wait()
     except threading.BrokenBarrierError:
         pass
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), process_cpu_s()
     for t in threads:
         t.join()
+    cpu = process_cpu_s() - cpu_start
     for env in envs:
         env.close()
     if errors:
         raise errors[0]
-    return Rate(num_envs * steps_per_thread, max(ends) - start)
+    return Rate(num_envs * steps_per_thread, max(ends) - start, cpu)
 
 
 def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int,
@@ -122,11 +138,11 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
         try:
             for q in ctx.rollout_queues:
                 control.get(q)
-            first = time.perf_counter()
+            first, cpu_first = time.perf_counter(), process_cpu_s()
             for _ in range(rollouts - 1):
                 for q in ctx.rollout_queues:
                     control.get(q)
-            last = time.perf_counter()
+            last, cpu_last = time.perf_counter(), process_cpu_s()
         except Stopped:
             pass  # an actor failed: its error is raised below
         finally:
@@ -135,4 +151,4 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
                 t.join(timeout=60)
     if control.error is not None:
         raise control.error
-    return Rate(num_envs * num_steps * (rollouts - 1), last - first)
+    return Rate(num_envs * num_steps * (rollouts - 1), last - first, cpu_last - cpu_first)
