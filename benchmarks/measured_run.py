@@ -154,11 +154,11 @@ def run_measured(spec: dict[str, Any]) -> None:
 
         original = writer.RunWriter.log_update
 
-        def log_update(self: Any, row: dict) -> None:
+        def log_update(self: Any, row: Any) -> None:
             original(self, row)
             measurer.update_done()
 
-        writer.RunWriter.log_update = log_update  # type: ignore[method-assign]
+        writer.RunWriter.log_update = log_update  # type: ignore[method-assign,assignment]
         sys.argv = [spec["module"], *spec["argv"]]
         target = lambda: runpy.run_module(spec["module"], run_name="__main__")  # noqa: E731
     else:
