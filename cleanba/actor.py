@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 import benchenv
+from cleanba import actor_hook
 from cleanba.context import Context
 from cleanba.deterministic import microbatched_apply, sample_actions
 from cleanba.losses import categorical_logprob
@@ -49,7 +50,9 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     spec = ctx.prep.checked.env
     env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=spec.protocol)
     inference_envs = plan.envs_per_group if plan.deterministic else 0
-    policy = jax.jit(partial(sample_step, ctx.algorithm.network, inference_envs))
+    # A benchmark may swap the forward pass for a no-op (cleanba/actor_hook.py); off in runs.
+    network = actor_hook.network_for_actor(ctx.algorithm.network, ctx.prep.checked.env.num_actions)
+    policy = jax.jit(partial(sample_step, network, inference_envs))
     env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
     key = jax.device_put(ctx.action_key, device)
     tracker = EpisodeTracker(first_env, n)

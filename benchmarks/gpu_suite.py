@@ -1,0 +1,407 @@
+"""Everything a GPU user needs to know about speed, in one command per part:
+
+    python benchmarks/gpu_suite.py --out results/gpu-suite --part 1
+    python benchmarks/gpu_suite.py --out results/gpu-suite --part 2 --reference-path ~/src/cleanba
+    python benchmarks/gpu_suite.py --out results/gpu-suite --part 3
+
+The plan for a lent GPU (at most three commands of up to 10 minutes each; each part's runs
+are capped by --run-timeout-s, so a part ends in time even when a run is slow):
+  part 1 (at most ~8.5 min): environment; EnvPool's raw Breakout rate, 128 envs on 2
+    threads (the paper's actor setting); the actor loop with a no-op forward pass against
+    EnvPool for 128/32/8 envs x 2/1 threads (stopped after --actor-timeout-s, 200 s); our
+    PPO on Breakout-v5 at the paper's settings (stopped after --run-timeout-s, 240 s).
+  part 2 (at most ~8.5 min): our IMPALA at the paper's settings; the reference Cleanba PPO
+    on the same settings as our PPO (needs --reference-path).
+  part 3 (at most ~8.5 min): our PPO with --deterministic, twice: SPS cost against part 1's
+    PPO, and whether the two runs' params checksums agree at every update.
+`--tiny` runs every step with small budgets on CPU in a few minutes (tests/test_gpu_suite.py).
+
+results.md and results.json in --out are rewritten after every step, and a run cut off by
+its timeout still gives the figures of the updates it finished. Parts add to what earlier
+parts wrote. Settings (the paper's, ../shared/CLEANBA-FACTS.md): PPO 128 envs (2 actor
+threads x 64) x 128 steps, 4 minibatches x 4 epochs, 30 updates (491,520 steps); IMPALA
+128 envs x 20 steps, 150 updates (384,000 steps); layout a0-l0 (actor and learner on GPU 0),
+architecture cleanba. Steady-state SPS = env steps / seconds between the end of update 2
+and the last update (update 1 compiles, update 2 overlaps the queue-of-one start; the
+reference also recompiles at its second update); the table also gives the SPS of the
+window's first and second halves, which agree when the run is steady.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import tyro
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from reference_cleanba import (  # noqa: E402
+    ReferenceError,
+    patch_lines,
+    patched_script,
+    reference_args,
+)
+
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK  # noqa: E402
+
+CHILD = ROOT / "benchmarks" / "measured_run.py"
+ENV_ID = "Breakout-v5"
+WARMUP_UPDATES = 2  # updates left out of steady-state SPS (compilation, queue start)
+PARTS = {
+    "1": ("environment", "envpool-raw", "actor-overhead", "ours-ppo"),
+    "2": ("environment", "ours-impala", "reference-ppo"),
+    "3": ("environment", "deterministic"),
+}
+ALL_STEPS = ("environment", "envpool-raw", "actor-overhead", "ours-ppo", "ours-impala",
+             "reference-ppo", "deterministic")
+
+
+@dataclass
+class SuiteConfig:
+    """The GPU benchmark suite (docs/performance.md)."""
+
+    out: Path
+    """Results folder: results.md, results.json, logs/ (created; earlier parts kept)."""
+    reference_path: Path | None = None
+    """Checkout of vwxyzjn/cleanba; without it the reference row says 'not run'."""
+    part: Literal["1", "2", "3", "all"] = "all"
+    """Which part of the plan to run (see the top of this file); all = every step."""
+    only: tuple[str, ...] = ()
+    """Run just these steps (names as in results.json), overriding --part."""
+    tiny: bool = False
+    """Small budgets for a CPU check of the whole sequence (a few minutes)."""
+    run_timeout_s: float = 240.0
+    """Seconds before a training run is stopped (SIGTERM; its finished updates count)."""
+    actor_grid: tuple[str, ...] = ("128x2", "128x1", "32x2", "32x1", "8x2", "8x1")
+    """ENVSxTHREADS settings of the actor-overhead step, in this order (the paper's first;
+    ignored with --tiny: 8x1 8x2)."""
+    actor_timeout_s: float = 200.0
+    """Seconds before the actor-overhead step is stopped (the settings done are kept)."""
+    actor_timed_steps: int = 32768
+    """Env steps timed per setting and repeat in the actor-overhead step."""
+    repeats: int = 2
+    """Raw/actor-loop measurements per setting, alternated (the ratio is their median)."""
+    seed: int = 1
+    """Seed of every run."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Sizes of the training runs (the paper's, or tiny ones)."""
+
+    ppo: tuple[str, ...]
+    ppo_batch: int
+    ppo_updates: int
+    impala: tuple[str, ...]
+    impala_updates: int
+    impala_batch: int
+    deterministic_updates: int
+    raw: dict[str, int] = field(default_factory=dict)
+
+
+FULL = Budget(
+    ppo=("--num-envs", "128", "--num-steps", "128", "--num-actor-threads", "2"),
+    ppo_batch=128 * 128, ppo_updates=30,
+    impala=("--num-envs", "128", "--num-steps", "20", "--num-actor-threads", "2"),
+    impala_batch=128 * 20, impala_updates=150, deterministic_updates=16,
+    raw={"num_envs": 128, "num_threads": 2, "steps_per_thread": 1024},
+)
+TINY = Budget(
+    ppo=("--num-envs", "8", "--num-steps", "16", "--num-actor-threads", "2",
+         "--num-minibatches", "2", "--update-epochs", "1"),
+    ppo_batch=8 * 16, ppo_updates=6,
+    impala=("--num-envs", "8", "--num-steps", "16", "--num-actor-threads", "2",
+            "--num-minibatches", "2"),
+    impala_batch=8 * 16, impala_updates=6, deterministic_updates=5,
+    raw={"num_envs": 8, "num_threads": 2, "steps_per_thread": 64},
+)
+
+
+def flag_value(args: tuple[str, ...], flag: str, default: int) -> int:
+    return int(args[args.index(flag) + 1]) if flag in args else default
+
+
+# --------------------------------------------------------------------------------------
+# running children
+
+
+def run_child(spec: dict[str, Any], workdir: Path, timeout_s: float | None = None,
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run measured_run.py on `spec`: (its result JSON or {}, process facts: exit code,
+    wall s, peak RSS GB, timed_out, log path)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    name = spec["name"]
+    spec = {**spec, "out": str(workdir / f"{name}.json"), "launched_at": time.time()}
+    spec_path = workdir / f"{name}.spec.json"
+    spec_path.write_text(json.dumps(spec, indent=2))
+    log = workdir / f"{name}.log"
+    start = time.monotonic()
+    with open(log, "w") as log_file:
+        proc = subprocess.Popen([sys.executable, str(CHILD), str(spec_path)], stdout=log_file,
+                                stderr=subprocess.STDOUT, cwd=ROOT)
+        timed_out = False
+        deadline = None if timeout_s is None else start + timeout_s
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if deadline is not None and time.monotonic() > deadline and not timed_out:
+                timed_out = True
+                proc.send_signal(signal.SIGTERM)  # our trainer records `interrupted`
+                deadline = time.monotonic() + 30
+            elif timed_out and deadline is not None and time.monotonic() > deadline:
+                proc.kill()
+                deadline = None
+            time.sleep(0.2)
+    facts = {"exit_code": os.waitstatus_to_exitcode(status), "wall_s": time.monotonic() - start,
+             "peak_rss_gb": usage.ru_maxrss / 1024**2, "timed_out": timed_out,
+             "log": str(log.relative_to(workdir.parent))}
+    out = Path(spec["out"])
+    result = json.loads(out.read_text()) if out.exists() else {}
+    return result, facts
+
+
+def log_tail(workdir: Path, name: str, chars: int = 1500) -> str:
+    path = workdir / f"{name}.log"
+    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+# --------------------------------------------------------------------------------------
+# figures of one training run (pure functions of what the run left)
+
+
+def read_updates(run_dir: Path) -> list[dict[str, str]]:
+    path = run_dir / "updates.csv"
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return [row for row in csv.DictReader(f) if row.get("update")]
+
+
+def window_sps(steps: list[float], times: list[float], skip: int = WARMUP_UPDATES,
+               ) -> dict[str, float | None]:
+    """Steady-state SPS over updates skip+1..last (env steps at each update's end, times
+    in seconds), and the SPS of the window's two halves."""
+    if len(steps) < skip + 2:
+        return {"steady_sps": None, "first_half_sps": None, "second_half_sps": None}
+
+    def rate(a: int, b: int) -> float | None:
+        dt = times[b] - times[a]
+        return (steps[b] - steps[a]) / dt if dt > 0 and b > a else None
+
+    first, last = skip - 1, len(steps) - 1
+    mid = (first + last) // 2
+    return {"steady_sps": rate(first, last), "first_half_sps": rate(first, mid),
+            "second_half_sps": rate(mid, last)}
+
+
+def run_figures(child: dict[str, Any], facts: dict[str, Any], steps: list[float],
+                times: list[float], planned_updates: int) -> dict[str, Any]:
+    """The table's figures of one run from its update steps/times and process facts."""
+    update_times = child.get("update_times", [])
+    memory = child.get("device_memory")
+    return {
+        **window_sps(steps, times),
+        "updates_done": len(steps), "updates_planned": planned_updates,
+        "first_update_s": (update_times[0] - child["launched_at"]) if update_times else None,
+        "device_peak_gb": memory["peak_bytes_in_use"] / 1024**3 if memory else None,
+        "device_kinds": child.get("device_kinds"),
+        **facts,
+    }
+
+
+def ours(cfg: SuiteConfig, workdir: Path, name: str, module: str, args: tuple[str, ...],
+         batch: int, updates: int) -> dict[str, Any]:
+    run_dir = workdir / name / "run"
+    argv = ["atari", "--env-id", ENV_ID, *args, "--architecture", "cleanba",
+            "--actor-device-ids", "0", "--learner-device-ids", "0", "--seed", str(cfg.seed),
+            "--total-timesteps", str(batch * updates), "--progress-interval-s", "30",
+            "--run-dir", str(run_dir)]
+    child, facts = run_child({"task": "train", "name": name, "module": module, "argv": argv},
+                             workdir, cfg.run_timeout_s)
+    rows = read_updates(run_dir)
+    figures = run_figures(child, facts, [float(r["env_steps"]) for r in rows],
+                          [float(r["wall_time_s"]) for r in rows], updates)
+    figures["command"] = f"python -m {module} {' '.join(argv)}"
+    figures["checksums"] = [r.get("params_checksum", "") for r in rows]
+    return figures
+
+
+def reference(cfg: SuiteConfig, workdir: Path, budget: Budget) -> dict[str, Any]:
+    assert cfg.reference_path is not None
+    script = patched_script(cfg.reference_path, workdir / "reference-ppo" / "patched")
+    scalars = workdir / "reference-ppo" / "scalars.jsonl"
+    scalars.unlink(missing_ok=True)
+    args = budget.ppo
+    argv = reference_args(
+        ENV_ID, flag_value(args, "--num-envs", 128), flag_value(args, "--num-actor-threads", 2),
+        flag_value(args, "--num-steps", 128), flag_value(args, "--num-minibatches", 4),
+        budget.ppo_batch * budget.ppo_updates, cfg.seed)
+    if "--update-epochs" in args:
+        argv += ["--update-epochs", str(flag_value(args, "--update-epochs", 4))]
+    child, facts = run_child({"task": "reference", "name": "reference-ppo", "script": str(script),
+                              "argv": argv, "scalars": str(scalars)}, workdir, cfg.run_timeout_s)
+    losses = []
+    if scalars.exists():
+        for line in scalars.read_text().splitlines():
+            entry = json.loads(line)
+            if entry["tag"] == "losses/loss":
+                losses.append(entry["time"])
+    child["update_times"] = losses
+    steps = [float(budget.ppo_batch * (i + 1)) for i in range(len(losses))]
+    figures = run_figures(child, facts, steps, losses, budget.ppo_updates)
+    figures["command"] = f"python {script.name} {' '.join(argv)}"
+    figures["patch"] = patch_lines()
+    return figures
+
+
+# --------------------------------------------------------------------------------------
+# the steps
+
+
+def run_step(step: str, cfg: SuiteConfig, results: dict[str, Any], workdir: Path) -> dict:
+    budget = TINY if cfg.tiny else FULL
+    if step == "environment":
+        child, facts = run_child({"task": "environment", "name": "environment"}, workdir, 300)
+        return {**child, "exit_code": facts["exit_code"]}
+    if step == "envpool-raw":
+        child, facts = run_child({"task": "envpool-raw", "name": "envpool-raw", "env_id": ENV_ID,
+                                  **budget.raw}, workdir, cfg.run_timeout_s)
+        return {**budget.raw, **child, "exit_code": facts["exit_code"]}
+    if step == "actor-overhead":
+        grid = ("8x1", "8x2") if cfg.tiny else cfg.actor_grid
+        spec = {"task": "actor-overhead", "name": "actor-overhead", "env_id": ENV_ID,
+                "grid": [[int(x) for x in g.split("x")] for g in grid],
+                "num_steps": 16 if cfg.tiny else 128,
+                "timed_steps": 512 if cfg.tiny else cfg.actor_timed_steps,
+                "repeats": 1 if cfg.tiny else cfg.repeats}
+        child, facts = run_child(spec, workdir, cfg.actor_timeout_s)
+        if facts["timed_out"] and child.get("rows"):
+            facts["exit_code"] = 0  # stopped on time by design; the finished settings count
+        return {**child, "exit_code": facts["exit_code"], "num_steps": spec["num_steps"]}
+    if step == "ours-ppo":
+        return ours(cfg, workdir, "ours-ppo", "cleanba.ppo", budget.ppo, budget.ppo_batch,
+                    budget.ppo_updates)
+    if step == "ours-impala":
+        return ours(cfg, workdir, "ours-impala", "cleanba.impala", budget.impala,
+                    budget.impala_batch, budget.impala_updates)
+    if step == "reference-ppo":
+        if cfg.reference_path is None:
+            return {"not_run": "no --reference-path given"}
+        return reference(cfg, workdir, budget)
+    if step == "deterministic":
+        args = (*budget.ppo, "--deterministic")
+        runs = [ours(cfg, workdir, f"deterministic-{i}", "cleanba.ppo", args, budget.ppo_batch,
+                     budget.deterministic_updates) for i in (1, 2)]
+        return {"runs": runs, **compare_checksums(runs[0]["checksums"], runs[1]["checksums"])}
+    raise AssertionError(step)
+
+
+def compare_checksums(a: list[str], b: list[str]) -> dict[str, Any]:
+    """Whether two runs' params checksums agree at every update both finished."""
+    n = min(len(a), len(b))
+    mismatch = next((i + 1 for i in range(n) if a[i] != b[i] or not a[i]), None)
+    return {"updates_compared": n, "checksums_identical": n > 0 and mismatch is None,
+            "first_mismatch_update": mismatch}
+
+
+# --------------------------------------------------------------------------------------
+# results
+
+
+def main(cfg: SuiteConfig) -> int:
+    steps = check_config(cfg)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    path = cfg.out / "results.json"
+    results: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    results.setdefault("steps", {})
+    results["mode"] = "tiny" if cfg.tiny else "paper settings"
+    workdir = cfg.out / "logs"
+    failed = False
+    for step in steps:
+        print(f"[gpu_suite] {step} ...", flush=True)
+        started = time.monotonic()
+        try:
+            entry = run_step(step, cfg, results, workdir)
+        except Exception as exc:  # noqa: BLE001 - a failed step is recorded, the next runs
+            entry = {"error": f"{type(exc).__name__}: {exc}"}
+        entry["measured_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        entry["step_wall_s"] = time.monotonic() - started
+        entry["load_average_after"] = list(os.getloadavg())
+        if step_failed(entry):
+            failed = True
+            entry.setdefault("log_tail", log_tail(workdir, step))
+        results["steps"][step] = entry
+        write_results(cfg.out, results)
+        print(f"[gpu_suite] {step} done in {entry['step_wall_s']:.0f}s"
+              f"{' (FAILED)' if step_failed(entry) else ''}", flush=True)
+    print(f"[gpu_suite] {cfg.out / 'results.md'}", flush=True)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def step_failed(entry: dict[str, Any]) -> bool:
+    """An error, or a non-zero exit, except a run stopped at its timeout with enough
+    updates for a steady-state SPS (that is the plan working)."""
+    if "error" in entry:
+        return True
+    if entry.get("timed_out") and entry.get("steady_sps") is not None:
+        return False
+    if entry.get("exit_code") not in (None, 0):
+        return True
+    return any(step_failed(r) for r in entry.get("runs", []))
+
+
+def check_config(cfg: SuiteConfig) -> tuple[str, ...]:
+    """The steps to run; raises ValueError on bad input (nothing written yet)."""
+    unknown = [s for s in cfg.only if s not in ALL_STEPS]
+    if unknown:
+        raise ValueError(f"--only: unknown step(s) {unknown}; steps: {', '.join(ALL_STEPS)}")
+    for g in cfg.actor_grid:
+        envs, _, threads = g.partition("x")
+        if not (envs.isdigit() and threads.isdigit() and int(threads) >= 1
+                and int(envs) % int(threads) == 0):
+            raise ValueError(f"--actor-grid: {g!r} is not ENVSxTHREADS with threads dividing envs")
+    if cfg.reference_path is not None and not (cfg.reference_path / "cleanba" /
+                                               "cleanba_ppo.py").is_file():
+        raise ValueError(f"--reference-path {cfg.reference_path}: no cleanba/cleanba_ppo.py "
+                         "(expected a checkout of vwxyzjn/cleanba)")
+    if cfg.out.exists() and not cfg.out.is_dir():
+        raise ValueError(f"--out {cfg.out} exists and is not a folder")
+    if min(cfg.run_timeout_s, cfg.actor_timeout_s, cfg.repeats, cfg.actor_timed_steps) <= 0:
+        raise ValueError("--run-timeout-s, --actor-timeout-s, --repeats and --actor-timed-steps "
+                         "must be positive")
+    if cfg.only:
+        return tuple(s for s in ALL_STEPS if s in cfg.only)
+    return ALL_STEPS if cfg.part == "all" else PARTS[cfg.part]
+
+
+def write_results(out: Path, results: dict[str, Any]) -> None:
+    from suite_table import render_markdown
+
+    for name, text in (("results.json", json.dumps(results, indent=2)),
+                       ("results.md", render_markdown(results))):
+        tmp = out / f"{name}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, out / name)
+
+
+if __name__ == "__main__":
+    config = tyro.cli(SuiteConfig, description=__doc__.split("\n\n")[0])
+    try:
+        code = main(config)
+    except (ValueError, ReferenceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        code = EXIT_BAD_INPUT
+    sys.exit(code)

@@ -1,0 +1,155 @@
+"""Actor-side throughput: EnvPool's raw stepping rate and the actor loop's rate with a
+no-op forward pass (`cleanba.actor_hook`), for the same envs and threads.
+
+- `envpool_raw_rate`: K Python threads, each stepping its own EnvPool of E / K envs (the
+  trainer's env blocks: same protocol, same env seeds) with uniform random actions and
+  nothing else. This is the actor-side limit of the machine.
+- `actor_loop_rate`: the trainer's real actor threads (`runtime.actor_threads`: jitted
+  policy step, device transfers, step recording, episode tracking, rollout queues) with
+  the network replaced by a no-op of the same output shapes; the main thread takes the
+  rollouts as a learner would, and drops them.
+
+Their ratio is the share of EnvPool's rate that the actor loop keeps. On a GPU, inference
+is cheap, so this ratio bounds the trainer's SPS there. Used by `benchmarks/gpu_suite.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import resource
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+import benchenv
+from cleanba import actor_hook, ppo
+from cleanba.control import Control, Stopped
+from cleanba.runtime import actor_threads, make_context, prepare
+
+WARMUP_STEPS = 16  # raw stepping: steps per thread before the clock starts (pool start-up)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Env steps per second over a timed window (start-up and compilation excluded), by
+    the wall clock and by the CPU time of the whole process (every thread: EnvPool's
+    workers, the actors, XLA). On a machine shared with other jobs the wall-clock rate
+    follows their load; the CPU-time rate measures the work per step and barely does."""
+
+    env_steps: int
+    seconds: float
+    cpu_seconds: float
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.env_steps / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def steps_per_cpu_s(self) -> float:
+        return self.env_steps / self.cpu_seconds if self.cpu_seconds > 0 else float("nan")
+
+
+def process_cpu_s() -> float:
+    """User + system CPU seconds of this process, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def check_split(num_envs: int, num_threads: int) -> int:
+    """Envs per thread; the trainer's rule: threads must divide the envs."""
+    if num_threads < 1 or num_envs < 1 or num_envs % num_threads:
+        raise ValueError(f"{num_threads} thread(s) must divide {num_envs} env(s)")
+    return num_envs // num_threads
+
+
+def envpool_raw_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread: int,
+                     seed: int = 1) -> Rate:
+    """Raw EnvPool rate of `num_threads` threads x (num_envs / num_threads) envs, each
+    thread `steps_per_thread` steps of its whole block, random actions."""
+    per_thread = check_split(num_envs, num_threads)
+    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread)
+            for i in range(num_threads)]
+    num_actions = int(envs[0].action_space.n)
+    barrier = threading.Barrier(num_threads + 1)
+    ends = [0.0] * num_threads
+    errors: list[BaseException] = []
+
+    def body(i: int) -> None:
+        try:
+            env = envs[i]
+            rng = np.random.default_rng(i)
+            # actions drawn up front: the raw rate pays for nothing but env.step
+            actions = rng.integers(0, num_actions, (WARMUP_STEPS + steps_per_thread, per_thread),
+                                   dtype=np.int32)
+            env.reset()
+            for t in range(WARMUP_STEPS):
+                env.step(actions[t])
+            barrier.wait()
+            for t in range(WARMUP_STEPS, WARMUP_STEPS + steps_per_thread):
+                env.step(actions[t])
+            ends[i] = time.perf_counter()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(num_threads)]
+    for t in threads:
+        t.start()
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        pass
+    start, cpu_start = time.perf_counter(), process_cpu_s()
+    for t in threads:
+        t.join()
+    cpu = process_cpu_s() - cpu_start
+    for env in envs:
+        env.close()
+    if errors:
+        raise errors[0]
+    return Rate(num_envs * steps_per_thread, max(ends) - start, cpu)
+
+
+def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int,
+                    rollouts: int, seed: int = 1) -> Rate:
+    """Rate of the trainer's actor threads with a no-op forward pass: env steps of rollouts
+    2..`rollouts` (rollout 1 compiles the policy step) over the time between the main
+    thread holding every thread's first rollout and holding every thread's last."""
+
+    check_split(num_envs, num_threads)
+    if rollouts < 2:
+        raise ValueError(f"rollouts must be >= 2 (the first one compiles), got {rollouts}")
+    preset = ppo.PRESETS["atari" if benchenv.is_atari(env_id) else "cartpole"][1]
+    # async: actors never wait for a learner (there is none); one CPU/GPU device, like a0-l0
+    config = dataclasses.replace(
+        preset, env_id=env_id, num_envs=num_envs, num_steps=num_steps,
+        num_actor_threads=num_threads, architecture="async", seed=seed,
+        total_timesteps=num_envs * num_steps * rollouts, actor_device_ids=(0,),
+        learner_device_ids=(0,), progress_interval_s=0.0,
+    )
+    control = Control()
+    with actor_hook.noop_forward():
+        prep = prepare(config, ppo.make_algorithm, ppo.SYSTEM)
+        ctx, _, _ = make_context(config, prep, control)
+        threads = actor_threads(ctx)
+        for t in threads:
+            t.start()
+        try:
+            for q in ctx.rollout_queues:
+                control.get(q)
+            first, cpu_first = time.perf_counter(), process_cpu_s()
+            for _ in range(rollouts - 1):
+                for q in ctx.rollout_queues:
+                    control.get(q)
+            last, cpu_last = time.perf_counter(), process_cpu_s()
+        except Stopped:
+            pass  # an actor failed: its error is raised below
+        finally:
+            control.stop.set()
+            for t in threads:
+                t.join(timeout=60)
+    if control.error is not None:
+        raise control.error
+    return Rate(num_envs * num_steps * (rollouts - 1), last - first, cpu_last - cpu_first)

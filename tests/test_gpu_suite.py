@@ -1,0 +1,119 @@
+"""benchmarks/gpu_suite.py: the whole sequence in --tiny mode on CPU (so the GPU suite
+cannot rot while no GPU is lent), its bad-input handling, and its pure parts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from gpu_suite import compare_checksums, window_sps  # noqa: E402
+from reference_cleanba import PATCHES, ReferenceError, patched_script  # noqa: E402
+from suite_table import NOT_YET, TRAINING_ROWS, render_markdown  # noqa: E402
+
+from runrecord.exits import EXIT_BAD_INPUT  # noqa: E402
+
+SUITE = ROOT / "benchmarks" / "gpu_suite.py"
+
+
+def run_suite(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(SUITE), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=ROOT)
+
+
+def positive(x: object) -> bool:
+    return isinstance(x, int | float) and x > 0
+
+
+@pytest.mark.slow
+def test_tiny_suite_fills_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "suite"
+    proc = run_suite("--out", str(out), "--tiny", timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    steps = results["steps"]
+    assert steps["environment"]["jax"] and steps["environment"]["cpu_cores"] >= 1
+    assert positive(steps["envpool-raw"]["steps_per_s"])
+    overhead = {(r["num_envs"], r["num_threads"]): r for r in steps["actor-overhead"]["rows"]}
+    assert set(overhead) == {(8, 1), (8, 2)}
+    for row in overhead.values():
+        assert all(positive(x) for x in row["raw"] + row["actor_loop"] + row["ratios"])
+    runs = [steps["ours-ppo"], steps["ours-impala"], *steps["deterministic"]["runs"]]
+    for run in runs:
+        assert run["exit_code"] == 0 and run["updates_done"] == run["updates_planned"]
+        for key in ("steady_sps", "first_half_sps", "second_half_sps", "first_update_s",
+                    "peak_rss_gb"):
+            assert positive(run[key]), (key, run)
+    # two --deterministic runs of one seed on one machine: same params after every update
+    assert steps["deterministic"]["checksums_identical"]
+    assert steps["deterministic"]["updates_compared"] == runs[-1]["updates_planned"]
+    assert steps["reference-ppo"] == {**steps["reference-ppo"], "not_run": "no --reference-path given"}
+
+    table = (out / "results.md").read_text()
+    assert NOT_YET not in table
+    lines = table.splitlines()
+    for label, _, _ in TRAINING_ROWS:
+        row = next(line for line in lines if line.startswith(f"| {label} |"))
+        if label.startswith("reference"):
+            assert "not run" in row
+        else:
+            assert "completed" in row and row.count("n/a") == 1  # device memory: CPU has none
+    for envs, threads in overhead:
+        assert any(line.startswith(f"| actor loop, no-op forward, {envs} envs x {threads} ")
+                   for line in lines)
+    assert "checksums of the two `--deterministic` runs: identical" in table
+
+
+def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    for args in (["--only", "no-such-step"], ["--reference-path", str(tmp_path)],
+                 ["--actor-grid", "8x3"]):
+        out = tmp_path / "never"
+        proc = run_suite("--out", str(out), *args, timeout=120)
+        assert proc.returncode == EXIT_BAD_INPUT, (args, proc.stderr)
+        assert "error:" in proc.stderr and not out.exists()
+
+
+def test_window_sps_by_hand() -> None:
+    # updates end at 10, 20, 30, 40, 50 s with 100 steps each; the window starts after 2
+    steps = [100.0, 200.0, 300.0, 400.0, 500.0]
+    times = [10.0, 20.0, 25.0, 30.0, 40.0]
+    got = window_sps(steps, times)
+    assert got == {"steady_sps": 300 / 20, "first_half_sps": 100 / 5, "second_half_sps": 200 / 15}
+    assert window_sps(steps[:3], times[:3])["steady_sps"] is None
+
+
+def test_compare_checksums() -> None:
+    assert compare_checksums(["a", "b"], ["a", "b", "c"]) == {
+        "updates_compared": 2, "checksums_identical": True, "first_mismatch_update": None}
+    assert compare_checksums(["a", "b"], ["a", "x"])["first_mismatch_update"] == 2
+    assert not compare_checksums([], [])["checksums_identical"]
+    assert not compare_checksums(["", ""], ["", ""])["checksums_identical"]  # no checksums
+
+
+def test_empty_results_say_not_yet_measured() -> None:
+    table = render_markdown({"steps": {}})
+    for label, _, _ in TRAINING_ROWS:
+        assert f"| {label} | {NOT_YET} |" in table
+    assert "EnvPool raw, Breakout-v5 | not yet measured" in table
+
+
+def test_reference_patch_refuses_a_script_it_does_not_fit(tmp_path: Path) -> None:
+    checkout = tmp_path / "cleanba-checkout"
+    (checkout / "cleanba").mkdir(parents=True)
+    fitting = "\n".join(p.old for p in PATCHES)  # every patched spot, nothing else
+    (checkout / "cleanba" / "cleanba_ppo.py").write_text(fitting)
+    script = patched_script(checkout, tmp_path / "work")
+    text = script.read_text()
+    assert all(p.new in text for p in PATCHES)
+    assert (script.parent / "reference_shims.py").exists()
+    (checkout / "cleanba" / "cleanba_ppo.py").write_text(fitting.replace("jax.tree_map(", ""))
+    with pytest.raises(ReferenceError, match="jax.tree_map"):
+        patched_script(checkout, tmp_path / "work2")
