@@ -40,16 +40,6 @@ def write_json(path: str, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def nvidia_smi() -> list[dict[str, str]]:
     fields = "name,memory.total,driver_version"
     try:
@@ -65,6 +55,8 @@ def environment() -> dict[str, Any]:
     import envpool
     import jax
     import jaxlib
+
+    from runrecord.provenance import cpu_model
 
     info: dict[str, Any] = {
         "python": platform.python_version(), "jax": jax.__version__,

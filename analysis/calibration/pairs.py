@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -51,6 +52,25 @@ def _sides(seed: int, key: tuple, sims: int, n_new: int, n_ref: int, ratio: floa
     return ratio * unit_noise(rng, dist, (sims, n_new)), unit_noise(rng, dist, (sims, n_ref))
 
 
+def _gate_cells(verdict: str, scen: str, sims: int,
+                lower_bound: Callable[[float], np.ndarray]) -> list[Cell]:
+    """The gate's three rates from `lower_bound(shift)`, the one-sided lower bounds of the
+    draws with the new side shifted by `shift`: a true drop of delta (PASS is a false
+    pass), no difference (REGRESSION is a false alarm; no nominal bound: the gate tests
+    non-inferiority) and a drop of delta / 2 (P(PASS): power). A refusal refuses all."""
+    out = []
+    for rate, shift, nominal in ((FALSE_PASS, -DELTA, NOMINAL), (FALSE_ALARM, 0.0, None),
+                                 (POWER, -DELTA / 2, None)):
+        try:
+            lower = lower_bound(shift)
+        except AnalysisError as e:
+            return refused_cells(verdict, scen, GATE_RATES, str(e), sims)
+        passed = lower > -DELTA
+        out.append(rate_cell(verdict, scen, rate, ~passed if rate == FALSE_ALARM else passed,
+                             nominal))
+    return out
+
+
 def gate_pair_cells(sims: int, n_new: int, n_ref: int, ratio: float, dist: str, seed: int,
                     verdict: str = "gate (per-seed value)") -> list[Cell]:
     """The gate at a true drop of delta (PASS is a false pass), at no difference
@@ -59,17 +79,8 @@ def gate_pair_cells(sims: int, n_new: int, n_ref: int, ratio: float, dist: str, 
     scen = scenario_name(n_new, n_ref, ratio, dist)
     new, ref = _sides(seed, ("gate", n_new, n_ref, ratio, dist), sims, n_new, n_ref, ratio,
                       dist)
-    out = []
-    for rate, shift, nominal in ((FALSE_PASS, -DELTA, NOMINAL), (FALSE_ALARM, 0.0, None),
-                                 (POWER, -DELTA / 2, None)):
-        try:
-            _, lower, _, _ = regression_lower_bound(new + shift, ref, CONFIDENCE)
-        except AnalysisError as e:
-            return refused_cells(verdict, scen, GATE_RATES, str(e), sims)
-        passed = lower > -DELTA
-        out.append(rate_cell(verdict, scen, rate, ~passed if rate == FALSE_ALARM else passed,
-                             nominal))
-    return out
+    return _gate_cells(verdict, scen, sims,
+                       lambda shift: regression_lower_bound(new + shift, ref, CONFIDENCE)[1])
 
 
 def gate_published_cells(sims: int, n_new: int, n_published: int, ratio: float, seed: int
@@ -81,18 +92,8 @@ def gate_published_cells(sims: int, n_new: int, n_published: int, ratio: float, 
     new, pub = _sides(seed, ("published", n_new, n_published, ratio), sims, n_new,
                       n_published, ratio, NORMAL)
     pub_mean, pub_sd = pub.mean(axis=1), pub.std(axis=1, ddof=1)
-    out = []
-    for rate, shift, nominal in ((FALSE_PASS, -DELTA, NOMINAL), (FALSE_ALARM, 0.0, None),
-                                 (POWER, -DELTA / 2, None)):
-        try:
-            lower = gate_against_published(new + shift, pub_mean, pub_sd, n_published,
-                                           CONFIDENCE)
-        except AnalysisError as e:
-            return refused_cells(verdict, scen, GATE_RATES, str(e), sims)
-        passed = lower > -DELTA
-        out.append(rate_cell(verdict, scen, rate, ~passed if rate == FALSE_ALARM else passed,
-                             nominal))
-    return out
+    return _gate_cells(verdict, scen, sims, lambda shift: gate_against_published(
+        new + shift, pub_mean, pub_sd, n_published, CONFIDENCE))
 
 
 def equivalence_pair_cells(sims: int, n_a: int, n_b: int, ratio: float, dist: str,
