@@ -79,17 +79,24 @@ def tier(reference: list[str], repeat: list[str], layouts: dict[str, list[str]])
     return BITWISE
 
 
-def facts() -> dict[str, str]:
-    """What the tier depends on (run in this process: JAX starts here, on the default
-    backend the trainers use)."""
-    import jax
-    import jaxlib
+def config_groups(args: list[str]) -> int:
+    """--deterministic-groups of a configuration's flags (the trainers' default if absent)."""
+    from cleanba.config import CommonConfig
 
-    return {"device_kind": jax.devices()[0].device_kind, "platform": jax.default_backend(),
-            "device_count": str(jax.device_count()), "jax": jax.__version__,
-            "jaxlib": jaxlib.__version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "default_matmul_precision": str(jax.config.values["jax_default_matmul_precision"]
-                                            or "backend default (TF32 on A100/H100 GPUs)")}
+    flag = "--deterministic-groups"
+    return int(args[args.index(flag) + 1]) if flag in args else CommonConfig.deterministic_groups
+
+
+def facts(groups: int) -> dict[str, str]:
+    """What the tier depends on, as every run's manifest records it (the `determinism`
+    block of cleanba.records.determinism_facts), read in this process: JAX starts here on
+    the default backend the trainers use, with the runs' XLA_FLAGS."""
+    from cleanba.records import determinism_facts
+
+    block = determinism_facts(True, groups)
+    if block["default_matmul_precision"] is None:
+        block["default_matmul_precision"] = "backend default (TF32 on A100/H100 GPUs)"
+    return {key: "none" if value is None else str(value) for key, value in block.items()}
 
 
 def checksums(run_dir: Path) -> list[str]:
@@ -122,7 +129,7 @@ def check(cfg: CheckConfig) -> int:
     env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count="
                                  f"{cfg.cpu_devices}"])
     os.environ["XLA_FLAGS"] = env["XLA_FLAGS"]  # this process reports the runs' flags
-    info = facts()
+    info = facts(config_groups(CONFIGS[cfg.config][1]))
     devices = int(info["device_count"])
     layouts = [lay for lay in LAYOUTS
                if max(int(i) for i in f"{lay[1]} {lay[2]}".split()) < devices]
