@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from cleanba_runs import trainer_env
 
-from cleanba.determinism_check import BITWISE, first_difference, tier
+from cleanba.determinism_check import BITWISE, LAYOUTS, available, first_difference, tier
+from harness.cli import main as harness_main
 
 
 def test_first_difference_is_the_1_based_update():
@@ -26,6 +27,22 @@ def test_tier_names_the_weakest_promise_and_its_update():
         "bitwise run to run only (layouts differ from update 3)")
     assert tier(ref, ["a", "y", "c"], {"a0-l1-d1": ["x", "b", "c"]}) == (
         "not bitwise (run to run differs from update 2)")
+
+
+def names(devices: int, platform: str) -> list[str]:
+    return [lay[0] for lay in available(LAYOUTS, devices, platform)]
+
+
+def test_layouts_the_devices_allow():
+    assert names(4, "cpu") == ["a0-l0-d1", "a0-l1-d1", "a0-l0,1-d1", "a0,1-l2,3-d1", "a0-l0-d2"]
+    assert names(2, "cpu") == ["a0-l0-d1", "a0-l1-d1", "a0-l0,1-d1", "a0-l0-d2"]
+    assert names(1, "gpu") == ["a0-l0-d1"]  # d2 would put two processes on one GPU
+
+
+def test_harness_subcommand_parses_like_the_module(capsys):
+    with pytest.raises(SystemExit) as e:
+        harness_main(["determinism-check", "--config", "nope"])
+    assert e.value.code == 2 and "nope" in capsys.readouterr().err
 
 
 def check(tmp_path: Path, **env: str) -> str:
