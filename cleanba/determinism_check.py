@@ -29,7 +29,7 @@ from typing import Literal
 import tyro
 
 from cleanba.layout import free_port
-from cleanba.xla_flags import CPU_CONV_FLAG, with_flag
+from cleanba.xla_flags import CPU_CONV_FLAG, GPU_DETERMINISM_FLAG, with_flag
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 # (name, actor device ids, learner device ids, processes); the first is run twice. The
@@ -147,10 +147,12 @@ def check(cfg: CheckConfig) -> int:
     env = dict(os.environ)
     flags = [f for f in env.get("XLA_FLAGS", "").split()
              if not f.startswith("--xla_force_host_platform_device_count")]
-    # The trainers add their CPU convolution flag themselves; added here too, the facts
-    # printed below show the flags the runs' manifests record.
-    env["XLA_FLAGS"] = with_flag(" ".join([*flags, f"--xla_force_host_platform_device_count="
-                                           f"{cfg.cpu_devices}"]), CPU_CONV_FLAG)
+    # The trainers add their CPU convolution flag and (--deterministic) the GPU one
+    # themselves; added here too, the facts printed below are what the runs' manifests hold.
+    env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count="
+                                 f"{cfg.cpu_devices}"])
+    for flag in (CPU_CONV_FLAG, GPU_DETERMINISM_FLAG):
+        env["XLA_FLAGS"] = with_flag(env["XLA_FLAGS"], flag)
     os.environ["XLA_FLAGS"] = env["XLA_FLAGS"]  # this process reports the runs' flags
     info = facts(config_groups(CONFIGS[cfg.config][1]))
     devices = int(info["device_count"])

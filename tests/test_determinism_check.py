@@ -12,6 +12,7 @@ from cleanba_runs import trainer_env
 
 from cleanba.determinism_check import BITWISE, LAYOUTS, available, first_difference, tier
 from harness.cli import main as harness_main
+from runrecord import load_run
 
 
 def test_first_difference_is_the_1_based_update():
@@ -57,7 +58,11 @@ def check(tmp_path: Path, **env: str) -> str:
 def test_the_check_reports_bitwise_layouts_and_an_injected_nondeterminism(tmp_path):
     out = check(tmp_path / "clean")
     assert "tier: bitwise across layouts" in out, out
-    assert "jaxlib: " in out and "device_kind: " in out and "xla_flags: " in out
+    # the facts printed are those every run's manifest records (its determinism block)
+    recorded = load_run(tmp_path / "clean" / "reference").manifest["determinism"]
+    for key in ("device_kind", "jaxlib", "xla_flags", "usable_cpus"):
+        assert f"  {key}: {recorded[key]}\n" in out, (key, recorded[key], out)
+    assert "a0-l0-d2" in out.split("tier: ")[0]  # two processes on CPU
     # noise from the OS's entropy in update 2's rewards: every run differs from update 2 on
     out = check(tmp_path / "noisy", CLEANBA_FAULT="noise:2")
     assert "tier: not bitwise (run to run differs from update 2)" in out, out
