@@ -18,6 +18,7 @@ import numpy as np
 
 from cleanba.config import config_dict, defining_hyperparameters
 from runrecord import Layout, provenance, run_id
+from runrecord.determinism import determinism_block
 
 
 def make_run_id(system: str, config: Any, env_protocol: dict, layout: Layout) -> str:
@@ -48,6 +49,7 @@ def build_manifest(
     layout: Layout,
     derived: dict[str, Any],
     devices: list[str],
+    determinism: dict[str, Any],
 ) -> dict[str, Any]:
     hyperparameters = config_dict(config)
     hyperparameters["derived"] = derived
@@ -67,7 +69,32 @@ def build_manifest(
         "provenance": provenance.collect(
             accelerators=sorted(set(devices)), process_count=layout.num_processes
         ),
+        "determinism": determinism,
     }
+
+
+def determinism_facts(deterministic: bool, groups: int | None) -> dict[str, Any]:
+    """The manifest's `determinism` block (runrecord.determinism) for this process, read
+    from JAX (its default backend, the one the trainers use) and the environment; the
+    determinism check prints the same facts. Call it after the trainer has set its XLA
+    flags (cleanba.xla_flags), so the block shows the flags in force."""
+    import jax
+    import jaxlib
+
+    try:
+        usable_cpus: int | None = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this OS
+        usable_cpus = os.cpu_count()
+    return determinism_block(
+        deterministic=deterministic, groups=groups, platform=jax.default_backend(),
+        device_kind=jax.devices()[0].device_kind, device_count=jax.local_device_count(),
+        usable_cpus=usable_cpus, jax_version=jax.__version__,
+        jaxlib_version=jaxlib.__version__, xla_flags=os.environ.get("XLA_FLAGS", ""),
+        matmul_precision=_text_or_none(jax.config.values["jax_default_matmul_precision"]))
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True)

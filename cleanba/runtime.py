@@ -47,6 +47,7 @@ from cleanba.records import (
     build_manifest,
     console,
     default_run_dir,
+    determinism_facts,
     make_run_id,
 )
 from cleanba.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
@@ -99,6 +100,7 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
     manifest = build_manifest(
         system=system, config=config, rid=rid, env_protocol=protocol, layout=plan.layout,
         derived=derived, devices=devices,
+        determinism=determinism_facts(config.deterministic, config.deterministic_groups),
     )
     return Prepared(checked, rid, run_dir, manifest, fault)
 

@@ -17,6 +17,8 @@ from typing import Annotated, Literal
 
 import tyro
 
+from cleanba.determinism_check import CheckConfig
+from cleanba.determinism_check import check as check_determinism
 from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, Outcome
 from harness.retry import failed_state_text
 from harness.store import CORRUPT, PENDING, STALE, Store, run_state
@@ -195,11 +197,14 @@ Command = (
     | Annotated[Status, tyro.conf.subcommand("status")]
     | Annotated[Report, tyro.conf.subcommand("report")]
     | Annotated[Regress, tyro.conf.subcommand("regress")]
+    | Annotated[CheckConfig, tyro.conf.subcommand("determinism-check")]
 )
 
 
 def main(argv: list[str] | None = None) -> int:
     cmd = tyro.cli(Command, args=argv, prog="python -m harness")  # type: ignore[call-overload]
+    if isinstance(cmd, CheckConfig):  # no sweep: what bit-identity this machine gives
+        return check_determinism(cmd)
     try:
         sweep = cmd.load()
     except SweepError as e:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.cache import refresh_run
+from cleanba.layout import free_port
 from harness.retry import failure_kind, will_retry
 from harness.store import (
     LOG_FILE,
@@ -59,12 +60,6 @@ class Outcome:
     cpus: int = 1
     kind: str = ""
     """Failed runs: 'transient' (retried) or 'deterministic' (not), see harness.retry."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def child_env(

@@ -75,6 +75,7 @@ MANIFEST_KEYS = (
     "hyperparameters",
     "env_protocol",
     "provenance",
+    "determinism",  # optional (runrecord.determinism); records before it lack it
     "status",
     "started_at",
     "finished_at",

@@ -40,9 +40,11 @@ def write_synthetic_run(
     sweep: str = "synthetic",
     score_range: tuple[float, float] | None = None,
     run_dir: Path | str | None = None,
+    determinism: dict | None = None,
 ) -> Path:
     """Write one run under <root>/runs/<run_id>/ (or `run_dir`, whose name is then the run
-    id) and return its folder.
+    id) and return its folder. `determinism`: the manifest's block (none when None, as in
+    records written before it).
 
     Final normalised score is about skill + shift (noise: sd of per-episode normalised
     returns; a per-seed offset of sd noise/2 makes seeds differ). status other than
@@ -64,6 +66,7 @@ def write_synthetic_run(
         "layout": {**lay.to_dict(), "devices": ["cpu"], "num_cpus": 2},
         "hyperparameters": {"total_frames": total_frames, "skill": skill},
         "env_protocol": {"frame_skip": frames_per_step}, "provenance": {"synthetic": True},
+        **({"determinism": determinism} if determinism is not None else {}),
     }
     run_dir = Path(run_dir) if run_dir is not None else Path(root) / "runs" / rid
     w = RunWriter(run_dir, manifest, extra_update_columns=["loss_total", "loss_value"])

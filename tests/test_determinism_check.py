@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from cleanba_runs import trainer_env
 
-from cleanba.determinism_check import BITWISE, first_difference, tier
+from cleanba.determinism_check import BITWISE, LAYOUTS, available, first_difference, tier
+from harness.cli import main as harness_main
+from runrecord import load_run
 
 
 def test_first_difference_is_the_1_based_update():
@@ -28,6 +30,22 @@ def test_tier_names_the_weakest_promise_and_its_update():
         "not bitwise (run to run differs from update 2)")
 
 
+def names(devices: int, platform: str) -> list[str]:
+    return [lay[0] for lay in available(LAYOUTS, devices, platform)]
+
+
+def test_layouts_the_devices_allow():
+    assert names(4, "cpu") == ["a0-l0-d1", "a0-l1-d1", "a0-l0,1-d1", "a0,1-l2,3-d1", "a0-l0-d2"]
+    assert names(2, "cpu") == ["a0-l0-d1", "a0-l1-d1", "a0-l0,1-d1", "a0-l0-d2"]
+    assert names(1, "gpu") == ["a0-l0-d1"]  # d2 would put two processes on one GPU
+
+
+def test_harness_subcommand_parses_like_the_module(capsys):
+    with pytest.raises(SystemExit) as e:
+        harness_main(["determinism-check", "--config", "nope"])
+    assert e.value.code == 2 and "nope" in capsys.readouterr().err
+
+
 def check(tmp_path: Path, **env: str) -> str:
     p = subprocess.run([sys.executable, "-m", "cleanba.determinism_check", "--out-dir",
                         str(tmp_path)], env=trainer_env(4, **env), capture_output=True,
@@ -40,7 +58,11 @@ def check(tmp_path: Path, **env: str) -> str:
 def test_the_check_reports_bitwise_layouts_and_an_injected_nondeterminism(tmp_path):
     out = check(tmp_path / "clean")
     assert "tier: bitwise across layouts" in out, out
-    assert "jaxlib: " in out and "device_kind: " in out and "xla_flags: " in out
+    # the facts printed are those every run's manifest records (its determinism block)
+    recorded = load_run(tmp_path / "clean" / "reference").manifest["determinism"]
+    for key in ("device_kind", "jaxlib", "xla_flags", "usable_cpus"):
+        assert f"  {key}: {recorded[key]}\n" in out, (key, recorded[key], out)
+    assert "a0-l0-d2" in out.split("tier: ")[0]  # two processes on CPU
     # noise from the OS's entropy in update 2's rewards: every run differs from update 2 on
     out = check(tmp_path / "noisy", CLEANBA_FAULT="noise:2")
     assert "tier: not bitwise (run to run differs from update 2)" in out, out

@@ -240,6 +240,8 @@ class Figures(ScoreOptions, Grouping):
             print(f"table {t['name']}: {t['csv']}")
         for v in res["verdicts"]:
             print(v["line"])
+            if "determinism" in v:  # equivalence verdicts: the bitwise tier they allow
+                print(v["determinism"])
         print(f"{res['runs']['included']} run(s) included, {len(res['runs']['left_out'])} "
               "left out")
         print_warnings(res["warnings"])

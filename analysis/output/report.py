@@ -110,7 +110,8 @@ def build_report_assets(
 
     {"figures": [{"name", "title", "caption", "png", "pdf"}],
      "tables": [{"name", "title", "markdown", "csv"}],
-     "verdicts": [{"kind", "subject", "verdict", "line", "json"}],
+     "verdicts": [{"kind", "subject", "verdict", "line", "json"}] (equivalence: and
+                  "determinism", the bitwise tier line),
      "runs": {"included": int, "left_out": [{"run_id", "status", "reason"}]},
      "warnings": [str]}
 
@@ -203,7 +204,8 @@ def build_report_assets(
         result["tables"] += [{**t, "title": pre + t["title"], "suite": suite_name}
                              for t in part["tables"]]
         result["verdicts"] += [{**v, "subject": pre + v["subject"], "line": pre + v["line"],
-                                "suite": suite_name} for v in part["verdicts"]]
+                                "suite": suite_name, **_prefixed(pre, v, "determinism")}
+                               for v in part["verdicts"]]
         warnings += [pre + w for w in part["warnings"]]
     return result
 
@@ -287,6 +289,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
         path = write_json(out_dir / f"equivalence_{_slug(subject)}.json", res.as_dict())
         result["verdicts"].append({"kind": "equivalence", "subject": subject,
                                    "verdict": res.label, "line": res.line(),
+                                   "determinism": res.determinism_line(),
                                    "json": str(path)})
     if len(suite) < 2:
         warnings.append(
@@ -309,3 +312,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text).strip("_")
+
+
+def _prefixed(prefix: str, verdict: dict, key: str) -> dict:
+    """{key: prefix + verdict[key]} when the verdict has that line, else {}."""
+    return {key: prefix + verdict[key]} if key in verdict else {}

@@ -10,7 +10,13 @@ from typing import Any
 
 from analysis.scoring.grouping import Analysis
 from analysis.scoring.tables import TableData
-from analysis.verdicts.equivalence import EquivalenceResult, bitwise_identical, equivalence
+from analysis.verdicts.determinism import group_determinism_tier
+from analysis.verdicts.equivalence import (
+    EquivalenceResult,
+    bitwise_identical,
+    determinism_line,
+    equivalence,
+)
 from analysis.verdicts.margins import margin
 from analysis.verdicts.pairing import SuitePair, analysis_pairs
 from analysis.verdicts.seed_metrics import SEED_METRICS
@@ -52,13 +58,17 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
             out.lines.append(f"{p.prefix}bitwise {ga.group} vs reference {gb.group}: "
                              f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} "
                              f"({bw.detail})")
-            out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict()})
+            tier = group_determinism_tier(ga, gb)
+            out.lines.append(p.prefix + determinism_line(ga.group, gb.group, tier))
+            out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
+                                "determinism": tier})
             out.exit_code = max(out.exit_code, EXIT_OK if bw.identical else EXIT_FAILED)
             continue
         m = margin(p.suite, delta, normalisers)
         res = equivalence(ga, gb, m.value, margin=m.describe(), metric=SEED_METRICS[metric],
                           metric_name=metric)
-        out.lines += [metrics_table(res).markdown(), p.prefix + res.line()]
+        out.lines += [metrics_table(res).markdown(), p.prefix + res.line(),
+                      p.prefix + res.determinism_line()]
         out.lines += [f"note: {n}" for n in res.notes]
         out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})
         out.exit_code = max(out.exit_code, res.exit_code)

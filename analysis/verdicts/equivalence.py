@@ -28,6 +28,7 @@ from analysis.errors import AnalysisError
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
 from analysis.stats.welch import WelchInterval, t_quantile, welch_interval
+from analysis.verdicts.determinism import group_determinism_tier
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from runrecord import Run, schema
 from runrecord.exits import EXIT_FAILED, EXIT_OK
@@ -157,6 +158,7 @@ class EquivalenceResult:
     reference: str = ""  # the group compared against: group_b
     margin: str = ""  # how delta was chosen, e.g. "0.16 HNS (Atari default)"
     metric: str = "iqm"  # the per-seed metric (SEED_METRICS name)
+    determinism: str = ""  # the bitwise tier the records allow (verdicts.determinism)
 
     def __post_init__(self) -> None:
         self.reference = self.reference or self.group_b
@@ -187,6 +189,9 @@ class EquivalenceResult:
             f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds (one run per seed "
             f"and group), {len(self.tasks)} task(s)"
         )
+
+    def determinism_line(self) -> str:
+        return determinism_line(self.group_a, self.group_b, self.determinism)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -225,4 +230,10 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
                          "ci95": list(w.ci95)})
     return EquivalenceResult(verdict, a.group, b.group, float(delta), final, auc, bitwise,
                              list(a.seeds), list(b.seeds), list(a.tasks), per_game, notes,
-                             margin=margin, metric=metric_name)
+                             margin=margin, metric=metric_name,
+                             determinism=group_determinism_tier(a, b))
+
+
+def determinism_line(group_a: str, reference: str, tier: str) -> str:
+    """The line printed under a pair's verdict: the bitwise tier its records allow."""
+    return f"determinism of {group_a} and reference {reference}: {tier}"
