@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import tempfile
 from collections.abc import Sequence
@@ -192,7 +193,10 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | None = None, *,
                 stale.append(d)
         out.append(run)
     if len(stale) >= POOL_MIN_MISSES:
-        with ProcessPoolExecutor(max_workers=min(len(stale), os.cpu_count() or 1)) as pool:
+        # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a
+        # notebook, the test process), and a forked child of a threaded process can deadlock.
+        with ProcessPoolExecutor(max_workers=min(len(stale), os.cpu_count() or 1),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
             list(pool.map(_refresh_quietly, stale, [input_root] * len(stale), chunksize=16))
     for i, (d, got) in enumerate(zip(run_dirs, out, strict=True)):
         if got is None:
