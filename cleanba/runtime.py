@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax._src.distributed as jax_distributed  # the client, for the exit barrier (no public API)
 
 import benchenv
 from cleanba import stopping
@@ -271,10 +272,34 @@ def _supervise(ctx: Context, threads: list[threading.Thread]) -> None:
         ctx.progress.print()
 
 
+EXIT_BARRIER_TIMEOUT_MS = 10_000
+COORDINATOR_GRACE_S = 1.0
+
+
+def _leave_distributed(code: int) -> None:
+    """A multi-process run leaves together, process 0 last. Process 0 hosts the
+    jax.distributed service; when it goes while another process is still in interpreter
+    clean-up (JAX's own shutdown barrier at exit, say after a SIGTERM to both), that
+    process's client aborts (SIGABRT, exit -6, not 130). So every process meets at a
+    barrier once its record is final, then exits at once without that clean-up; process 0
+    waits a moment longer. A peer that died already only costs the barrier's timeout."""
+    client = jax_distributed.global_state.client
+    if client is None:
+        return
+    try:
+        client.wait_at_barrier("cleanba-exit", EXIT_BARRIER_TIMEOUT_MS)
+    except Exception:  # noqa: BLE001 - a peer gone or timed out: leave anyway
+        pass
+    if jax.process_index() == 0:
+        time.sleep(COORDINATOR_GRACE_S)
+    os._exit(code)
+
+
 def exit_after(code: int) -> None:
     """Exit with `code`; skip interpreter clean-up if a thread is stuck in native code."""
     sys.stdout.flush()
     sys.stderr.flush()
+    _leave_distributed(code)
     if any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread()
            and t.daemon and t.name.startswith(("actor", "learner"))):
         os._exit(code)
