@@ -11,35 +11,41 @@ import numpy as np
 
 def holm_reject(p: np.ndarray, alpha: float) -> np.ndarray:
     """(..., k) p-values -> bool (..., k): Holm's step-down rejections at level alpha."""
-    p = np.asarray(p, dtype=np.float64)
-    tested = ~np.isnan(p)
-    k = tested.sum(axis=-1, keepdims=True)
-    order = np.argsort(np.where(tested, p, np.inf), axis=-1)
-    sorted_p = np.take_along_axis(np.where(tested, p, np.inf), order, axis=-1)
-    rank = np.arange(p.shape[-1])
+    tested, k, order, sorted_p = _ascending(p)
+    rank = np.arange(sorted_p.shape[-1])
     with np.errstate(divide="ignore", invalid="ignore"):
         ok = sorted_p <= alpha / (k - rank)
     # step down: reject the first run of successes only
     keep = np.cumprod(ok, axis=-1).astype(bool)
-    out = np.zeros(p.shape, dtype=bool)
-    np.put_along_axis(out, order, keep, axis=-1)
-    return out & tested
+    return _unsorted(keep, order, tested)
 
 
 def bh_reject(p: np.ndarray, alpha: float) -> np.ndarray:
     """(..., k) p-values -> bool (..., k): Benjamini-Hochberg step-up rejections."""
-    p = np.asarray(p, dtype=np.float64)
-    tested = ~np.isnan(p)
-    k = tested.sum(axis=-1, keepdims=True)
-    order = np.argsort(np.where(tested, p, np.inf), axis=-1)
-    sorted_p = np.take_along_axis(np.where(tested, p, np.inf), order, axis=-1)
-    rank = np.arange(1, p.shape[-1] + 1)
+    tested, k, order, sorted_p = _ascending(p)
+    rank = np.arange(1, sorted_p.shape[-1] + 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         ok = sorted_p <= alpha * rank / k
     # step up: reject everything up to the largest rank that passes
     last = np.where(ok.any(axis=-1, keepdims=True),
-                    p.shape[-1] - 1 - np.argmax(ok[..., ::-1], axis=-1)[..., None], -1)
+                    sorted_p.shape[-1] - 1 - np.argmax(ok[..., ::-1], axis=-1)[..., None], -1)
     keep = rank - 1 <= last
-    out = np.zeros(p.shape, dtype=bool)
+    return _unsorted(keep, order, tested)
+
+
+def _ascending(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(..., k) p-values (NaN: not tested) -> (tested, number tested (..., 1), the order
+    that sorts them ascending with untested last, the sorted p-values)."""
+    p = np.asarray(p, dtype=np.float64)
+    tested = ~np.isnan(p)
+    filled = np.where(tested, p, np.inf)
+    order = np.argsort(filled, axis=-1)
+    return tested, tested.sum(axis=-1, keepdims=True), order, np.take_along_axis(
+        filled, order, axis=-1)
+
+
+def _unsorted(keep: np.ndarray, order: np.ndarray, tested: np.ndarray) -> np.ndarray:
+    """Rejections decided in sorted order, back in the p-values' own order."""
+    out = np.zeros(keep.shape, dtype=bool)
     np.put_along_axis(out, order, keep, axis=-1)
     return out & tested
