@@ -88,7 +88,7 @@ def determinism_facts(deterministic: bool, groups: int | None) -> dict[str, Any]
     return determinism_block(
         deterministic=deterministic, groups=groups, platform=jax.default_backend(),
         device_kind=jax.devices()[0].device_kind, device_count=jax.local_device_count(),
-        usable_cpus=usable_cpus, jax_version=jax.__version__,
+        usable_cpus=usable_cpus, cpu=provenance.cpu_signature(), jax_version=jax.__version__,
         jaxlib_version=jaxlib.__version__, xla_flags=os.environ.get("XLA_FLAGS", ""),
         matmul_precision=_text_or_none(jax.config.values["jax_default_matmul_precision"]))
 

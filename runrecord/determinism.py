@@ -17,6 +17,7 @@ DETERMINISM_KEYS = (
     "device_kind",  # e.g. "cpu", "NVIDIA H100 80GB HBM3"
     "device_count",  # devices of this process (on CPU: virtual host devices)
     "usable_cpus",  # cores this process may run on (its CPU affinity)
+    "cpu",  # vendor, family, model and widest vector ISA (runrecord.provenance.cpu_signature)
     "jax",
     "jaxlib",
     "xla_flags",  # XLA_FLAGS in force when the run started ("" when unset)
@@ -37,7 +38,7 @@ def max_isa(xla_flags: str) -> str | None:
 
 
 def determinism_block(*, deterministic: bool, groups: int | None, platform: str,
-                      device_kind: str, device_count: int, usable_cpus: int | None,
+                      device_kind: str, device_count: int, usable_cpus: int | None, cpu: str | None,
                       jax_version: str, jaxlib_version: str, xla_flags: str,
                       matmul_precision: str | None) -> dict[str, Any]:
     """The block as the manifest holds it (keys: DETERMINISM_KEYS)."""
@@ -48,6 +49,7 @@ def determinism_block(*, deterministic: bool, groups: int | None, platform: str,
         "device_kind": device_kind,
         "device_count": device_count,
         "usable_cpus": usable_cpus,
+        "cpu": cpu,
         "jax": jax_version,
         "jaxlib": jaxlib_version,
         "xla_flags": xla_flags,

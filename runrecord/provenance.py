@@ -55,6 +55,39 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+# Vector extensions that change which kernels XLA's CPU compiler emits, widest first.
+VECTOR_ISAS = ("avx512f", "avx2", "avx", "sse4_2")
+
+
+def cpu_signature_of(cpuinfo: str) -> str | None:
+    """'<vendor> family <f> model <m>: <widest vector ISA>' of the first processor in a
+    /proc/cpuinfo text (None when it has none). The model name alone does not tell CPU
+    generations apart ('AMD EPYC' is printed for AVX2-only and AVX-512 parts), and XLA
+    compiles for the host's vector extensions: runs on two signatures may differ in bits."""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():
+            if fields:
+                break  # the first processor's block is enough
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    if "vendor_id" not in fields:
+        return None
+    flags = set(fields.get("flags", "").split())
+    widest = next((isa for isa in VECTOR_ISAS if isa in flags), "no AVX/SSE4.2")
+    return (f"{fields['vendor_id']} family {fields.get('cpu family', '?')} "
+            f"model {fields.get('model', '?')}: {widest}")
+
+
+def cpu_signature() -> str | None:
+    """cpu_signature_of this host's /proc/cpuinfo; None where there is none (not Linux)."""
+    try:
+        return cpu_signature_of(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        return None
+
+
 def collect(packages: Iterable[str] = DEFAULT_PACKAGES, **extra: Any) -> dict[str, Any]:
     """The manifest's provenance block. `extra` adds entries (accelerators, baseline commit)."""
     info: dict[str, Any] = {

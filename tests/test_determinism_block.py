@@ -15,13 +15,15 @@ from analysis.output.report import build_report_assets
 from analysis.verdicts.determinism import MEANINGFUL, UNKNOWN, determinism_tier
 from runrecord import load_run
 from runrecord.determinism import DETERMINISM_KEYS, determinism_block, max_isa
+from runrecord.provenance import cpu_signature, cpu_signature_of
 
 FLAGS = "--xla_force_host_platform_device_count=4"
+ZEN4 = "AuthenticAMD family 25 model 17: avx512f"
 
 
 def block(**change) -> dict:
     facts = {"deterministic": True, "groups": 4, "platform": "cpu", "device_kind": "cpu",
-             "device_count": 4, "usable_cpus": 2, "jax_version": "0.10.2",
+             "device_count": 4, "usable_cpus": 2, "cpu": ZEN4, "jax_version": "0.10.2",
              "jaxlib_version": "0.10.2", "xla_flags": FLAGS, "matmul_precision": None}
     return determinism_block(**{**facts, **change})
 
@@ -51,6 +53,42 @@ def test_tier_names_what_differs():
     assert determinism_tier([block()], [block(usable_cpus=1)]) == (
         "bitwise not expected: usable CPU cores differs (1 vs 2)")
     assert determinism_tier([block(), None], [block()]) == f"{UNKNOWN} (1 of 3 runs)"
+
+
+def test_tier_tells_cpu_generations_apart():
+    """Two hosts may print the same model name ('AMD EPYC') with and without AVX-512 (the
+    host of results/reference/ printed this one's name, and PPO at the same commit gives
+    other last bits here)."""
+    zen3 = "AuthenticAMD family 25 model 1: avx2"
+    assert determinism_tier([block()], [block(cpu=zen3)]) == (
+        f"bitwise not expected: CPU differs ({ZEN4} vs {zen3})")
+    # on a GPU the host CPU does not compute the learner's numbers
+    gpu = {"platform": "gpu", "device_kind": "NVIDIA H100 80GB HBM3"}
+    assert determinism_tier([block(**gpu)], [block(**gpu, cpu=zen3)]) == MEANINGFUL
+    # a block written before the key existed says nothing about the CPU
+    older = {k: v for k, v in block().items() if k != "cpu"}
+    assert determinism_tier([block()], [older]) == MEANINGFUL
+    assert determinism_tier([block(cpu=zen3)], [older, block()]) == (
+        f"bitwise not expected: CPU differs ({ZEN4} vs {zen3})")
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC
+flags\t\t: fpu sse4_2 avx avx2 avx512f avx512bw
+
+processor\t: 1
+vendor_id\t: GenuineIntel
+"""
+
+
+def test_cpu_signature_reads_the_first_processor():
+    assert cpu_signature_of(CPUINFO) == ZEN4
+    assert cpu_signature_of(CPUINFO.replace(" avx512f avx512bw", "")) == (
+        "AuthenticAMD family 25 model 17: avx2")
+    assert cpu_signature_of("") is None
 
 
 @pytest.mark.parametrize("case", ["same", "jaxlib differs", "no block"])
@@ -91,6 +129,7 @@ def test_trainer_manifest_carries_the_block(tmp_path):
     assert (got["jax"], got["jaxlib"]) == (version("jax"), version("jaxlib"))
     assert "--xla_force_host_platform_device_count=2" in got["xla_flags"].split()
     assert got["max_isa"] is None and got["default_matmul_precision"] is None
+    assert got["cpu"] == cpu_signature() and got["cpu"]  # this Linux host's signature
     old = load_run(write_synthetic_run(tmp_path)).manifest
     assert old.get("determinism") is None
     assert determinism_tier([got], [old.get("determinism")]) == f"{UNKNOWN} (1 of 2 runs)"

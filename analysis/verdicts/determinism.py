@@ -19,7 +19,11 @@ SAME_EVERYWHERE = (("deterministic_groups", "deterministic groups"),
                    ("platform", "platform"), ("device_kind", "device kind"),
                    ("jax", "jax"), ("jaxlib", "jaxlib"), ("xla_flags", "XLA flags"),
                    ("default_matmul_precision", "default matmul precision"))
-SAME_ON_CPU = (("device_count", "device count"), ("usable_cpus", "usable CPU cores"))
+SAME_ON_CPU = (("device_count", "device count"), ("usable_cpus", "usable CPU cores"),
+               ("cpu", "CPU"))
+# Keys added to the block after it was introduced: a record without one says nothing about
+# it (compared only among the records that have it).
+LATER_KEYS = frozenset({"cpu"})
 
 
 def _differs(name: str, key: str, values: list[Any]) -> str | None:
@@ -49,7 +53,9 @@ def determinism_tier(blocks_a: Sequence[Mapping[str, Any] | None],
     if all(b and b.get("platform") == "cpu" for b in blocks):
         keys += SAME_ON_CPU
     for key, name in keys:
-        reason = _differs(name, key, [b.get(key) for b in blocks if b is not None])
+        values = [b.get(key) for b in blocks
+                  if b is not None and (key not in LATER_KEYS or b.get(key) is not None)]
+        reason = _differs(name, key, values) if values else None
         if reason:
             reasons.append(reason)
     return f"bitwise not expected: {'; '.join(reasons)}" if reasons else MEANINGFUL
