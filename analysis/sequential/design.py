@@ -4,6 +4,7 @@ rate held over all looks (analysis.sequential.spending)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -82,8 +83,9 @@ class SequentialDesign:
         """Normal-scale one-sided boundaries at every look spending `alpha` (default: the
         design's) over `information_fractions(fixed_seeds)`."""
         self.validate()
-        return normal_boundaries(self.information_fractions(fixed_seeds),
-                                 self.alpha if alpha is None else alpha, self.spending)
+        fractions = tuple(float(t) for t in self.information_fractions(fixed_seeds))
+        return np.array(_boundaries(fractions, self.alpha if alpha is None else alpha,
+                                    self.spending))
 
     def describe(self) -> str:
         seeds = self.seeds_at_looks()
@@ -92,3 +94,10 @@ class SequentialDesign:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@lru_cache(maxsize=256)
+def _boundaries(fractions: tuple[float, ...], alpha: float, spending: str
+                ) -> tuple[float, ...]:
+    """normal_boundaries, computed once per schedule (a sweep asks at every look)."""
+    return tuple(float(c) for c in normal_boundaries(fractions, alpha, spending))

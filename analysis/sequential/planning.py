@@ -5,15 +5,15 @@ design's own power at that spread, simulated through the same decision cores
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from analysis.sequential.design import SequentialDesign
-from analysis.sequential.rci import different_alpha, equivalence_decisions, gate_decisions
-from analysis.stats.welch import welch_stats
-from analysis.verdicts.equivalence import PASS
-from analysis.verdicts.regression import regression_lower_bound
+from analysis.sequential.simulate import (
+    design_boundaries,
+    equivalence_paths,
+    gate_paths,
+    normal_metrics,
+)
 from analysis.verdicts.seedplan import (
     Spread,
     equivalence_power,
@@ -30,42 +30,22 @@ PLAN_MAX_SEEDS = 100
 def sequential_equivalence_power(design: SequentialDesign, spread: Spread, delta: float,
                                  sims: int = PLAN_SIMS, seed: int = 0) -> float:
     """P(PASS by the cap) of sequential equivalence at a true difference of 0, both
-    metrics drawn jointly (the planner's model), decided by `equivalence_decisions`."""
-    ns = design.seeds_at_looks()
-    rng = np.random.default_rng([seed, ns[-1], 24])
-    rho = spread.correlation
-    z = rng.standard_normal((4, sims, ns[-1]))
-    final = spread.sd_group * z[:2]
-    auc = spread.sd_auc * (rho * z[:2] + math.sqrt(max(0.0, 1 - rho * rho)) * z[2:])
-    c_pass, c_diff = design.boundaries(), design.boundaries(different_alpha(2))
-    open_ = np.ones(sims, dtype=bool)
-    passed = np.zeros(sims, dtype=bool)
-    for k, n in enumerate(ns):
-        stats = [welch_stats(x[0, :, :n], x[1, :, :n]) for x in (final, auc)]
-        diff, se, df = (np.stack([s[i] for s in stats]) for i in range(3))
-        dec, _ = equivalence_decisions(diff, se, df, delta, c_pass[k], c_diff[k],
-                                       k == len(ns) - 1)
-        passed |= open_ & (dec == PASS)
-        open_ &= dec == "CONTINUE"
-    return float(passed.mean())
+    metrics drawn jointly (the planner's model)."""
+    rng = np.random.default_rng([seed, design.max_seeds, 24])
+    sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
+    a = normal_metrics(rng, sims, design.max_seeds, sds, rho)
+    b = normal_metrics(rng, sims, design.max_seeds, sds, rho)
+    return float(equivalence_paths(design_boundaries(design), a, b, delta).passed.mean())
 
 
 def sequential_gate_power(design: SequentialDesign, sd: float, n_ref: int, delta: float,
                           sims: int = PLAN_SIMS, seed: int = 0) -> float:
     """P(PASS by the cap) of the sequential gate when nothing regressed."""
-    ns = design.seeds_at_looks()
-    rng = np.random.default_rng([seed, ns[-1], n_ref, 24])
-    new = sd * rng.standard_normal((sims, ns[-1]))
+    rng = np.random.default_rng([seed, design.max_seeds, n_ref, 24])
+    new = sd * rng.standard_normal((sims, design.max_seeds))
     ref = sd * rng.standard_normal((sims, n_ref))
-    c = design.boundaries(fixed_seeds=n_ref)
-    open_ = np.ones(sims, dtype=bool)
-    passed = np.zeros(sims, dtype=bool)
-    for k, n in enumerate(ns):
-        diff, _, se, df = regression_lower_bound(new[:, :n], ref)
-        dec, _, _ = gate_decisions(diff, se, df, delta, c[k], k == len(ns) - 1)
-        passed |= open_ & (dec == PASS)
-        open_ &= dec == "CONTINUE"
-    return float(passed.mean())
+    b = design_boundaries(design, fixed_seeds=n_ref)
+    return float(gate_paths(b, new, ref, delta).passed.mean())
 
 
 def fixed_equivalence_seeds(spread: Spread, delta: float, target: float,
