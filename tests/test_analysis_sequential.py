@@ -209,3 +209,14 @@ def test_calibration_rows_keep_alpha_where_naive_re_testing_does_not():
         naive = rows[True, "false pass at margin"]
         assert naive.shown_only and naive.value > naive.bound, naive.row()
         assert rows[False, SEEDS_AT_0].value < rows[False, FIXED_SEEDS].value - 1
+
+
+def test_a_look_with_fewer_seeds_than_planned_spends_by_its_own_information():
+    d = SequentialDesign()
+    planned = d.boundaries()
+    assert [d.boundary(k) for k in (1, 2, 3, 4)] == pytest.approx(planned)
+    assert d.boundary(2, seeds=(5, 5)) == pytest.approx(planned[1])
+    # A failed run leaves 4 + 5 seeds at look 2: less information, O'Brien-Fleming is stricter.
+    assert d.boundary(2, seeds=(4, 5)) > planned[1]
+    # The last look spends what is left, whatever the seeds.
+    assert d.boundary(4, seeds=(8, 9)) == pytest.approx(planned[3])

@@ -87,6 +87,26 @@ class SequentialDesign:
         return np.array(_boundaries(fractions, self.alpha if alpha is None else alpha,
                                     self.spending))
 
+    def boundary(self, look: int, alpha: float | None = None, fixed_seeds: int | None = None,
+                 seeds: tuple[int, int] | None = None) -> float:
+        """The normal-scale boundary at look `look` (1-based). `seeds`: the independent
+        seeds each side actually has there (a failed run leaves fewer than planned); the
+        spending function is then evaluated at the information they carry (Lan & DeMets:
+        the earlier looks keep their planned fractions), except at the last look, which
+        spends whatever is left. Without `seeds`, the planned schedule's boundary."""
+        planned = self.information_fractions(fixed_seeds)
+        k = look - 1
+        if seeds is None or look >= len(planned):
+            return float(self.boundaries(alpha, fixed_seeds)[min(k, len(planned) - 1)])
+        cap = self.seeds_at_looks()[-1]
+        full = 1.0 / (1.0 / cap + 1.0 / (cap if fixed_seeds is None else fixed_seeds))
+        now = (1.0 / (1.0 / seeds[0] + 1.0 / seeds[1])) / full
+        floor = planned[k - 1] if k > 0 else 0.0
+        now = float(np.clip(now, floor + 1e-6, 1.0 - 1e-6))
+        fractions = (*(float(t) for t in planned[:k]), now)
+        return _boundaries(fractions, self.alpha if alpha is None else alpha,
+                           self.spending)[-1]
+
     def describe(self) -> str:
         seeds = self.seeds_at_looks()
         return (f"{len(seeds)} look(s) at {', '.join(map(str, seeds))} seeds per side, "

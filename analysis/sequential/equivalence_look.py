@@ -53,9 +53,9 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     """The Look of one pair from its fixed-design result (Welch diff, se, df per metric)."""
     seeds = design.seeds_at_looks()
     last = look >= len(seeds)
-    k = min(look, len(seeds)) - 1
-    c_pass = float(design.boundaries()[k])
-    c_diff = float(design.boundaries(different_alpha(2))[k])
+    counts = (len(res.seeds_a), len(res.seeds_b))
+    c_pass = design.boundary(look, seeds=counts)
+    c_diff = design.boundary(look, different_alpha(2), seeds=counts)
     ws = (res.final, res.auc)
     diff, se, df = (np.array([[getattr(w, x)] for w in ws]) for x in ("diff", "se", "df"))
     decisions, reach = equivalence_decisions(diff, se, df, res.delta, c_pass, c_diff, last)

@@ -55,11 +55,25 @@ def fixed_equivalence_seeds(spread: Spread, delta: float, target: float,
                         max_seeds=PLAN_MAX_SEEDS)
 
 
-def fixed_gate_seeds(spread: Spread, delta: float, target: float, n_ref: int,
+def fixed_gate_seeds(spread: Spread, delta: float, target: float, n_ref: int | None,
                      sims: int = PLAN_SIMS) -> int | None:
-    """New seeds the fixed gate needs for `target` power against `n_ref` reference seeds."""
+    """New seeds the fixed gate needs for `target` power against `n_ref` reference seeds
+    (None: as many reference seeds as new ones)."""
     return seeds_needed(lambda n: gate_power(spread, delta, n, sims, n_ref=n_ref), target,
                         max_seeds=PLAN_MAX_SEEDS)
+
+
+def gate_needs_text(spread: Spread, delta: float, n_ref: int, sd_text: str) -> str:
+    """The gate's cap estimate: new seeds against the fixed reference, or, when no number
+    of new seeds gets there (the reference's own noise dominates), seeds on both sides."""
+    seeds = fixed_gate_seeds(spread, delta, PLAN_TARGET, n_ref)
+    if seeds is not None:
+        return needs_text(seeds, sd_text)
+    both = fixed_gate_seeds(spread, delta, PLAN_TARGET, None)
+    return (f"against its {n_ref} reference seeds no number of new seeds reaches "
+            f"{PLAN_TARGET:.0%} power (the reference's own noise dominates); "
+            + needs_text(both, sd_text).replace("per side", "on BOTH sides (more reference "
+                                                "seeds too)", 1))
 
 
 def needs_text(seeds: int | None, sd_text: str) -> str:
