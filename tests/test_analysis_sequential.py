@@ -220,3 +220,20 @@ def test_a_look_with_fewer_seeds_than_planned_spends_by_its_own_information():
     assert d.boundary(2, seeds=(4, 5)) > planned[1]
     # The last look spends what is left, whatever the seeds.
     assert d.boundary(4, seeds=(8, 9)) == pytest.approx(planned[3])
+
+
+def test_plan_sequential_cli_prints_boundaries_and_costs(tmp_path, capsys):
+    from analysis.cli import main
+    assert main(["plan-sequential", "--sd", "0.06", "--suite", "CartPole-v1",
+                 "--sims", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "4 look(s) at 3, 5, 7, 9 seeds per side" in out
+    assert "| 4 | 9 | 1.00 | 0.0500 | 1.731 |" in out  # the last O'Brien-Fleming boundary
+    assert "| equivalence (final + AUC) | 0.2 |" in out and "| gate (vs 9 reference" in out
+    # From pilot runs, as plan-seeds.
+    _runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"], noise=0.3)
+    assert main(["plan-sequential", str(tmp_path), "--sims", "1000", "--spending",
+                 "pocock", "--reference-seeds", "3"]) == 0
+    assert "pocock alpha spending" in capsys.readouterr().out
+    assert main(["plan-sequential", "--sd", "0.06", "--max-seeds", "2"]) == 2
+    assert "max_seeds (2) must be >= first_seeds (3)" in capsys.readouterr().err
