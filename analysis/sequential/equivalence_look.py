@@ -13,9 +13,8 @@ from analysis.scoring.scores import GroupScores
 from analysis.sequential.design import SequentialDesign
 from analysis.sequential.look_record import Look
 from analysis.sequential.planning import (
-    PLAN_TARGET,
+    equivalence_needs_text,
     fixed_equivalence_seeds,
-    needs_text,
     sequential_equivalence_power,
 )
 from analysis.sequential.rci import UNDECIDED, different_alpha, equivalence_decisions
@@ -74,8 +73,7 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
         power = sequential_equivalence_power(design, spread, res.delta)
         fixed = fixed_equivalence_seeds(spread, res.delta, power) if power > 0 else None
         if last and decision == UNDECIDED:
-            needs = needs_text(fixed_equivalence_seeds(spread, res.delta, PLAN_TARGET),
-                               f"per-seed sd {spread.sd_group:.3g}")
+            needs = equivalence_needs_text(spread, res.delta, res.final.diff)
     text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; largest |end| of "
             f"the repeated {1 - 2 * design.alpha:.0%} CIs {statistic:.3f} vs delta "
             f"{res.margin or f'{res.delta:g}'}; " + "; ".join(lines)

@@ -73,8 +73,7 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
         fixed = fixed_gate_seeds(spread, res.delta, power, res.n_reference) if power > 0 \
             else None
         if last and decision == UNDECIDED:
-            needs = gate_needs_text(spread, res.delta, res.n_reference,
-                                    f"per-seed sd {sd:.3g}")
+            needs = gate_needs_text(spread, res.delta, res.n_reference, res.diff)
     fixed_says = ""
     if last and decision == UNDECIDED:
         fixed_says = f"; the fixed gate at the cap says {res.verdict}"
