@@ -3,6 +3,8 @@ intervals) and `sweep_looks` on synthetic run records."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from synthetic_records import write_synthetic_run
@@ -117,6 +119,11 @@ def test_look_json_round_trip():
     assert Look.from_json({**look.to_json(), "decision": UNDECIDED}).decided
     with pytest.raises(AnalysisError, match="missing"):
         Look.from_json({"verdict": "gate"})
+    # An undefined statistic (a one-seed side) is null in JSON, nan back.
+    undefined = Look("equivalence", "x", 1, {"a": 1, "b": 3}, float("nan"), 0.2, CONTINUE, "t")
+    d = undefined.to_json()
+    assert d["statistic"] is None and json.dumps(d, allow_nan=False)
+    assert np.isnan(Look.from_json(d).statistic)
 
 
 def _runs(root, seeds, layouts, shift=None, noise=0.05):

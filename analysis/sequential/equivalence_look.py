@@ -19,6 +19,7 @@ from analysis.sequential.planning import (
 )
 from analysis.sequential.rci import UNDECIDED, different_alpha, equivalence_decisions
 from analysis.sequential.spending import t_scale
+from analysis.stats.welch import WelchInterval
 from analysis.verdicts.equivalence import PASS, EquivalenceResult, equivalence
 from analysis.verdicts.margins import margin
 from analysis.verdicts.pairing import pair_groups
@@ -61,11 +62,9 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     decision, statistic = str(decisions[0]), float(reach[0])
     if res.bitwise.identical:
         decision, statistic = PASS, 0.0
-    t_pass = [float(t_scale(c_pass, w.df)) for w in ws]
     subject = f"{prefix}{res.group_a} vs {res.group_b}"
-    lines = [f"{name} diff {w.diff:+.3f} repeated CI [{w.diff - t * w.se:+.3f}, "
-             f"{w.diff + t * w.se:+.3f}] (t {t:.2f}, {w.df:.1f} df)"
-             for name, w, t in zip(("final", "AUC"), ws, t_pass, strict=True)]
+    lines = [f"{name} diff {w.diff:+.3f} {_interval(w, c_pass, c_diff)}"
+             for name, w in zip(("final", "AUC"), ws, strict=True)]
     bitwise = "; records bitwise identical" if res.bitwise.identical else ""
     spread = _spread(group, ref, metric)
     fixed = needs = None
@@ -75,12 +74,22 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
         if last and decision == UNDECIDED:
             needs = equivalence_needs_text(spread, res.delta, res.final.diff)
     text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; largest |end| of "
-            f"the repeated {1 - 2 * design.alpha:.0%} CIs {statistic:.3f} vs delta "
+            f"the repeated {1 - 2 * design.alpha:.0%} CIs "
+            f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'} vs delta "
             f"{res.margin or f'{res.delta:g}'}; " + "; ".join(lines)
             + f"; {len(res.seeds_a)} vs {len(res.seeds_b)} seeds{bitwise}")
     return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
                                                res.group_b: len(res.seeds_b)},
                 statistic, float(res.delta), decision, text, needs or "", fixed)
+
+
+def _interval(w: WelchInterval, c_pass: float, c_diff: float) -> str:
+    """`repeated CI [lo, hi] (t, df; DIFFERENT at t')`, or why there is none."""
+    if not np.isfinite(w.se):
+        return "no repeated CI (a side with one seed has no spread)"
+    t, t_diff = (float(t_scale(c, w.df)) for c in (c_pass, c_diff))
+    return (f"repeated CI [{w.diff - t * w.se:+.3f}, {w.diff + t * w.se:+.3f}] (t {t:.2f}, "
+            f"{w.df:.1f} df; DIFFERENT when +-{t_diff:.2f} se excludes 0)")
 
 
 def _spread(group: GroupScores, ref: GroupScores, metric: str) -> Spread | None:

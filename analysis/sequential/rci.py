@@ -42,13 +42,14 @@ def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delt
     DIFFERENT: otherwise, a metric's repeated interval at c_different (spending 0.05 / 2
     / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
     else CONTINUE, or UNDECIDED at the last look. An undefined se (nan) never decides.
-    reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta)."""
+    reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta; nan
+    where undefined)."""
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
     undefined = np.isnan(se).any(axis=0)
     with np.errstate(invalid="ignore"):
         half = np.where(se > 0, t_scale(c_pass, df) * se, 0.0)
         half_d = np.where(se > 0, t_scale(c_different, df) * se, 0.0)
-        reach = (np.abs(diff) + half).max(axis=0)
+        reach = np.where(undefined, np.nan, (np.abs(diff) + half).max(axis=0))
         inside = reach < delta
         excludes = (np.abs(diff) - half_d > 0).any(axis=0)
     out = np.where(inside, PASS, np.where(excludes, DIFFERENT,
