@@ -19,9 +19,10 @@ MAX_LOOKS = 20
 @dataclass(frozen=True)
 class SequentialDesign:
     """Seeds per growing side: `first_seeds` at look 1, then `batch_seeds` more at each
-    look, up to `max_seeds` (the last look is at the cap). `alpha`: the one-sided error
-    rate each verdict keeps over all looks (equivalence: per side of the margin, as the
-    fixed TOST's 90% CI; DIFFERENT and the gate's bound: as the fixed verdicts).
+    look, up to `max_seeds` (the last look is at the cap). `alpha`: the error rate each
+    verdict keeps over all looks: one-sided for equivalence's PASS (per side of the
+    margin, as the fixed TOST's 90% CI) and the gate's bounds, two-sided for DIFFERENT
+    (shared by the two metrics); 0.05 is the fixed verdicts' rate.
     `spending`: the alpha-spending function (analysis.sequential.spending.SPENDING)."""
 
     first_seeds: int = 3

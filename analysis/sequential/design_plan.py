@@ -32,7 +32,7 @@ def boundary_table(design: SequentialDesign, reference_seeds: int) -> str:
     seeds = design.seeds_at_looks()
     t = design.information_fractions()
     spent = spent_alpha(t, design.alpha, design.spending)
-    c, c_diff = design.boundaries(), design.boundaries(different_alpha(2))
+    c, c_diff = design.boundaries(), design.boundaries(different_alpha(2, design.alpha))
     c_gate = design.boundaries(fixed_seeds=reference_seeds)
     head = ["look", "seeds per side", "information", "alpha spent", "PASS c",
             "as t at 2(n-1) df", "DIFFERENT c", f"gate c (vs {reference_seeds} reference)"]

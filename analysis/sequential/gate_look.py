@@ -44,7 +44,8 @@ def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: Seque
             chosen = list(layouts) if layouts is not None else sorted(
                 {str((r.manifest.get("layout") or {}).get("name")) for r in new})
             res = gate(new, ref_by_suite.get(suite, []), delta=delta, metric=metric,
-                       layouts=chosen, last_n=last_n, normalisers=normalisers,
+                       layouts=chosen, confidence=1 - design.alpha, last_n=last_n,
+                       normalisers=normalisers,
                        allow_protocol_mismatch=allow_protocol_mismatch, spread=spread).result
             out.append(result_look(res, design, look, f"{system} {suite}"))
     return out

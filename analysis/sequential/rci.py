@@ -21,14 +21,13 @@ CONTINUE = "CONTINUE"
 """Not decided yet: run the next batch."""
 UNDECIDED = "UNDECIDED AT CAP"
 """The cap was reached without a decision."""
-METRICS_DIFFERENT_ALPHA = 0.05
-"""Equivalence's DIFFERENT: two-sided, shared by the metrics (Bonferroni), as the fixed
-verdict's (analysis.verdicts.equivalence.DIFFERENT_ALPHA)."""
 
 
-def different_alpha(metrics: int) -> float:
-    """One tail of one metric's DIFFERENT test: 0.05 / 2 sides / metrics."""
-    return METRICS_DIFFERENT_ALPHA / 2 / metrics
+def different_alpha(metrics: int, alpha: float) -> float:
+    """One tail of one metric's DIFFERENT test: the two-sided rate `alpha` (the design's;
+    0.05 as the fixed verdict's analysis.verdicts.equivalence.DIFFERENT_ALPHA) over 2
+    tails and shared by the metrics (Bonferroni)."""
+    return alpha / 2 / metrics
 
 
 def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
@@ -39,8 +38,8 @@ def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delt
 
     PASS: every metric's repeated interval diff +- t(c_pass) se lies inside (-delta,
     delta) (c_pass spends the design's alpha per side: the sequential TOST);
-    DIFFERENT: otherwise, a metric's repeated interval at c_different (spending 0.05 / 2
-    / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
+    DIFFERENT: otherwise, a metric's repeated interval at c_different (spending alpha /
+    2 / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
     else CONTINUE, or UNDECIDED at the last look. An undefined se (nan) never decides.
     reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta; nan
     where undefined)."""
