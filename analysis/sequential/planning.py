@@ -1,0 +1,111 @@
+"""What a look costs against the fixed design: the seed planner's answer
+(analysis.verdicts.seedplan) for the spread seen at the look, and the sequential
+design's own power at that spread, simulated through the same decision cores
+(analysis.sequential.rci)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.sequential.design import SequentialDesign
+from analysis.sequential.simulate import (
+    design_boundaries,
+    equivalence_paths,
+    gate_paths,
+    normal_metrics,
+)
+from analysis.verdicts.seedplan import (
+    Spread,
+    equivalence_margins,
+    gate_margins,
+    seeds_needed,
+)
+
+PLAN_SIMS = 4_000
+"""Draws per simulated power (a look's estimate, not a table: +-1 point is enough)."""
+PLAN_TARGET = 0.8
+PLAN_MAX_SEEDS = 100
+
+
+def sequential_equivalence_power(design: SequentialDesign, spread: Spread, delta: float,
+                                 sims: int = PLAN_SIMS, seed: int = 0) -> float:
+    """P(PASS by the cap) of sequential equivalence at a true difference of 0, both
+    metrics drawn jointly (the planner's model)."""
+    rng = np.random.default_rng([seed, design.max_seeds, 24])
+    sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
+    a = normal_metrics(rng, sims, design.max_seeds, sds, rho)
+    b = normal_metrics(rng, sims, design.max_seeds, sds, rho)
+    return float(equivalence_paths(design_boundaries(design), a, b, delta).passed.mean())
+
+
+def sequential_gate_power(design: SequentialDesign, sd: float, n_ref: int, delta: float,
+                          sims: int = PLAN_SIMS, seed: int = 0) -> float:
+    """P(PASS by the cap) of the sequential gate when nothing regressed."""
+    rng = np.random.default_rng([seed, design.max_seeds, n_ref, 24])
+    new = sd * rng.standard_normal((sims, design.max_seeds))
+    ref = sd * rng.standard_normal((sims, n_ref))
+    b = design_boundaries(design, fixed_seeds=n_ref)
+    return float(gate_paths(b, new, ref, delta).passed.mean())
+
+
+def fixed_equivalence_seeds(spread: Spread, delta: float, target: float,
+                            sims: int = PLAN_SIMS, true_diff: float = 0.0) -> int | None:
+    """Seeds per side the fixed TOST (both metrics) needs for `target` power (planner)
+    when the final metric truly differs by `true_diff`."""
+    def power(n: int) -> float:
+        return float(np.mean(equivalence_margins(spread, n, sims, true_diff=true_diff)
+                             < delta))
+    return seeds_needed(power, target, max_seeds=PLAN_MAX_SEEDS)
+
+
+def fixed_gate_seeds(spread: Spread, delta: float, target: float, n_ref: int | None,
+                     sims: int = PLAN_SIMS, true_diff: float = 0.0) -> int | None:
+    """New seeds the fixed gate needs for `target` power against `n_ref` reference seeds
+    (None: as many reference seeds as new ones) at a true difference `true_diff`."""
+    def power(n: int) -> float:
+        return float(np.mean(gate_margins(spread, n, n_ref, sims, true_diff=true_diff)
+                             < delta))
+    return seeds_needed(power, target, max_seeds=PLAN_MAX_SEEDS)
+
+
+def equivalence_needs_text(spread: Spread, delta: float, seen: float) -> str:
+    """The cap line's estimate for equivalence: seeds per side for PLAN_TARGET power of
+    the fixed TOST if the true difference is 0, and at the final-score difference seen."""
+    at_zero = fixed_equivalence_seeds(spread, delta, PLAN_TARGET)
+    at_seen = fixed_equivalence_seeds(spread, delta, PLAN_TARGET, true_diff=abs(seen)) \
+        if abs(seen) < delta else None
+    return _needs(at_zero, at_seen, seen, delta, f"per-seed sd {spread.sd_group:.3g}",
+                  "seeds per side")
+
+
+def gate_needs_text(spread: Spread, delta: float, n_ref: int, seen: float) -> str:
+    """The gate's cap estimate: new seeds against the fixed reference (if the true
+    difference is 0, and at the difference seen); when no number of new seeds gets there
+    (the reference's own noise dominates), seeds on both sides."""
+    sd_text = f"per-seed sd {spread.sd_seed:.3g}"
+    at_zero = fixed_gate_seeds(spread, delta, PLAN_TARGET, n_ref)
+    where = f"new seeds against the {n_ref} reference seeds"
+    ref: int | None = n_ref
+    if at_zero is None:
+        ref, where = None, ("seeds on BOTH sides (no number of new seeds alone gets there: "
+                            "the reference's own noise dominates)")
+        at_zero = fixed_gate_seeds(spread, delta, PLAN_TARGET, None)
+    at_seen = fixed_gate_seeds(spread, delta, PLAN_TARGET, ref, true_diff=seen) \
+        if seen > -delta else None
+    return _needs(at_zero, at_seen, seen, delta, sd_text, where)
+
+
+def _count(seeds: int | None) -> str:
+    return f"about {seeds}" if seeds is not None else f"more than {PLAN_MAX_SEEDS}"
+
+
+def _needs(at_zero: int | None, at_seen: int | None, seen: float, delta: float,
+           sd_text: str, where: str) -> str:
+    if abs(seen) < delta or seen > 0:
+        seen_text = f"{_count(at_seen)} at the difference seen ({seen:+.3g})"
+    else:
+        seen_text = (f"at the difference seen ({seen:+.3g}, beyond the margin) no number "
+                     "of seeds would pass")
+    return (f"the fixed design would need {_count(at_zero)} {where} for "
+            f"{PLAN_TARGET:.0%} power if the true difference is 0, {seen_text} (seed "
+            f"planner, {sd_text})")
