@@ -27,6 +27,7 @@ from analysis.scoring.scores import runs_by_suite, suite_name
 from analysis.scoring.tables import ONE_SEED
 from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
 from analysis.verdicts.regression import check_same_games
+from harness.adaptive_report import adaptive_section, status_lines
 from harness.store import Store, run_state
 from harness.sweep import PROJECT_ROOT, Sweep, published_table_path
 from runrecord import Run, atomic_write_json, schema, utc_now
@@ -306,7 +307,9 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE
     tmp = page.with_suffix(".html.tmp")
-    tmp.write_text(build_html(assets, sweep, store, extra), encoding="utf-8")
+    adaptive = adaptive_section(sweep, store, _table_html)  # None for a fixed sweep
+    tmp.write_text(build_html(assets, sweep, store, extra, [adaptive] if adaptive else []),
+                   encoding="utf-8")
     tmp.replace(page)
     atomic_write_json(out_dir / "assets.json", assets)
     lines = [verdict_text(v)[0] for v in assets.get("verdicts", [])]
@@ -328,6 +331,9 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
     for v in assets.get("verdicts", []):
         # The line names its kind and subject already ("staleness: PASS; ...").
         print(f"verdict: {verdict_text(v)[0]}")
+    if sweep.adaptive is not None:  # its decisions are its looks'
+        for line in status_lines(sweep, store):
+            print(line)
     return 0
 
 
