@@ -263,3 +263,19 @@ def test_killed_adaptive_sweep_resumes_at_the_right_look(tmp_path, sig, when):
     assert sorted(completions) == sorted(r.run_id for r in sw.runs)  # each run once
     for entry in read_lines(Store(root, "ad")):  # a look counts each of its runs once
         assert len(entry["runs"]) == len(set(entry["runs"])) == 2 * (entry["index"] + 1)
+
+
+def test_until_decided_runs_a_fixed_sweep_adaptively_and_status_knows_it(tmp_path):
+    sweep = fake_sweep(tmp_path, delta=0.2)
+    sweep.write_text(sweep.read_text().replace("[adaptive]\n" + DESIGN + "\n", ""))
+    root = tmp_path / "res"
+    p = harness(*run_args(sweep, root, "--until-decided"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "looks at 3, 5, 7, 9 seeds per side" in p.stdout, p.stdout
+    assert "stopped at look 1 of 4" in p.stdout, p.stdout
+    assert len(ledger(tmp_path)) == 2 * 3
+    st = harness("status", "--sweep", str(sweep), "--results-root", str(root))
+    assert st.returncode == 0 and "stopped at look 1 of 4" in st.stdout, st.stdout + st.stderr
+    # Without the flag the same file is a fixed sweep of its 3 listed seeds: all done.
+    p = harness(*run_args(sweep, root))
+    assert p.returncode == 0 and "6 already-completed" in p.stdout, p.stdout
