@@ -41,6 +41,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("verdicts", ("analysis.verdicts",)),
     ("output", ("analysis.output",)),
     ("reproduce", ("analysis.reproduce",)),
+    ("sequential", ("analysis.sequential",)),  # adaptive seeds: only calibration, cli, harness
     ("calibration", ("analysis.calibration",)),
     ("entry points", ("analysis.cli", "analysis.__main__", "analysis")),
 ]

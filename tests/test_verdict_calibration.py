@@ -44,7 +44,8 @@ def test_reduced_calibration_grid_keeps_every_bound():
     for v in ("gate (per-seed value)", "gate vs published mean ± sd", "gate iqm (57 games)",
               "gate auc (57 games)", "gate atari5-median (57 games)",
               "equivalence (final + AUC)", "reproduce per game (57-game column)",
-              "reproduce headline (57 games)"):
+              "reproduce headline (57 games)", "sequential equivalence (final + AUC)",
+              "sequential gate (per-seed value)"):
         assert v in verdicts, v
     assert any(c.refused for c in res.cells)
 

@@ -26,9 +26,15 @@ class Cell:
     sims: int
     nominal: float | None = None  # the rate's nominal bound; None: no bound (power)
     refused: str = ""  # the verdict's refusal (AnalysisError text) for this case
+    unit: str = ""  # "" for a rate (binomial MC SE); else what `value` counts, e.g. "seeds"
+    value_se: float | None = None  # the MC SE of a value that is not a rate
+    shown_only: bool = False  # a procedure shown beside a verdict to break its nominal
+    # (naive re-testing): its status says whether it does; it never fails the suite
 
     @property
     def mc_se(self) -> float:
+        if self.value_se is not None:
+            return self.value_se
         if math.isnan(self.value):
             return math.nan
         return math.sqrt(max(self.value * (1 - self.value), 1e-12) / self.sims)
@@ -42,16 +48,24 @@ class Cell:
     @property
     def ok(self) -> bool:
         b = self.bound
-        return bool(self.refused) or b is None or self.value <= b
+        return bool(self.refused) or self.shown_only or b is None or self.value <= b
 
     def row(self) -> list[str]:
         if self.refused:
             value, status = "refused", "ok (refused: exit 2)"
+        elif self.unit:
+            value = (f"{self.value:.2f} {self.unit}" if self.mc_se == 0 else
+                     f"{self.value:.2f} ± {self.mc_se:.2f} {self.unit}")
+            status = "-"
         else:
             value = f"{self.value:.3f} ± {self.mc_se:.3f}"
             b = self.bound
-            status = "-" if b is None else (f"ok (<= {b:.3f})" if self.ok
-                                            else f"OUT (> {b:.3f})")
+            if b is not None and self.shown_only:
+                status = (f"over (> {b:.3f}): not a valid design" if self.value > b
+                          else f"within (<= {b:.3f})")
+            else:
+                status = "-" if b is None else (f"ok (<= {b:.3f})" if self.ok
+                                                else f"OUT (> {b:.3f})")
         nominal = "-" if self.nominal is None else f"{self.nominal:.2f}"
         return [self.verdict, self.scenario, self.rate, value, nominal, status]
 
@@ -61,6 +75,16 @@ def rate_cell(verdict: str, scenario: str, rate: str, hits: np.ndarray | np.bool
     """The share of True in `hits` (one bool per simulated draw) as a Cell."""
     hits = np.asarray(hits, dtype=bool).ravel()
     return Cell(verdict, scenario, rate, float(hits.mean()), int(hits.size), nominal)
+
+
+def mean_cell(verdict: str, scenario: str, rate: str, values: np.ndarray, unit: str
+              ) -> Cell:
+    """The mean of `values` (one per simulated draw, e.g. seeds used) with its MC SE; no
+    bound."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    se = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else 0.0
+    return Cell(verdict, scenario, rate, float(values.mean()), int(values.size), unit=unit,
+                value_se=se)
 
 
 def refused_cells(verdict: str, scenario: str, rates: list[tuple[str, float | None]],

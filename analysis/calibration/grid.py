@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from analysis.calibration.cells import Cell, markdown
 from analysis.calibration.draws import COLLAPSE, NORMAL, T3
@@ -13,7 +13,12 @@ from analysis.calibration.pairs import (
     gate_published_cells,
 )
 from analysis.calibration.reproduce_cells import game_cells, headline_cells
+from analysis.calibration.sequential_cells import (
+    sequential_equivalence_cells,
+    sequential_gate_cells,
+)
 from analysis.calibration.suite import suite_gate_cells
+from analysis.sequential.design import SequentialDesign
 
 FULL_SIMS = 20_000
 REDUCED_SIMS = 4_000
@@ -30,13 +35,24 @@ class Grid:
     suite_seeds: tuple[tuple[int, int], ...]
     reproduce_seeds: tuple[int, ...]
     headline_sims: int
+    sequential: tuple[tuple[str, float, str], ...] = ()  # (spending, sd ratio, noise)
+    sequential_references: tuple[int, ...] = ()  # the gate's fixed reference seeds
+
+
+SEQUENTIAL_DESIGN = SequentialDesign(3, 2, 9)
+"""The sequential rows' design (the default: looks at 3, 5, 7, 9 seeds per side)."""
 
 
 FULL = Grid(FULL_SIMS, (1, 2, 3, 5, 10), (1, 3, 12), (0.5, 1.0, 2.0),
             ((3, 3), (5, 5), (10, 10)), (2, 3, 5, 10), ((3, 3), (5, 5), (10, 10)),
-            (1, 2, 3, 5, 10), 4_000)
+            (1, 2, 3, 5, 10), 4_000,
+            tuple((sp, r, d) for sp in ("obrien-fleming", "pocock")
+                  for r, d in ((1.0, NORMAL), (2.0, NORMAL), (1.0, T3), (1.0, COLLAPSE))),
+            (3, 9))
 REDUCED = Grid(REDUCED_SIMS, (1, 2, 3, 10), (1, 3, 12), (0.5, 2.0), ((3, 3),), (3, 10),
-               ((3, 3),), (1, 3, 10), 1_000)
+               ((3, 3),), (1, 3, 10), 1_000,
+               (("obrien-fleming", 1.0, NORMAL), ("obrien-fleming", 1.0, T3),
+                ("pocock", 1.0, NORMAL)), (9,))
 
 
 @dataclass
@@ -86,4 +102,9 @@ def calibrate(reduced: bool = False, seed: int = 0) -> Calibration:
         cells += game_cells(g.headline_sims, 3, seed, ratio=r)
     for n in g.reproduce_seeds:
         cells += headline_cells(g.headline_sims, n, seed)
+    for spending, ratio, dist in g.sequential:
+        design = replace(SEQUENTIAL_DESIGN, spending=spending)
+        cells += sequential_equivalence_cells(g.sims, design, ratio, dist, seed)
+        for m in g.sequential_references:
+            cells += sequential_gate_cells(g.sims, design, m, ratio, dist, seed)
     return Calibration(cells, g, seed, time.perf_counter() - t0)

@@ -197,6 +197,7 @@ class RegressionResult:
     notes: list[str] = field(default_factory=list)
     variance: str = ""  # which variance the bound uses (regression_variance)
     df: float = math.nan
+    se: float = math.nan  # standard error of diff (the bound is diff - t(confidence, df) se)
     new_seeds: str = ""  # e.g. "3 seeds (12 runs: layout copies averaged per seed)"
     reference_seeds: str = ""
     margin: str = ""  # how delta was chosen (analysis.verdicts.margins)
@@ -300,8 +301,8 @@ def regression(
         raise AnalysisError(f"confidence must be in [0.5, 1), got {confidence}")
     if np.ndim(reference_scores) == 0 and spread.sd is not None:
         ref_mean, n_ref = float(reference_scores), int(spread.seeds or 0)  # type: ignore[arg-type]
-        diff, lower, _, df = published_lower_bound(new, ref_mean, spread.sd, n_ref,
-                                                   confidence)
+        diff, lower, se, df = published_lower_bound(new, ref_mean, spread.sd, n_ref,
+                                                    confidence)
         variance = PUBLISHED
     else:
         if np.ndim(reference_scores) == 0:
@@ -314,7 +315,7 @@ def regression(
             ref_mean, n_ref = float(ref.mean()), len(ref)
         variance = regression_variance(len(new), n_ref, assume_equal_spread=spread.equal_spread,
                                        reference_exact=spread.exact)
-        diff, lower, _, df = regression_lower_bound(
+        diff, lower, se, df = regression_lower_bound(
             new, ref, confidence, assume_equal_spread=spread.equal_spread,
             reference_exact=spread.exact)
     verdict = PASS if float(lower) > -delta else REGRESSION
@@ -324,7 +325,7 @@ def regression(
                      "is tested")
     res = RegressionResult(verdict, float(lower), float(diff), float(new.mean()), ref_mean,
                            float(delta), float(confidence), len(new), n_ref, notes,
-                           variance=variance, df=float(df),
+                           variance=variance, df=float(df), se=float(se),
                            rules=[AGGREGATE_RULE] if verdict == REGRESSION else [])
     if variance == PUBLISHED:
         res.reference_seeds = f"published mean ± sd {spread.sd:g} of {n_ref} seeds"

@@ -1,0 +1,72 @@
+"""Repeated confidence intervals (Jennison & Turnbull 1989; 2000, ch. 9) and the decisions
+a look takes from them: vectorised cores that `sweep_looks` and the calibration suite
+(analysis.calibration.sequential_cells) both decide through.
+
+At look k the repeated interval of a difference is diff +- c_k se, where c_k is the
+design's normal-scale boundary at that look carried to Student t at the look's df
+(analysis.sequential.spending.t_scale). The boundaries spend alpha over the looks, so
+with probability >= 1 - alpha the true difference lies inside the one-sided repeated
+bound at EVERY look at once; any rule that stops on these intervals keeps that rate,
+whatever else it does (stop early, stop when other verdicts are decided, go on).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.sequential.spending import t_scale
+from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
+
+CONTINUE = "CONTINUE"
+"""Not decided yet: run the next batch."""
+UNDECIDED = "UNDECIDED AT CAP"
+"""The cap was reached without a decision."""
+METRICS_DIFFERENT_ALPHA = 0.05
+"""Equivalence's DIFFERENT: two-sided, shared by the metrics (Bonferroni), as the fixed
+verdict's (analysis.verdicts.equivalence.DIFFERENT_ALPHA)."""
+
+
+def different_alpha(metrics: int) -> float:
+    """One tail of one metric's DIFFERENT test: 0.05 / 2 sides / metrics."""
+    return METRICS_DIFFERENT_ALPHA / 2 / metrics
+
+
+def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
+                          c_pass: float, c_different: float, last: bool
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """One look of sequential equivalence over metrics tested together: diff, se, df of
+    shape (metrics, ...) -> (decisions (...), reach (...)).
+
+    PASS: every metric's repeated interval diff +- t(c_pass) se lies inside (-delta,
+    delta) (c_pass spends the design's alpha per side: the sequential TOST);
+    DIFFERENT: otherwise, a metric's repeated interval at c_different (spending 0.05 / 2
+    / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
+    else CONTINUE, or UNDECIDED at the last look. An undefined se (nan) never decides.
+    reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta)."""
+    diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
+    undefined = np.isnan(se).any(axis=0)
+    with np.errstate(invalid="ignore"):
+        half = np.where(se > 0, t_scale(c_pass, df) * se, 0.0)
+        half_d = np.where(se > 0, t_scale(c_different, df) * se, 0.0)
+        reach = (np.abs(diff) + half).max(axis=0)
+        inside = reach < delta
+        excludes = (np.abs(diff) - half_d > 0).any(axis=0)
+    out = np.where(inside, PASS, np.where(excludes, DIFFERENT,
+                                          UNDECIDED if last else CONTINUE))
+    return np.where(undefined, UNDECIDED if last else CONTINUE, out), reach
+
+
+def gate_decisions(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndarray | float,
+                   delta: float, c: float, last: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One look of the sequential gate: diff, se, df of new - reference (...) ->
+    (decisions, lower, upper), each (...). PASS when the repeated lower bound diff -
+    t(c) se > -delta (non-inferiority, alpha over all looks); REGRESSION when the repeated
+    upper bound < -delta (clearly worse than the margin); else CONTINUE, or UNDECIDED at
+    the last look. Zero spread gives lower = upper = diff."""
+    diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
+    with np.errstate(invalid="ignore"):
+        half = np.where(se > 0, t_scale(c, df) * se, 0.0)
+    lower, upper = diff - half, diff + half
+    out = np.where(lower > -delta, PASS, np.where(upper < -delta, REGRESSION,
+                                                  UNDECIDED if last else CONTINUE))
+    return np.where(np.isnan(se), UNDECIDED if last else CONTINUE, out), lower, upper
