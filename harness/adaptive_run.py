@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
@@ -41,6 +42,9 @@ from runrecord.exits import (
     EXIT_OK,
     EXIT_UNAVAILABLE,
 )
+
+if TYPE_CHECKING:
+    from analysis.sequential import Look
 
 RunBatch = Callable[[list[RunSpec]], int]
 """Runs the given runs with the pool of `harness run`; returns its exit code."""
@@ -108,8 +112,9 @@ def _looks(sweep: Sweep, store: Store, run_batch: RunBatch, stop: threading.Even
             code, completed = _completed(runs, store, max_attempts)
             if code != EXIT_OK:
                 return code
+            earlier = [look for i in sorted(prog.looks) for look in prog.looks[i]]
             try:
-                looks = _compute(sweep, completed, index, reference_runs)
+                looks = _compute(sweep, completed, index, reference_runs, earlier)
             except AnalysisError as e:
                 print(f"error: look {index}: the analysis refused the runs: {e}",
                       file=sys.stderr)
@@ -171,10 +176,14 @@ def _reference_runs(sweep: Sweep) -> list[Run] | None:
             if r.manifest.get("system") in systems and r.manifest.get("env_id") in games]
 
 
-def _compute(sweep: Sweep, runs: list[Run], index: int, reference_runs: list[Run] | None):
+def _compute(sweep: Sweep, runs: list[Run], index: int, reference_runs: list[Run] | None,
+             earlier: list[Look]) -> list[Look]:
+    """The Looks of look `index`; a subject decided at an earlier look keeps that
+    decision (analysis.sequential.sweep_looks, `previous`)."""
     from analysis.sequential import sweep_looks
 
     cfg = sweep.adaptive
     assert cfg is not None
     return sweep_looks(runs, cfg.design(), index, verdicts=cfg.verdicts,
-                       reference_runs=reference_runs, **analysis_options(sweep))
+                       reference_runs=reference_runs, previous=earlier,
+                       **analysis_options(sweep))

@@ -49,13 +49,13 @@ def analysis_options(sweep: Sweep) -> dict[str, Any]:
     for key in ("reference", "group_by"):
         if key in report:
             opts[key] = str(report[key])
-    if "seed" in report:
-        opts["seed"] = int(report["seed"])
     if sweep.adaptive is not None and "gate" in sweep.adaptive.verdicts:
         if "delta" in regression:
             opts["gate_delta"] = float(regression["delta"])
         if "metric" in regression:
-            opts["metric"] = str(regression["metric"])
+            opts["gate_metric"] = str(regression["metric"])
+        if "layouts" in regression:
+            opts["layouts"] = list(regression["layouts"])
     return opts
 
 

@@ -45,13 +45,14 @@ def error_of(text: str) -> str:
     ("[adaptive]\nfirst_seeds = 1\n", 9, "first_seeds must be >= 2"),
     ("[adaptive]\nfirst_seeds = 4\nmax_seeds = 3\n", 10, "max_seeds (3) must be >= first_seeds"),
     ("[adaptive]\nbatch_seeds = 0\n", 9, "batch_seeds must be an integer >= 1"),
-    ("[adaptive]\nalpha = 0.7\n", 9, "alpha must be a number in (0, 0.5)"),
+    ("[adaptive]\nalpha = 0.7\n", 9, "alpha must be in (0, 0.5)"),
     ("[adaptive]\nverdicts = ['equivalence', 'gates']\n", 9, "unknown verdict 'gates'"),
     ("[adaptive]\nverdicts = ['gate']\n", 9, "the gate needs a fixed reference"),
     ("[adaptive]\nverdicts = ['gate']\nreference = 'no/such/folder'\n", 10,
      "reference 'no/such/folder': no such folder"),
     ("[adaptive]\nreference = 'results'\n", 9, "add 'gate' to verdicts"),
-    ("[adaptive]\nspending = 'pocock-ish'\n", 9, "pocock-ish"),
+    ("[adaptive]\nspending = 'pocock-ish'\n", 9, "unknown spending 'pocock-ish'"),
+    ("[adaptive]\nalpha = 'small'\n", 9, "alpha must be a number"),
 ])
 def test_bad_adaptive_values_name_their_line(table, line, words):
     msg = error_of(BASE + "\n" + table)
