@@ -179,6 +179,7 @@ def adaptive_section(sweep: Sweep, store: Store,
         parts += [f"<div class='verdict'>{html.escape(look.text)}</div>" for look in prog.latest]
         parts += [f"<p>Needs: {html.escape(look.needs)}</p>" for look in prog.latest
                   if look.needs]
-    parts.append(f"<p id='adaptive-stop'>{html.escape(stop_reason(sweep, prog))}.</p>")
+    why = stop_reason(sweep, prog).removeprefix("adaptive: ")
+    parts.append(f"<p id='adaptive-stop'>{html.escape(why[:1].upper() + why[1:])}.</p>")
     parts.append(f"<p class='muted'>{html.escape(ORDINARY_VERDICTS_NOTE)}</p>")
     return "Adaptive seeds", "\n".join(parts)

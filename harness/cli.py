@@ -275,6 +275,9 @@ def do_plan(cmd: Plan, sweep: Sweep) -> int:
     print(f"sweep {sweep.name}: {len(sweep.runs)} runs -> {store.runs_dir}")
     for note in sweep.notes:
         print(f"note: {note}")
+    if sweep.adaptive is not None:
+        print(f"adaptive: looks at {', '.join(map(str, sweep.adaptive.seeds_at_looks()))} "
+              "seeds per side; the runs of a later look start only if it is needed")
     for s in sweep.runs:
         state = run_state(store.run_dir(s.run_id)).state
         print(f"{s.run_id}  {state:<11} {s.label()}  steps={s.total_timesteps} "

@@ -191,6 +191,8 @@ def test_easy_comparison_stops_at_the_first_look_and_resume_reuses_it(tmp_path):
     st = harness("status", "--sweep", str(sweep), "--results-root", str(root))
     assert st.returncode == 0, st.stdout + st.stderr
     assert "stopped at look 1 of 3" in st.stdout and "the 4 runs of the looks" in st.stdout, st.stdout
+    plan = harness("plan", "--sweep", str(sweep), "--results-root", str(root), "--no-commands")
+    assert plan.returncode == 0 and "adaptive: looks at 2, 3, 4 seeds per side" in plan.stdout
 
 
 def test_hard_comparison_runs_to_the_cap_and_the_report_shows_every_look(tmp_path):
@@ -204,7 +206,7 @@ def test_hard_comparison_runs_to_the_cap_and_the_report_shows_every_look(tmp_pat
     p = harness("report", "--sweep", str(sweep), "--results-root", str(root))
     assert p.returncode == 0, p.stdout + p.stderr
     page = (root / "ad" / "report" / "index.html").read_text()
-    assert "<h2>Adaptive seeds</h2>" in page and "reached the cap" in page
+    assert "<h2>Adaptive seeds</h2>" in page and "Reached the cap at look 3" in page
     for n in (2, 3, 4):  # seeds per side at each look
         assert f"a0-l0-d1 {n}" in page and f"a0-l1-d1 {n}" in page
 
