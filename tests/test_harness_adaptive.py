@@ -6,6 +6,7 @@ by a resume that redoes no run and records no look twice."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -282,3 +283,15 @@ def test_until_decided_runs_a_fixed_sweep_adaptively_and_status_knows_it(tmp_pat
     # Without the flag the same file is a fixed sweep of its 3 listed seeds: all done.
     p = harness(*run_args(sweep, root))
     assert p.returncode == 0 and "6 already-completed" in p.stdout, p.stdout
+
+
+def test_batches_go_through_the_slurm_backend_one_submission_per_look(tmp_path):
+    sweep = fake_sweep(tmp_path, delta=0.0005, offset=0.1, extra="[slurm]\ntimeout_min = 5")
+    root = tmp_path / "res"
+    p = harness(*run_args(sweep, root, "--backend", "slurm", "--slurm-cluster", "local"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "reached the cap at look 3" in p.stdout, p.stdout
+    assert look_indexes(root) == [1, 2, 3] and len(ledger(tmp_path)) == 8
+    batches = [json.loads(x) for x in (root / "ad" / "harness-runs.jsonl").read_text().splitlines()]
+    assert [(e["backend"], e["runs"]) for e in batches] == [("slurm", 4), ("slurm", 2),
+                                                           ("slurm", 2)]
