@@ -17,11 +17,12 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
-from harness.adaptive_design import resolve_reference
+from harness.adaptive_design import AdaptiveConfig, resolve_reference
 from harness.adaptive_report import look_lines, progress, stop_reason
 from harness.adaptive_store import (
     adaptive_lock,
@@ -66,71 +67,91 @@ def run_until_decided(sweep: Sweep, store: Store, run_batch: RunBatch,
               f"({lock_holder(lock.path.parent)}); wait for it", file=sys.stderr)
         return EXIT_FAILED
     try:
-        return _looks(sweep, store, run_batch, stop, max_attempts)
+        return _looks(_Adaptive(sweep, store, run_batch, stop, max_attempts))
     finally:
         lock.release()
 
 
-def _looks(sweep: Sweep, store: Store, run_batch: RunBatch, stop: threading.Event,
-           max_attempts: int) -> int:
-    cfg = sweep.adaptive
-    assert cfg is not None
-    plan = sweep_plan(sweep)
-    prog = progress(sweep, store)
+@dataclass(frozen=True)
+class _Adaptive:
+    """One `harness run` of an adaptive sweep: what every look needs."""
+
+    sweep: Sweep
+    store: Store
+    run_batch: RunBatch
+    stop: threading.Event
+    max_attempts: int
+
+    @property
+    def config(self) -> AdaptiveConfig:
+        assert self.sweep.adaptive is not None
+        return self.sweep.adaptive
+
+
+def _looks(ad: _Adaptive) -> int:
+    cfg = ad.config
+    prog = progress(ad.sweep, ad.store)
     total = len(prog.at_looks)
     say(f"adaptive: looks at {', '.join(map(str, prog.at_looks))} seeds per side "
         f"(alpha {cfg.alpha}, {cfg.spending} spending; verdicts {', '.join(cfg.verdicts)})")
-    if other_plans(store, plan):
+    if other_plans(ad.store, sweep_plan(ad.sweep)):
         say("adaptive: looks recorded under another design or scale-down are kept and not "
             "used; this one starts from its own look 1")
-    reference_runs = _reference_runs(sweep)
+    reference_runs = _reference_runs(ad.sweep)
     if reference_runs == []:
         print(f"error: the gate's reference {cfg.reference} has no completed run of this "
               "sweep's systems and games", file=sys.stderr)
         return EXIT_BAD_INPUT
     for index, seeds in enumerate(prog.at_looks, start=1):
-        runs = runs_of_look(sweep, seeds)
         if index in prog.looks:
             say(f"adaptive: look {index} of {total} ({seeds} seeds per side) was recorded "
                 "by an earlier run; reused:")
             looks = prog.looks[index]
         else:
-            if stop.is_set():
+            if ad.stop.is_set():
                 return _interrupted(index)
-            todo = [s for s in runs if run_state(store.run_dir(s.run_id)).state
-                    != schema.COMPLETED]
-            new_seeds = sorted({s.seed for s in todo})
-            say(f"adaptive: look {index} of {total}: {seeds} seeds per side; {len(todo)} "
-                f"run(s) to run" + (f" (seeds {', '.join(map(str, new_seeds))})"
-                                    if todo else ""))
-            if todo:
-                code = run_batch(todo)
-                if stop.is_set() or code == EXIT_INTERRUPTED:
-                    return _interrupted(index)
-                if code == EXIT_BAD_INPUT:  # the batch could not start (e.g. --cpus)
-                    return code
-            code, completed = _completed(runs, store, max_attempts)
+            earlier = [look for i in sorted(prog.looks) for look in prog.looks[i]]
+            code, looks = _new_look(ad, index, seeds, reference_runs, earlier)
             if code != EXIT_OK:
                 return code
-            earlier = [look for i in sorted(prog.looks) for look in prog.looks[i]]
-            try:
-                looks = _compute(sweep, completed, index, reference_runs, earlier)
-            except AnalysisError as e:
-                print(f"error: look {index}: the analysis refused the runs: {e}",
-                      file=sys.stderr)
-                return EXIT_BAD_INPUT
-            append_look(store, plan, index, [look.to_json() for look in looks],
-                        [s.run_id for s in runs])
-            prog = progress(sweep, store)
+            prog = progress(ad.sweep, ad.store)
         for look in looks:
             for line in look_lines(look):
                 say(line)
         if all(look.decided for look in looks) or index == total:
-            say(stop_reason(sweep, progress(sweep, store)))
+            say(stop_reason(ad.sweep, prog))
             return EXIT_OK
-        if stop.is_set():
+        if ad.stop.is_set():
             return _interrupted(index + 1)
     raise AssertionError("unreachable: the last look always ends the loop")
+
+
+def _new_look(ad: _Adaptive, index: int, seeds: int, reference_runs: list[Run] | None,
+              earlier: list[Look]) -> tuple[int, list[Look]]:
+    """Run look `index`'s batch, then compute and record its Looks: (EXIT_OK, Looks), or
+    the exit code of why it cannot be decided now (printed) and no Looks."""
+    runs = runs_of_look(ad.sweep, seeds)
+    todo = [s for s in runs if run_state(ad.store.run_dir(s.run_id)).state != schema.COMPLETED]
+    new_seeds = ", ".join(map(str, sorted({s.seed for s in todo})))
+    say(f"adaptive: look {index} of {len(ad.config.seeds_at_looks())}: {seeds} seeds per "
+        f"side; {len(todo)} run(s) to run" + (f" (seeds {new_seeds})" if todo else ""))
+    if todo:
+        code = ad.run_batch(todo)
+        if ad.stop.is_set() or code == EXIT_INTERRUPTED:
+            return _interrupted(index), []
+        if code == EXIT_BAD_INPUT:  # the batch could not start (e.g. --cpus)
+            return code, []
+    code, completed = _completed(runs, ad.store, ad.max_attempts)
+    if code != EXIT_OK:
+        return code, []
+    try:
+        looks = _compute(ad.sweep, completed, index, reference_runs, earlier)
+    except AnalysisError as e:
+        print(f"error: look {index}: the analysis refused the runs: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT, []
+    append_look(ad.store, sweep_plan(ad.sweep), index, [look.to_json() for look in looks],
+                [s.run_id for s in runs])
+    return EXIT_OK, looks
 
 
 def _interrupted(index: int) -> int:
