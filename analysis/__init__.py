@@ -5,7 +5,8 @@ estimates, reproduction checks and figures.
 The names below are the stable Python API (for notebooks; docs/analysis.md has a worked
 example): the same functions `python -m analysis` calls. Everything else is internal and
 may move. Layers, lowest first (each imports only those before it; tests/test_architecture.py):
-errors/json_file, stats, scales, inputs, scoring, atari5, verdicts, output, reproduce, cli.
+errors/json_file, stats, scales, inputs, scoring, atari5, verdicts, output, reproduce,
+sequential, calibration, cli.
 
 The names are resolved on first use (PEP 562), so `import analysis` or
 `from analysis.errors import AnalysisError` does not load SciPy and matplotlib.

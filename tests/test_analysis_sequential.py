@@ -3,6 +3,8 @@ intervals) and `sweep_looks` on synthetic run records."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from synthetic_records import write_synthetic_run
@@ -117,6 +119,11 @@ def test_look_json_round_trip():
     assert Look.from_json({**look.to_json(), "decision": UNDECIDED}).decided
     with pytest.raises(AnalysisError, match="missing"):
         Look.from_json({"verdict": "gate"})
+    # An undefined statistic (a one-seed side) is null in JSON, nan back.
+    undefined = Look("equivalence", "x", 1, {"a": 1, "b": 3}, float("nan"), 0.2, CONTINUE, "t")
+    d = undefined.to_json()
+    assert d["statistic"] is None and json.dumps(d, allow_nan=False)
+    assert np.isnan(Look.from_json(d).statistic)
 
 
 def _runs(root, seeds, layouts, shift=None, noise=0.05):
@@ -147,9 +154,10 @@ def test_small_effect_continues_then_is_undecided_at_the_cap(tmp_path):
     assert first.decision == CONTINUE and not first.decided
     assert first.statistic > first.boundary
     (cap,) = sweep_looks(runs, SequentialDesign(3, 2, 3), 1)
-    assert cap.decision in (UNDECIDED, "DIFFERENT")
-    if cap.decision == UNDECIDED:
-        assert "seeds per side" in cap.needs
+    assert cap.decision == UNDECIDED and cap.decided
+    # The planner's estimate, if the true difference is 0 and at the difference seen.
+    assert "seeds per side for 80% power if the true difference is 0" in cap.needs
+    assert "at the difference seen (+0.14" in cap.needs
 
 
 def test_gate_looks_and_kept_decisions(tmp_path):
@@ -209,3 +217,31 @@ def test_calibration_rows_keep_alpha_where_naive_re_testing_does_not():
         naive = rows[True, "false pass at margin"]
         assert naive.shown_only and naive.value > naive.bound, naive.row()
         assert rows[False, SEEDS_AT_0].value < rows[False, FIXED_SEEDS].value - 1
+
+
+def test_a_look_with_fewer_seeds_than_planned_spends_by_its_own_information():
+    d = SequentialDesign()
+    planned = d.boundaries()
+    assert [d.boundary(k) for k in (1, 2, 3, 4)] == pytest.approx(planned)
+    assert d.boundary(2, seeds=(5, 5)) == pytest.approx(planned[1])
+    # A failed run leaves 4 + 5 seeds at look 2: less information, O'Brien-Fleming is stricter.
+    assert d.boundary(2, seeds=(4, 5)) > planned[1]
+    # The last look spends what is left, whatever the seeds.
+    assert d.boundary(4, seeds=(8, 9)) == pytest.approx(planned[3])
+
+
+def test_plan_sequential_cli_prints_boundaries_and_costs(tmp_path, capsys):
+    from analysis.cli import main
+    assert main(["plan-sequential", "--sd", "0.06", "--suite", "CartPole-v1",
+                 "--sims", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "4 look(s) at 3, 5, 7, 9 seeds per side" in out
+    assert "| 4 | 9 | 1.00 | 0.0500 | 1.731 |" in out  # the last O'Brien-Fleming boundary
+    assert "| equivalence (final + AUC) | 0.2 |" in out and "| gate (vs 9 reference" in out
+    # From pilot runs, as plan-seeds.
+    _runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"], noise=0.3)
+    assert main(["plan-sequential", str(tmp_path), "--sims", "1000", "--spending",
+                 "pocock", "--reference-seeds", "3"]) == 0
+    assert "pocock alpha spending" in capsys.readouterr().out
+    assert main(["plan-sequential", "--sd", "0.06", "--max-seeds", "2"]) == 2
+    assert "max_seeds (2) must be >= first_seeds (3)" in capsys.readouterr().err

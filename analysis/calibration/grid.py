@@ -14,6 +14,7 @@ from analysis.calibration.pairs import (
 )
 from analysis.calibration.reproduce_cells import game_cells, headline_cells
 from analysis.calibration.sequential_cells import (
+    WIDE_DELTA_SD,
     sequential_equivalence_cells,
     sequential_gate_cells,
 )
@@ -37,6 +38,8 @@ class Grid:
     headline_sims: int
     sequential: tuple[tuple[str, float, str], ...] = ()  # (spending, sd ratio, noise)
     sequential_references: tuple[int, ...] = ()  # the gate's fixed reference seeds
+    sequential_wide: tuple[tuple[str, float], ...] = ()  # (spending, sd ratio): equivalence
+    # at WIDE_DELTA_SD, normal noise (the repeated bound's worst case)
 
 
 SEQUENTIAL_DESIGN = SequentialDesign(3, 2, 9)
@@ -48,11 +51,12 @@ FULL = Grid(FULL_SIMS, (1, 2, 3, 5, 10), (1, 3, 12), (0.5, 1.0, 2.0),
             (1, 2, 3, 5, 10), 4_000,
             tuple((sp, r, d) for sp in ("obrien-fleming", "pocock")
                   for r, d in ((1.0, NORMAL), (2.0, NORMAL), (1.0, T3), (1.0, COLLAPSE))),
-            (3, 9))
+            (3, 9),
+            tuple((sp, r) for sp in ("obrien-fleming", "pocock") for r in (1.0, 0.5, 2.0)))
 REDUCED = Grid(REDUCED_SIMS, (1, 2, 3, 10), (1, 3, 12), (0.5, 2.0), ((3, 3),), (3, 10),
                ((3, 3),), (1, 3, 10), 1_000,
                (("obrien-fleming", 1.0, NORMAL), ("obrien-fleming", 1.0, T3),
-                ("pocock", 1.0, NORMAL)), (9,))
+                ("pocock", 1.0, NORMAL)), (9,), (("obrien-fleming", 1.0),))
 
 
 @dataclass
@@ -107,4 +111,8 @@ def calibrate(reduced: bool = False, seed: int = 0) -> Calibration:
         cells += sequential_equivalence_cells(g.sims, design, ratio, dist, seed)
         for m in g.sequential_references:
             cells += sequential_gate_cells(g.sims, design, m, ratio, dist, seed)
+    for spending, ratio in g.sequential_wide:
+        design = replace(SEQUENTIAL_DESIGN, spending=spending)
+        cells += sequential_equivalence_cells(g.sims, design, ratio, NORMAL, seed,
+                                              WIDE_DELTA_SD)
     return Calibration(cells, g, seed, time.perf_counter() - t0)

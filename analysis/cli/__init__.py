@@ -15,6 +15,7 @@ import tyro
 from analysis.cli.calibrate import Calibrate
 from analysis.cli.published import Atari5, OrbFetch, OrbImport, PaperTables, Reproduce
 from analysis.cli.scores import Aggregate, Curves, Figures, PlanSeeds, Staleness, Summary
+from analysis.cli.sequential import PlanSequential
 from analysis.cli.verdicts import Equivalence, Regression
 from analysis.errors import AnalysisError
 from runrecord import RecordError
@@ -27,6 +28,7 @@ Command = (
     | Annotated[Equivalence, tyro.conf.subcommand("equivalence")]
     | Annotated[Regression, tyro.conf.subcommand("regression")]
     | Annotated[PlanSeeds, tyro.conf.subcommand("plan-seeds")]
+    | Annotated[PlanSequential, tyro.conf.subcommand("plan-sequential")]
     | Annotated[Staleness, tyro.conf.subcommand("staleness")]
     | Annotated[Figures, tyro.conf.subcommand("figures")]
     | Annotated[PaperTables, tyro.conf.subcommand("paper-tables")]

@@ -38,6 +38,7 @@ from analysis.verdicts.poi_pairs import choose_pairs
 from analysis.verdicts.seedplan import (
     DEFAULT_SEEDS,
     DEFAULT_SIMS,
+    Spread,
     given_spread,
     seed_plan_lines,
     spread_from_analysis,
@@ -126,11 +127,9 @@ class Curves(RecordArgs):
 
 
 @dataclass(kw_only=True)
-class PlanSeeds(RecordArgs):
-    """Seed planner: power of the equivalence test (TOST, both metrics) and of the
-    regression gate at 3/5/10/20 seeds, seeds needed for 80% and 90% power, and the
-    smallest margin reachable at 80% for --for-seeds seeds, by simulating the verdict code
-    with the per-seed spread of pilot runs (folders) or a given --sd."""
+class SpreadArgs(RecordArgs):
+    """A per-seed spread, from pilot runs (folders) or stated with --sd, and margins:
+    what the seed planners (plan-seeds, plan-sequential) simulate with."""
 
     sd: float | None = None
     """Per-seed sd of the metric (normalised units) instead of pilot runs."""
@@ -145,27 +144,39 @@ class PlanSeeds(RecordArgs):
     """Equivalence margin (default: the suite's, analysis.verdicts.margins)."""
     gate_delta: float | None = None
     """Regression gate margin (default: --delta)."""
-    seeds: tuple[int, ...] = DEFAULT_SEEDS
-    """Seeds per side at which to give the power."""
-    for_seeds: int = 3
-    """Seeds per side for the smallest margin reachable at 80% power."""
     sims: int = DEFAULT_SIMS
     """Simulations per (verdict, seed count)."""
     seed: int = 0
     """Seed of the simulations (same seed, same table)."""
 
-    def run(self) -> int:
+    def spread_and_suite(self) -> tuple[Spread, str]:
+        """The stated spread and --suite, or the pilot runs' pooled spread and suite."""
         if self.sd is not None:
             if self.inputs or self.orb:
                 raise AnalysisError("give pilot run folders or --sd, not both")
-            spread, suite = given_spread(self.sd, self.auc_sd, self.correlation), self.suite
-        else:
-            a = self.analysis()
-            print_warnings(a.warnings)
-            if len(a.suites) != 1:
-                raise AnalysisError(f"pilot runs form {len(a.suites)} suites {a.suite_names}; "
-                                    "plan one at a time (--where env_id=...)")
-            spread, suite = spread_from_analysis(a), a.suite_names[0]
+            return given_spread(self.sd, self.auc_sd, self.correlation), self.suite
+        a = self.analysis()
+        print_warnings(a.warnings)
+        if len(a.suites) != 1:
+            raise AnalysisError(f"pilot runs form {len(a.suites)} suites {a.suite_names}; "
+                                "plan one at a time (--where env_id=...)")
+        return spread_from_analysis(a), a.suite_names[0]
+
+
+@dataclass(kw_only=True)
+class PlanSeeds(SpreadArgs):
+    """Seed planner: power of the equivalence test (TOST, both metrics) and of the
+    regression gate at 3/5/10/20 seeds, seeds needed for 80% and 90% power, and the
+    smallest margin reachable at 80% for --for-seeds seeds, by simulating the verdict code
+    with the per-seed spread of pilot runs (folders) or a given --sd."""
+
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    """Seeds per side at which to give the power."""
+    for_seeds: int = 3
+    """Seeds per side for the smallest margin reachable at 80% power."""
+
+    def run(self) -> int:
+        spread, suite = self.spread_and_suite()
         print("\n".join(seed_plan_lines(
             spread, suite, delta=self.delta, gate_delta=self.gate_delta,
             normalisers=parse_normalisers(self.normaliser), seeds=self.seeds,

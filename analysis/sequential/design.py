@@ -19,9 +19,10 @@ MAX_LOOKS = 20
 @dataclass(frozen=True)
 class SequentialDesign:
     """Seeds per growing side: `first_seeds` at look 1, then `batch_seeds` more at each
-    look, up to `max_seeds` (the last look is at the cap). `alpha`: the one-sided error
-    rate each verdict keeps over all looks (equivalence: per side of the margin, as the
-    fixed TOST's 90% CI; DIFFERENT and the gate's bound: as the fixed verdicts).
+    look, up to `max_seeds` (the last look is at the cap). `alpha`: the error rate each
+    verdict keeps over all looks: one-sided for equivalence's PASS (per side of the
+    margin, as the fixed TOST's 90% CI) and the gate's bounds, two-sided for DIFFERENT
+    (shared by the two metrics); 0.05 is the fixed verdicts' rate.
     `spending`: the alpha-spending function (analysis.sequential.spending.SPENDING)."""
 
     first_seeds: int = 3
@@ -86,6 +87,26 @@ class SequentialDesign:
         fractions = tuple(float(t) for t in self.information_fractions(fixed_seeds))
         return np.array(_boundaries(fractions, self.alpha if alpha is None else alpha,
                                     self.spending))
+
+    def boundary(self, look: int, alpha: float | None = None, fixed_seeds: int | None = None,
+                 seeds: tuple[int, int] | None = None) -> float:
+        """The normal-scale boundary at look `look` (1-based). `seeds`: the independent
+        seeds each side actually has there (a failed run leaves fewer than planned); the
+        spending function is then evaluated at the information they carry (Lan & DeMets:
+        the earlier looks keep their planned fractions), except at the last look, which
+        spends whatever is left. Without `seeds`, the planned schedule's boundary."""
+        planned = self.information_fractions(fixed_seeds)
+        k = look - 1
+        if seeds is None or look >= len(planned):
+            return float(self.boundaries(alpha, fixed_seeds)[min(k, len(planned) - 1)])
+        cap = self.seeds_at_looks()[-1]
+        full = 1.0 / (1.0 / cap + 1.0 / (cap if fixed_seeds is None else fixed_seeds))
+        now = (1.0 / (1.0 / seeds[0] + 1.0 / seeds[1])) / full
+        floor = planned[k - 1] if k > 0 else 0.0
+        now = float(np.clip(now, floor + 1e-6, 1.0 - 1e-6))
+        fractions = (*(float(t) for t in planned[:k]), now)
+        return _boundaries(fractions, self.alpha if alpha is None else alpha,
+                           self.spending)[-1]
 
     def describe(self) -> str:
         seeds = self.seeds_at_looks()

@@ -13,13 +13,13 @@ from analysis.scoring.scores import GroupScores
 from analysis.sequential.design import SequentialDesign
 from analysis.sequential.look_record import Look
 from analysis.sequential.planning import (
-    PLAN_TARGET,
+    equivalence_needs_text,
     fixed_equivalence_seeds,
-    needs_text,
     sequential_equivalence_power,
 )
 from analysis.sequential.rci import UNDECIDED, different_alpha, equivalence_decisions
 from analysis.sequential.spending import t_scale
+from analysis.stats.welch import WelchInterval
 from analysis.verdicts.equivalence import PASS, EquivalenceResult, equivalence
 from analysis.verdicts.margins import margin
 from analysis.verdicts.pairing import pair_groups
@@ -53,20 +53,18 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     """The Look of one pair from its fixed-design result (Welch diff, se, df per metric)."""
     seeds = design.seeds_at_looks()
     last = look >= len(seeds)
-    k = min(look, len(seeds)) - 1
-    c_pass = float(design.boundaries()[k])
-    c_diff = float(design.boundaries(different_alpha(2))[k])
+    counts = (len(res.seeds_a), len(res.seeds_b))
+    c_pass = design.boundary(look, seeds=counts)
+    c_diff = design.boundary(look, different_alpha(2, design.alpha), seeds=counts)
     ws = (res.final, res.auc)
     diff, se, df = (np.array([[getattr(w, x)] for w in ws]) for x in ("diff", "se", "df"))
     decisions, reach = equivalence_decisions(diff, se, df, res.delta, c_pass, c_diff, last)
     decision, statistic = str(decisions[0]), float(reach[0])
     if res.bitwise.identical:
         decision, statistic = PASS, 0.0
-    t_pass = [float(t_scale(c_pass, w.df)) for w in ws]
     subject = f"{prefix}{res.group_a} vs {res.group_b}"
-    lines = [f"{name} diff {w.diff:+.3f} repeated CI [{w.diff - t * w.se:+.3f}, "
-             f"{w.diff + t * w.se:+.3f}] (t {t:.2f}, {w.df:.1f} df)"
-             for name, w, t in zip(("final", "AUC"), ws, t_pass, strict=True)]
+    lines = [f"{name} diff {w.diff:+.3f} {_interval(w, c_pass, c_diff)}"
+             for name, w in zip(("final", "AUC"), ws, strict=True)]
     bitwise = "; records bitwise identical" if res.bitwise.identical else ""
     spread = _spread(group, ref, metric)
     fixed = needs = None
@@ -74,15 +72,24 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
         power = sequential_equivalence_power(design, spread, res.delta)
         fixed = fixed_equivalence_seeds(spread, res.delta, power) if power > 0 else None
         if last and decision == UNDECIDED:
-            needs = needs_text(fixed_equivalence_seeds(spread, res.delta, PLAN_TARGET),
-                               f"per-seed sd {spread.sd_group:.3g}")
+            needs = equivalence_needs_text(spread, res.delta, res.final.diff)
     text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; largest |end| of "
-            f"the repeated {1 - 2 * design.alpha:.0%} CIs {statistic:.3f} vs delta "
+            f"the repeated {1 - 2 * design.alpha:.0%} CIs "
+            f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'} vs delta "
             f"{res.margin or f'{res.delta:g}'}; " + "; ".join(lines)
             + f"; {len(res.seeds_a)} vs {len(res.seeds_b)} seeds{bitwise}")
     return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
                                                res.group_b: len(res.seeds_b)},
                 statistic, float(res.delta), decision, text, needs or "", fixed)
+
+
+def _interval(w: WelchInterval, c_pass: float, c_diff: float) -> str:
+    """`repeated CI [lo, hi] (t, df; DIFFERENT at t')`, or why there is none."""
+    if not np.isfinite(w.se):
+        return "no repeated CI (a side with one seed has no spread)"
+    t, t_diff = (float(t_scale(c, w.df)) for c in (c_pass, c_diff))
+    return (f"repeated CI [{w.diff - t * w.se:+.3f}, {w.diff + t * w.se:+.3f}] (t {t:.2f}, "
+            f"{w.df:.1f} df; DIFFERENT when +-{t_diff:.2f} se excludes 0)")
 
 
 def _spread(group: GroupScores, ref: GroupScores, metric: str) -> Spread | None:

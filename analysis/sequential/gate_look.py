@@ -12,9 +12,8 @@ from analysis.scoring.scores import runs_by_suite
 from analysis.sequential.design import SequentialDesign
 from analysis.sequential.look_record import Look
 from analysis.sequential.planning import (
-    PLAN_TARGET,
     fixed_gate_seeds,
-    needs_text,
+    gate_needs_text,
     sequential_gate_power,
 )
 from analysis.sequential.rci import UNDECIDED, gate_decisions
@@ -45,7 +44,8 @@ def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: Seque
             chosen = list(layouts) if layouts is not None else sorted(
                 {str((r.manifest.get("layout") or {}).get("name")) for r in new})
             res = gate(new, ref_by_suite.get(suite, []), delta=delta, metric=metric,
-                       layouts=chosen, last_n=last_n, normalisers=normalisers,
+                       layouts=chosen, confidence=1 - design.alpha, last_n=last_n,
+                       normalisers=normalisers,
                        allow_protocol_mismatch=allow_protocol_mismatch, spread=spread).result
             out.append(result_look(res, design, look, f"{system} {suite}"))
     return out
@@ -56,8 +56,8 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
     """The Look of one gate from the fixed gate's result (diff, se, df, rules)."""
     seeds = design.seeds_at_looks()
     last = look >= len(seeds)
-    k = min(look, len(seeds)) - 1
-    c = float(design.boundaries(fixed_seeds=res.n_reference)[k])
+    c = design.boundary(look, fixed_seeds=res.n_reference,
+                        seeds=(res.n_new, res.n_reference))
     decisions, lower, upper = gate_decisions(res.diff, res.se, res.df, res.delta, c, last)
     decision = str(decisions)
     other_rules = [r for r in res.rules if r != AGGREGATE_RULE]
@@ -74,8 +74,7 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
         fixed = fixed_gate_seeds(spread, res.delta, power, res.n_reference) if power > 0 \
             else None
         if last and decision == UNDECIDED:
-            needs = needs_text(fixed_gate_seeds(spread, res.delta, PLAN_TARGET,
-                                                res.n_reference), f"per-seed sd {sd:.3g}")
+            needs = gate_needs_text(spread, res.delta, res.n_reference, res.diff)
     fixed_says = ""
     if last and decision == UNDECIDED:
         fixed_says = f"; the fixed gate at the cap says {res.verdict}"

@@ -3,6 +3,7 @@ and shows in the report (JSON round trip)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -29,7 +30,12 @@ class Look:
         return self.decision != CONTINUE
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-safe dict: an undefined statistic (nan) is null."""
+        d = asdict(self)
+        for key in ("statistic", "boundary"):
+            if not math.isfinite(d[key]):
+                d[key] = None
+        return d
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Look:
@@ -43,6 +49,10 @@ class Look:
         fixed = d.get("fixed_design_seeds")
         return Look(str(d["verdict"]), str(d["subject"]), int(d["look"]),
                     {str(k): int(v) for k, v in dict(d["seeds"]).items()},
-                    float(d["statistic"]), float(d["boundary"]), str(d["decision"]),
+                    _number(d["statistic"]), _number(d["boundary"]), str(d["decision"]),
                     str(d["text"]), str(d.get("needs", "")),
                     None if fixed is None else int(fixed))
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)

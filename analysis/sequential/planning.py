@@ -16,8 +16,8 @@ from analysis.sequential.simulate import (
 )
 from analysis.verdicts.seedplan import (
     Spread,
-    equivalence_power,
-    gate_power,
+    equivalence_margins,
+    gate_margins,
     seeds_needed,
 )
 
@@ -49,23 +49,63 @@ def sequential_gate_power(design: SequentialDesign, sd: float, n_ref: int, delta
 
 
 def fixed_equivalence_seeds(spread: Spread, delta: float, target: float,
-                            sims: int = PLAN_SIMS) -> int | None:
-    """Seeds per side the fixed TOST (both metrics) needs for `target` power (planner)."""
-    return seeds_needed(lambda n: equivalence_power(spread, delta, n, sims), target,
-                        max_seeds=PLAN_MAX_SEEDS)
+                            sims: int = PLAN_SIMS, true_diff: float = 0.0) -> int | None:
+    """Seeds per side the fixed TOST (both metrics) needs for `target` power (planner)
+    when the final metric truly differs by `true_diff`."""
+    def power(n: int) -> float:
+        return float(np.mean(equivalence_margins(spread, n, sims, true_diff=true_diff)
+                             < delta))
+    return seeds_needed(power, target, max_seeds=PLAN_MAX_SEEDS)
 
 
-def fixed_gate_seeds(spread: Spread, delta: float, target: float, n_ref: int,
-                     sims: int = PLAN_SIMS) -> int | None:
-    """New seeds the fixed gate needs for `target` power against `n_ref` reference seeds."""
-    return seeds_needed(lambda n: gate_power(spread, delta, n, sims, n_ref=n_ref), target,
-                        max_seeds=PLAN_MAX_SEEDS)
+def fixed_gate_seeds(spread: Spread, delta: float, target: float, n_ref: int | None,
+                     sims: int = PLAN_SIMS, true_diff: float = 0.0) -> int | None:
+    """New seeds the fixed gate needs for `target` power against `n_ref` reference seeds
+    (None: as many reference seeds as new ones) at a true difference `true_diff`."""
+    def power(n: int) -> float:
+        return float(np.mean(gate_margins(spread, n, n_ref, sims, true_diff=true_diff)
+                             < delta))
+    return seeds_needed(power, target, max_seeds=PLAN_MAX_SEEDS)
 
 
-def needs_text(seeds: int | None, sd_text: str) -> str:
-    """The cap line's estimate: seeds for PLAN_TARGET power of the fixed design."""
-    if seeds is None:
-        return (f"more than {PLAN_MAX_SEEDS} seeds per side for {PLAN_TARGET:.0%} power at "
-                f"the spread seen ({sd_text}): widen the margin or reduce the noise")
-    return (f"about {seeds} seeds per side for {PLAN_TARGET:.0%} power of the fixed design "
-            f"at the spread seen ({sd_text}; seed planner, true difference 0)")
+def equivalence_needs_text(spread: Spread, delta: float, seen: float) -> str:
+    """The cap line's estimate for equivalence: seeds per side for PLAN_TARGET power of
+    the fixed TOST if the true difference is 0, and at the final-score difference seen."""
+    at_zero = fixed_equivalence_seeds(spread, delta, PLAN_TARGET)
+    at_seen = fixed_equivalence_seeds(spread, delta, PLAN_TARGET, true_diff=abs(seen)) \
+        if abs(seen) < delta else None
+    return _needs(at_zero, at_seen, seen, delta, f"per-seed sd {spread.sd_group:.3g}",
+                  "seeds per side")
+
+
+def gate_needs_text(spread: Spread, delta: float, n_ref: int, seen: float) -> str:
+    """The gate's cap estimate: new seeds against the fixed reference (if the true
+    difference is 0, and at the difference seen); when no number of new seeds gets there
+    (the reference's own noise dominates), seeds on both sides."""
+    sd_text = f"per-seed sd {spread.sd_seed:.3g}"
+    at_zero = fixed_gate_seeds(spread, delta, PLAN_TARGET, n_ref)
+    where = f"new seeds against the {n_ref} reference seeds"
+    ref: int | None = n_ref
+    if at_zero is None:
+        ref, where = None, ("seeds on BOTH sides (no number of new seeds alone gets there: "
+                            "the reference's own noise dominates)")
+        at_zero = fixed_gate_seeds(spread, delta, PLAN_TARGET, None)
+    at_seen = fixed_gate_seeds(spread, delta, PLAN_TARGET, ref, true_diff=seen) \
+        if seen > -delta else None
+    return _needs(at_zero, at_seen, seen, delta, sd_text, where)
+
+
+def _count(seeds: int | None) -> str:
+    return f"about {seeds}" if seeds is not None else f"more than {PLAN_MAX_SEEDS}"
+
+
+def _needs(at_zero: int | None, at_seen: int | None, seen: float, delta: float,
+           sd_text: str, where: str) -> str:
+    if abs(seen) < delta or seen > 0:
+        seen_text = f"{_count(at_seen)} at the difference seen ({seen:+.3g})"
+    else:
+        seen_text = (f"at the difference seen ({seen:+.3g}, beyond the margin) no number "
+                     "of seeds would pass")
+    return (f"the fixed design would need {_count(at_zero)} {where} for "
+            f"{PLAN_TARGET:.0%} power if the true difference is 0, {seen_text} (seed "
+            f"planner, {sd_text})")

@@ -21,14 +21,13 @@ CONTINUE = "CONTINUE"
 """Not decided yet: run the next batch."""
 UNDECIDED = "UNDECIDED AT CAP"
 """The cap was reached without a decision."""
-METRICS_DIFFERENT_ALPHA = 0.05
-"""Equivalence's DIFFERENT: two-sided, shared by the metrics (Bonferroni), as the fixed
-verdict's (analysis.verdicts.equivalence.DIFFERENT_ALPHA)."""
 
 
-def different_alpha(metrics: int) -> float:
-    """One tail of one metric's DIFFERENT test: 0.05 / 2 sides / metrics."""
-    return METRICS_DIFFERENT_ALPHA / 2 / metrics
+def different_alpha(metrics: int, alpha: float) -> float:
+    """One tail of one metric's DIFFERENT test: the two-sided rate `alpha` (the design's;
+    0.05 as the fixed verdict's analysis.verdicts.equivalence.DIFFERENT_ALPHA) over 2
+    tails and shared by the metrics (Bonferroni)."""
+    return alpha / 2 / metrics
 
 
 def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
@@ -39,16 +38,17 @@ def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delt
 
     PASS: every metric's repeated interval diff +- t(c_pass) se lies inside (-delta,
     delta) (c_pass spends the design's alpha per side: the sequential TOST);
-    DIFFERENT: otherwise, a metric's repeated interval at c_different (spending 0.05 / 2
-    / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
+    DIFFERENT: otherwise, a metric's repeated interval at c_different (spending alpha /
+    2 / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
     else CONTINUE, or UNDECIDED at the last look. An undefined se (nan) never decides.
-    reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta)."""
+    reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta; nan
+    where undefined)."""
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
     undefined = np.isnan(se).any(axis=0)
     with np.errstate(invalid="ignore"):
         half = np.where(se > 0, t_scale(c_pass, df) * se, 0.0)
         half_d = np.where(se > 0, t_scale(c_different, df) * se, 0.0)
-        reach = (np.abs(diff) + half).max(axis=0)
+        reach = np.where(undefined, np.nan, (np.abs(diff) + half).max(axis=0))
         inside = reach < delta
         excludes = (np.abs(diff) - half_d > 0).any(axis=0)
     out = np.where(inside, PASS, np.where(excludes, DIFFERENT,

@@ -55,7 +55,7 @@ def design_boundaries(design: SequentialDesign, fixed_seeds: int | None = None
                       ) -> Boundaries:
     """The design's spending boundaries (the gate's: against `fixed_seeds`)."""
     return Boundaries(design.seeds_at_looks(), design.boundaries(fixed_seeds=fixed_seeds),
-                      design.boundaries(different_alpha(2)))
+                      design.boundaries(different_alpha(2, design.alpha)))
 
 
 def naive_boundaries(design: SequentialDesign) -> Boundaries:
@@ -63,7 +63,7 @@ def naive_boundaries(design: SequentialDesign) -> Boundaries:
     seeds = design.seeds_at_looks()
     ones = np.ones(len(seeds))
     return Boundaries(seeds, ones * stats.norm.isf(design.alpha),
-                      ones * stats.norm.isf(different_alpha(2)))
+                      ones * stats.norm.isf(different_alpha(2, design.alpha)))
 
 
 def _record(out: Paths, open_: np.ndarray, dec: np.ndarray, n: int) -> np.ndarray:

@@ -83,7 +83,7 @@ def normal_boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spe
     increments = np.diff(np.concatenate([[0.0], cumulative]))
     out = [float(stats.norm.isf(increments[0]))]
     # Density of Z_1 on the grid of the paths that did not cross at look 1.
-    z = np.linspace(-LOWEST, out[0], GRID_POINTS)
+    z = np.linspace(-LOWEST, min(out[0], LOWEST + 5.0), GRID_POINTS)
     dens = stats.norm.pdf(z)
     for k in range(1, len(t)):
         step = math.sqrt(t[k] - t[k - 1])
