@@ -194,6 +194,12 @@ def test_easy_comparison_stops_at_the_first_look_and_resume_reuses_it(tmp_path):
     assert "stopped at look 1 of 3" in st.stdout and "the 4 runs of the looks" in st.stdout, st.stdout
     plan = harness("plan", "--sweep", str(sweep), "--results-root", str(root), "--no-commands")
     assert plan.returncode == 0 and "adaptive: looks at 2, 3, 4 seeds per side" in plan.stdout
+    # The report covers the runs of look 1, not the 4 never needed.
+    p = harness("report", "--sweep", str(sweep), "--results-root", str(root))
+    assert p.returncode == 0, p.stdout + p.stderr
+    page = (root / "ad" / "report" / "index.html").read_text()
+    assert "This report covers 4 run(s)" in page and ">pending<" not in page
+    assert "Stopped at look 1 of 3: every verdict decided before the cap" in page
 
 
 def test_hard_comparison_runs_to_the_cap_and_the_report_shows_every_look(tmp_path):
