@@ -22,7 +22,15 @@ from cleanba.determinism_check import check as check_determinism
 from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, Outcome
 from harness.retry import failed_state_text
 from harness.store import CORRUPT, PENDING, STALE, Store, run_state
-from harness.sweep import PROJECT_ROOT, Sweep, SweepError, load_sweep, parse_list, parse_seeds
+from harness.sweep import (
+    PROJECT_ROOT,
+    RunSpec,
+    Sweep,
+    SweepError,
+    load_sweep,
+    parse_list,
+    parse_seeds,
+)
 from harness.sweep import preset_path as _preset_path
 from runrecord import atomic_write_json, schema, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
@@ -56,7 +64,9 @@ class Select:
         given = {"frames": self.frames, "games": self.games, "seeds": self.seeds}
         return {k: v for k, v in given.items() if v is not None}
 
-    def load(self) -> Sweep:
+    def load(self, until_decided: bool = False) -> Sweep:
+        """The sweep, scaled down; until_decided: adaptive (the default design when the
+        file has no [adaptive] table)."""
         if (self.sweep is None) == (self.preset is None):
             raise SweepError("give exactly one of --sweep FILE or --preset NAME")
         path = self.sweep if self.sweep is not None else _preset_path(str(self.preset))
@@ -64,7 +74,7 @@ class Select:
             raise SweepError(f"--frames must be >= 1, got {self.frames}")
         sweep = load_sweep(path, frames=self.frames, games=parse_list(self.games),
                            seeds=parse_seeds(self.seeds), name=self.name,
-                           accelerator=self.accelerator)
+                           accelerator=self.accelerator, until_decided=until_decided)
         sweep.filters = self.filters()
         return sweep
 
@@ -80,18 +90,22 @@ class Inspect(Select):
     """With no --frames/--games/--seeds, use those of the sweep's last `harness run`
     (kept in <root>/<sweep>/plan.json); --no-last-filters: the whole sweep file."""
 
-    def load(self) -> Sweep:
-        sweep = super().load()
-        if self.filters() or not self.last_filters:
+    def load(self, until_decided: bool = False) -> Sweep:
+        sweep = super().load(until_decided)
+        if not self.last_filters:
             return sweep
-        stored = last_run_filters(self.store(sweep))
-        if not stored:
+        # A sweep last run with --until-decided is looked at as the adaptive sweep it was.
+        until_decided = sweep.adaptive is None and last_run_until_decided(self.store(sweep))
+        stored = {} if self.filters() else last_run_filters(self.store(sweep))
+        if not stored and not until_decided:
             return sweep
         scaled = replace(self, frames=stored.get("frames"), games=stored.get("games"),
-                         seeds=stored.get("seeds"))
-        print(f"harness: using the filters of the sweep's last run: {filter_flags(stored)} "
-              "(--no-last-filters: the whole sweep file)", file=sys.stderr)
-        return Select.load(scaled)
+                         seeds=stored.get("seeds")) if stored else self
+        if stored:
+            print(f"harness: using the filters of the sweep's last run: "
+                  f"{filter_flags(stored)} (--no-last-filters: the whole sweep file)",
+                  file=sys.stderr)
+        return Select.load(scaled, until_decided)
 
 
 @dataclass
@@ -129,20 +143,38 @@ class Run(Select):
     submitit's local executor (for testing); 'debug' runs them in this process."""
     progress: bool = True
     """Show a live progress display and one line per finished run."""
+    until_decided: bool = False
+    """Run seeds in batches until the verdicts are decided (harness.adaptive_run): the
+    sweep's [adaptive] table, or by default 3 seeds per side, then 2 more at each look, up
+    to 9; equivalence (and the gate when [regression] names a reference). A sweep with
+    an [adaptive] table runs this way without the flag."""
+
+    def load(self, until_decided: bool = False) -> Sweep:
+        return super().load(until_decided or self.until_decided)
 
 
 def filter_flags(filters: dict) -> str:
     return " ".join(f"--{k} {v}" for k, v in sorted(filters.items()))
 
 
-def last_run_filters(store: Store) -> dict:
-    """The scale-down options of the sweep's last `harness run` ({} if none or unknown)."""
+def last_plan(store: Store) -> dict:
+    """The plan.json of the sweep's last `harness run` ({} if none or unreadable)."""
     try:
         plan = json.loads((store.sweep_dir / "plan.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    stored = plan.get("filters") if isinstance(plan, dict) else None
+    return plan if isinstance(plan, dict) else {}
+
+
+def last_run_filters(store: Store) -> dict:
+    """The scale-down options of the sweep's last `harness run` ({} if none or unknown)."""
+    stored = last_plan(store).get("filters")
     return {k: v for k, v in (stored or {}).items() if k in ("frames", "games", "seeds")}
+
+
+def last_run_until_decided(store: Store) -> bool:
+    """Whether the sweep's last `harness run` was adaptive by --until-decided."""
+    return bool(last_plan(store).get("until_decided"))
 
 
 @dataclass
@@ -243,6 +275,9 @@ def do_plan(cmd: Plan, sweep: Sweep) -> int:
     print(f"sweep {sweep.name}: {len(sweep.runs)} runs -> {store.runs_dir}")
     for note in sweep.notes:
         print(f"note: {note}")
+    if sweep.adaptive is not None:
+        print(f"adaptive: looks at {', '.join(map(str, sweep.adaptive.seeds_at_looks()))} "
+              "seeds per side; the runs of a later look start only if it is needed")
     for s in sweep.runs:
         state = run_state(store.run_dir(s.run_id)).state
         print(f"{s.run_id}  {state:<11} {s.label()}  steps={s.total_timesteps} "
@@ -269,8 +304,9 @@ def do_plan(cmd: Plan, sweep: Sweep) -> int:
 # --------------------------------------------------------------------------- run
 
 
-def save_plan(sweep: Sweep, store: Store) -> None:
-    """Keep the sweep file and its expansion next to the results (provenance)."""
+def save_plan(sweep: Sweep, store: Store, until_decided: bool = False) -> None:
+    """Keep the sweep file and its expansion next to the results (provenance), and
+    whether it ran with --until-decided (status and report then look at it that way)."""
     store.sweep_dir.mkdir(parents=True, exist_ok=True)
     if sweep.source_text:
         (store.sweep_dir / "sweep.toml").write_text(sweep.source_text, encoding="utf-8")
@@ -279,6 +315,8 @@ def save_plan(sweep: Sweep, store: Store) -> None:
         "source": str(sweep.source) if sweep.source else None,
         "written_at": utc_now(),
         "filters": sweep.filters,
+        "until_decided": until_decided,
+        "adaptive": sweep.adaptive.as_dict() if sweep.adaptive is not None else None,
         "runs": [
             {"run_id": s.run_id, "label": s.label(), "definition": s.definition(),
              "command": s.command(store.run_dir(s.run_id))}
@@ -289,7 +327,7 @@ def save_plan(sweep: Sweep, store: Store) -> None:
 
 def do_run(cmd: Run, sweep: Sweep) -> int:
     store = cmd.store(sweep)
-    save_plan(sweep, store)
+    save_plan(sweep, store, cmd.until_decided)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -301,7 +339,21 @@ def do_run(cmd: Run, sweep: Sweep) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    if sweep.adaptive is not None:  # seeds in batches until the verdicts are decided
+        from harness.adaptive_run import run_until_decided
+
+        return run_until_decided(sweep, store, lambda runs: run_runs(cmd, sweep, store, runs,
+                                                                     stop),
+                                 stop, max_attempts=cmd.max_attempts)
+    return run_runs(cmd, sweep, store, sweep.runs, stop)
+
+
+def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
+             stop: threading.Event) -> int:
+    """Run `runs` of the sweep (all of them, or one adaptive batch), print the summary,
+    log the invocation; the exit code of `harness run`."""
     t0 = time.time()
+    sweep = replace(sweep, runs=list(runs))
     if cmd.backend == "local":
         from harness.local import Pool, available_cpus
 
@@ -407,10 +459,18 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     from rich.table import Table
 
     store = cmd.store(sweep)
-    rows = [(s, run_state(store.run_dir(s.run_id))) for s in sweep.runs]
+    runs, title, adaptive_lines = sweep.runs, f"sweep {sweep.name}: {len(sweep.runs)} runs", []
+    if sweep.adaptive is not None:  # only the runs of the looks it used or runs next
+        from harness.adaptive_report import needed_runs, status_lines
+
+        runs, adaptive_lines = needed_runs(sweep, store), status_lines(sweep, store)
+        title = f"sweep {sweep.name}: {len(runs)} runs"
+        adaptive_lines.insert(0, f"adaptive: the table shows the {len(runs)} runs of the looks "
+                              f"so far and next, of {len(sweep.runs)} up to the cap")
+    rows = [(s, run_state(store.run_dir(s.run_id))) for s in runs]
     counts = Counter(st.state for _, st in rows)
     console = Console(width=None if sys.stdout.isatty() else 200)
-    summary = Table(title=f"sweep {sweep.name}: {len(rows)} runs")
+    summary = Table(title=title)
     summary.add_column("state")
     summary.add_column("runs", justify="right")
     for state in ("completed", "running", PENDING, CORRUPT, STALE, "interrupted", "failed",
@@ -444,6 +504,8 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     if remaining_s:
         console.print(f"estimated run time left (sum over runs, before parallelism): "
                       f"{_fmt_s(remaining_s)}")
+    for line in adaptive_lines:
+        print(line)
     print(json.dumps({k: counts.get(k, 0) for k in sorted(counts)}))
     return EXIT_OK if counts.get("completed", 0) + counts.get("skipped", 0) == len(rows) \
         else EXIT_FAILED

@@ -22,8 +22,8 @@ def expand(matrix: ValidatedMatrix) -> list[RunSpec]:
     runs: list[RunSpec] = []
     for entry in matrix.systems:
         system = entry.system
-        for arch, layout, game, seed, combo in itertools.product(
-            entry.architectures, matrix.layouts, matrix.games, matrix.seeds, combos,
+        for arch, layout, game, (rank, seed), combo in itertools.product(
+            entry.architectures, matrix.layouts, matrix.games, enumerate(matrix.seeds), combos,
         ):
             spec = RunSpec(
                 sweep=matrix.sweep, system=system.name, architecture=arch, env_id=game.env_id,
@@ -33,7 +33,7 @@ def expand(matrix: ValidatedMatrix) -> list[RunSpec]:
                 resources=matrix.resources, entry=system.entry,
                 takes_preset=system.takes_preset, baseline=system.baseline,
                 matrix=matrix.label, key_lines=dict(matrix.key_lines),
-                key_source=matrix.key_source,
+                key_source=matrix.key_source, seed_rank=rank,
             )
             runs.append(replace(spec, run_id=run_id(spec.definition())))
     return runs

@@ -16,6 +16,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from analysis.scoring.scores import runs_by_suite, suite_name
 from analysis.scoring.tables import ONE_SEED
 from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
 from analysis.verdicts.regression import check_same_games
+from harness.adaptive_report import adaptive_section, needed_runs, status_lines
 from harness.store import Store, run_state
 from harness.sweep import PROJECT_ROOT, Sweep, published_table_path
 from runrecord import Run, atomic_write_json, schema, utc_now
@@ -274,6 +276,9 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
                  reps: int | None = None, allow_protocol_mismatch: bool = False
                  ) -> tuple[Path, dict]:
     """Write <sweep>/report/ and its index.html; return (page path, assets)."""
+    adaptive = adaptive_section(sweep, store, _table_html)  # None for a fixed sweep
+    if sweep.adaptive is not None:  # the runs of its looks, not every seed up to the cap
+        sweep = replace(sweep, runs=needed_runs(sweep, store))
     out_dir = store.report_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     opts: dict[str, Any] = {"group_by": str(sweep.report.get("group_by", "layout.name"))}
@@ -306,7 +311,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE
     tmp = page.with_suffix(".html.tmp")
-    tmp.write_text(build_html(assets, sweep, store, extra), encoding="utf-8")
+    tmp.write_text(build_html(assets, sweep, store, extra, [adaptive] if adaptive else []),
+                   encoding="utf-8")
     tmp.replace(page)
     atomic_write_json(out_dir / "assets.json", assets)
     lines = [verdict_text(v)[0] for v in assets.get("verdicts", [])]
@@ -328,6 +334,9 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
     for v in assets.get("verdicts", []):
         # The line names its kind and subject already ("staleness: PASS; ...").
         print(f"verdict: {verdict_text(v)[0]}")
+    if sweep.adaptive is not None:  # its decisions are its looks'
+        for line in status_lines(sweep, store):
+            print(line)
     return 0
 
 

@@ -51,17 +51,20 @@ def load_sweep(
     name: str | None = None,
     check_games: bool = True,
     accelerator: str | None = None,
+    until_decided: bool = False,
 ) -> Sweep:
     """Read, validate and expand a sweep file. Scale-down options replace the file's
     frames and seeds and keep only the listed games; `accelerator` replaces every run's
-    (e.g. 'cpu' to try a GPU preset, scaled down, on a laptop)."""
+    (e.g. 'cpu' to try a GPU preset, scaled down, on a laptop); until_decided: adaptive
+    seeds with the default design when the file has no [adaptive] table."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise SweepError(f"{path}: cannot read the sweep file ({e.strerror})") from e
     return parse_sweep(text, path, frames=frames, games=games, seeds=seeds, name=name,
-                       check_games=check_games, accelerator=accelerator)
+                       check_games=check_games, accelerator=accelerator,
+                       until_decided=until_decided)
 
 
 def parse_sweep(
@@ -74,6 +77,7 @@ def parse_sweep(
     name: str | None = None,
     check_games: bool = True,
     accelerator: str | None = None,
+    until_decided: bool = False,
 ) -> Sweep:
     """Validate and expand the sweep file `text` (read from `path`, for messages)."""
     path = Path(path)
@@ -84,7 +88,7 @@ def parse_sweep(
     scale = ScaleDown(frames=frames, games=tuple(games) if games else None,
                       seeds=tuple(seeds) if seeds else None)
     valid = validate_sweep(doc, Checker(path, KeyLines(text)), scale, name=name,
-                           check_games=check_games)
+                           check_games=check_games, until_decided=until_decided)
     runs, notes = expand_all(valid.matrices)
     if not runs:
         raise SweepError(f"{path}: the sweep expands to no runs")
@@ -95,7 +99,7 @@ def parse_sweep(
     return Sweep(
         name=valid.name, description=valid.description, runs=with_shared_cpu_devices(runs),
         slurm=valid.slurm, report=valid.report, regression=valid.regression,
-        source=path, source_text=text, notes=notes,
+        source=path, source_text=text, notes=notes, adaptive=valid.adaptive,
     )
 
 

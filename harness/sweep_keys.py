@@ -23,6 +23,8 @@ TOP_KEYS = {
     "slurm": "table of Slurm job parameters (partition, gpus_per_node, ...)",
     "report": "table of report options (group_by, delta, reps, seed)",
     "regression": "table for `harness regress` (reference, delta, systems, games)",
+    "adaptive": "table: run seeds in batches until the verdicts are decided (first_seeds, "
+                "batch_seeds, max_seeds, alpha, spending, verdicts, reference)",
     "entry_points": "table of extra systems: name = {entry, takes_preset, architectures, baseline}",
     **{k: v for k, v in MATRIX_KEYS.items() if k != "name"},
 }
@@ -72,6 +74,17 @@ REGRESSION_KEYS = {
     "systems": "only runs of these systems are compared",
     "games": "only runs on these games are compared",
     "layouts": "only runs on these layouts are compared (one verdict per system and layout)",
+}
+ADAPTIVE_KEYS = {
+    "first_seeds": "seeds per side at the first look (default 3, at least 2)",
+    "batch_seeds": "seeds added per side at each later look (default 2)",
+    "max_seeds": "cap of seeds per side: the last look (default 9)",
+    "alpha": "error rate held over all looks (default 0.05)",
+    "spending": "alpha-spending function (default 'obrien-fleming'; analysis.sequential)",
+    "verdicts": "verdicts to decide: 'equivalence' (layouts) and/or 'gate' (default "
+                "['equivalence'])",
+    "reference": "the gate's fixed reference: folder of run records (default: [regression] "
+                 "reference)",
 }
 ENTRY_POINT_KEYS = {
     "entry": "module (pkg.mod) or path to a .py script that follows the trainer CLI contract",

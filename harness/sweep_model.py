@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.adaptive_design import AdaptiveConfig
 from harness.systems import System, flag_args
 from runrecord import Layout
 
@@ -65,6 +66,9 @@ class RunSpec:
     # hyperparameter): for error messages about the run (harness.validate).
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
     key_source: str = field(default="", compare=False)
+    # Position of its seed in its matrix's seed list: an adaptive sweep's look k takes the
+    # runs whose rank is below the seeds per side at look k (harness.adaptive_run).
+    seed_rank: int = field(default=0, compare=False)
 
     def definition(self) -> dict[str, Any]:
         """What defines the run (hashed into run_id); where and how it runs is not part of it."""
@@ -141,6 +145,8 @@ class Sweep:
     # Scale-down options this sweep was loaded with ({"games": "...", "seeds": "...",
     # "frames": N}), so the report can say what was run; empty: the whole file.
     filters: dict[str, Any] = field(default_factory=dict)
+    # The [adaptive] table (or --until-decided's defaults); None: every run at once.
+    adaptive: AdaptiveConfig | None = None
 
 
 @dataclass(frozen=True)

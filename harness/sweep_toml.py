@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from benchenv import EnvError, frames_per_step, is_atari
+from harness.adaptive_design import (
+    AdaptiveConfig,
+    adaptive_seeds,
+    check_adaptive,
+    default_adaptive,
+)
 from harness.games import check_game
 from harness.sweep_keys import (
     ENTRY_POINT_KEYS,
@@ -229,6 +235,7 @@ class ValidatedSweep:
     slurm: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
     regression: dict[str, Any] = field(default_factory=dict)
+    adaptive: AdaptiveConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -264,9 +271,11 @@ class SweepContext:
 
 
 def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
-                   name: str | None = None, check_games: bool = True) -> ValidatedSweep:
+                   name: str | None = None, check_games: bool = True,
+                   until_decided: bool = False) -> ValidatedSweep:
     """Check a parsed sweep file; `name` replaces its name, `scale` its frames, games and
-    seeds; check_games=False skips asking EnvPool whether each game exists."""
+    seeds; check_games=False skips asking EnvPool whether each game exists;
+    until_decided: adaptive with the default design when the file has no [adaptive]."""
     checker.check_keys(doc, TOP_KEYS, ())
     sweep_name = name or doc.get("name")
     if not isinstance(sweep_name, str) or not _NAME_RE.match(sweep_name):
@@ -285,8 +294,15 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
     if isinstance(doc.get("regression"), dict) and "metric" in doc["regression"]:
         checker.gate_metric(doc["regression"]["metric"])
 
+    adaptive = check_adaptive(doc, checker)
+    if adaptive is None and until_decided:
+        adaptive = default_adaptive(doc)
+
     context = SweepContext(checker, sweep_name, systems, scale, check_games)
     matrices = tuple(m for t in tables if (m := validate_matrix(t, context)) is not None)
+    if adaptive is not None:  # its looks take seeds in this order, up to the cap
+        matrices = tuple(replace(m, seeds=adaptive_seeds(m.seeds, adaptive.max_seeds))
+                         for m in matrices)
     if scale.games:
         in_matrices = {g for t in tables for g in _listed(t.values["games"])}
         missing = [g for g in scale.games if g not in in_matrices]
@@ -296,7 +312,7 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
     return ValidatedSweep(
         name=sweep_name, description=str(doc.get("description", "")), matrices=matrices,
         slurm=dict(doc.get("slurm", {})), report=dict(doc.get("report", {})),
-        regression=dict(doc.get("regression", {})),
+        regression=dict(doc.get("regression", {})), adaptive=adaptive,
     )
 
 

@@ -37,11 +37,17 @@ def utc_now() -> str:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     """Replace `path` with `obj` as JSON so that readers never see a partial file."""
+    data = json.dumps(obj, indent=2, sort_keys=False, default=_json_default, allow_nan=True)
+    atomic_write_text(path, data + "\n")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace `path` with `text` (temp file, fsync, rename) so that readers never see a
+    partial file, and a kill leaves the old file or the new one."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    data = json.dumps(obj, indent=2, sort_keys=False, default=_json_default, allow_nan=True)
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(data + "\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

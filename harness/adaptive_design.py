@@ -1,0 +1,150 @@
+"""The [adaptive] table of a sweep file: its values, their checks, and the seeds it runs.
+
+An adaptive sweep runs its seeds in batches (first_seeds per side, then batch_seeds more
+at each look, up to max_seeds) and stops when every verdict is decided
+(harness.adaptive_run). This module only checks the table and fixes which seeds the
+sweep has; the statistics are analysis.sequential's, imported only when a sweep has the
+table (SciPy takes seconds to import).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.sweep_keys import ADAPTIVE_KEYS
+
+if TYPE_CHECKING:
+    from analysis.sequential import SequentialDesign
+    from harness.sweep_toml import Checker
+
+@dataclass(frozen=True)
+class AdaptiveConfig:
+    """A checked [adaptive] table (or the defaults of `harness run --until-decided`)."""
+
+    first_seeds: int = 3
+    batch_seeds: int = 2
+    max_seeds: int = 9
+    alpha: float = 0.05
+    spending: str = "obrien-fleming"
+    verdicts: tuple[str, ...] = ("equivalence",)
+    reference: str | None = None
+    """The gate's fixed reference: a folder of run records (absolute, or relative to the
+    project root); None when the sweep has no gate."""
+
+    def design(self) -> SequentialDesign:
+        from analysis.sequential import SequentialDesign
+
+        return SequentialDesign(first_seeds=self.first_seeds, batch_seeds=self.batch_seeds,
+                                max_seeds=self.max_seeds, alpha=self.alpha,
+                                spending=self.spending)
+
+    def seeds_at_looks(self) -> list[int]:
+        """Seeds per side at each look, e.g. [3, 5, 7, 9]."""
+        return list(self.design().seeds_at_looks())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "verdicts": list(self.verdicts)}
+
+
+def adaptive_seeds(listed: Sequence[int], max_seeds: int) -> tuple[int, ...]:
+    """The seeds of an adaptive matrix, in the order its looks take them: the first
+    max_seeds of the listed seeds, and when the list is shorter, the integers after its
+    largest (seeds [1, 2, 3] with max_seeds 5 are 1, 2, 3, 4, 5)."""
+    seeds = list(dict.fromkeys(listed))[:max_seeds]
+    nxt = max(seeds, default=0) + 1
+    while len(seeds) < max_seeds:
+        seeds.append(nxt)
+        nxt += 1
+    return tuple(seeds)
+
+
+def default_adaptive(doc: Mapping[str, Any]) -> AdaptiveConfig:
+    """`harness run --until-decided` on a sweep without [adaptive]: the default design;
+    equivalence, and the gate too when the sweep names a [regression] reference."""
+    reference = (doc.get("regression") or {}).get("reference")
+    if isinstance(reference, str) and resolve_reference(reference).exists():
+        return AdaptiveConfig(verdicts=("equivalence", "gate"), reference=reference)
+    return AdaptiveConfig()
+
+
+def resolve_reference(text: str) -> Path:
+    """A reference folder as written: absolute, or relative to the project root."""
+    from harness.sweep_model import PROJECT_ROOT
+
+    path = Path(text)
+    return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+def check_adaptive(doc: Mapping[str, Any], checker: Checker) -> AdaptiveConfig | None:
+    """The sweep's [adaptive] table checked (None without one); errors name the line."""
+    if "adaptive" not in doc:
+        return None
+    where: tuple = ("adaptive",)
+    table = doc["adaptive"]
+    if not isinstance(table, dict):
+        raise checker.error(where, "adaptive must be a table")
+    checker.check_keys(table, ADAPTIVE_KEYS, where)
+    cfg = AdaptiveConfig()
+    ints = {k: checker.positive_int(table, k, where) for k in
+            ("first_seeds", "batch_seeds", "max_seeds") if k in table}
+    # Only the types here: the ranges are the design's own (SequentialDesign.validate).
+    max_seeds = ints.get("max_seeds", max(cfg.max_seeds, ints.get("first_seeds", 0)))
+    alpha = table.get("alpha", cfg.alpha)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise checker.error((*where, "alpha"), f"alpha must be a number, got {alpha!r}")
+    spending = table.get("spending", cfg.spending)
+    if not isinstance(spending, str):
+        raise checker.error((*where, "spending"), f"spending must be a string, got {spending!r}")
+    verdicts = tuple(checker.str_list(table, "verdicts", where)) if "verdicts" in table \
+        else cfg.verdicts
+    from analysis.sequential import VERDICTS
+
+    for v in verdicts:
+        if v not in VERDICTS:
+            raise checker.error((*where, "verdicts"), f"unknown verdict {v!r}; valid: "
+                                f"{', '.join(VERDICTS)}", v)
+    if len(set(verdicts)) < len(verdicts):
+        raise checker.error((*where, "verdicts"), f"verdicts {list(verdicts)} names one twice")
+    cfg = AdaptiveConfig(first_seeds=ints.get("first_seeds", cfg.first_seeds),
+                         batch_seeds=ints.get("batch_seeds", cfg.batch_seeds),
+                         max_seeds=max_seeds, alpha=float(alpha), spending=spending,
+                         verdicts=verdicts, reference=_gate_reference(doc, checker, verdicts))
+    _check_design(cfg, table, checker)
+    return cfg
+
+
+def _gate_reference(doc: Mapping[str, Any], checker: Checker,
+                    verdicts: Sequence[str]) -> str | None:
+    """[adaptive] reference, else [regression] reference; it must exist for a gate."""
+    table, regression = doc["adaptive"], doc.get("regression") or {}
+    where = ("adaptive", "reference") if "reference" in table else ("regression", "reference")
+    reference = table.get("reference", regression.get("reference"))
+    if "gate" not in verdicts:
+        if "reference" in table:
+            raise checker.error(where, "reference is the gate's fixed reference; add "
+                                "'gate' to verdicts or remove it")
+        return None
+    if reference is None:
+        raise checker.error(("adaptive", "verdicts"), "the gate needs a fixed reference: "
+                            "set [adaptive] reference = 'results/<sweep>' (a folder of run "
+                            "records) or [regression] reference")
+    if not isinstance(reference, str) or not resolve_reference(reference).is_dir():
+        raise checker.error(where, f"reference {reference!r}: no such folder (a folder of run "
+                            "records, absolute or relative to the project root)")
+    return reference
+
+
+def _check_design(cfg: AdaptiveConfig, table: Mapping[str, Any], checker: Checker) -> None:
+    """The analysis's own checks of the design (spending names, looks); its message at the
+    line of the key it is about."""
+    from analysis.errors import AnalysisError
+
+    try:
+        cfg.design().validate()
+    except AnalysisError as e:  # at the line of the key the message names first
+        named = sorted((str(e).find(k), k) for k in ADAPTIVE_KEYS if k in table and k in str(e))
+        raise checker.error(("adaptive", named[0][1]) if named else ("adaptive",),
+                            str(e)) from None

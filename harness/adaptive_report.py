@@ -1,0 +1,185 @@
+"""What an adaptive sweep has done: its looks, where it stands, and what it spent.
+
+Shared by the console of `harness run` (harness.adaptive_run), `harness status` and the
+report's "Adaptive seeds" section (harness.report only calls `adaptive_section`). The
+looks come from the sweep's store (harness.adaptive_store); the statistics are
+analysis.sequential's (docs/analysis.md).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.adaptive_store import other_plans, recorded_looks, runs_of_look, sweep_plan
+from harness.store import Store
+from harness.sweep_model import RunSpec, Sweep
+
+if TYPE_CHECKING:
+    from analysis.sequential import Look
+
+ORDINARY_VERDICTS_NOTE = (
+    "The Verdicts section above tests the final seeds once, as a fixed design would; it "
+    "ignores that the sweep looked after every batch, so its error rate is not held over "
+    "the looks. The decisions of this sweep are the ones in this section.")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The looks an adaptive sweep has recorded for its current plan."""
+
+    at_looks: list[int]
+    """seeds per side at each planned look"""
+    looks: dict[int, list[Look]]
+    """look index -> its Looks, for the looks recorded so far"""
+
+    @property
+    def last(self) -> int:
+        """Index of the latest recorded look (0: none yet)."""
+        return max(self.looks, default=0)
+
+    @property
+    def latest(self) -> list[Look]:
+        return self.looks.get(self.last, [])
+
+    @property
+    def finished(self) -> bool:
+        """Every verdict decided at the latest look, or the cap reached."""
+        return self.last > 0 and (all(look.decided for look in self.latest)
+                                  or self.last == len(self.at_looks))
+
+    @property
+    def seeds(self) -> int:
+        """Seeds per side the recorded looks used (0: none yet)."""
+        return self.at_looks[self.last - 1] if self.last else 0
+
+
+def progress(sweep: Sweep, store: Store) -> Progress:
+    from analysis.sequential import Look
+
+    assert sweep.adaptive is not None
+    recorded = recorded_looks(store, sweep_plan(sweep))
+    return Progress(sweep.adaptive.seeds_at_looks(),
+                    {i: [Look.from_json(d) for d in ds] for i, ds in sorted(recorded.items())})
+
+
+@dataclass(frozen=True)
+class Spent:
+    """Compute of an adaptive sweep against its cap and the fixed design of equal power."""
+
+    runs: int
+    seeds: int
+    cap_runs: int
+    cap_seeds: int
+    fixed_seeds: int | None
+    """seeds per side the fixed design would need (the largest over the verdicts)"""
+    runs_per_seed: float
+
+    def text(self) -> str:
+        line = (f"spent {self.runs} run(s), {self.seeds} seeds per side, of the cap's "
+                f"{self.cap_runs} ({self.cap_seeds} per side)")
+        if self.fixed_seeds is None:
+            return line + "; the fixed design of equal power could not be estimated"
+        fixed_runs = round(self.fixed_seeds * self.runs_per_seed)
+        return (line + f"; the fixed design of equal power: {self.fixed_seeds} seeds per "
+                f"side = {fixed_runs} run(s)")
+
+
+def spent(sweep: Sweep, seeds: int, latest: Sequence[Look]) -> Spent:
+    assert sweep.adaptive is not None
+    cap = sweep.adaptive.max_seeds
+    fixed = [look.fixed_design_seeds for look in latest if look.fixed_design_seeds is not None]
+    return Spent(runs=len(runs_of_look(sweep, seeds)), seeds=seeds, cap_runs=len(sweep.runs),
+                 cap_seeds=cap, fixed_seeds=max(fixed) if fixed else None,
+                 runs_per_seed=len(sweep.runs) / cap)
+
+
+def seeds_text(look: Look) -> str:
+    return ", ".join(f"{side} {n}" for side, n in look.seeds.items())
+
+
+def look_lines(look: Look) -> list[str]:
+    """A Look as the console shows it: its own line, and at the cap what it would need."""
+    lines = [f"  look {look.look}: {look.text}"]
+    if look.needs:
+        lines.append(f"    needs: {look.needs}")
+    return lines
+
+
+def stop_reason(sweep: Sweep, prog: Progress) -> str:
+    """Why the sweep stopped (or that it has not), with the compute it spent."""
+    total = len(prog.at_looks)
+    if not prog.last:
+        return f"adaptive: no look recorded yet (look 1 of {total} needs {prog.at_looks[0]} " \
+               "seeds per side)"
+    from analysis.sequential import UNDECIDED
+
+    used = spent(sweep, prog.seeds, prog.latest).text()
+    open_ = [look.subject for look in prog.latest if look.decision == UNDECIDED]
+    if prog.last == total and (open_ or not all(look.decided for look in prog.latest)):
+        return (f"adaptive: reached the cap at look {total} without a decision for "
+                f"{'; '.join(open_) or 'some verdict'}; {used}")
+    if all(look.decided for look in prog.latest):
+        early = " before the cap" if prog.last < total else " at the cap"
+        return (f"adaptive: stopped at look {prog.last} of {total}: every verdict decided"
+                f"{early}; {used}")
+    return (f"adaptive: look {prog.last} of {total} recorded, not decided yet; the next "
+            f"`harness run` runs look {prog.last + 1} ({prog.at_looks[prog.last]} seeds per "
+            f"side); {used}")
+
+
+def status_lines(sweep: Sweep, store: Store) -> list[str]:
+    """`harness status` of an adaptive sweep: its looks so far and where it stands."""
+    prog = progress(sweep, store)
+    lines = [line for index in sorted(prog.looks) for look in prog.looks[index]
+             for line in look_lines(look)]
+    lines.append(stop_reason(sweep, prog))
+    others = other_plans(store, sweep_plan(sweep))
+    if others:
+        lines.append(f"adaptive: {others} look line(s) of another design or scale-down are "
+                     "kept in adaptive/looks.jsonl and not used")
+    return lines
+
+
+def needed_runs(sweep: Sweep, store: Store) -> list[RunSpec]:
+    """The runs an adaptive sweep has used or will use next: those of its recorded looks
+    when it has stopped, else those of its next look."""
+    prog = progress(sweep, store)
+    if prog.finished:
+        return runs_of_look(sweep, prog.seeds)
+    return runs_of_look(sweep, prog.at_looks[prog.last])
+
+
+def adaptive_section(sweep: Sweep, store: Store,
+                     table_html: Callable[[list[str], list[list[Any]]], str]
+                     ) -> tuple[str, str] | None:
+    """The report's "Adaptive seeds" section (title, HTML), or None for a fixed sweep.
+    `table_html(header, rows)` renders a table as the rest of the report does."""
+    if sweep.adaptive is None:
+        return None
+    cfg = sweep.adaptive
+    prog = progress(sweep, store)
+    parts = [f"<p>Seeds run in batches: {cfg.first_seeds} per side, then {cfg.batch_seeds} "
+             f"more at each look, up to {cfg.max_seeds} (looks at "
+             f"{', '.join(map(str, prog.at_looks))} seeds); overall error rate "
+             f"{cfg.alpha} held over the looks ({html.escape(cfg.spending)} spending); "
+             f"verdicts: {html.escape(', '.join(cfg.verdicts))}"
+             + (f"; the gate's fixed reference: <code>{html.escape(cfg.reference)}</code>"
+                if cfg.reference else "") + ".</p>"]
+    rows = [[look.look, look.verdict, look.subject, seeds_text(look), f"{look.statistic:.4g}",
+             f"{look.boundary:.4g}", look.decision,
+             "-" if look.fixed_design_seeds is None else look.fixed_design_seeds]
+            for index in sorted(prog.looks) for look in prog.looks[index]]
+    if rows:
+        parts.append(table_html(["look", "verdict", "subject", "seeds per side", "statistic",
+                                 "boundary", "decision", "fixed design (seeds per side)"],
+                                rows))
+        parts += [f"<div class='verdict'>{html.escape(look.text)}</div>" for look in prog.latest]
+        parts += [f"<p>Needs: {html.escape(look.needs)}</p>" for look in prog.latest
+                  if look.needs]
+    why = stop_reason(sweep, prog).removeprefix("adaptive: ")
+    parts.append(f"<p id='adaptive-stop'>{html.escape(why[:1].upper() + why[1:])}.</p>")
+    parts.append(f"<p class='muted'>{html.escape(ORDINARY_VERDICTS_NOTE)}</p>")
+    return "Adaptive seeds", "\n".join(parts)
