@@ -81,7 +81,9 @@ class Spent:
         line = (f"spent {self.runs} run(s), {self.seeds} seeds per side, of the cap's "
                 f"{self.cap_runs} ({self.cap_seeds} per side)")
         if self.fixed_seeds is None:
-            return line + "; the fixed design of equal power could not be estimated"
+            return line + ("; the fixed design of equal power: not estimated (no spread "
+                           "yet, or the design passes less than half the time at the "
+                           "spread seen: see the looks)")
         fixed_runs = round(self.fixed_seeds * self.runs_per_seed)
         return (line + f"; the fixed design of equal power: {self.fixed_seeds} seeds per "
                 f"side = {fixed_runs} run(s)")

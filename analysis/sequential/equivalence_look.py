@@ -13,6 +13,7 @@ from analysis.scoring.scores import GroupScores
 from analysis.sequential.design import SequentialDesign
 from analysis.sequential.look_record import Look
 from analysis.sequential.planning import (
+    MIN_COMPARABLE_POWER,
     equivalence_needs_text,
     fixed_equivalence_seeds,
     sequential_equivalence_power,
@@ -70,7 +71,8 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     fixed = needs = None
     if spread is not None:
         power = sequential_equivalence_power(design, spread, res.delta)
-        fixed = fixed_equivalence_seeds(spread, res.delta, power) if power > 0 else None
+        fixed = fixed_equivalence_seeds(spread, res.delta, power) \
+            if power >= MIN_COMPARABLE_POWER else None
         if last and decision == UNDECIDED:
             needs = equivalence_needs_text(spread, res.delta, res.final.diff)
     text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; largest |end| of "

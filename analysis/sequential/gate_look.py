@@ -12,6 +12,7 @@ from analysis.scoring.scores import runs_by_suite
 from analysis.sequential.design import SequentialDesign
 from analysis.sequential.look_record import Look
 from analysis.sequential.planning import (
+    MIN_COMPARABLE_POWER,
     fixed_gate_seeds,
     gate_needs_text,
     sequential_gate_power,
@@ -71,8 +72,8 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
     if math.isfinite(sd) and sd > 0:
         spread = given_spread(sd)
         power = sequential_gate_power(design, sd, res.n_reference, res.delta)
-        fixed = fixed_gate_seeds(spread, res.delta, power, res.n_reference) if power > 0 \
-            else None
+        fixed = fixed_gate_seeds(spread, res.delta, power, res.n_reference) \
+            if power >= MIN_COMPARABLE_POWER else None
         if last and decision == UNDECIDED:
             needs = gate_needs_text(spread, res.delta, res.n_reference, res.diff)
     fixed_says = ""

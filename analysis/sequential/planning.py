@@ -24,6 +24,10 @@ from analysis.verdicts.seedplan import (
 PLAN_SIMS = 4_000
 """Draws per simulated power (a look's estimate, not a table: +-1 point is enough)."""
 PLAN_TARGET = 0.8
+MIN_COMPARABLE_POWER = 0.5
+"""Below this simulated power of the sequential design at the spread seen, "the fixed
+design of equal power" is left out (None): a fixed design that passes as rarely needs
+few seeds, which would read as cheaper than a design that cannot pass either."""
 PLAN_MAX_SEEDS = 100
 
 
