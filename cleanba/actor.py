@@ -17,6 +17,7 @@ from cleanba.context import Context
 from cleanba.deterministic import microbatched_apply, sample_actions
 from cleanba.losses import categorical_logprob
 from cleanba.records import Episode, EpisodeTracker, record_step
+from cleanba.rollout_buffers import RolloutBuffers
 
 
 @dataclass
@@ -60,6 +61,18 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     obs, _ = env.reset()
     prev_done = np.zeros(n, bool)
     version, params = 0, None
+    # the rollouts' host memory, reused once the learner lets go of it: writing fresh pages
+    # step by step cost up to a tenth of an env step (cleanba/rollout_buffers.py)
+    buffers = RolloutBuffers({
+        "obs": ((T + 1, n, *spec.obs_shape), spec.obs_dtype),
+        "actions": ((T, n), np.int32),
+        "logprobs": ((T, n), np.float32),
+        "logits": ((T, n, spec.num_actions), np.float32),
+        "values": ((T, n), np.float32),
+        "rewards": ((T, n), np.float32),
+        "dones": ((T, n), np.float32),
+        "mask": ((T, n), np.float32),
+    })
     for k in range(1, plan.num_updates + 1):
         if ctx.fault is not None and ctx.fault.kind == "actor" and ctx.fault.at == k \
                 and thread_global == 0:
@@ -70,16 +83,7 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
             version, params = got[0], jax.device_put(got[1], device)
         param_wait = time.monotonic() - t_wait
         t_rollout = time.monotonic()
-        arrays = {
-            "obs": np.empty((T + 1, n, *spec.obs_shape), spec.obs_dtype),
-            "actions": np.empty((T, n), np.int32),
-            "logprobs": np.empty((T, n), np.float32),
-            "logits": np.empty((T, n, spec.num_actions), np.float32),
-            "values": np.empty((T, n), np.float32),
-            "rewards": np.empty((T, n), np.float32),
-            "dones": np.empty((T, n), np.float32),
-            "mask": np.empty((T, n), np.float32),
-        }
+        arrays = buffers.take()  # every element is written below
         versions = np.empty(T, np.int64)
         episodes: list[Episode] = []
         for t in range(T):
