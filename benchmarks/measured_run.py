@@ -196,9 +196,10 @@ def actor_overhead(spec: dict[str, Any]) -> dict[str, Any]:
 
     rows = []
     for num_envs, num_threads in spec["grid"]:
-        # the same env steps per thread for both: rollouts of num_steps after the first
-        rollouts = max(2, 1 + -(-spec["timed_steps"] // (num_envs * spec["num_steps"])))
-        steps_per_thread = (rollouts - 1) * spec["num_steps"]
+        # the same env steps per thread for both: the actor loop's rollouts after its warm-up
+        timed_rollouts = max(1, -(-spec["timed_steps"] // (num_envs * spec["num_steps"])))
+        rollouts = throughput.WARMUP_ROLLOUTS + timed_rollouts
+        steps_per_thread = timed_rollouts * spec["num_steps"]
         raw, loop = [], []
         for _ in range(spec["repeats"]):
             raw.append(throughput.envpool_raw_rate(spec["env_id"], num_envs, num_threads,

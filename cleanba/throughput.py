@@ -7,7 +7,7 @@ no-op forward pass (`cleanba.actor_hook`), for the same envs and threads.
 - `actor_loop_rate`: the trainer's real actor threads (`runtime.actor_threads`: jitted
   policy step, device transfers, step recording, episode tracking, rollout queues) with
   the network replaced by a no-op of the same output shapes; the main thread takes the
-  rollouts as a learner would, and drops them.
+  rollouts as a learner would, and drops them. Timed after WARMUP_ROLLOUTS rollouts.
 
 Their ratio is the share of EnvPool's rate that the actor loop keeps. On a GPU, inference
 is cheap, so this ratio bounds the trainer's SPS there. Used by `benchmarks/gpu_suite.py`.
@@ -29,6 +29,9 @@ from cleanba.control import Control, Stopped
 from cleanba.runtime import actor_threads, make_context, prepare
 
 WARMUP_STEPS = 16  # raw stepping: steps per thread before the clock starts (pool start-up)
+# actor loop: rollouts per thread before the clock starts (1: compilation; 2: the second
+# rollout buffer set, the first is reused from rollout 3 on when the main thread drops it)
+WARMUP_ROLLOUTS = 2
 
 
 @dataclass(frozen=True)
@@ -113,14 +116,17 @@ def envpool_raw_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thr
 
 
 def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int,
-                    rollouts: int, seed: int = 1) -> Rate:
-    """Rate of the trainer's actor threads with a no-op forward pass: env steps of rollouts
-    2..`rollouts` (rollout 1 compiles the policy step) over the time between the main
-    thread holding every thread's first rollout and holding every thread's last."""
+                    rollouts: int, seed: int = 1, warmup_rollouts: int = WARMUP_ROLLOUTS) -> Rate:
+    """Rate of the trainer's actor threads with a no-op forward pass in the steady state:
+    env steps of rollouts `warmup_rollouts` + 1 .. `rollouts` over the time between the main
+    thread holding every thread's rollout `warmup_rollouts` and holding every thread's last.
+    The warm-up covers the policy step's compilation (rollout 1) and the first allocation of
+    the rollout buffers a training run reuses from then on (cleanba/rollout_buffers.py)."""
 
     check_split(num_envs, num_threads)
-    if rollouts < 2:
-        raise ValueError(f"rollouts must be >= 2 (the first one compiles), got {rollouts}")
+    if warmup_rollouts < 1 or rollouts <= warmup_rollouts:
+        raise ValueError(f"need rollouts > warmup_rollouts >= 1 (the first one compiles), "
+                         f"got {rollouts} and {warmup_rollouts}")
     preset = ppo.PRESETS["atari" if benchenv.is_atari(env_id) else "cartpole"][1]
     # async: actors never wait for a learner (there is none); one CPU/GPU device, like a0-l0
     config = dataclasses.replace(
@@ -137,10 +143,11 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
         for t in threads:
             t.start()
         try:
-            for q in ctx.rollout_queues:
-                control.get(q)
+            for _ in range(warmup_rollouts):
+                for q in ctx.rollout_queues:
+                    control.get(q)
             first, cpu_first = time.perf_counter(), process_cpu_s()
-            for _ in range(rollouts - 1):
+            for _ in range(rollouts - warmup_rollouts):
                 for q in ctx.rollout_queues:
                     control.get(q)
             last, cpu_last = time.perf_counter(), process_cpu_s()
@@ -152,4 +159,5 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
                 t.join(timeout=60)
     if control.error is not None:
         raise control.error
-    return Rate(num_envs * num_steps * (rollouts - 1), last - first, cpu_last - cpu_first)
+    return Rate(num_envs * num_steps * (rollouts - warmup_rollouts), last - first,
+                cpu_last - cpu_first)
