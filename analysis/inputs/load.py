@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.inputs.cache import load_many
+from analysis.inputs.cache import episode_count, load_many
+from analysis.inputs.facts import episode_x
 from runrecord import RecordError, Run, find_run_dirs, schema
 
 DEFAULT_LAST_N = 100
@@ -109,7 +110,7 @@ def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet
             out.warnings += run.warnings
             if run.status != schema.COMPLETED:
                 out.left_out.append(LeftOut(run.run_id, run.status, _reason(run), str(run_dir)))
-            elif len(run.episodes) == 0:
+            elif episode_count(run) == 0:
                 out.left_out.append(
                     LeftOut(run.run_id, run.status, "completed but no finished episode "
                             "(episodes.csv empty)", str(run_dir))
@@ -138,10 +139,7 @@ def final_return(run: Run, last_n: int = DEFAULT_LAST_N) -> float:
 
 def episode_frames(run: Run) -> np.ndarray:
     """Frames at which each episode ended (falls back to env_steps when frames is NaN)."""
-    frames = run.episodes["frames"]
-    if np.all(np.isnan(frames)):
-        return run.episodes["env_steps"]
-    return frames
+    return episode_x(run.episodes)
 
 
 # ---------------------------------------------------------------- published tables
