@@ -37,6 +37,7 @@ import json
 import multiprocessing
 import os
 import tempfile
+import zipfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -59,6 +60,8 @@ from runrecord.paths import results_root_of
 from runrecord.reader import Table, read_manifest
 
 CACHE_DIR = ".analysis-cache"
+UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+"""What reading a missing, torn or foreign cache file raises: a miss, never an error."""
 INDEX_FILE = "index.json"
 CACHE_VERSION = 3
 POOL_MIN_MISSES = 32
@@ -219,7 +222,7 @@ def read_header(path: Path, key: str) -> dict[str, Any] | None:
     try:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(str(data["header"]))
-    except (OSError, ValueError, KeyError):  # absent, or not a complete entry
+    except UNREADABLE:  # absent, or not a complete entry
         return None
     return header if header.get("key") == key else None
 
@@ -231,7 +234,7 @@ def read_columns(path: Path, key: str) -> ScoringColumns | None:
             if json.loads(str(data["header"])).get("key") != key:
                 return None
             return ScoringColumns(*(widen(data[f]) for f in ScoringColumns._fields))
-    except (OSError, ValueError, KeyError):
+    except UNREADABLE:
         return None
 
 

@@ -25,7 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.inputs.cache import CACHE_DIR, CachedRun, atomic_write, scoring_columns
+from analysis.inputs.cache import (
+    CACHE_DIR,
+    UNREADABLE,
+    CachedRun,
+    atomic_write,
+    scoring_columns,
+)
 from analysis.inputs.facts import ScoringColumns
 from runrecord import Run, schema
 
@@ -69,7 +75,7 @@ class _Rows:
             if values.shape == (len(paths), width):
                 self.rows = {str(p): (str(k), v) for p, k, v in zip(paths, keys, values,
                                                                     strict=True)}
-        except (OSError, ValueError, KeyError):  # absent or incomplete: all misses
+        except UNREADABLE:  # absent or incomplete: all misses
             pass
 
     def get(self, rel: str, key: str) -> np.ndarray | None:
