@@ -94,6 +94,8 @@ def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet
     """
     out = RunSet()
     seen: set[Path] = set()
+    fresh: list[Path] = []
+    named: list[Path] = []  # the input each run was found under
     for root in inputs:
         root = Path(root)
         if not root.exists():
@@ -101,9 +103,15 @@ def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet
         dirs = list(find_run_dirs(root))
         if not dirs:
             out.warnings.append(f"{root}: no run records (no manifest.json below it)")
-        fresh = [d for d in dirs if d.resolve() not in seen]
-        seen.update(d.resolve() for d in fresh)
-        for run_dir, run in zip(fresh, load_many(fresh, root, use_cache=use_cache), strict=True):
+        for d in dirs:
+            if d.resolve() not in seen:
+                seen.add(d.resolve())
+                fresh.append(d)
+                named.append(root)
+    # One call for every input (a report names each run folder): each root's cache index
+    # is read once.
+    loaded = load_many(fresh, named, use_cache=use_cache)
+    for run_dir, run in zip(fresh, loaded, strict=True):
             if isinstance(run, RecordError):
                 out.left_out.append(LeftOut(run_dir.name, "unreadable", str(run), str(run_dir)))
                 continue
