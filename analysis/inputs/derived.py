@@ -11,9 +11,10 @@ computed (new file or new row key) is recomputed, never read stale. Misses are c
 run by run from the run's cache entry (one run's columns in memory at a time) and the
 file is rewritten atomically with them; rows of runs that are gone are dropped then.
 
-Format (measured, docs/performance.md): an npz of three arrays (paths, keys, values) reads
-10,000 rows of 50 floats in ~10 ms; JSON of the same took ~10x longer to parse and SQLite
-needs a row per run to be inserted and read back.
+Format (measured for 10,000 rows of 50 floats, docs/analysis.md): an npz of three arrays
+(paths, keys, values) writes in 64 ms and reads into a lookup table in 47 ms; SQLite (a
+blob per row) 197 ms / 88 ms; JSON 1.9 s / 1.4 s. The npz is also replaced atomically
+with one os.replace, which SQLite's own locking does not promise on NFS.
 """
 
 from __future__ import annotations
@@ -72,9 +73,9 @@ class _Rows:
         try:
             with np.load(path, allow_pickle=False) as data:
                 paths, keys, values = data["paths"], data["keys"], data["values"]
-            if values.shape == (len(paths), width):
-                self.rows = {str(p): (str(k), v) for p, k, v in zip(paths, keys, values,
-                                                                    strict=True)}
+            if values.shape == (len(paths), width) and len(keys) == len(paths):
+                self.rows = dict(zip(paths.tolist(), zip(keys.tolist(), values, strict=True),
+                                     strict=True))
         except UNREADABLE:  # absent or incomplete: all misses
             pass
 

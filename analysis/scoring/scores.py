@@ -223,23 +223,7 @@ def group_scores(
     Raises AnalysisError when two runs share (seed, env) (group by more keys) or when no
     seed covers every task.
     """
-    by_cell, seeds, tasks, warnings = group_cells(group, runs)
-    norms = {t: get_normaliser(t, normalisers) for t in tasks}
-    wall = np.array([[_wall_time(by_cell[s, t]) for t in tasks] for s in seeds])
-    t_end = float(np.nanmax(wall)) if np.isfinite(wall).any() else np.nan
-    time_grid = (np.linspace(t_end / points, t_end, points) if np.isfinite(t_end) and t_end > 0
-                 else np.full(points, np.nan))
-    cells = [(s, t) for s in seeds for t in tasks]
-    final_raw, curves, time_curves = run_values(
-        [by_cell[c] for c in cells],
-        [_final_window(last_n), _frame_curve(frame_grid, norms), _time_curve(time_grid, norms)])
-    shape = (len(seeds), len(tasks))
-    final_raw = final_raw.reshape(shape)
-    final = np.stack([norms[t](final_raw[:, j]) for j, t in enumerate(tasks)], axis=1)
-    return GroupScores(group, tasks, seeds, final, final_raw, frame_grid,
-                       curves.reshape(*shape, len(frame_grid)), time_grid,
-                       time_curves.reshape(*shape, points), wall,
-                       {k: v for k, v in by_cell.items() if k[0] in seeds}, warnings)
+    return _score_groups({group: runs}, frame_grid, last_n, points, normalisers)[group]
 
 
 def scores_by_group(
@@ -254,11 +238,43 @@ def scores_by_group(
     if not runs:
         raise AnalysisError("no completed runs to analyse")
     grid = common_frame_grid(runs, points)
-    return {
-        g: group_scores(g, rs, frame_grid=grid, last_n=last_n, points=points,
-                        normalisers=normalisers)
-        for g, rs in group_runs(runs, group_by).items()
-    }
+    return _score_groups(group_runs(runs, group_by), grid, last_n, points, normalisers)
+
+
+def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, last_n: int,
+                  points: int, normalisers: Mapping[str, tuple[float, float]] | None,
+                  ) -> dict[str, GroupScores]:
+    """Groups scored on one frame grid. Each group's cells and normalisers are checked in
+    turn (the first error raises); then the final scores and frame curves of every run
+    come from one pass over the derived layer, the time curves from one per group (each
+    group has its own time grid)."""
+    cells: dict[str, tuple[dict[tuple[int, str], Run], list[int], list[str], list[str]]] = {}
+    norms: dict[str, Normaliser] = {}
+    for g, rs in groups.items():
+        cells[g] = group_cells(g, rs)
+        norms.update((t, get_normaliser(t, normalisers)) for t in cells[g][2])
+    runs = [by_cell[s, t] for by_cell, seeds, tasks, _ in cells.values()
+            for s in seeds for t in tasks]
+    final_rows, curve_rows = run_values(runs, [_final_window(last_n),
+                                               _frame_curve(frame_grid, norms)])
+    out = {}
+    start = 0
+    for g, (by_cell, seeds, tasks, warnings) in cells.items():
+        shape = (len(seeds), len(tasks))
+        stop = start + len(seeds) * len(tasks)
+        wall = np.array([[_wall_time(by_cell[s, t]) for t in tasks] for s in seeds])
+        t_end = float(np.nanmax(wall)) if np.isfinite(wall).any() else np.nan
+        time_grid = (np.linspace(t_end / points, t_end, points)
+                     if np.isfinite(t_end) and t_end > 0 else np.full(points, np.nan))
+        time_curves, = run_values(runs[start:stop], [_time_curve(time_grid, norms)])
+        final_raw = final_rows[start:stop].reshape(shape)
+        final = np.stack([norms[t](final_raw[:, j]) for j, t in enumerate(tasks)], axis=1)
+        out[g] = GroupScores(g, tasks, seeds, final, final_raw, frame_grid,
+                             curve_rows[start:stop].reshape(*shape, len(frame_grid)),
+                             time_grid, time_curves.reshape(*shape, points), wall,
+                             {k: v for k, v in by_cell.items() if k[0] in seeds}, warnings)
+        start = stop
+    return out
 
 
 def suite_name(env_id: str) -> str:
