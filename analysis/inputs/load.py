@@ -9,6 +9,7 @@ openrlbenchmark-style CSV exports are turned into in-memory `runrecord.Run`s (st
 from __future__ import annotations
 
 import csv
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -93,21 +94,23 @@ def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet
     skipped) or have no finished episode are left out, with the reason.
     """
     out = RunSet()
-    seen: set[Path] = set()
+    roots = [Path(r) for r in inputs]
+    seen: set[str] = set()
     fresh: list[Path] = []
     named: list[Path] = []  # the input each run was found under
-    for root in inputs:
-        root = Path(root)
+    for root in roots:
         if not root.exists():
             raise AnalysisError(f"{root}: no such folder (expected a run or sweep folder)")
         dirs = list(find_run_dirs(root))
         if not dirs:
             out.warnings.append(f"{root}: no run records (no manifest.json below it)")
-        for d in dirs:
-            if d.resolve() not in seen:
-                seen.add(d.resolve())
-                fresh.append(d)
-                named.append(root)
+        if len(roots) == 1:  # a run is listed once per input: nothing to drop
+            fresh, named = dirs, [root] * len(dirs)
+            break
+        real = [os.path.realpath(d) for d in dirs]
+        fresh += [d for d, r in zip(dirs, real, strict=True) if r not in seen]
+        named += [root for r in real if r not in seen]
+        seen.update(real)
     # One call for every input (a report names each run folder): each root's cache index
     # is read once.
     loaded = load_many(fresh, named, use_cache=use_cache)

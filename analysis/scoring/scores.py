@@ -257,24 +257,39 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
             for s in seeds for t in tasks]
     final_rows, curve_rows = run_values(runs, [_final_window(last_n),
                                                _frame_curve(frame_grid, norms)])
-    out = {}
+    spans, walls, time_grids = {}, {}, {}
     start = 0
+    for g, (by_cell, seeds, tasks, _) in cells.items():
+        spans[g] = slice(start, start + len(seeds) * len(tasks))
+        start = spans[g].stop
+        walls[g] = np.array([[_wall_time(by_cell[s, t]) for t in tasks] for s in seeds])
+        t_end = float(np.nanmax(walls[g])) if np.isfinite(walls[g]).any() else np.nan
+        time_grids[g] = (np.linspace(t_end / points, t_end, points)
+                         if np.isfinite(t_end) and t_end > 0 else np.full(points, np.nan))
+    time_rows = np.empty((len(runs), points))
+    for same_grid in _groups_by_grid(time_grids):  # one pass per distinct time grid
+        at = np.concatenate([np.arange(len(runs))[spans[g]] for g in same_grid])
+        time_rows[at], = run_values([runs[i] for i in at],
+                                    [_time_curve(time_grids[same_grid[0]], norms)])
+    out = {}
     for g, (by_cell, seeds, tasks, warnings) in cells.items():
         shape = (len(seeds), len(tasks))
-        stop = start + len(seeds) * len(tasks)
-        wall = np.array([[_wall_time(by_cell[s, t]) for t in tasks] for s in seeds])
-        t_end = float(np.nanmax(wall)) if np.isfinite(wall).any() else np.nan
-        time_grid = (np.linspace(t_end / points, t_end, points)
-                     if np.isfinite(t_end) and t_end > 0 else np.full(points, np.nan))
-        time_curves, = run_values(runs[start:stop], [_time_curve(time_grid, norms)])
-        final_raw = final_rows[start:stop].reshape(shape)
+        final_raw = final_rows[spans[g]].reshape(shape)
         final = np.stack([norms[t](final_raw[:, j]) for j, t in enumerate(tasks)], axis=1)
         out[g] = GroupScores(g, tasks, seeds, final, final_raw, frame_grid,
-                             curve_rows[start:stop].reshape(*shape, len(frame_grid)),
-                             time_grid, time_curves.reshape(*shape, points), wall,
-                             {k: v for k, v in by_cell.items() if k[0] in seeds}, warnings)
-        start = stop
+                             curve_rows[spans[g]].reshape(*shape, len(frame_grid)),
+                             time_grids[g], time_rows[spans[g]].reshape(*shape, points),
+                             walls[g], {k: v for k, v in by_cell.items() if k[0] in seeds},
+                             warnings)
     return out
+
+
+def _groups_by_grid(grids: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """Group labels that share one grid (bit for bit), in order."""
+    out: dict[bytes, list[str]] = {}
+    for g, grid in grids.items():
+        out.setdefault(grid.tobytes(), []).append(g)
+    return list(out.values())
 
 
 def suite_name(env_id: str) -> str:
