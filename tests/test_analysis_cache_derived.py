@@ -205,3 +205,13 @@ def test_plain_numeric_tables_read_as_float_reads_them(tmp_path):
     path.write_text("a,b\n1,2\n3,\n")
     t = read_table(path)
     assert t["b"][0] == 2.0 and np.isnan(t["b"][1])
+
+
+def test_cache_files_are_readable_by_the_group_like_the_records(tmp_path, capsys):
+    root, _ = _store(tmp_path)
+    _cli(["summary", str(root)], capsys)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for p in (root / cache.CACHE_DIR).rglob("*"):
+        if p.is_file():
+            assert p.stat().st_mode & 0o777 == 0o666 & ~umask, p

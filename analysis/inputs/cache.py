@@ -32,6 +32,7 @@ is skipped silently; deleting the folder or `--no-cache` changes nothing but spe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -107,11 +108,21 @@ def run_key(run_dir: Path, manifest: dict[str, Any]) -> str:
             f"{_file_state(run_dir / schema.UPDATES_FILE)}")
 
 
+@functools.cache
+def _file_mode() -> int:
+    """What open() would give a new file (0666 less the umask): mkstemp's 0600 would hide
+    the cache from the other users of a shared results root."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     """write(binary file) into a temp file beside `path`, then os.replace it there."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "wb") as f:
             write(f)
         os.replace(tmp, path)
