@@ -16,6 +16,7 @@ from analysis.inputs import cache, derived
 from analysis.inputs.facts import narrow, widen
 from analysis.inputs.load import load_runs
 from analysis.scoring.scores import scores_by_group
+from analysis.verdicts.staleness import audit
 from runrecord import schema
 from runrecord.reader import read_table
 from runrecord.writer import _archive_previous_attempt
@@ -215,3 +216,15 @@ def test_cache_files_are_readable_by_the_group_like_the_records(tmp_path, capsys
     for p in (root / cache.CACHE_DIR).rglob("*"):
         if p.is_file():
             assert p.stat().st_mode & 0o777 == 0o666 & ~umask, p
+
+
+def test_staleness_audit_of_cached_runs_parses_nothing_and_agrees(tmp_path, capsys):
+    root, dirs = _store(tmp_path)
+    plain = _cli(["staleness", str(root), "--no-cache"], capsys)
+    assert _cli(["staleness", str(root)], capsys) == plain
+    want = audit(load_runs([root], use_cache=False).included).as_dict()
+    runs = load_runs([root]).included
+    assert all(isinstance(r, cache.CachedRun) for r in runs)
+    for d in dirs:  # the audit must read the cache, not the CSV
+        (d / schema.UPDATES_FILE).unlink()
+    assert audit(runs).as_dict() == want

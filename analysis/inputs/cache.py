@@ -47,6 +47,9 @@ from typing import Any
 import numpy as np
 
 from analysis.inputs.facts import (
+    AUDIT_COLUMNS,
+    EPISODES,
+    UPDATES,
     ScoringColumns,
     episode_x,
     narrow,
@@ -58,7 +61,7 @@ from analysis.inputs.facts import (
 from runrecord import RecordError, Run, load_run, schema
 from runrecord.ids import canonical_json
 from runrecord.paths import results_root_of
-from runrecord.reader import Table, read_manifest
+from runrecord.reader import Table, read_manifest, read_table
 
 CACHE_DIR = ".analysis-cache"
 UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
@@ -146,37 +149,58 @@ class CachedRun(Run):
         self.cache_key: str = header["key"]
         self.cache_root = cache_root
         self.cache_rel = cache_rel
-        self._parsed: Run | None = None
+        self._parsed: dict[str, Table] = {}  # tables parsed on demand, by name
 
     def __repr__(self) -> str:
         return f"CachedRun({str(self.run_dir)!r})"
 
-    def _tables(self) -> Run:
-        if self._parsed is None:
-            self._parsed = load_run(self.run_dir)
-        return self._parsed
+    def _table(self, name: str) -> Table:
+        if name not in self._parsed:
+            file, required = {EPISODES: (schema.EPISODES_FILE, schema.EPISODE_COLUMNS),
+                              UPDATES: (schema.UPDATES_FILE, schema.UPDATE_COLUMNS[:-1])}[name]
+            self._parsed[name] = read_table(self.run_dir / file, required)
+        return self._parsed[name]
 
     @property  # type: ignore[override]
     def episodes(self) -> Table:
-        return self._tables().episodes
+        return self._table(EPISODES)
 
     @episodes.setter
     def episodes(self, value: Table) -> None:
-        self._tables().episodes = value
+        self._parsed[EPISODES] = value
 
     @property  # type: ignore[override]
     def updates(self) -> Table:
-        return self._tables().updates
+        return self._table(UPDATES)
 
     @updates.setter
     def updates(self, value: Table) -> None:
-        self._tables().updates = value
+        self._parsed[UPDATES] = value
 
     def scoring_columns(self) -> ScoringColumns:
         """From the run's entry while it still carries this run's key; else parsed."""
         entry = self.cache_root / CACHE_DIR / f"{self.cache_rel}.npz"
         got = read_columns(entry, self.cache_key)
-        return got if got is not None else scoring_columns_of(self._tables())
+        return got if got is not None else scoring_columns_of(self)
+
+    def audit_table(self) -> Table:
+        """The updates.csv columns of AUDIT_COLUMNS, from the run's entry while it carries
+        this run's key; else parsed."""
+        entry = self.cache_root / CACHE_DIR / f"{self.cache_rel}.npz"
+        try:
+            with np.load(entry, allow_pickle=False) as data:
+                if json.loads(str(data["header"])).get("key") == self.cache_key:
+                    cols = {c: widen(data[f"u:{c}"]) for c in AUDIT_COLUMNS
+                            if f"u:{c}" in data}
+                    return Table(cols, int(self.facts["update_rows"]))
+        except UNREADABLE:
+            pass
+        return self.updates
+
+
+def audit_table(run: Run) -> Table:
+    """What the staleness audit reads of updates.csv (its AUDIT_COLUMNS, or all columns)."""
+    return run.audit_table() if isinstance(run, CachedRun) else run.updates
 
 
 def scoring_columns(run: Run) -> ScoringColumns:
@@ -223,6 +247,8 @@ def write_entry(run: Run, key: str, path: Path) -> dict[str, Any]:
     header = {"key": key, "warnings": run.warnings, "facts": run_facts(run)}
     cols = scoring_columns_of(run)
     arrays = {name: narrow(np.asarray(col)) for name, col in cols._asdict().items()}
+    arrays.update({f"u:{c}": narrow(run.updates[c]) for c in AUDIT_COLUMNS
+                   if c in run.updates})
     arrays["header"] = np.array(json.dumps(header))
     atomic_write(path, lambda f: np.savez(f, allow_pickle=False, **arrays))
     return header

@@ -19,6 +19,10 @@ from runrecord.reader import Table
 
 EPISODES = "episodes"
 UPDATES = "updates"
+AUDIT_COLUMNS = ("update", "learner_version", "rollout_policy_version_min",
+                 "rollout_policy_version_max", "num_rollouts", "policy_changes_mid_rollout")
+"""The columns of updates.csv that the staleness audit reads (analysis.verdicts.staleness);
+the cache keeps them, so the audit of a cached run parses nothing."""
 
 
 class ScoringColumns(NamedTuple):

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.inputs.cache import audit_table
 from analysis.inputs.load import group_key
 from analysis.scoring.tables import TableData
 from runrecord import Run
@@ -112,7 +113,7 @@ def _expected(architecture: str, update: np.ndarray) -> np.ndarray | None:
 
 
 def audit_run(run: Run, group: str = "") -> RunStaleness:
-    u = run.updates
+    u = audit_table(run)  # a cached run's columns come from the cache, unparsed
     arch = str(run.manifest.get("architecture"))
     n = len(u)
     if n == 0:
