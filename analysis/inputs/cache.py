@@ -67,7 +67,7 @@ CACHE_DIR = ".analysis-cache"
 UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 """What reading a missing, torn or foreign cache file raises: a miss, never an error."""
 INDEX_FILE = "index.json"
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 POOL_MIN_MISSES = 32
 """Parse misses in a process pool (both cores) from this many on; fewer are not worth
 starting workers for."""
