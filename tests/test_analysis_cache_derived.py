@@ -225,6 +225,10 @@ def test_staleness_audit_of_cached_runs_parses_nothing_and_agrees(tmp_path, caps
     want = audit(load_runs([root], use_cache=False).included).as_dict()
     runs = load_runs([root]).included
     assert all(isinstance(r, cache.CachedRun) for r in runs)
+    assert (root / cache.CACHE_DIR / derived.DERIVED_DIR / "staleness.json").exists()
     for d in dirs:  # the audit must read the cache, not the CSV
         (d / schema.UPDATES_FILE).unlink()
     assert audit(runs).as_dict() == want
+    (root / cache.CACHE_DIR / derived.DERIVED_DIR / "staleness.json").unlink()
+    assert audit(runs).as_dict() == want  # recomputed from the cache entries
+    assert audit(runs, "seed").as_dict() != want  # the group is not part of what is cached

@@ -20,9 +20,11 @@ with one os.replace, which SQLite's own locking does not promise on NFS.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -144,4 +146,42 @@ def run_values(runs: Sequence[Run], quantities: Sequence[Quantity]) -> list[np.n
                                              out[j][i].copy())
     for (root, _), rows in files.items():
         rows.save(root)
+    return out
+
+
+def run_records(runs: Sequence[Run], name: str,
+                compute: Callable[[Run], dict[str, Any]]) -> list[dict[str, Any]]:
+    """compute(run) for each run, a JSON object (e.g. a run's staleness audit): from
+    `<root>/.analysis-cache/derived/<name>.json` where the row carries the run's cache key,
+    else computed and stored (runs outside any cache: computed each time)."""
+    out: list[dict[str, Any]] = []
+    files: dict[Path, tuple[dict[str, Any], bool]] = {}
+    for run in runs:
+        if not isinstance(run, CachedRun):
+            out.append(compute(run))
+            continue
+        path = run.cache_root / CACHE_DIR / DERIVED_DIR / f"{name}.json"
+        if path not in files:
+            try:
+                files[path] = (json.loads(path.read_text()), False)
+            except (OSError, ValueError):
+                files[path] = ({}, False)
+        rows, _ = files[path]
+        row = rows.get(run.cache_rel)
+        if isinstance(row, list) and len(row) == 2 and row[0] == run.cache_key:
+            out.append(row[1])
+            continue
+        out.append(compute(run))
+        rows[run.cache_rel] = [run.cache_key, out[-1]]
+        files[path] = (rows, True)
+    for path, (rows, changed) in files.items():
+        if changed:
+            root = path.parent.parent.parent
+            kept = {rel: row for rel, row in rows.items()
+                    if (root / rel / schema.MANIFEST_FILE).exists()}
+            data = json.dumps(kept).encode()
+            try:
+                atomic_write(path, lambda f: f.write(data))  # noqa: B023 (called at once)
+            except OSError:
+                pass
     return out
