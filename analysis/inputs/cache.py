@@ -360,7 +360,7 @@ class Index:
             pass
 
 
-def load_many(run_dirs: Sequence[Path], input_root: Path | Sequence[Path] | None = None, *,
+def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] | None = None, *,
               use_cache: bool = True) -> list[Run | RecordError]:
     """Each run (or the RecordError reading it raised), in order: a CachedRun where its
     cache is current, else parsed (and stored). Many stale entries are parsed first in a
@@ -368,8 +368,8 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | Sequence[Path] | None
     out: list[Run | RecordError | None] = []
     indexes: dict[Path, Index] = {}
     misses: list[tuple[int, Path, dict[str, Any], str, Path, str]] = []
-    named = ([input_root] * len(run_dirs) if input_root is None or isinstance(input_root, Path)
-             else list(input_root))
+    named = ([input_root] * len(run_dirs) if input_root is None
+             or isinstance(input_root, (str, os.PathLike)) else list(input_root))
     for d, named_root in zip(run_dirs, named, strict=True):
         d = Path(d)
         loc = cache_location(d, named_root) if use_cache else None
