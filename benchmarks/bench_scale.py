@@ -1,18 +1,26 @@
-"""Benchmark: analysis commands on study-sized run stores, without and with the cache.
+"""Benchmark: analysis and harness commands on study-sized run stores, without and with
+the cache.
 
     python benchmarks/bench_scale.py                       # the issue's sizes
     python benchmarks/bench_scale.py --long-runs 1000 --short-runs 10000   # a tenth
+    python benchmarks/bench_scale.py --workdir /tmp/b --keep --stores long # one store, kept
 
-Builds two stores in a temp folder with a fast writer (each table formatted in one
-string operation, not row by row through runrecord.RunWriter; the same columns and
-manifest keys the analysis reads):
+Builds stores in a temp folder with a fast writer (each table formatted in one string
+operation, not row by row through runrecord.RunWriter; the same columns and manifest keys
+the analysis reads):
 - long: `long_runs` runs of `long_episodes` episodes (issue: 10,000 x 20,000, ~11 GB);
-- short: `short_runs` runs of `short_episodes` episodes (issue: 100,000 x 300).
+- short: `short_runs` runs of `short_episodes` episodes (issue: 100,000 x 300);
+- harness: a sweep file of `harness_runs` runs (4 systems x 4 layouts x Atari games x
+  seeds) with a record of `harness_episodes` episodes at each run's place in the store,
+  each added to the analysis cache as `harness run` does when a run settles.
 Runs: 4 systems x 4 layouts (16 groups) x Atari games x seeds. Each command runs as its
-own process; wall time and peak RSS (os.wait4) are printed as a table, with the machine's
-load (os.getloadavg) before and after. Commands: `summary --no-cache` (parse everything),
-`summary` cold (builds the cache), then warm `summary`, `equivalence --group-by
-layout.name` and `aggregate` (16 groups, `reps` replicates). Checks free disk first.
+own process; wall time, CPU time (user + system, with its worker processes) and peak RSS
+(os.wait4) are printed as a table with the machine's 1-minute load before each command.
+Analysis commands: `summary --no-cache` (parse everything; --no-no-cache-baseline skips
+it), `summary` cold (builds the cache), then warm `summary`, `equivalence --group-by
+layout.name` and `aggregate` (16 groups, `reps` replicates). Harness commands: `status`
+and `report`, twice each. An existing store under --workdir is reused (its cache is
+deleted first, so the cold command is cold). Checks free disk first.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from runrecord.layout import parse_layout  # noqa: E402
 FAMILIES = [("cleanba-ppo", "cleanba"), ("cleanba-impala", "cleanba"),
             ("monobeast-impala", "async"), ("moolib-impala", "async")]
 LAYOUTS = ["a0-l0-d1", "a0-l1-d1", "a0-l0-d2", "a0-l0,1-d1"]
+FAKE_TRAINER = ROOT / "tests" / "harness_fake_trainer.py"
 BYTES_PER_EPISODE = 56  # measured size of one episodes.csv row from this writer
 
 
@@ -64,6 +73,14 @@ class BenchConfig:
     """Keep the stores."""
     timeout_s: int = 3600
     """Per command."""
+    harness_runs: int = 10_000
+    """Runs of the harness sweep."""
+    harness_episodes: int = 300
+    """Episodes per run of the harness sweep (a warm report reads no episodes)."""
+    stores: tuple[str, ...] = ("long", "short", "harness")
+    """Which stores to build and measure."""
+    no_cache_baseline: bool = True
+    """Also time `summary --no-cache` (parses every record once more)."""
 
 
 def study_shape(runs: int) -> tuple[list[str], int]:
@@ -71,7 +88,7 @@ def study_shape(runs: int) -> tuple[list[str], int]:
     games = sorted(ATARI_RANDOM_HUMAN)
     seeds = max(3, math.ceil(runs / (len(FAMILIES) * len(LAYOUTS) * len(games))))
     n_games = min(len(games), max(1, math.ceil(runs / (len(FAMILIES) * len(LAYOUTS) * seeds))))
-    return [f"{g}-v5" for g in games[:n_games]], seeds
+    return games[:n_games], seeds
 
 
 def write_table(path: Path, header: tuple[str, ...], fmt: str, data: np.ndarray) -> None:
@@ -126,8 +143,8 @@ def build_store(root: Path, runs: int, episodes: int, updates: int) -> int:
     return n
 
 
-def measure(args: list[str], timeout_s: int) -> tuple[float, float, int]:
-    """(wall s, peak RSS MiB, exit code) of one command in its own process."""
+def measure(args: list[str], timeout_s: int) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak RSS MiB, exit code) of one command in its own process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -141,13 +158,28 @@ def measure(args: list[str], timeout_s: int) -> tuple[float, float, int]:
             pid, status, usage = os.wait4(proc.pid, 0)
             break
         time.sleep(0.05)
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    return (time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            os.waitstatus_to_exitcode(status))
+
+
+def run_commands(name: str, commands: list[tuple[str, list[str]]],
+                 cfg: BenchConfig) -> list[list[str]]:
+    rows = []
+    for label, args in commands:
+        load = os.getloadavg()[0]
+        wall, cpu, rss, code = measure(args, cfg.timeout_s)
+        rows.append([name, label, f"{wall:.1f} s", f"{cpu:.1f} s", f"{rss:.0f} MiB",
+                     f"{load:.1f}", str(code)])
+        print(" | ".join(rows[-1]), flush=True)
+    return rows
 
 
 def bench_store(name: str, root: Path, cfg: BenchConfig) -> list[list[str]]:
     py = [sys.executable, "-m", "analysis"]
-    commands = [
-        ("summary --no-cache", [*py, "summary", str(root), "--no-cache"]),
+    commands = [("summary --no-cache", [*py, "summary", str(root), "--no-cache"])]
+    if not cfg.no_cache_baseline:
+        commands = []
+    commands += [
         ("summary (cold: builds the cache)", [*py, "summary", str(root)]),
         ("summary (warm)", [*py, "summary", str(root)]),
         ("equivalence --group-by layout.name (warm)",
@@ -155,19 +187,64 @@ def bench_store(name: str, root: Path, cfg: BenchConfig) -> list[list[str]]:
         (f"aggregate, 16 groups, {cfg.reps} reps (warm)",
          [*py, "aggregate", str(root), "--reps", str(cfg.reps)]),
     ]
-    rows = []
-    for label, args in commands:
-        wall, rss, code = measure(args, cfg.timeout_s)
-        rows.append([name, label, f"{wall:.1f} s", f"{rss:.0f} MiB", str(code)])
-        print(" | ".join(rows[-1]), flush=True)
-    return rows
+    return run_commands(name, commands, cfg)
+
+
+def sweep_text(runs: int) -> str:
+    """A sweep file of about `runs` runs of 4 systems (the test trainer; never started)."""
+    games, seeds = study_shape(runs)
+    systems = [f"fake-{s}" for s, _ in FAMILIES]
+    return (f'name = "study"\nsystems = {json.dumps(systems)}\nlayouts = {json.dumps(LAYOUTS)}\n'
+            f"games = {json.dumps(games)}\nseeds = {json.dumps(list(range(1, seeds + 1)))}\n"
+            "frames = 200000000\n\n[report]\nreps = 2000\n"
+            + "".join(f'\n[entry_points.{s}]\nentry = "{FAKE_TRAINER}"\n' for s in systems))
+
+
+def build_sweep_store(root: Path, runs: int, episodes: int, updates: int) -> tuple[Path, int]:
+    """A sweep file and a completed record for each of its runs, each added to the analysis
+    cache as the harness adds a run when it settles; returns (sweep file, runs)."""
+    from analysis.inputs.cache import refresh_run
+    from harness.store import Store
+    from harness.sweep import parse_sweep
+
+    path = root / "study.toml"
+    root.mkdir(parents=True, exist_ok=True)
+    path.write_text(sweep_text(runs))
+    sweep = parse_sweep(path.read_text(), path, check_games=False)
+    store = Store(root, sweep.name)
+    rng = np.random.default_rng(0)
+    for spec in sweep.runs:
+        manifest = {
+            "schema_version": schema.SCHEMA_VERSION, "run_id": spec.run_id,
+            "sweep": sweep.name, "system": spec.system, "architecture": spec.architecture,
+            "env_id": spec.env_id, "seed": spec.seed, "status": schema.COMPLETED,
+            "layout": {**spec.layout.to_dict(), "devices": ["cpu"]},
+            "hyperparameters": {"total_frames": spec.frames},
+            "env_protocol": {"frame_skip": 4}, "provenance": {"bench": True}}
+        run_dir = store.run_dir(spec.run_id)
+        write_run(run_dir, manifest, episodes, updates, rng)
+        refresh_run(run_dir)
+    return path, len(sweep.runs)
+
+
+def bench_harness(root: Path, sweep: Path, runs: int, cfg: BenchConfig) -> list[list[str]]:
+    py = [sys.executable, "-m", "harness"]
+    where = ["--sweep", str(sweep), "--results-root", str(root)]
+    commands = [("harness status", [*py, "status", *where]),
+                ("harness status (again)", [*py, "status", *where]),
+                ("harness report (first after the sweep)", [*py, "report", *where]),
+                ("harness report (again)", [*py, "report", *where])]
+    return run_commands(f"harness ({runs} x {cfg.harness_episodes})", commands, cfg)
 
 
 def main(cfg: BenchConfig) -> None:
     work = cfg.workdir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    need = (cfg.long_runs * cfg.long_episodes + cfg.short_runs * cfg.short_episodes) \
-        * BYTES_PER_EPISODE * 2.2  # CSVs, and the cache (float64 tables)
+    sizes = {"long": cfg.long_runs * cfg.long_episodes,
+             "short": cfg.short_runs * cfg.short_episodes,
+             "harness": cfg.harness_runs * cfg.harness_episodes}
+    need = sum(sizes[s] for s in cfg.stores if not (work / s).exists()) \
+        * BYTES_PER_EPISODE * 1.6  # CSVs, and the cache's scoring columns
     free = shutil.disk_usage(work).free
     if need > free:
         sys.exit(f"need about {need / 2**30:.1f} GiB under {work}, {free / 2**30:.1f} GiB free; "
@@ -176,22 +253,32 @@ def main(cfg: BenchConfig) -> None:
     rows = []
     try:
         for name, runs, episodes in [("long", cfg.long_runs, cfg.long_episodes),
-                                     ("short", cfg.short_runs, cfg.short_episodes)]:
-            if runs == 0:
+                                     ("short", cfg.short_runs, cfg.short_episodes),
+                                     ("harness", cfg.harness_runs, cfg.harness_episodes)]:
+            if runs == 0 or name not in cfg.stores:
                 continue
             root = work / name
             t0 = time.perf_counter()
-            n = build_store(root, runs, episodes, cfg.updates)
+            if name == "harness":
+                sweep, n = build_sweep_store(root, runs, episodes, cfg.updates)
+            elif (root / "study").exists():
+                shutil.rmtree(root / ".analysis-cache", ignore_errors=True)
+                n = sum(1 for _ in (root / "study" / "runs").iterdir())
+            else:
+                n = build_store(root, runs, episodes, cfg.updates)
             size = sum(p.stat().st_size for p in root.rglob("*.csv"))
             print(f"{name}: {n} runs x {episodes} episodes, {size / 2**20:.0f} MiB of CSV, "
-                  f"written in {time.perf_counter() - t0:.0f} s", flush=True)
-            rows += bench_store(f"{name} ({n} x {episodes})", root, cfg)
+                  f"ready in {time.perf_counter() - t0:.0f} s", flush=True)
+            if name == "harness":
+                rows += bench_harness(root, sweep, n, cfg)
+            else:
+                rows += bench_store(f"{name} ({n} x {episodes})", root, cfg)
     finally:
         if not cfg.keep and cfg.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     print(f"load after: {os.getloadavg()}")
-    print("| store | command | wall | peak RSS | exit |")
-    print("|---|---|---|---|---|")
+    print("| store | command | wall | CPU | peak RSS | load | exit |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
 

@@ -86,6 +86,30 @@ def _convert(values: list[str]) -> np.ndarray:
         return np.array(values, dtype=object)
 
 
+def _plain_numeric(lines: list[str]) -> tuple[list[str], dict[str, np.ndarray]] | None:
+    """(header, columns) of CSV lines (header first) whose every row has the header's
+    width and every field is a number, parsed with float() as _convert does, in one pass
+    over all fields (~2x faster than the csv module). None for anything else (an empty
+    field, text, a short or long row): the general path below handles it. The caller
+    checks first that the text has no quote or carriage return (csv quoting rules)."""
+    header = lines[0].split(",")
+    body = lines[1:]
+    if not body or any(line.count(",") != len(header) - 1 for line in body):
+        return None
+    try:
+        values = np.array(list(map(float, ",".join(body).split(","))), dtype=np.float64)
+    except ValueError:
+        return None
+    matrix = values.reshape(len(body), len(header))
+    return header, {name: np.ascontiguousarray(matrix[:, j]) for j, name in enumerate(header)}
+
+
+def _check_required(path: Path, header: list[str], required: Sequence[str]) -> None:
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise RecordError(f"{path}: missing column(s) {missing}; header is {header}")
+
+
 def read_table(
     path: Path | str, required: Sequence[str] = (), warnings: list[str] | None = None
 ) -> Table:
@@ -104,12 +128,17 @@ def read_table(
         if warnings is not None:
             warnings.append(f"{path}: header line is torn; file read as empty")
         return Table({c: np.array([], dtype=np.float64) for c in required}, 0)
+    plain = _plain_numeric(lines) if '"' not in text and "\r" not in text else None
+    if plain is not None:
+        header, cols = plain
+        _check_required(path, header, required)
+        if torn is not None and warnings is not None and torn != "":
+            warnings.append(f"{path}: dropped a torn last line {torn[:60]!r}")
+        return Table(cols, len(lines) - 1)
     rows = list(csv.reader(io.StringIO("\n".join(lines) + "\n")))
     header = rows[0]
     body = rows[1:]
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise RecordError(f"{path}: missing column(s) {missing}; header is {header}")
+    _check_required(path, header, required)
     bad = [i for i, r in enumerate(body) if len(r) != len(header)]
     if bad and bad != [len(body) - 1]:
         raise RecordError(

@@ -1,55 +1,85 @@
-"""A per-results-root cache of parsed run records, so a command re-parses only what changed.
+"""A per-results-root cache of what the analysis reads from run records, so a command
+re-parses only what changed and a warm one reads a few small files.
 
 Where: `<root>/.analysis-cache/` beside the runs of `<root>/<sweep>/runs/<run_id>` (the
-store layout, runrecord.paths.results_root_of); one file per run mirroring its path,
-`<root>/.analysis-cache/<sweep>/runs/<run_id>.npz`. Runs outside that layout are parsed
-every time.
+store layout, runrecord.paths.results_root_of), or below the folder the user named.
 
-What: the run's tables exactly as `runrecord.load_run` returns them (every column, float64
-or strings) plus the reader's warnings, so every option (final-score window, curve points,
-filters, grouping) computes from the same numbers with or without the cache.
+Two layers here (the third, values computed per option set, is analysis.inputs.derived):
+- an entry per run, `<root>/.analysis-cache/<sweep>/runs/<run_id>.npz`: the four episode
+  columns scoring reads (analysis.inputs.facts.ScoringColumns, each in the smallest dtype
+  that holds it bit for bit) and a JSON header: the run's key, the reader's warnings and
+  its facts (episode count, last frame, longest wall time, a digest per column for the
+  bitwise check). Written as the harness settles each run, or by the first command that
+  misses it (a spawned process pool for many misses).
+- one index per root, `<root>/.analysis-cache/index.json`: every entry's header, so a warm
+  command reads one file, not one per run. Rebuilt from the entries for runs that are
+  new, changed or gone.
+A run comes back as a `CachedRun`: its manifest and facts; its tables are parsed only if
+something asks for them (staleness, a notebook).
 
-Key: a run's entry is used only while its key matches: the cache format version, a hash of
-the manifest's content (status, run id, summary: a re-run, a finish or an archived attempt
-rewrites it) and the size and mtime (ns) of episodes.csv and updates.csv (a repaired torn
-line or appended rows change the size; mtime alone is not trusted on NFS, where it is
-coarse). A deleted run is not found, so its entry is never read (and is pruned on write).
+Key: an entry (and its index row) is used only while its key matches: the cache format
+version, a hash of the manifest's content (status, run id, summary: a re-run, a finish or
+an archived attempt rewrites it) and the size and mtime (ns) of episodes.csv and
+updates.csv (a repaired torn line or appended rows change the size; mtime alone is not
+trusted on NFS, where it is coarse). A deleted run is not found, so nothing of it is read
+(and its index row is pruned).
 
 Writes are atomic (temp file in the same folder + os.replace): a reader sees the old file
-or the new one, never half of one. A cache that cannot be written (read-only store) is
-skipped silently; deleting the folder or `--no-cache` changes nothing but speed.
+or the new one, never half of one; two writers of the index lose at most rows, which the
+next command rebuilds from the entries. A cache that cannot be written (read-only store)
+is skipped silently; deleting the folder or `--no-cache` changes nothing but speed.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
 import os
 import tempfile
-from collections.abc import Sequence
+import zipfile
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from analysis.inputs.facts import (
+    AUDIT_COLUMNS,
+    EPISODES,
+    UPDATES,
+    ScoringColumns,
+    episode_x,
+    narrow,
+    run_facts,
+    scoring_columns_of,
+    wall_max,
+    widen,
+)
 from runrecord import RecordError, Run, load_run, schema
 from runrecord.ids import canonical_json
 from runrecord.paths import results_root_of
-from runrecord.reader import Table, read_manifest
+from runrecord.reader import Table, read_manifest, read_table
 
 CACHE_DIR = ".analysis-cache"
-CACHE_VERSION = 2
+UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+"""What reading a missing, torn or foreign cache file raises: a miss, never an error."""
+INDEX_FILE = "index.json"
+CACHE_VERSION = 4
 POOL_MIN_MISSES = 32
 """Parse misses in a process pool (both cores) from this many on; fewer are not worth
 starting workers for."""
 
 
-def cache_file(run_dir: Path | str, input_root: Path | str | None = None) -> Path | None:
-    """The cache entry of a run folder: under its results root when it is laid out as
-    <root>/<sweep>/runs/<run_id>, else under the folder the user named (`input_root`,
-    when the run lies below it). None for a lone run folder."""
+# ---------------------------------------------------------------- where and which key
+
+def cache_location(run_dir: Path | str,
+                   input_root: Path | str | None = None) -> tuple[Path, str] | None:
+    """(cache root, the run's path relative to it): its results root when it is laid out
+    as <root>/<sweep>/runs/<run_id>, else the folder the user named (`input_root`, when
+    the run lies below it). None for a lone run folder."""
     run_dir = Path(os.path.abspath(run_dir))
     root = results_root_of(run_dir)
     if root is None and input_root is not None:
@@ -57,93 +87,218 @@ def cache_file(run_dir: Path | str, input_root: Path | str | None = None) -> Pat
         root = named if named in run_dir.parents else None
     if root is None:
         return None
-    return root / CACHE_DIR / run_dir.relative_to(root).with_suffix(".npz")
+    return root, run_dir.relative_to(root).as_posix()
 
 
-def _file_state(path: Path) -> list[int]:
+def cache_file(run_dir: Path | str, input_root: Path | str | None = None) -> Path | None:
+    """The cache entry of a run folder (None when it has no cache root)."""
+    loc = cache_location(run_dir, input_root)
+    return None if loc is None else loc[0] / CACHE_DIR / f"{loc[1]}.npz"
+
+
+def _file_state(path: Path) -> str:
     try:
         st = path.stat()
     except FileNotFoundError:
-        return [-1, -1]
-    return [st.st_size, st.st_mtime_ns]
+        return "-"
+    return f"{st.st_size}.{st.st_mtime_ns}"
 
 
 def run_key(run_dir: Path, manifest: dict[str, Any]) -> str:
     """Changes whenever the run's content does (see the module docstring)."""
-    parts = {
-        "version": CACHE_VERSION,
-        "manifest": hashlib.sha1(canonical_json(manifest).encode()).hexdigest(),
-        "episodes": _file_state(run_dir / schema.EPISODES_FILE),
-        "updates": _file_state(run_dir / schema.UPDATES_FILE),
-    }
-    return json.dumps(parts, sort_keys=True)
+    digest = hashlib.sha1(canonical_json(manifest).encode()).hexdigest()
+    return (f"v{CACHE_VERSION}:{digest}:{_file_state(run_dir / schema.EPISODES_FILE)}:"
+            f"{_file_state(run_dir / schema.UPDATES_FILE)}")
 
 
-def _pack_table(prefix: str, table: Table, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Numeric columns as the rows of one (columns, rows) float64 matrix (few archive
-    members: an entry loads in one read), text columns one member each."""
-    numeric = [n for n, c in table.columns.items() if c.dtype != object]
-    text = [n for n, c in table.columns.items() if c.dtype == object]
-    arrays[f"{prefix}numeric"] = (np.stack([table.columns[n] for n in numeric]) if numeric
-                                  else np.empty((0, table.num_rows)))
-    for name in text:
-        arrays[f"{prefix}{name}"] = table.columns[name].astype(str)
-    return {"columns": list(table.columns), "numeric": numeric, "rows": table.num_rows}
+@functools.cache
+def _file_mode() -> int:
+    """What open() would give a new file (0666 less the umask): mkstemp's 0600 would hide
+    the cache from the other users of a shared results root."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
-def _unpack_table(prefix: str, meta: dict[str, Any], data: Any) -> Table:
-    matrix = data[f"{prefix}numeric"]
-    numeric = {name: matrix[i] for i, name in enumerate(meta["numeric"])}
-    cols = {name: numeric[name] if name in numeric else data[f"{prefix}{name}"].astype(object)
-            for name in meta["columns"]}
-    return Table(cols, int(meta["rows"]))
-
-
-def write_entry(run: Run, key: str, path: Path) -> None:
-    """Store a parsed run under `key`, atomically (temp file + os.replace)."""
-    arrays: dict[str, np.ndarray] = {}
-    meta = {"key": key, "warnings": run.warnings,
-            "episodes": _pack_table("e:", run.episodes, arrays),
-            "updates": _pack_table("u:", run.updates, arrays)}
-    arrays["meta"] = np.array(json.dumps(meta))
+def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+    """write(binary file) into a temp file beside `path`, then os.replace it there."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, allow_pickle=False, **arrays)
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def read_entry(run_dir: Path, manifest: dict[str, Any], key: str, path: Path) -> Run | None:
-    """The cached run when its entry exists and carries `key`, else None."""
+# ---------------------------------------------------------------- a run from the cache
+
+class CachedRun(Run):
+    """A run known from the cache: manifest, warnings and facts in memory; the tables
+    parsed from its CSVs only when asked for (scoring reads `scoring_columns()`)."""
+
+    def __init__(self, run_dir: Path, manifest: dict[str, Any], header: dict[str, Any],
+                 cache_root: Path, cache_rel: str) -> None:
+        self.run_dir = run_dir
+        self.manifest = manifest
+        self.warnings = list(header["warnings"])
+        self.facts: dict[str, Any] = header["facts"]
+        self.cache_key: str = header["key"]
+        self.cache_root = cache_root
+        self.cache_rel = cache_rel
+        self._parsed: dict[str, Table] = {}  # tables parsed on demand, by name
+
+    def __repr__(self) -> str:
+        return f"CachedRun({str(self.run_dir)!r})"
+
+    def _table(self, name: str) -> Table:
+        if name not in self._parsed:
+            file, required = {EPISODES: (schema.EPISODES_FILE, schema.EPISODE_COLUMNS),
+                              UPDATES: (schema.UPDATES_FILE, schema.UPDATE_COLUMNS[:-1])}[name]
+            self._parsed[name] = read_table(self.run_dir / file, required)
+        return self._parsed[name]
+
+    @property  # type: ignore[override]
+    def episodes(self) -> Table:
+        return self._table(EPISODES)
+
+    @episodes.setter
+    def episodes(self, value: Table) -> None:
+        self._parsed[EPISODES] = value
+
+    @property  # type: ignore[override]
+    def updates(self) -> Table:
+        return self._table(UPDATES)
+
+    @updates.setter
+    def updates(self, value: Table) -> None:
+        self._parsed[UPDATES] = value
+
+    def scoring_columns(self) -> ScoringColumns:
+        """From the run's entry while it still carries this run's key; else parsed."""
+        entry = self.cache_root / CACHE_DIR / f"{self.cache_rel}.npz"
+        got = read_columns(entry, self.cache_key)
+        return got if got is not None else scoring_columns_of(self)
+
+    def audit_table(self) -> Table:
+        """The updates.csv columns of AUDIT_COLUMNS, from the run's entry while it carries
+        this run's key; else parsed."""
+        entry = self.cache_root / CACHE_DIR / f"{self.cache_rel}.npz"
+        try:
+            with np.load(entry, allow_pickle=False) as data:
+                if json.loads(str(data["header"])).get("key") == self.cache_key:
+                    cols = {c: widen(data[f"u:{c}"]) for c in AUDIT_COLUMNS
+                            if f"u:{c}" in data}
+                    return Table(cols, int(self.facts["update_rows"]))
+        except UNREADABLE:
+            pass
+        return self.updates
+
+
+def audit_table(run: Run) -> Table:
+    """What the staleness audit reads of updates.csv (its AUDIT_COLUMNS, or all columns)."""
+    return run.audit_table() if isinstance(run, CachedRun) else run.updates
+
+
+def scoring_columns(run: Run) -> ScoringColumns:
+    """The columns scoring reads, from the cache for a CachedRun."""
+    return run.scoring_columns() if isinstance(run, CachedRun) else scoring_columns_of(run)
+
+
+def episode_count(run: Run) -> int:
+    """Finished episodes of a run."""
+    return int(run.facts["episodes"]) if isinstance(run, CachedRun) else len(run.episodes)
+
+
+def last_frame(run: Run) -> float:
+    """The largest frame count at which an episode of the run ended (NaN when none)."""
+    if isinstance(run, CachedRun):
+        return float(run.facts["last_frame"])
+    x = episode_x(run.episodes)
+    return float(np.nanmax(x)) if not np.isnan(x).all() else float("nan")
+
+
+def longest_wall_time(run: Run) -> float:
+    """Longest finite wall time over both tables of a run (NaN when there is none)."""
+    return float(run.facts["wall_max"]) if isinstance(run, CachedRun) else wall_max(run)
+
+
+def stored_digest(run: Run, table: str, column: str) -> list[Any] | None:
+    """The cached digest of a column (analysis.inputs.facts.column_digest); None for a
+    run that was parsed."""
+    return run.facts["digests"].get(f"{table}/{column}") if isinstance(run, CachedRun) else None
+
+
+def update_layout(run: Run) -> tuple[list[str], int]:
+    """(column names, rows) of a run's updates.csv."""
+    if isinstance(run, CachedRun):
+        return list(run.facts["update_names"]), int(run.facts["update_rows"])
+    return run.updates.names, len(run.updates)
+
+
+# ---------------------------------------------------------------- one entry per run
+
+def write_entry(run: Run, key: str, path: Path) -> dict[str, Any]:
+    """Store what the analysis reads of a parsed run under `key`, atomically; returns
+    the entry's header (key, warnings, facts)."""
+    header = {"key": key, "warnings": run.warnings, "facts": run_facts(run)}
+    cols = scoring_columns_of(run)
+    arrays = {name: narrow(np.asarray(col)) for name, col in cols._asdict().items()}
+    arrays.update({f"u:{c}": narrow(run.updates[c]) for c in AUDIT_COLUMNS
+                   if c in run.updates})
+    arrays["header"] = np.array(json.dumps(header))
+    atomic_write(path, lambda f: np.savez(f, allow_pickle=False, **arrays))
+    return header
+
+
+def read_header(path: Path, key: str) -> dict[str, Any] | None:
+    """An entry's header when it exists and carries `key`, else None."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            if meta.get("key") != key:
-                return None
-            episodes = _unpack_table("e:", meta["episodes"], data)
-            updates = _unpack_table("u:", meta["updates"], data)
-    except (OSError, ValueError, KeyError):  # absent, or not a complete entry
+            header = json.loads(str(data["header"]))
+    except UNREADABLE:  # absent, or not a complete entry
         return None
-    return Run(run_dir, manifest, episodes, updates, list(meta["warnings"]))
+    return header if header.get("key") == key else None
 
 
-def _store(run_dir: Path, path: Path, key: str) -> Run:
-    """Parse a run and store it when nothing changed while it was read."""
+def read_columns(path: Path, key: str) -> ScoringColumns | None:
+    """An entry's scoring columns when it carries `key`, else None."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if json.loads(str(data["header"])).get("key") != key:
+                return None
+            return ScoringColumns(*(widen(data[f]) for f in ScoringColumns._fields))
+    except UNREADABLE:
+        return None
+
+
+def read_entry(run_dir: Path, manifest: dict[str, Any], key: str, path: Path) -> Run | None:
+    """The cached run when its entry exists and carries `key`, else None."""
+    header = read_header(path, key)
+    loc = cache_location(run_dir)
+    if header is None:
+        return None
+    root, rel = loc if loc is not None else (path.parent, Path(run_dir).name)
+    return CachedRun(Path(run_dir), manifest, header, root, rel)
+
+
+def _store(run_dir: Path, path: Path, key: str) -> tuple[Run, dict[str, Any] | None]:
+    """Parse a run and store it when nothing changed while it was read: (the parsed run,
+    the stored header or None)."""
     run = load_run(run_dir)
-    if run_key(run_dir, read_manifest(run_dir)) == key:  # a live run may have grown
-        try:
-            write_entry(run, key, path)
-        except OSError:  # a read-only store: parse each time
-            pass
-    return run
+    if run_key(run_dir, read_manifest(run_dir)) != key:  # a live run may have grown
+        return run, None
+    try:
+        return run, write_entry(run, key, path)
+    except OSError:  # a read-only store: parse each time
+        return run, None
 
 
 def refresh_run(run_dir: Path | str, input_root: Path | str | None = None) -> bool:
-    """Parse one run and store it (the harness calls this as each run finishes).
+    """Parse one run and store it (the harness calls this as each run settles).
 
     False when the run is outside the store layout. RecordError (unreadable) propagates.
     """
@@ -155,53 +310,122 @@ def refresh_run(run_dir: Path | str, input_root: Path | str | None = None) -> bo
     return True
 
 
-def _refresh_quietly(run_dir: Path, input_root: Path | None) -> None:
-    """Pool worker: a record that cannot be read is parsed again (and reported) by the
-    caller."""
+def _refresh_quietly(run_dir: Path, path: Path, key: str) -> dict[str, Any] | None:
+    """Pool worker: the stored header, or None (a record that cannot be read is parsed
+    again, and reported, by the caller)."""
     try:
-        refresh_run(run_dir, input_root)
+        return _store(run_dir, path, key)[1]
     except RecordError:
-        pass
+        return None
 
 
-def _load_one(run_dir: Path, path: Path | None) -> Run:
-    if path is None:
-        return load_run(run_dir)
-    manifest = read_manifest(run_dir)
-    key = run_key(run_dir, manifest)
-    return read_entry(run_dir, manifest, key, path) or _store(run_dir, path, key)
+# ---------------------------------------------------------------- the index of a root
+
+class Index:
+    """`<root>/.analysis-cache/index.json`: rel path -> entry header, for one root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.path = root / CACHE_DIR / INDEX_FILE
+        try:
+            data = json.loads(self.path.read_text())
+            self.rows: dict[str, dict[str, Any]] = (
+                data["runs"] if data.get("version") == CACHE_VERSION else {})
+        except (OSError, ValueError, KeyError, TypeError):
+            self.rows = {}
+        self.changed = False
+        self.seen: set[str] = set()
+
+    def get(self, rel: str, key: str) -> dict[str, Any] | None:
+        self.seen.add(rel)
+        row = self.rows.get(rel)
+        return row if row is not None and row.get("key") == key else None
+
+    def put(self, rel: str, header: dict[str, Any]) -> None:
+        self.rows[rel] = header
+        self.changed = True
+
+    def save(self) -> None:
+        """Write when rows changed, pruning rows of runs that are gone (no manifest)."""
+        gone = [rel for rel in self.rows if rel not in self.seen
+                and not (self.root / rel / schema.MANIFEST_FILE).exists()]
+        for rel in gone:
+            del self.rows[rel]
+        if not (self.changed or gone):
+            return
+        text = json.dumps({"version": CACHE_VERSION, "runs": self.rows})
+        try:
+            atomic_write(self.path, lambda f: f.write(text.encode()))
+        except OSError:
+            pass
 
 
-def load_many(run_dirs: Sequence[Path], input_root: Path | None = None, *,
+def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] | None = None, *,
               use_cache: bool = True) -> list[Run | RecordError]:
-    """Each run (or the RecordError reading it raised), in order; from the cache where its
-    entry is current. When many entries are stale they are parsed first in a process pool
-    (both cores), then read back from the cache."""
+    """Each run (or the RecordError reading it raised), in order: a CachedRun where its
+    cache is current, else parsed (and stored). Many stale entries are parsed first in a
+    process pool (both cores). `input_root`: the folder the user named, or one per run."""
     out: list[Run | RecordError | None] = []
-    paths = [cache_file(d, input_root) if use_cache else None for d in run_dirs]
-    stale = []
-    for d, path in zip(run_dirs, paths, strict=True):
-        run = None
-        if path is not None:
+    indexes: dict[Path, Index] = {}
+    misses: list[tuple[int, Path, dict[str, Any], str, Path, str]] = []
+    named = ([input_root] * len(run_dirs) if input_root is None
+             or isinstance(input_root, (str, os.PathLike)) else list(input_root))
+    for d, named_root in zip(run_dirs, named, strict=True):
+        d = Path(d)
+        loc = cache_location(d, named_root) if use_cache else None
+        if loc is None:
             try:
-                manifest = read_manifest(d)
+                out.append(load_run(d))
             except RecordError as e:
                 out.append(e)
-                continue
-            run = read_entry(Path(d), manifest, run_key(Path(d), manifest), path)
-            if run is None:
-                stale.append(d)
-        out.append(run)
-    if len(stale) >= POOL_MIN_MISSES:
+            continue
+        root, rel = loc
+        try:
+            manifest = read_manifest(d)
+        except RecordError as e:
+            out.append(e)
+            continue
+        key = run_key(d, manifest)
+        index = indexes.get(root) or indexes.setdefault(root, Index(root))
+        header = index.get(rel, key)
+        entry = root / CACHE_DIR / f"{rel}.npz"
+        if header is None and (header := read_header(entry, key)) is not None:
+            index.put(rel, header)
+        if header is not None:
+            out.append(CachedRun(d, manifest, header, root, rel))
+        else:
+            out.append(None)
+            misses.append((len(out) - 1, d, manifest, key, root, rel))
+    _fill_misses(out, misses, indexes)
+    for index in indexes.values():
+        index.save()
+    return [r for r in out if r is not None]
+
+
+def _fill_misses(out: list[Run | RecordError | None],
+                 misses: list[tuple[int, Path, dict[str, Any], str, Path, str]],
+                 indexes: dict[Path, Index]) -> None:
+    """Parse and store the runs whose entries were stale; each becomes a CachedRun when
+    stored, else stays the parsed run."""
+    headers: list[dict[str, Any] | None] = [None] * len(misses)
+    entries = [root / CACHE_DIR / f"{rel}.npz" for _, _, _, _, root, rel in misses]
+    if len(misses) >= POOL_MIN_MISSES:
         # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a
         # notebook, the test process), and a forked child of a threaded process can deadlock.
-        with ProcessPoolExecutor(max_workers=min(len(stale), os.cpu_count() or 1),
+        with ProcessPoolExecutor(max_workers=min(len(misses), os.cpu_count() or 1),
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
-            list(pool.map(_refresh_quietly, stale, [input_root] * len(stale), chunksize=16))
-    for i, (d, got) in enumerate(zip(run_dirs, out, strict=True)):
-        if got is None:
+            headers = list(pool.map(_refresh_quietly, [m[1] for m in misses], entries,
+                                    [m[3] for m in misses], chunksize=16))
+    for (i, d, manifest, key, root, rel), entry, header in zip(misses, entries, headers,
+                                                                strict=True):
+        if header is None:
             try:
-                out[i] = _load_one(Path(d), paths[i])
+                run, header = _store(d, entry, key)
             except RecordError as e:
                 out[i] = e
-    return [r for r in out if r is not None]
+                continue
+            if header is None:
+                out[i] = run
+                continue
+        indexes[root].put(rel, header)
+        out[i] = CachedRun(d, manifest, header, root, rel)

@@ -9,6 +9,7 @@ openrlbenchmark-style CSV exports are turned into in-memory `runrecord.Run`s (st
 from __future__ import annotations
 
 import csv
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.inputs.cache import load_many
+from analysis.inputs.cache import episode_count, load_many
+from analysis.inputs.facts import episode_x
 from runrecord import RecordError, Run, find_run_dirs, schema
 
 DEFAULT_LAST_N = 100
@@ -92,24 +94,34 @@ def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet
     skipped) or have no finished episode are left out, with the reason.
     """
     out = RunSet()
-    seen: set[Path] = set()
-    for root in inputs:
-        root = Path(root)
+    roots = [Path(r) for r in inputs]
+    seen: set[str] = set()
+    fresh: list[Path] = []
+    named: list[Path] = []  # the input each run was found under
+    for root in roots:
         if not root.exists():
             raise AnalysisError(f"{root}: no such folder (expected a run or sweep folder)")
         dirs = list(find_run_dirs(root))
         if not dirs:
             out.warnings.append(f"{root}: no run records (no manifest.json below it)")
-        fresh = [d for d in dirs if d.resolve() not in seen]
-        seen.update(d.resolve() for d in fresh)
-        for run_dir, run in zip(fresh, load_many(fresh, root, use_cache=use_cache), strict=True):
+        if len(roots) == 1:  # a run is listed once per input: nothing to drop
+            fresh, named = dirs, [root] * len(dirs)
+            break
+        real = [os.path.realpath(d) for d in dirs]
+        fresh += [d for d, r in zip(dirs, real, strict=True) if r not in seen]
+        named += [root for r in real if r not in seen]
+        seen.update(real)
+    # One call for every input (a report names each run folder): each root's cache index
+    # is read once.
+    loaded = load_many(fresh, named, use_cache=use_cache)
+    for run_dir, run in zip(fresh, loaded, strict=True):
             if isinstance(run, RecordError):
                 out.left_out.append(LeftOut(run_dir.name, "unreadable", str(run), str(run_dir)))
                 continue
             out.warnings += run.warnings
             if run.status != schema.COMPLETED:
                 out.left_out.append(LeftOut(run.run_id, run.status, _reason(run), str(run_dir)))
-            elif len(run.episodes) == 0:
+            elif episode_count(run) == 0:
                 out.left_out.append(
                     LeftOut(run.run_id, run.status, "completed but no finished episode "
                             "(episodes.csv empty)", str(run_dir))
@@ -138,10 +150,7 @@ def final_return(run: Run, last_n: int = DEFAULT_LAST_N) -> float:
 
 def episode_frames(run: Run) -> np.ndarray:
     """Frames at which each episode ended (falls back to env_steps when frames is NaN)."""
-    frames = run.episodes["frames"]
-    if np.all(np.isnan(frames)):
-        return run.episodes["env_steps"]
-    return frames
+    return episode_x(run.episodes)
 
 
 # ---------------------------------------------------------------- published tables

@@ -17,6 +17,8 @@ from analysis.inputs.protocol import ProtocolMismatch, check_same_protocol
 from analysis.scoring.scores import (
     DEFAULT_POINTS,
     GroupScores,
+    check_group,
+    group_cells,
     group_runs,
     runs_by_suite,
     scores_by_group,
@@ -94,16 +96,17 @@ def analyse(
                 raise
             warnings.append(f"{pre}suite left out: {e}")
             continue
-        scored: dict[str, GroupScores] = {}
+        kept_ids: set[int] = set()
         for g, rs in group_runs(runs, keys).items():
             try:
-                scored.update(scores_by_group(rs, keys, last_n=last_n, points=points,
-                                              normalisers=normalisers))
+                check_group(g, rs, normalisers=normalisers)
             except AnalysisError as e:
                 warnings.append(f"{pre}group {g!r} left out of the analysis: {e}")
-        if scored:
-            # Regrid on the suite's common grid so AUCs and curves compare across groups.
-            kept_ids = {id(r) for gs in scored.values() for r in gs.runs.values()}
+                continue
+            by_cell, seeds, _, _ = group_cells(g, rs)
+            kept_ids.update(id(r) for (s, _), r in by_cell.items() if s in seeds)
+        if kept_ids:
+            # Score on the suite's common grid so AUCs and curves compare across groups.
             kept = [r for r in runs if id(r) in kept_ids]
             scored = scores_by_group(kept, keys, last_n=last_n, points=points,
                                      normalisers=normalisers)

@@ -16,15 +16,23 @@ Definitions (docs/analysis.md):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.inputs.load import DEFAULT_LAST_N, episode_frames, final_return, group_key
-from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
+from analysis.inputs.cache import last_frame, longest_wall_time
+from analysis.inputs.derived import Quantity, run_values
+from analysis.inputs.facts import ScoringColumns
+from analysis.inputs.load import DEFAULT_LAST_N, group_key
+from analysis.scales.normalize import (
+    ATARI_RANDOM_HUMAN,
+    Normaliser,
+    atari_env_id,
+    get_normaliser,
+)
 from runrecord import Run
 
 DEFAULT_POINTS = 50
@@ -78,14 +86,8 @@ def _wall_time(run: Run) -> float:
     summary = run.manifest.get("summary") or {}
     w = summary.get("wall_time_s") if isinstance(summary, dict) else None
     if w is None or not np.isfinite(w):
-        times = np.concatenate([run.episodes["wall_time_s"], run.updates["wall_time_s"]])
-        times = times[np.isfinite(times)]
-        w = float(times.max()) if len(times) else np.nan
+        w = longest_wall_time(run)
     return float(w)
-
-
-def _last_frame(run: Run) -> float:
-    return float(np.nanmax(episode_frames(run)))
 
 
 _DEFINING_KEYS = ("sweep", "system", "architecture", "layout", "hyperparameters", "env_protocol")
@@ -119,22 +121,49 @@ def common_frame_grid(runs: Sequence[Run], points: int = DEFAULT_POINTS) -> np.n
     """`points` frame values up to the smallest last-episode frame over `runs`."""
     if not runs:
         raise AnalysisError("no runs to build a frame grid from")
-    end = min(_last_frame(r) for r in runs)
+    end = min(last_frame(r) for r in runs)
     if not np.isfinite(end) or end <= 0:
         raise AnalysisError("runs have no episode with a positive frame count")
     return np.linspace(end / points, end, points)
 
 
-def group_scores(
-    group: str,
-    runs: Sequence[Run],
-    *,
-    frame_grid: np.ndarray,
-    last_n: int = DEFAULT_LAST_N,
-    points: int = DEFAULT_POINTS,
-    normalisers: Mapping[str, tuple[float, float]] | None = None,
-) -> GroupScores:
-    """Score arrays of one group. Seeds that lack a run on some task are dropped (warning).
+def _final_window(last_n: int) -> Quantity:
+    """Raw final score: mean return of the last `last_n` episodes by env step."""
+    def compute(run: Run, cols: ScoringColumns) -> np.ndarray:
+        order = np.argsort(cols.steps, kind="stable")
+        return np.array([np.mean(cols.ret[order][-last_n:])])
+    return Quantity("final", f"last_n={last_n}", 1, lambda run: "", compute)
+
+
+def _norm_of(norms: Mapping[str, Normaliser]) -> Callable[[Run], Normaliser]:
+    return lambda run: norms[str(run.manifest["env_id"])]
+
+
+def _norm_key(norms: Mapping[str, Normaliser]) -> Callable[[Run], str]:
+    return lambda run: repr((_norm_of(norms)(run).low, _norm_of(norms)(run).high))
+
+
+def _frame_curve(grid: np.ndarray, norms: Mapping[str, Normaliser]) -> Quantity:
+    """Normalised curve on the frame grid."""
+    def compute(run: Run, cols: ScoringColumns) -> np.ndarray:
+        return binned_curve(cols.x, _norm_of(norms)(run)(cols.ret), grid)
+    return Quantity("curve", f"frame_grid={grid.tolist()!r}", len(grid), _norm_key(norms),
+                    compute)
+
+
+def _time_curve(grid: np.ndarray, norms: Mapping[str, Normaliser]) -> Quantity:
+    """Normalised curve on the time grid (NaN when the grid or a wall time is not finite)."""
+    def compute(run: Run, cols: ScoringColumns) -> np.ndarray:
+        if np.isfinite(grid).all() and np.isfinite(cols.wall).all():
+            return binned_curve(cols.wall, _norm_of(norms)(run)(cols.ret), grid)
+        return np.full(len(grid), np.nan)
+    return Quantity("time", f"time_grid={grid.tolist()!r}", len(grid), _norm_key(norms),
+                    compute)
+
+
+def group_cells(group: str, runs: Sequence[Run]) -> tuple[dict[tuple[int, str], Run],
+                                                           list[int], list[str], list[str]]:
+    """(run by (seed, env), seeds that have a run on every task, tasks, warnings).
 
     Raises AnalysisError when two runs share (seed, env) (group by more keys) or when no
     seed covers every task.
@@ -165,27 +194,36 @@ def group_scores(
         raise AnalysisError(
             f"group {group!r}: no seed has a completed run on every task {tasks}"
         )
-    norms = {t: get_normaliser(t, normalisers) for t in tasks}
-    wall = np.array([[_wall_time(by_cell[s, t]) for t in tasks] for s in seeds])
-    t_end = float(np.nanmax(wall)) if np.isfinite(wall).any() else np.nan
-    time_grid = (np.linspace(t_end / points, t_end, points) if np.isfinite(t_end) and t_end > 0
-                 else np.full(points, np.nan))
-    final_raw = np.empty((len(seeds), len(tasks)))
-    curves = np.empty((len(seeds), len(tasks), len(frame_grid)))
-    time_curves = np.full((len(seeds), len(tasks), points), np.nan)
-    for i, s in enumerate(seeds):
-        for j, t in enumerate(tasks):
-            run = by_cell[s, t]
-            final_raw[i, j] = final_return(run, last_n)
-            ret = norms[t](run.episodes["episode_return"])
-            curves[i, j] = binned_curve(episode_frames(run), ret, frame_grid)
-            wt = run.episodes["wall_time_s"]
-            if np.isfinite(time_grid).all() and np.isfinite(wt).all():
-                time_curves[i, j] = binned_curve(wt, ret, time_grid)
-    final = np.stack([norms[t](final_raw[:, j]) for j, t in enumerate(tasks)], axis=1)
-    return GroupScores(group, tasks, seeds, final, final_raw, frame_grid, curves, time_grid,
-                       time_curves, wall, {k: v for k, v in by_cell.items() if k[0] in seeds},
-                       warnings)
+    return by_cell, seeds, tasks, warnings
+
+
+def check_group(group: str, runs: Sequence[Run], *,
+                normalisers: Mapping[str, tuple[float, float]] | None = None) -> None:
+    """Raise the AnalysisError that scoring the group alone would raise (no frame grid,
+    two runs in one cell, no seed covering every task, no normaliser), computing nothing."""
+    common_frame_grid(runs, 2)
+    _, _, tasks, _ = group_cells(group, runs)
+    for t in tasks:
+        get_normaliser(t, normalisers)
+
+
+def group_scores(
+    group: str,
+    runs: Sequence[Run],
+    *,
+    frame_grid: np.ndarray,
+    last_n: int = DEFAULT_LAST_N,
+    points: int = DEFAULT_POINTS,
+    normalisers: Mapping[str, tuple[float, float]] | None = None,
+) -> GroupScores:
+    """Score arrays of one group. Seeds that lack a run on some task are dropped (warning).
+    Per-run values come from the cache's derived layer where current
+    (analysis.inputs.derived).
+
+    Raises AnalysisError when two runs share (seed, env) (group by more keys) or when no
+    seed covers every task.
+    """
+    return _score_groups({group: runs}, frame_grid, last_n, points, normalisers)[group]
 
 
 def scores_by_group(
@@ -200,11 +238,58 @@ def scores_by_group(
     if not runs:
         raise AnalysisError("no completed runs to analyse")
     grid = common_frame_grid(runs, points)
-    return {
-        g: group_scores(g, rs, frame_grid=grid, last_n=last_n, points=points,
-                        normalisers=normalisers)
-        for g, rs in group_runs(runs, group_by).items()
-    }
+    return _score_groups(group_runs(runs, group_by), grid, last_n, points, normalisers)
+
+
+def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, last_n: int,
+                  points: int, normalisers: Mapping[str, tuple[float, float]] | None,
+                  ) -> dict[str, GroupScores]:
+    """Groups scored on one frame grid. Each group's cells and normalisers are checked in
+    turn (the first error raises); then the final scores and frame curves of every run
+    come from one pass over the derived layer, the time curves from one per group (each
+    group has its own time grid)."""
+    cells: dict[str, tuple[dict[tuple[int, str], Run], list[int], list[str], list[str]]] = {}
+    norms: dict[str, Normaliser] = {}
+    for g, rs in groups.items():
+        cells[g] = group_cells(g, rs)
+        norms.update((t, get_normaliser(t, normalisers)) for t in cells[g][2])
+    runs = [by_cell[s, t] for by_cell, seeds, tasks, _ in cells.values()
+            for s in seeds for t in tasks]
+    final_rows, curve_rows = run_values(runs, [_final_window(last_n),
+                                               _frame_curve(frame_grid, norms)])
+    spans, walls, time_grids = {}, {}, {}
+    start = 0
+    for g, (by_cell, seeds, tasks, _) in cells.items():
+        spans[g] = slice(start, start + len(seeds) * len(tasks))
+        start = spans[g].stop
+        walls[g] = np.array([[_wall_time(by_cell[s, t]) for t in tasks] for s in seeds])
+        t_end = float(np.nanmax(walls[g])) if np.isfinite(walls[g]).any() else np.nan
+        time_grids[g] = (np.linspace(t_end / points, t_end, points)
+                         if np.isfinite(t_end) and t_end > 0 else np.full(points, np.nan))
+    time_rows = np.empty((len(runs), points))
+    for same_grid in _groups_by_grid(time_grids):  # one pass per distinct time grid
+        at = np.concatenate([np.arange(len(runs))[spans[g]] for g in same_grid])
+        time_rows[at], = run_values([runs[i] for i in at],
+                                    [_time_curve(time_grids[same_grid[0]], norms)])
+    out = {}
+    for g, (by_cell, seeds, tasks, warnings) in cells.items():
+        shape = (len(seeds), len(tasks))
+        final_raw = final_rows[spans[g]].reshape(shape)
+        final = np.stack([norms[t](final_raw[:, j]) for j, t in enumerate(tasks)], axis=1)
+        out[g] = GroupScores(g, tasks, seeds, final, final_raw, frame_grid,
+                             curve_rows[spans[g]].reshape(*shape, len(frame_grid)),
+                             time_grids[g], time_rows[spans[g]].reshape(*shape, points),
+                             walls[g], {k: v for k, v in by_cell.items() if k[0] in seeds},
+                             warnings)
+    return out
+
+
+def _groups_by_grid(grids: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """Group labels that share one grid (bit for bit), in order."""
+    out: dict[bytes, list[str]] = {}
+    for g, grid in grids.items():
+        out.setdefault(grid.tobytes(), []).append(g)
+    return list(out.values())
 
 
 def suite_name(env_id: str) -> str:

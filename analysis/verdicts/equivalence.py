@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
+from analysis.inputs.cache import stored_digest, update_layout
+from analysis.inputs.facts import EPISODES, UPDATES
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
 from analysis.stats.welch import WelchInterval, t_quantile, welch_interval
@@ -96,24 +98,34 @@ def _columns_equal(x: np.ndarray, y: np.ndarray) -> bool:
     return [str(v) for v in x] == [str(v) for v in y]
 
 
+def _same_column(run_a: Run, run_b: Run, table: str, col: str) -> bool:
+    """_columns_equal of one column of two runs, from the cache's digests when both runs
+    have them (same answer: analysis.inputs.facts.column_digest), else from the tables."""
+    da, db = stored_digest(run_a, table, col), stored_digest(run_b, table, col)
+    if da is not None and db is not None and da[0] == db[0]:
+        return bool(da == db)
+    return _columns_equal(getattr(run_a, table)[col], getattr(run_b, table)[col])
+
+
 def records_identical(run_a: Run, run_b: Run) -> str | None:
     """None when the two runs' records match exactly (episodes without wall_time_s; every
     loss_* column and params_checksum of updates); else what differs first."""
     for col in schema.EPISODE_COLUMNS:
         if col == "wall_time_s":
             continue
-        if not _columns_equal(run_a.episodes[col], run_b.episodes[col]):
+        if not _same_column(run_a, run_b, EPISODES, col):
             return f"episodes.csv column {col} differs"
-    cols_a = [c for c in run_a.updates.names if c.startswith(schema.LOSS_PREFIX)]
-    cols_b = [c for c in run_b.updates.names if c.startswith(schema.LOSS_PREFIX)]
+    names_a, rows_a = update_layout(run_a)
+    names_b, rows_b = update_layout(run_b)
+    cols_a = [c for c in names_a if c.startswith(schema.LOSS_PREFIX)]
+    cols_b = [c for c in names_b if c.startswith(schema.LOSS_PREFIX)]
     if cols_a != cols_b:
         return f"updates.csv loss columns differ: {cols_a} vs {cols_b}"
-    if len(run_a.updates) != len(run_b.updates):
-        return f"updates.csv has {len(run_a.updates)} vs {len(run_b.updates)} rows"
+    if rows_a != rows_b:
+        return f"updates.csv has {rows_a} vs {rows_b} rows"
     for col in [*cols_a, "params_checksum"]:
-        if col in run_a.updates and col in run_b.updates and not _columns_equal(
-            run_a.updates[col], run_b.updates[col]
-        ):
+        if col in names_a and col in names_b and not _same_column(run_a, run_b, UPDATES,
+                                                                  col):
             return f"updates.csv column {col} differs"
     return None
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from analysis.inputs.cache import audit_table
+from analysis.inputs.derived import run_records
 from analysis.inputs.load import group_key
 from analysis.scoring.tables import TableData
 from runrecord import Run
@@ -112,7 +114,7 @@ def _expected(architecture: str, update: np.ndarray) -> np.ndarray | None:
 
 
 def audit_run(run: Run, group: str = "") -> RunStaleness:
-    u = run.updates
+    u = audit_table(run)  # a cached run's columns come from the cache, unparsed
     arch = str(run.manifest.get("architecture"))
     n = len(u)
     if n == 0:
@@ -151,9 +153,22 @@ def audit_run(run: Run, group: str = "") -> RunStaleness:
                         int(rollouts), int(changes), check, violations, num_bad)
 
 
+def _audit_row(run: Run) -> dict[str, Any]:
+    """A run's audit as a JSON object (cached per run: analysis.inputs.derived)."""
+    row = asdict(audit_run(run))
+    row["histogram"] = [[k, v] for k, v in row["histogram"].items()]  # JSON keys are text
+    return row
+
+
+def _from_row(row: dict[str, Any], group: str) -> RunStaleness:
+    return RunStaleness(**{**row, "group": group,
+                           "histogram": {int(k): int(v) for k, v in row["histogram"]}})
+
+
 def audit(runs: Sequence[Run], group_by: str | Sequence[str] = "layout.name") -> StalenessReport:
     """Per-run audit plus per-group pooled histogram, mean and mid-rollout share."""
-    per_run = [audit_run(r, group_key(r, group_by)) for r in runs]
+    per_run = [_from_row(row, group_key(r, group_by))
+               for r, row in zip(runs, run_records(runs, "staleness", _audit_row), strict=True)]
     groups: dict[str, dict[str, Any]] = {}
     for r in per_run:
         g = groups.setdefault(r.group, {"runs": 0, "updates": 0, "histogram": Counter(),

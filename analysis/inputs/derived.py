@@ -1,0 +1,187 @@
+"""The cache's third layer: values the analysis computes from each run (final score,
+curve on a frame grid, curve on a time grid), consolidated per results root and option
+set, so a warm command reads one file per quantity instead of one per run.
+
+A quantity's file, `<root>/.analysis-cache/derived/<name>-<hash of params>.npz`, holds one
+row per run: the run's path below the root, its key and the row of values. `params` is
+everything the rows share that changes them (window length, the grid's values); the row
+key is the run's cache key plus what varies per run (its normaliser's low and high).
+So a changed, re-run or archived run (new cache key) or any option that changes what is
+computed (new file or new row key) is recomputed, never read stale. Misses are computed
+run by run from the run's cache entry (one run's columns in memory at a time) and the
+file is rewritten atomically with them; rows of runs that are gone are dropped then.
+
+Format (measured for 10,000 rows of 50 floats, docs/analysis.md): an npz of three arrays
+(paths, keys, values) writes in 64 ms and reads into a lookup table in 47 ms; SQLite (a
+blob per row) 197 ms / 88 ms; JSON 1.9 s / 1.4 s. The npz is also replaced atomically
+with one os.replace, which SQLite's own locking does not promise on NFS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.inputs.cache import (
+    CACHE_DIR,
+    UNREADABLE,
+    CachedRun,
+    atomic_write,
+    scoring_columns,
+)
+from analysis.inputs.facts import ScoringColumns
+from runrecord import Run, schema
+
+DERIVED_DIR = "derived"
+KEEP_FILES = 256
+"""Files kept per root (the most recently used); an option set not used for a while is
+recomputed when it comes back."""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A per-run row of `width` floats: compute(run, columns) -> (width,) array.
+
+    params: what every row shares that changes the values (part of the file name);
+    run_params(run): what differs per run and changes its row (part of the row key).
+    """
+
+    name: str
+    params: str
+    width: int
+    run_params: Callable[[Run], str]
+    compute: Callable[[Run, ScoringColumns], np.ndarray]
+
+    def file(self, root: Path) -> Path:
+        digest = hashlib.sha1(self.params.encode()).hexdigest()[:20]
+        return root / CACHE_DIR / DERIVED_DIR / f"{self.name}-{digest}.npz"
+
+
+class _Rows:
+    """One quantity's file of one root, read once; rows added for misses are written
+    back by save()."""
+
+    def __init__(self, path: Path, width: int) -> None:
+        self.path = path
+        self.width = width
+        self.rows: dict[str, tuple[str, np.ndarray]] = {}
+        self.changed = False
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                paths, keys, values = data["paths"], data["keys"], data["values"]
+            if values.shape == (len(paths), width) and len(keys) == len(paths):
+                self.rows = dict(zip(paths.tolist(), zip(keys.tolist(), values, strict=True),
+                                     strict=True))
+        except UNREADABLE:  # absent or incomplete: all misses
+            pass
+
+    def get(self, rel: str, key: str) -> np.ndarray | None:
+        row = self.rows.get(rel)
+        return row[1] if row is not None and row[0] == key else None
+
+    def put(self, rel: str, key: str, value: np.ndarray) -> None:
+        self.rows[rel] = (key, value)
+        self.changed = True
+
+    def save(self, root: Path) -> None:
+        if not self.changed:
+            return
+        kept = {rel: row for rel, row in self.rows.items()
+                if (root / rel / schema.MANIFEST_FILE).exists()}
+        paths = np.array(list(kept), dtype=str)
+        keys = np.array([k for k, _ in kept.values()], dtype=str)
+        values = (np.stack([v for _, v in kept.values()]) if kept
+                  else np.empty((0, self.width)))
+        try:
+            atomic_write(self.path, lambda f: np.savez(f, allow_pickle=False, paths=paths,
+                                                        keys=keys, values=values))
+            _prune(self.path.parent)
+        except OSError:  # a read-only store: compute each time
+            pass
+
+
+def _prune(folder: Path) -> None:
+    """Keep the KEEP_FILES most recently written files of a derived folder."""
+    files = sorted(folder.glob("*.npz"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for stale in files[KEEP_FILES:]:
+        stale.unlink(missing_ok=True)
+
+
+def run_values(runs: Sequence[Run], quantities: Sequence[Quantity]) -> list[np.ndarray]:
+    """For each quantity a (len(runs), width) array of its rows: from the derived files
+    where current, else computed (each run's columns read once for all its misses) and
+    stored. Runs outside any cache (--no-cache, imports) are computed each time."""
+    out = [np.empty((len(runs), q.width)) for q in quantities]
+    files: dict[tuple[Path, int], _Rows] = {}
+    for i, run in enumerate(runs):
+        todo = []
+        for j, q in enumerate(quantities):
+            if not isinstance(run, CachedRun):
+                todo.append(j)
+                continue
+            rows = files.get((run.cache_root, j))
+            if rows is None:
+                rows = files.setdefault((run.cache_root, j),
+                                        _Rows(q.file(run.cache_root), q.width))
+            got = rows.get(run.cache_rel, f"{run.cache_key}|{q.run_params(run)}")
+            if got is None:
+                todo.append(j)
+            else:
+                out[j][i] = got
+        if not todo:
+            continue
+        cols = scoring_columns(run)
+        for j in todo:
+            q = quantities[j]
+            out[j][i] = q.compute(run, cols)
+            if isinstance(run, CachedRun):
+                files[run.cache_root, j].put(run.cache_rel,
+                                             f"{run.cache_key}|{q.run_params(run)}",
+                                             out[j][i].copy())
+    for (root, _), rows in files.items():
+        rows.save(root)
+    return out
+
+
+def run_records(runs: Sequence[Run], name: str,
+                compute: Callable[[Run], dict[str, Any]]) -> list[dict[str, Any]]:
+    """compute(run) for each run, a JSON object (e.g. a run's staleness audit): from
+    `<root>/.analysis-cache/derived/<name>.json` where the row carries the run's cache key,
+    else computed and stored (runs outside any cache: computed each time)."""
+    out: list[dict[str, Any]] = []
+    files: dict[Path, tuple[dict[str, Any], bool]] = {}
+    for run in runs:
+        if not isinstance(run, CachedRun):
+            out.append(compute(run))
+            continue
+        path = run.cache_root / CACHE_DIR / DERIVED_DIR / f"{name}.json"
+        if path not in files:
+            try:
+                files[path] = (json.loads(path.read_text()), False)
+            except (OSError, ValueError):
+                files[path] = ({}, False)
+        rows, _ = files[path]
+        row = rows.get(run.cache_rel)
+        if isinstance(row, list) and len(row) == 2 and row[0] == run.cache_key:
+            out.append(row[1])
+            continue
+        out.append(compute(run))
+        rows[run.cache_rel] = [run.cache_key, out[-1]]
+        files[path] = (rows, True)
+    for path, (rows, changed) in files.items():
+        if changed:
+            root = path.parent.parent.parent
+            kept = {rel: row for rel, row in rows.items()
+                    if (root / rel / schema.MANIFEST_FILE).exists()}
+            data = json.dumps(kept).encode()
+            try:
+                atomic_write(path, lambda f: f.write(data))  # noqa: B023 (called at once)
+            except OSError:
+                pass
+    return out
