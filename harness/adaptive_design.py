@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.sweep_keys import ADAPTIVE_KEYS
+from runrecord.provenance import PROJECT_ROOT
 
 if TYPE_CHECKING:
     from analysis.sequential import SequentialDesign
@@ -71,9 +72,8 @@ def default_adaptive(doc: Mapping[str, Any]) -> AdaptiveConfig:
 
 
 def resolve_reference(text: str) -> Path:
-    """A reference folder as written: absolute, or relative to the project root."""
-    from harness.sweep_model import PROJECT_ROOT
-
+    """A reference folder as written: absolute, or relative to the project root (the
+    checkout: runrecord's, as harness.sweep_model imports this module)."""
     path = Path(text)
     return path if path.is_absolute() else PROJECT_ROOT / path
 
