@@ -3,13 +3,13 @@
 Each (algorithm, network) pair trains on every layout of LAYOUTS (4 virtual CPU devices; d2
 is two processes over jax.distributed on localhost) and asserts that params checksums,
 every updates.csv loss column and episodes.csv (all but wall_time_s) are identical: with
-XLA compiling for this host's instruction set, and again with XLA capped to AVX2 (the code
-path of AVX2-only CPUs, where IMPALA + ResNet once differed between 1 and 2 learner
-devices; skipped where the cap does not exist). The same runs without the flag differ, and
+XLA compiling for this host's instruction set, and for the ResNet again with XLA capped to
+AVX2 (the code path of AVX2-only CPUs, where IMPALA + ResNet once differed between 1 and 2
+learner devices; skipped where the cap does not exist). The same runs without the flag differ, and
 analysis' equivalence check calls the deterministic group bitwise identical.
 
-Cost: 8 cases x 5 layouts (6 trainer processes each); ~75 s per Breakout case on the
-2-core CI box with one other job, ~30 min in all at a load average of 9.
+Cost: 6 cases x 5 layouts (6 trainer processes each; CartPole natively, Breakout natively
+and capped to AVX2); ~75 s per Breakout case on the 2-core CI box with one other job.
 """
 
 from __future__ import annotations
@@ -95,10 +95,15 @@ def avx2_cap() -> str:
     return AVX2_CAP_FLAG
 
 
+# The AVX2 cap runs with the ResNet only: that is where the capped code path once
+# differed between layouts; the MLP's policy head (the reduction that differed) is the
+# same code in both networks, and dropping CartPole x AVX2 saves 10 trainer processes.
+MATRIX = [("cartpole", "native"), ("breakout", "native"), ("breakout", "avx2")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("isa", ["native", "avx2"])
 @pytest.mark.parametrize("alg", ["ppo", "impala"])
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case,isa", MATRIX)
 def test_deterministic_records_are_identical_on_every_layout(tmp_path, alg, case, isa):
     xla_flag = avx2_cap() if isa == "avx2" else ""
     preset, args = CASES[case]
