@@ -15,7 +15,9 @@ Two layers here (the third, values computed per option set, is analysis.inputs.d
   command reads one file, not one per run. Rebuilt from the entries for runs that are
   new, changed or gone.
 A run comes back as a `CachedRun`: its manifest and facts; its tables are parsed only if
-something asks for them (staleness, a notebook).
+something asks for them (staleness, a notebook). A run this command parsed also holds the
+scoring columns it stored (within HELD_COLUMNS_BYTES), so the derived values of a cold
+command do not read its new entries back.
 
 Key: an entry (and its index row) is used only while its key matches: the cache format
 version, a hash of the manifest's content (status, run id, summary: a re-run, a finish or
