@@ -42,7 +42,7 @@ import multiprocessing
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -439,15 +439,27 @@ def _fill_misses(out: list[Run | RecordError | None],
     """Parse and store the runs whose entries were stale; each becomes a CachedRun when
     stored (holding its scoring columns while HELD_COLUMNS_BYTES allows), else stays the
     parsed run."""
-    stored: list[Stored | None] = [None] * len(misses)
     entries = [root / CACHE_DIR / f"{rel}.npz" for _, _, _, _, root, rel in misses]
-    if len(misses) >= POOL_MIN_MISSES:
-        # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a
-        # notebook, the test process), and a forked child of a threaded process can deadlock.
-        with ProcessPoolExecutor(max_workers=min(len(misses), os.cpu_count() or 1),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            stored = list(pool.map(_refresh_quietly, [m[1] for m in misses], entries,
-                                    [m[3] for m in misses], chunksize=16))
+    if len(misses) < POOL_MIN_MISSES:
+        _take_stored(out, misses, entries, [None] * len(misses), indexes)
+        return
+    # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a notebook,
+    # the test process), and a forked child of a threaded process can deadlock.
+    with ProcessPoolExecutor(max_workers=min(len(misses), os.cpu_count() or 1),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        # Taken as they come, not listed first: columns past the budget are dropped at
+        # once, so a cold command on long runs holds about the budget, not every run's.
+        _take_stored(out, misses, entries,
+                     pool.map(_refresh_quietly, [m[1] for m in misses], entries,
+                              [m[3] for m in misses], chunksize=16), indexes)
+
+
+def _take_stored(out: list[Run | RecordError | None],
+                 misses: list[tuple[int, Path, dict[str, Any], str, Path, str]],
+                 entries: list[Path], stored: Iterable[Stored | None],
+                 indexes: dict[Path, Index]) -> None:
+    """Each miss as a CachedRun from what the pool stored (parsed and stored here where it
+    stored nothing), holding its columns while HELD_COLUMNS_BYTES allows."""
     budget = HELD_COLUMNS_BYTES
     for (i, d, manifest, key, root, rel), entry, got in zip(misses, entries, stored,
                                                              strict=True):
