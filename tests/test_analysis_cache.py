@@ -13,6 +13,7 @@ from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
 from analysis.inputs import cache
+from analysis.inputs.facts import narrow
 from analysis.inputs.load import load_runs
 from runrecord import load_run, schema
 from runrecord.writer import _archive_previous_attempt
@@ -156,6 +157,28 @@ def test_many_new_runs_go_through_the_pool(tmp_path, monkeypatch):
     for x, y, z in zip(cold.included, warm.included, plain.included, strict=True):
         np.testing.assert_array_equal(x.episodes["episode_return"], z.episodes["episode_return"])
         np.testing.assert_array_equal(y.episodes["frames"], z.episodes["frames"])
+        # the cold command holds the columns it parsed; bit for bit the entry's (the
+        # warm command's) and a fresh parse's
+        assert x.held is not None and y.held is None
+        for held, stored, parsed in zip(cache.scoring_columns(x), cache.scoring_columns(y),
+                                        cache.scoring_columns_of(z), strict=True):
+            assert held.dtype == stored.dtype == parsed.dtype == np.float64
+            assert held.tobytes() == stored.tobytes() == parsed.tobytes()
+
+
+def test_held_columns_stay_within_their_budget(tmp_path, monkeypatch):
+    root = tmp_path / "store"
+    dirs = [write_synthetic_run(root / "sweep", seed=s, episodes=40, updates=4)
+            for s in range(1, 4)]
+    sizes = [sum(narrow(c).nbytes for c in cache.scoring_columns_of(load_run(d)))
+             for d in sorted(dirs)]
+    monkeypatch.setattr(cache, "HELD_COLUMNS_BYTES", sizes[0] + min(sizes[1:]) - 1)
+    cold = load_runs([root]).included
+    assert [r.held is not None for r in cold] == [True, False, False]
+    plain = load_runs([root], use_cache=False).included
+    for x, z in zip(cold, plain, strict=True):
+        for a, b in zip(cache.scoring_columns(x), cache.scoring_columns_of(z), strict=True):
+            assert a.tobytes() == b.tobytes()
 
 
 OPTION_SETS = [

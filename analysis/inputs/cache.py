@@ -15,7 +15,9 @@ Two layers here (the third, values computed per option set, is analysis.inputs.d
   command reads one file, not one per run. Rebuilt from the entries for runs that are
   new, changed or gone.
 A run comes back as a `CachedRun`: its manifest and facts; its tables are parsed only if
-something asks for them (staleness, a notebook).
+something asks for them (staleness, a notebook). A run this command parsed also holds the
+scoring columns it stored (within HELD_COLUMNS_BYTES), so the derived values of a cold
+command do not read its new entries back.
 
 Key: an entry (and its index row) is used only while its key matches: the cache format
 version, a hash of the manifest's content (status, run id, summary: a re-run, a finish or
@@ -34,12 +36,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import multiprocessing
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -71,6 +74,11 @@ CACHE_VERSION = 4
 POOL_MIN_MISSES = 32
 """Parse misses in a process pool (both cores) from this many on; fewer are not worth
 starting workers for."""
+HELD_COLUMNS_BYTES = 768 * 2**20
+"""A command that parses runs keeps their (narrowed) scoring columns in memory, up to
+this many bytes per load_many call, so the derived values computed next do not read the
+entries just written back from disk (100,000 runs x 300 episodes: about 720 MB); runs
+past it are read back from their entries."""
 
 
 # ---------------------------------------------------------------- where and which key
@@ -150,6 +158,9 @@ class CachedRun(Run):
         self.cache_root = cache_root
         self.cache_rel = cache_rel
         self._parsed: dict[str, Table] = {}  # tables parsed on demand, by name
+        self.held: tuple[np.ndarray, ...] | None = None
+        """The narrowed scoring columns of the parse that wrote this run's entry (same
+        key, so the same values), when the command that parsed it kept them."""
 
     def __repr__(self) -> str:
         return f"CachedRun({str(self.run_dir)!r})"
@@ -178,7 +189,10 @@ class CachedRun(Run):
         self._parsed[UPDATES] = value
 
     def scoring_columns(self) -> ScoringColumns:
-        """From the run's entry while it still carries this run's key; else parsed."""
+        """Held from this command's parse, else from the run's entry while it still
+        carries this run's key, else parsed."""
+        if self.held is not None:
+            return ScoringColumns(*(widen(c) for c in self.held))
         entry = self.cache_root / CACHE_DIR / f"{self.cache_rel}.npz"
         got = read_columns(entry, self.cache_key)
         return got if got is not None else scoring_columns_of(self)
@@ -244,14 +258,25 @@ def update_layout(run: Run) -> tuple[list[str], int]:
 def write_entry(run: Run, key: str, path: Path) -> dict[str, Any]:
     """Store what the analysis reads of a parsed run under `key`, atomically; returns
     the entry's header (key, warnings, facts)."""
+    return _write_entry(run, key, path)[0]
+
+
+def _write_entry(run: Run, key: str,
+                 path: Path) -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
+    """write_entry, also returning the narrowed scoring columns it stored."""
     header = {"key": key, "warnings": run.warnings, "facts": run_facts(run)}
     cols = scoring_columns_of(run)
     arrays = {name: narrow(np.asarray(col)) for name, col in cols._asdict().items()}
+    held = tuple(arrays[name] for name in ScoringColumns._fields)
     arrays.update({f"u:{c}": narrow(run.updates[c]) for c in AUDIT_COLUMNS
                    if c in run.updates})
     arrays["header"] = np.array(json.dumps(header))
-    atomic_write(path, lambda f: np.savez(f, allow_pickle=False, **arrays))
-    return header
+    # Built in memory, then one write: zipfile seeks back over each member's header,
+    # and every seek on a file is a flush and a system call (11 members per entry).
+    buffer = io.BytesIO()
+    np.savez(buffer, allow_pickle=False, **arrays)
+    atomic_write(path, lambda f: f.write(buffer.getbuffer()))
+    return header, held
 
 
 def read_header(path: Path, key: str) -> dict[str, Any] | None:
@@ -285,14 +310,20 @@ def read_entry(run_dir: Path, manifest: dict[str, Any], key: str, path: Path) ->
     return CachedRun(Path(run_dir), manifest, header, root, rel)
 
 
-def _store(run_dir: Path, path: Path, key: str) -> tuple[Run, dict[str, Any] | None]:
+Stored = tuple[dict[str, Any], tuple[np.ndarray, ...]]
+"""An entry just written: its header and its narrowed scoring columns."""
+
+
+def _store(run_dir: Path, path: Path, key: str) -> tuple[Run, Stored | None]:
     """Parse a run and store it when nothing changed while it was read: (the parsed run,
-    the stored header or None)."""
+    what was stored or None)."""
     run = load_run(run_dir)
-    if run_key(run_dir, read_manifest(run_dir)) != key:  # a live run may have grown
+    # The key again, from the manifest the parse read and the CSVs' state after it: a
+    # live run may have grown, or its manifest changed, since `key` was taken.
+    if run_key(run_dir, run.manifest) != key:
         return run, None
     try:
-        return run, write_entry(run, key, path)
+        return run, _write_entry(run, key, path)
     except OSError:  # a read-only store: parse each time
         return run, None
 
@@ -310,8 +341,8 @@ def refresh_run(run_dir: Path | str, input_root: Path | str | None = None) -> bo
     return True
 
 
-def _refresh_quietly(run_dir: Path, path: Path, key: str) -> dict[str, Any] | None:
-    """Pool worker: the stored header, or None (a record that cannot be read is parsed
+def _refresh_quietly(run_dir: Path, path: Path, key: str) -> Stored | None:
+    """Pool worker: what was stored, or None (a record that cannot be read is parsed
     again, and reported, by the caller)."""
     try:
         return _store(run_dir, path, key)[1]
@@ -406,26 +437,45 @@ def _fill_misses(out: list[Run | RecordError | None],
                  misses: list[tuple[int, Path, dict[str, Any], str, Path, str]],
                  indexes: dict[Path, Index]) -> None:
     """Parse and store the runs whose entries were stale; each becomes a CachedRun when
-    stored, else stays the parsed run."""
-    headers: list[dict[str, Any] | None] = [None] * len(misses)
+    stored (holding its scoring columns while HELD_COLUMNS_BYTES allows), else stays the
+    parsed run."""
     entries = [root / CACHE_DIR / f"{rel}.npz" for _, _, _, _, root, rel in misses]
-    if len(misses) >= POOL_MIN_MISSES:
-        # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a
-        # notebook, the test process), and a forked child of a threaded process can deadlock.
-        with ProcessPoolExecutor(max_workers=min(len(misses), os.cpu_count() or 1),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            headers = list(pool.map(_refresh_quietly, [m[1] for m in misses], entries,
-                                    [m[3] for m in misses], chunksize=16))
-    for (i, d, manifest, key, root, rel), entry, header in zip(misses, entries, headers,
-                                                                strict=True):
-        if header is None:
+    if len(misses) < POOL_MIN_MISSES:
+        _take_stored(out, misses, entries, [None] * len(misses), indexes)
+        return
+    # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a notebook,
+    # the test process), and a forked child of a threaded process can deadlock.
+    with ProcessPoolExecutor(max_workers=min(len(misses), os.cpu_count() or 1),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        # Taken as they come, not listed first: columns past the budget are dropped at
+        # once, so a cold command on long runs holds about the budget, not every run's.
+        _take_stored(out, misses, entries,
+                     pool.map(_refresh_quietly, [m[1] for m in misses], entries,
+                              [m[3] for m in misses], chunksize=16), indexes)
+
+
+def _take_stored(out: list[Run | RecordError | None],
+                 misses: list[tuple[int, Path, dict[str, Any], str, Path, str]],
+                 entries: list[Path], stored: Iterable[Stored | None],
+                 indexes: dict[Path, Index]) -> None:
+    """Each miss as a CachedRun from what the pool stored (parsed and stored here where it
+    stored nothing), holding its columns while HELD_COLUMNS_BYTES allows."""
+    budget = HELD_COLUMNS_BYTES
+    for (i, d, manifest, key, root, rel), entry, got in zip(misses, entries, stored,
+                                                             strict=True):
+        if got is None:
             try:
-                run, header = _store(d, entry, key)
+                run, got = _store(d, entry, key)
             except RecordError as e:
                 out[i] = e
                 continue
-            if header is None:
+            if got is None:
                 out[i] = run
                 continue
+        header, held = got
         indexes[root].put(rel, header)
-        out[i] = CachedRun(d, manifest, header, root, rel)
+        cached = CachedRun(d, manifest, header, root, rel)
+        size = sum(c.nbytes for c in held)
+        if size <= budget:
+            cached.held, budget = held, budget - size
+        out[i] = cached
