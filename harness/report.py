@@ -155,13 +155,21 @@ def run_description(sweep: Sweep) -> str:
     return text
 
 
+def _anchor(title: str) -> str:
+    """An HTML id from a section title: 'Adaptive seeds' -> 'adaptive-seeds'."""
+    return "-".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
+
+
 def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = None,
-               sections: Sequence[tuple[str, str]] = ()) -> str:
+               sections: Sequence[tuple[str, str]] = (),
+               leading: Sequence[tuple[str, str]] = ()) -> str:
     """The report page: everything inline (no network, no files beside it needed).
 
     `extra`: more provenance rows (key -> value). `sections`: more report sections, each
     (title, inner HTML), placed after the tables and before the run list; other report
-    parts (e.g. an Atari-5 estimate, a reproduction check) add theirs here."""
+    parts (e.g. an Atari-5 estimate, a reproduction check) add theirs here. `leading`:
+    sections placed right after the verdicts, before the figures (an adaptive sweep's
+    looks: its decisions are theirs)."""
     title = f"Sweep {sweep.name}: report"
     parts = [
         "<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
@@ -194,6 +202,10 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     for key, note in (("one_seed", WHY_NO_INTERVAL), ("bitwise", WHY_BITWISE)):
         if key in footnotes:
             parts.append(f"<p class='muted'>{html.escape(note)}</p>")
+
+    for sec_title, sec_html in leading:
+        parts.append(f"<h2 id='{_anchor(sec_title)}'>{html.escape(sec_title)}</h2>")
+        parts.append(sec_html)
 
     parts.append("<h2 id='figures'>Figures</h2>")
     for fig in assets.get("figures", []):
@@ -311,7 +323,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE
     tmp = page.with_suffix(".html.tmp")
-    tmp.write_text(build_html(assets, sweep, store, extra, [adaptive] if adaptive else []),
+    tmp.write_text(build_html(assets, sweep, store, extra,
+                              leading=[adaptive] if adaptive else []),
                    encoding="utf-8")
     tmp.replace(page)
     atomic_write_json(out_dir / "assets.json", assets)

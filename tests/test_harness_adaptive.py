@@ -213,7 +213,11 @@ def test_hard_comparison_runs_to_the_cap_and_the_report_shows_every_look(tmp_pat
     p = harness("report", "--sweep", str(sweep), "--results-root", str(root))
     assert p.returncode == 0, p.stdout + p.stderr
     page = (root / "ad" / "report" / "index.html").read_text()
-    assert "<h2>Adaptive seeds</h2>" in page and "Reached the cap at look 3" in page
+    assert "<h2 id='adaptive-seeds'>Adaptive seeds</h2>" in page
+    assert "Reached the cap at look 3" in page
+    # right under the verdicts: for an adaptive sweep its looks hold the decisions
+    assert page.index("id='verdicts'") < page.index("id='adaptive-seeds'") \
+        < page.index("id='figures'")
     for n in (2, 3, 4):  # seeds per side at each look
         assert f"a0-l0-d1 {n}" in page and f"a0-l1-d1 {n}" in page
 

@@ -90,6 +90,6 @@ def test_cartpole_easy_comparison_stops_early_hard_one_runs_to_its_cap(tmp_path)
         p = harness("report", "--sweep", str(sweep), "--results-root", str(root))
         assert p.returncode == 0, p.stdout + p.stderr
         page = (root / name / "report" / "index.html").read_text()
-        assert "<h2>Adaptive seeds</h2>" in page and "fixed design of equal power" in page
+        assert "<h2 id='adaptive-seeds'>Adaptive seeds</h2>" in page and "fixed design of equal power" in page
         for e in read_lines(Store(root, name)):  # every look's decision is in the table
             assert f"<td>{e['look']['decision']}</td>" in page
