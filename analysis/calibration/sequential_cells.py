@@ -102,11 +102,16 @@ def sequential_equivalence_cells(sims: int, design: SequentialDesign, ratio: flo
            rate_cell(verdict, scen, FALSE_ALARM, at_zero.decision == DIFFERENT, NOMINAL),
            rate_cell(verdict, scen, POWER_AT_0, at_zero.passed),
            mean_cell(verdict, scen, SEEDS_AT_0, at_zero.seeds, "seeds")]
-    if fixed is not None:
-        out.append(Cell(verdict, scen, FIXED_SEEDS, float(fixed), sims, unit="seeds",
-                        value_se=0.0))
-    out.append(_naive(f"{NAIVE}: equivalence (final + AUC)", scen, naive_margin.passed))
-    return out
+    return out + _fixed_and_naive(verdict, scen, fixed, sims,
+                                  f"{NAIVE}: equivalence (final + AUC)", naive_margin.passed)
+
+
+def _fixed_and_naive(verdict: str, scen: str, fixed: int | None, sims: int, naive: str,
+                     naive_passed: np.ndarray) -> list[Cell]:
+    """The fixed design's seeds (when estimated) and the naive re-testing row beside it."""
+    cells = [] if fixed is None else [Cell(verdict, scen, FIXED_SEEDS, float(fixed), sims,
+                                           unit="seeds", value_se=0.0)]
+    return [*cells, _naive(naive, scen, naive_passed)]
 
 
 def sequential_gate_cells(sims: int, design: SequentialDesign, n_ref: int, ratio: float,
@@ -128,11 +133,8 @@ def sequential_gate_cells(sims: int, design: SequentialDesign, n_ref: int, ratio
            rate_cell(verdict, scen, "REGRESSION at 0", at_zero.decision == REGRESSION),
            rate_cell(verdict, scen, POWER_AT_0, at_zero.passed),
            mean_cell(verdict, scen, SEEDS_AT_0, at_zero.seeds, "seeds")]
-    if fixed is not None:
-        out.append(Cell(verdict, scen, FIXED_SEEDS, float(fixed), sims, unit="seeds",
-                        value_se=0.0))
-    out.append(_naive(f"{NAIVE}: gate (per-seed value)", scen, naive_margin.passed))
-    return out
+    return out + _fixed_and_naive(verdict, scen, fixed, sims,
+                                  f"{NAIVE}: gate (per-seed value)", naive_margin.passed)
 
 
 def _naive(verdict: str, scen: str, passed: np.ndarray) -> Cell:

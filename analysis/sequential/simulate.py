@@ -75,12 +75,15 @@ def _record(out: Paths, open_: np.ndarray, dec: np.ndarray, n: int) -> np.ndarra
     return open_ & ~stop
 
 
+def _start(sims: int) -> tuple[Paths, np.ndarray]:
+    """Every draw still open (CONTINUE, no seeds spent, no PASS yet)."""
+    return (Paths(np.full(sims, CONTINUE, dtype=object), np.zeros(sims, dtype=np.int64),
+                  np.zeros(sims, dtype=bool)), np.ones(sims, dtype=bool))
+
+
 def equivalence_paths(b: Boundaries, a: np.ndarray, ref: np.ndarray, delta: float) -> Paths:
     """Sequential equivalence of `a` against `ref`, both (metrics, sims, cap seeds)."""
-    sims = a.shape[1]
-    out = Paths(np.full(sims, CONTINUE, dtype=object), np.zeros(sims, dtype=np.int64),
-                np.zeros(sims, dtype=bool))
-    open_ = np.ones(sims, dtype=bool)
+    out, open_ = _start(a.shape[1])
     for k, n in enumerate(b.seeds):
         per_metric = [welch_stats(a[j, :, :n], ref[j, :, :n]) for j in range(a.shape[0])]
         diff, se, df = (np.stack([s[i] for s in per_metric]) for i in range(3))
@@ -92,10 +95,7 @@ def equivalence_paths(b: Boundaries, a: np.ndarray, ref: np.ndarray, delta: floa
 
 def gate_paths(b: Boundaries, new: np.ndarray, ref: np.ndarray, delta: float) -> Paths:
     """The sequential gate of `new` (sims, cap seeds) against a fixed `ref` (sims, m)."""
-    sims = new.shape[0]
-    out = Paths(np.full(sims, CONTINUE, dtype=object), np.zeros(sims, dtype=np.int64),
-                np.zeros(sims, dtype=bool))
-    open_ = np.ones(sims, dtype=bool)
+    out, open_ = _start(new.shape[0])
     for k, n in enumerate(b.seeds):
         diff, _, se, df = regression_lower_bound(new[:, :n], ref)
         dec, _, _ = gate_decisions(diff, se, df, delta, float(b.passing[k]),
