@@ -11,7 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,12 +62,21 @@ class Run:
 
 
 def read_manifest(run_dir: Path | str) -> dict[str, Any]:
-    path = Path(run_dir) / schema.MANIFEST_FILE
-    if not path.exists():
-        raise RecordError(f"{path}: no manifest.json (not a run record folder)")
+    return read_manifest_bytes(run_dir)[0]
+
+
+def read_manifest_bytes(run_dir: Path | str) -> tuple[dict[str, Any], bytes]:
+    """(the manifest, the file's bytes) of a run folder: one read for a caller that also
+    hashes the file (the analysis cache keys runs by it)."""
+    path = os.path.join(run_dir, schema.MANIFEST_FILE)
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        raise RecordError(f"{path}: no manifest.json (not a run record folder)") from None
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise RecordError(f"{path}: manifest is not valid JSON ({e})") from e
     if not isinstance(manifest, dict):
         raise RecordError(f"{path}: manifest must be a JSON object")
@@ -76,7 +86,7 @@ def read_manifest(run_dir: Path | str) -> dict[str, Any]:
             f"{path}: schema_version {version!r} is not readable by this version "
             f"(reads 1..{schema.SCHEMA_VERSION})"
         )
-    return manifest
+    return manifest, raw
 
 
 def _convert(values: list[str]) -> np.ndarray:
@@ -163,10 +173,13 @@ def load_run(run_dir: Path | str) -> Run:
     return Run(run_dir, manifest, episodes, updates, warnings)
 
 
-def find_run_dirs(root: Path | str) -> Iterator[Path]:
-    """Every folder under `root` (or `root` itself) that holds a manifest.json.
+def find_run_dirs(root: Path | str, skip: Collection[str] = ()) -> Iterator[Path]:
+    """Every folder under `root` (or `root` itself) that holds a manifest.json, in path
+    order (by path components, as sorted(Path) orders them).
 
-    Folders of earlier attempts (previous_attempts/) are history, not runs, and skipped.
+    Folders of earlier attempts (previous_attempts/) are history, not runs, and skipped;
+    so are folders named in `skip` (e.g. a cache beside the runs), and symlinked folders
+    are not followed.
     """
     root = Path(root)
     if not root.exists():
@@ -174,7 +187,13 @@ def find_run_dirs(root: Path | str) -> Iterator[Path]:
     if (root / schema.MANIFEST_FILE).exists():
         yield root
         return
-    for p in sorted(root.rglob(schema.MANIFEST_FILE)):
-        if "previous_attempts" in p.parent.relative_to(root).parts:
-            continue
-        yield p.parent
+    pruned = {"previous_attempts", *skip}
+    found: list[list[str]] = []
+    for folder, subdirs, files in os.walk(root):
+        subdirs[:] = [d for d in subdirs if d not in pruned]
+        if schema.MANIFEST_FILE in files:
+            found.append(os.path.relpath(folder, root).split(os.sep))
+    # Sorted here, one time, as component lists: the order Path objects sort in, without
+    # building and comparing 100,000 Paths.
+    for parts in sorted(found):
+        yield root.joinpath(*parts)

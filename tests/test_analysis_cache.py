@@ -16,6 +16,7 @@ from analysis.inputs import cache
 from analysis.inputs.facts import narrow
 from analysis.inputs.load import load_runs
 from runrecord import load_run, schema
+from runrecord.reader import read_manifest_bytes
 from runrecord.writer import _archive_previous_attempt
 
 REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
@@ -121,7 +122,7 @@ def _rewrite_forever(run_a, run_b, path, stop):
 def test_reader_during_writes_sees_whole_entries(tmp_path):
     root, run_a = _store(tmp_path)
     run_b = write_synthetic_run(root / "sweep", seed=2, episodes=80, updates=6)
-    path = tmp_path / "entry.npz"
+    path = tmp_path / "run.entry"
     a = load_run(run_a)
     cache.write_entry(a, "key-a", path)
     ctx = multiprocessing.get_context("spawn")
@@ -146,15 +147,20 @@ def test_reader_during_writes_sees_whole_entries(tmp_path):
 
 
 def test_many_new_runs_go_through_the_pool(tmp_path, monkeypatch):
+    # the pool starts at the second miss and gets a chunk per run while the rest are
+    # looked up: the results still come back to their own runs
     monkeypatch.setattr(cache, "POOL_MIN_MISSES", 2)
+    monkeypatch.setattr(cache._MissParser, "CHUNK_RUNS", 1)
     root = tmp_path / "store"
-    dirs = [write_synthetic_run(root / "sweep", seed=s, episodes=40, updates=4)
-            for s in range(1, 5)]
+    dirs = [write_synthetic_run(root / "sweep", seed=s, episodes=40 + s, updates=4)
+            for s in range(1, 6)]
     cold = load_runs([root])
     assert all(_entry(d).exists() for d in dirs)
     warm = load_runs([root])
     plain = load_runs([root], use_cache=False)
+    assert [r.run_id for r in cold.included] == [r.run_id for r in plain.included]
     for x, y, z in zip(cold.included, warm.included, plain.included, strict=True):
+        assert x.run_id == y.run_id == z.run_id and cache.episode_count(x) == len(z.episodes)
         np.testing.assert_array_equal(x.episodes["episode_return"], z.episodes["episode_return"])
         np.testing.assert_array_equal(y.episodes["frames"], z.episodes["frames"])
         # the cold command holds the columns it parsed; bit for bit the entry's (the
@@ -223,8 +229,8 @@ def test_harness_adds_each_finished_run(tmp_path):
     dirs = sorted((root / "fake" / "runs").iterdir())
     assert len(dirs) == 3
     for d in dirs:  # every settled run (completed or failed) has a current entry
-        m = load_run(d).manifest
-        assert cache.read_entry(d, m, cache.run_key(d, m), cache.cache_file(d)) is not None
+        m, raw = read_manifest_bytes(d)
+        assert cache.read_entry(d, m, cache.run_key(d, raw), cache.cache_file(d)) is not None
     assert _seen(root) == _seen_plain(root)
 
 

@@ -6,7 +6,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.calibration import calibrate
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 
@@ -26,6 +25,10 @@ class Calibrate:
     """Also write the table as markdown here."""
 
     def run(self) -> int:
+        # Imported here: the suite pulls in scipy.stats and matplotlib (~1.4 s), which
+        # every other subcommand would otherwise pay at start-up.
+        from analysis.calibration import calibrate
+
         res = calibrate(reduced=self.reduced, seed=self.seed)
         table = res.markdown()
         print(table)

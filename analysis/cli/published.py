@@ -1,5 +1,8 @@
 """`python -m analysis` subcommands on published results: paper-tables, atari5,
 reproduce, orb-import and orb-fetch. Each parses its flags and calls analysis functions.
+
+The modules behind them (atari5, reproduce, figures: scipy and matplotlib) are imported
+in run(), so that the other subcommands do not pay ~1 s for them at start-up.
 """
 
 from __future__ import annotations
@@ -11,8 +14,6 @@ from typing import Literal
 import numpy as np
 import tyro
 
-from analysis import atari5
-from analysis import reproduce as rp
 from analysis.cli.common import (
     RecordArgs,
     RunFilter,
@@ -31,8 +32,7 @@ from analysis.inputs.orb import (
 )
 from analysis.inputs.records import parse_key_values
 from analysis.json_file import write_json
-from analysis.output import figures as figs
-from analysis.output.report import AGGREGATE_REPS
+from analysis.scoring.aggregates import AGGREGATE_REPS
 from analysis.scoring.tables import paper_table
 from runrecord.exits import EXIT_OK
 
@@ -48,6 +48,8 @@ class PaperTables:
     """Folder for the table (.md/.csv) and a runtime bar figure."""
 
     def run(self) -> int:
+        from analysis.output import figures as figs
+
         res = paper_table(self.table)
         t = res.table_data()
         print(t.title)
@@ -88,6 +90,8 @@ class Atari5(RecordArgs):
     """Write the estimates as JSON here."""
 
     def run(self) -> int:
+        from analysis import atari5
+
         model = atari5.load_model(self.subset)
         if self.table is not None:
             if self.inputs or self.orb:
@@ -168,6 +172,8 @@ class Reproduce(RunFilter):
     """Folder for the table (.md/.csv), reproduce.json and the figure (PNG + PDF)."""
 
     def run(self) -> int:
+        from analysis import reproduce as rp
+
         if (self.published is None) == (not self.orb):
             raise AnalysisError("give either --published TABLE --column NAME (the paper's "
                                 "tables) or --orb CACHE_DIR (its per-seed runs)")

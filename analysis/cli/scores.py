@@ -1,5 +1,8 @@
 """`python -m analysis` subcommands on scores: summary, aggregate, curves, plan-seeds,
 staleness and figures. Each parses its flags and calls one analysis function.
+
+The figure and report modules (matplotlib, scipy) are imported in the run() that draws,
+so that a command that prints numbers does not pay ~1 s for them at start-up.
 """
 
 from __future__ import annotations
@@ -7,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import tyro
 
@@ -24,27 +27,20 @@ from analysis.inputs.orb import (
     is_imported,
 )
 from analysis.json_file import write_json
-from analysis.output import figures as figs
-from analysis.output.curve_files import write_curves
-from analysis.output.report import AGGREGATE_REPS, build_report_assets
 from analysis.scales.normalize import parse_normalisers
-from analysis.scoring.aggregates import aggregate_groups, summary_table
+from analysis.scoring.aggregates import AGGREGATE_REPS, aggregate_groups, summary_table
 from analysis.scoring.curves import CURVE_REPS
 from analysis.scoring.grouping import (
     group_keys,
     labelled_groups,
 )
+from analysis.verdicts.defaults import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.verdicts.poi_pairs import choose_pairs
-from analysis.verdicts.seedplan import (
-    DEFAULT_SEEDS,
-    DEFAULT_SIMS,
-    Spread,
-    given_spread,
-    seed_plan_lines,
-    spread_from_analysis,
-)
 from analysis.verdicts.staleness import audit
 from runrecord.exits import EXIT_OK
+
+if TYPE_CHECKING:  # the planner imports scipy: loaded only by the commands that plan
+    from analysis.verdicts.seedplan import Spread
 
 
 @dataclass(kw_only=True)
@@ -116,6 +112,8 @@ class Curves(RecordArgs):
     """Bootstrap seed."""
 
     def run(self) -> int:
+        from analysis.output.curve_files import write_curves
+
         a = self.analysis()
         figures, csv_path = write_curves(a, self.out, axis=self.axis, metrics=self.metric,
                                          reps=self.reps, seed=self.seed)
@@ -150,6 +148,8 @@ class SpreadArgs(RecordArgs):
     """Seed of the simulations (same seed, same table)."""
 
     def spread_and_suite(self) -> tuple[Spread, str]:
+        from analysis.verdicts.seedplan import given_spread, spread_from_analysis
+
         """The stated spread and --suite, or the pilot runs' pooled spread and suite."""
         if self.sd is not None:
             if self.inputs or self.orb:
@@ -176,6 +176,8 @@ class PlanSeeds(SpreadArgs):
     """Seeds per side for the smallest margin reachable at 80% power."""
 
     def run(self) -> int:
+        from analysis.verdicts.seedplan import seed_plan_lines
+
         spread, suite = self.spread_and_suite()
         print("\n".join(seed_plan_lines(
             spread, suite, delta=self.delta, gate_delta=self.gate_delta,
@@ -206,6 +208,8 @@ class Staleness(RecordArgs):
         if self.json_out:
             write_json(self.json_out, rep.as_dict())
         if self.out:
+            from analysis.output import figures as figs
+
             info = figs.staleness_figure(rep, self.out)
             print(f"wrote {info.png} and {info.pdf}")
         return rep.exit_code
@@ -233,6 +237,8 @@ class Figures(ScoreOptions, Grouping):
     default: the group with the smallest hardware."""
 
     def run(self) -> int:
+        from analysis.output.report import build_report_assets
+
         for d in self.inputs:
             if not Path(d).is_dir():
                 raise AnalysisError(f"{d}: no such folder (expected a run or sweep folder)")

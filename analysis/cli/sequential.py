@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 from analysis.cli.scores import SpreadArgs
 from analysis.scales.normalize import parse_normalisers
-from analysis.sequential.design import SequentialDesign
-from analysis.sequential.design_plan import design_plan_lines
 from runrecord.exits import EXIT_OK
 
 
@@ -34,6 +32,11 @@ class PlanSequential(SpreadArgs):
     """The gate's fixed reference seeds (default: the cap)."""
 
     def run(self) -> int:
+        # Imported here: the sequential package loads scipy.stats (~0.5 s), which the
+        # other subcommands would otherwise pay at start-up.
+        from analysis.sequential.design import SequentialDesign
+        from analysis.sequential.design_plan import design_plan_lines
+
         design = SequentialDesign(self.first_seeds, self.batch_seeds, self.max_seeds,
                                   self.alpha, self.spending)
         design.validate()

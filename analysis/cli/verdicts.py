@@ -1,5 +1,8 @@
 """`python -m analysis equivalence` and `regression`: flags, then one call each
 (analysis.verdicts.pairing + compare, analysis.verdicts.gate).
+
+The verdict modules (scipy.stats) are imported in run(): the other subcommands do not
+pay for them at start-up.
 """
 
 from __future__ import annotations
@@ -12,9 +15,7 @@ from analysis.cli.common import RecordArgs, RunFilter, ScoreOptions, print_left_
 from analysis.errors import AnalysisError
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
-from analysis.verdicts.compare import equivalence_verdicts
-from analysis.verdicts.gate import DEFAULT_WORST, gate
-from analysis.verdicts.regression import ReferenceSpread
+from analysis.verdicts.defaults import DEFAULT_WORST
 from runrecord import Run
 
 
@@ -44,6 +45,8 @@ class Equivalence(RecordArgs):
     docs/atari5.md)."""
 
     def run(self) -> int:
+        from analysis.verdicts.compare import equivalence_verdicts
+
         a = self.analysis()
         print_warnings(a.warnings)
         res = equivalence_verdicts(a, group=self.a, reference=self.reference,
@@ -107,6 +110,9 @@ class Regression(RunFilter, ScoreOptions):
         return rs.included
 
     def run(self) -> int:
+        from analysis.verdicts.gate import gate
+        from analysis.verdicts.regression import ReferenceSpread
+
         new = self._runs(self.new)
         try:
             reference: list[Run] | float = float(self.reference)

@@ -5,11 +5,12 @@ Where: `<root>/.analysis-cache/` beside the runs of `<root>/<sweep>/runs/<run_id
 store layout, runrecord.paths.results_root_of), or below the folder the user named.
 
 Two layers here (the third, values computed per option set, is analysis.inputs.derived):
-- an entry per run, `<root>/.analysis-cache/<sweep>/runs/<run_id>.npz`: the four episode
-  columns scoring reads (analysis.inputs.facts.ScoringColumns, each in the smallest dtype
-  that holds it bit for bit) and a JSON header: the run's key, the reader's warnings and
-  its facts (episode count, last frame, longest wall time, a digest per column for the
-  bitwise check). Written as the harness settles each run, or by the first command that
+- an entry per run, `<root>/.analysis-cache/<sweep>/runs/<run_id>.entry`
+  (analysis.inputs.entry_file): the four episode columns scoring reads
+  (analysis.inputs.facts.ScoringColumns, each in the smallest dtype that holds it bit for
+  bit), the audited update columns, and a JSON header: the run's key, the reader's
+  warnings and its facts (episode count, last frame, longest wall time, a digest per
+  column for the bitwise check). Written as the harness settles each run, or by the first command that
   misses it (a spawned process pool for many misses).
 - one index per root, `<root>/.analysis-cache/index.json`: every entry's header, so a warm
   command reads one file, not one per run. Rebuilt from the entries for runs that are
@@ -36,19 +37,19 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import json
 import multiprocessing
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from analysis.inputs import entry_file
 from analysis.inputs.facts import (
     AUDIT_COLUMNS,
     EPISODES,
@@ -62,15 +63,15 @@ from analysis.inputs.facts import (
     widen,
 )
 from runrecord import RecordError, Run, load_run, schema
-from runrecord.ids import canonical_json
-from runrecord.paths import results_root_of
-from runrecord.reader import Table, read_manifest, read_table
+from runrecord.reader import Table, read_manifest_bytes, read_table
 
 CACHE_DIR = ".analysis-cache"
 UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
-"""What reading a missing, torn or foreign cache file raises: a miss, never an error."""
+"""What reading a missing, torn or foreign cache file (an entry, or a derived npz)
+raises: a miss, never an error."""
 INDEX_FILE = "index.json"
-CACHE_VERSION = 4
+CACHE_VERSION = 5
+ENTRY_SUFFIX = ".entry"
 POOL_MIN_MISSES = 32
 """Parse misses in a process pool (both cores) from this many on; fewer are not worth
 starting workers for."""
@@ -86,37 +87,54 @@ past it are read back from their entries."""
 def cache_location(run_dir: Path | str,
                    input_root: Path | str | None = None) -> tuple[Path, str] | None:
     """(cache root, the run's path relative to it): its results root when it is laid out
-    as <root>/<sweep>/runs/<run_id>, else the folder the user named (`input_root`, when
-    the run lies below it). None for a lone run folder."""
-    run_dir = Path(os.path.abspath(run_dir))
-    root = results_root_of(run_dir)
-    if root is None and input_root is not None:
-        named = Path(os.path.abspath(input_root))
-        root = named if named in run_dir.parents else None
-    if root is None:
+    as <root>/<sweep>/runs/<run_id> (runrecord.paths.results_root_of), else the folder
+    the user named (`input_root`, when the run lies below it). None for a lone run
+    folder. String operations, not Path: a command calls this once per run."""
+    path = os.path.abspath(run_dir)
+    parent = os.path.dirname(path)
+    sweep = os.path.dirname(parent)
+    if os.path.basename(parent) == "runs" and os.path.dirname(sweep) != sweep:
+        root = os.path.dirname(sweep)
+    elif input_root is not None:
+        root = os.path.abspath(input_root)
+        if not path.startswith(root.rstrip("/") + "/") or path == root:
+            return None
+    else:
         return None
-    return root, run_dir.relative_to(root).as_posix()
+    return _path(root), path[len(root):].lstrip("/")
+
+
+@functools.lru_cache(maxsize=64)
+def _path(folder: str) -> Path:
+    """One Path per cache root, not one per run."""
+    return Path(folder)
 
 
 def cache_file(run_dir: Path | str, input_root: Path | str | None = None) -> Path | None:
     """The cache entry of a run folder (None when it has no cache root)."""
     loc = cache_location(run_dir, input_root)
-    return None if loc is None else loc[0] / CACHE_DIR / f"{loc[1]}.npz"
+    return None if loc is None else entry_path(*loc)
 
 
-def _file_state(path: Path) -> str:
+def entry_path(cache_root: Path, rel: str) -> Path:
+    """Where the entry of the run at `rel` below `cache_root` lives."""
+    return cache_root / CACHE_DIR / f"{rel}{ENTRY_SUFFIX}"
+
+
+def _file_state(path: str) -> str:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except FileNotFoundError:
         return "-"
     return f"{st.st_size}.{st.st_mtime_ns}"
 
 
-def run_key(run_dir: Path, manifest: dict[str, Any]) -> str:
+def run_key(run_dir: Path | str, manifest_bytes: bytes) -> str:
     """Changes whenever the run's content does (see the module docstring)."""
-    digest = hashlib.sha1(canonical_json(manifest).encode()).hexdigest()
-    return (f"v{CACHE_VERSION}:{digest}:{_file_state(run_dir / schema.EPISODES_FILE)}:"
-            f"{_file_state(run_dir / schema.UPDATES_FILE)}")
+    digest = hashlib.sha1(manifest_bytes).hexdigest()
+    return (f"v{CACHE_VERSION}:{digest}:"
+            f"{_file_state(os.path.join(run_dir, schema.EPISODES_FILE))}:"
+            f"{_file_state(os.path.join(run_dir, schema.UPDATES_FILE))}")
 
 
 @functools.cache
@@ -193,23 +211,22 @@ class CachedRun(Run):
         carries this run's key, else parsed."""
         if self.held is not None:
             return ScoringColumns(*(widen(c) for c in self.held))
-        entry = self.cache_root / CACHE_DIR / f"{self.cache_rel}.npz"
+        entry = entry_path(self.cache_root, self.cache_rel)
         got = read_columns(entry, self.cache_key)
         return got if got is not None else scoring_columns_of(self)
 
     def audit_table(self) -> Table:
         """The updates.csv columns of AUDIT_COLUMNS, from the run's entry while it carries
         this run's key; else parsed."""
-        entry = self.cache_root / CACHE_DIR / f"{self.cache_rel}.npz"
+        entry = entry_path(self.cache_root, self.cache_rel)
         try:
-            with np.load(entry, allow_pickle=False) as data:
-                if json.loads(str(data["header"])).get("key") == self.cache_key:
-                    cols = {c: widen(data[f"u:{c}"]) for c in AUDIT_COLUMNS
-                            if f"u:{c}" in data}
-                    return Table(cols, int(self.facts["update_rows"]))
+            header, data = entry_file.read(entry)
         except UNREADABLE:
-            pass
-        return self.updates
+            return self.updates
+        if header.get("key") != self.cache_key:
+            return self.updates
+        cols = {c: widen(data[f"u:{c}"]) for c in AUDIT_COLUMNS if f"u:{c}" in data}
+        return Table(cols, int(self.facts["update_rows"]))
 
 
 def audit_table(run: Run) -> Table:
@@ -270,32 +287,29 @@ def _write_entry(run: Run, key: str,
     held = tuple(arrays[name] for name in ScoringColumns._fields)
     arrays.update({f"u:{c}": narrow(run.updates[c]) for c in AUDIT_COLUMNS
                    if c in run.updates})
-    arrays["header"] = np.array(json.dumps(header))
-    # Built in memory, then one write: zipfile seeks back over each member's header,
-    # and every seek on a file is a flush and a system call (11 members per entry).
-    buffer = io.BytesIO()
-    np.savez(buffer, allow_pickle=False, **arrays)
-    atomic_write(path, lambda f: f.write(buffer.getbuffer()))
+    data = entry_file.encode(header, arrays)
+    atomic_write(path, lambda f: f.write(data))
     return header, held
 
 
 def read_header(path: Path, key: str) -> dict[str, Any] | None:
     """An entry's header when it exists and carries `key`, else None."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            header = json.loads(str(data["header"]))
+        header = entry_file.read_header(path)
     except UNREADABLE:  # absent, or not a complete entry
         return None
-    return header if header.get("key") == key else None
+    if header.get("key") != key:
+        return None
+    return {"key": key, "warnings": header["warnings"], "facts": header["facts"]}
 
 
 def read_columns(path: Path, key: str) -> ScoringColumns | None:
     """An entry's scoring columns when it carries `key`, else None."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if json.loads(str(data["header"])).get("key") != key:
-                return None
-            return ScoringColumns(*(widen(data[f]) for f in ScoringColumns._fields))
+        header, data = entry_file.read(path)
+        if header.get("key") != key:
+            return None
+        return ScoringColumns(*(widen(data[f]) for f in ScoringColumns._fields))
     except UNREADABLE:
         return None
 
@@ -318,9 +332,9 @@ def _store(run_dir: Path, path: Path, key: str) -> tuple[Run, Stored | None]:
     """Parse a run and store it when nothing changed while it was read: (the parsed run,
     what was stored or None)."""
     run = load_run(run_dir)
-    # The key again, from the manifest the parse read and the CSVs' state after it: a
-    # live run may have grown, or its manifest changed, since `key` was taken.
-    if run_key(run_dir, run.manifest) != key:
+    # The key again, from the CSVs' state after the parse: a live run may have grown, or
+    # its manifest changed, since `key` was taken.
+    if run_key(run_dir, read_manifest_bytes(run_dir)[1]) != key:
         return run, None
     try:
         return run, _write_entry(run, key, path)
@@ -337,7 +351,7 @@ def refresh_run(run_dir: Path | str, input_root: Path | str | None = None) -> bo
     path = cache_file(run_dir, input_root)
     if path is None:
         return False
-    _store(run_dir, path, run_key(run_dir, read_manifest(run_dir)))
+    _store(run_dir, path, run_key(run_dir, read_manifest_bytes(run_dir)[1]))
     return True
 
 
@@ -394,64 +408,104 @@ class Index:
 def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] | None = None, *,
               use_cache: bool = True) -> list[Run | RecordError]:
     """Each run (or the RecordError reading it raised), in order: a CachedRun where its
-    cache is current, else parsed (and stored). Many stale entries are parsed first in a
-    process pool (both cores). `input_root`: the folder the user named, or one per run."""
+    cache is current, else parsed (and stored). Many stale entries are parsed in a
+    process pool (both cores) that starts while the rest are still being looked up.
+    `input_root`: the folder the user named, or one per run."""
     out: list[Run | RecordError | None] = []
     indexes: dict[Path, Index] = {}
     misses: list[tuple[int, Path, dict[str, Any], str, Path, str]] = []
     named = ([input_root] * len(run_dirs) if input_root is None
              or isinstance(input_root, (str, os.PathLike)) else list(input_root))
-    for d, named_root in zip(run_dirs, named, strict=True):
-        d = Path(d)
-        loc = cache_location(d, named_root) if use_cache else None
-        if loc is None:
+    with _MissParser() as parser:
+        for d, named_root in zip(run_dirs, named, strict=True):
+            d = Path(d)
+            loc = cache_location(d, named_root) if use_cache else None
+            if loc is None:
+                try:
+                    out.append(load_run(d))
+                except RecordError as e:
+                    out.append(e)
+                continue
+            root, rel = loc
             try:
-                out.append(load_run(d))
+                manifest, raw = read_manifest_bytes(d)
             except RecordError as e:
                 out.append(e)
-            continue
-        root, rel = loc
-        try:
-            manifest = read_manifest(d)
-        except RecordError as e:
-            out.append(e)
-            continue
-        key = run_key(d, manifest)
-        index = indexes.get(root) or indexes.setdefault(root, Index(root))
-        header = index.get(rel, key)
-        entry = root / CACHE_DIR / f"{rel}.npz"
-        if header is None and (header := read_header(entry, key)) is not None:
-            index.put(rel, header)
-        if header is not None:
-            out.append(CachedRun(d, manifest, header, root, rel))
-        else:
-            out.append(None)
-            misses.append((len(out) - 1, d, manifest, key, root, rel))
-    _fill_misses(out, misses, indexes)
+                continue
+            key = run_key(d, raw)
+            index = indexes.get(root) or indexes.setdefault(root, Index(root))
+            header = index.get(rel, key)
+            entry = entry_path(root, rel)
+            if header is None and (header := read_header(entry, key)) is not None:
+                index.put(rel, header)
+            if header is not None:
+                out.append(CachedRun(d, manifest, header, root, rel))
+            else:
+                out.append(None)
+                misses.append((len(out) - 1, d, manifest, key, root, rel))
+                parser.add(d, entry, key)
+        # Taken as they come, not listed first: columns past the budget are dropped at
+        # once, so a cold command on long runs holds about the budget, not every run's.
+        _take_stored(out, misses, [entry_path(m[4], m[5]) for m in misses],
+                     parser.results(), indexes)
     for index in indexes.values():
         index.save()
     return [r for r in out if r is not None]
 
 
-def _fill_misses(out: list[Run | RecordError | None],
-                 misses: list[tuple[int, Path, dict[str, Any], str, Path, str]],
-                 indexes: dict[Path, Index]) -> None:
-    """Parse and store the runs whose entries were stale; each becomes a CachedRun when
-    stored (holding its scoring columns while HELD_COLUMNS_BYTES allows), else stays the
-    parsed run."""
-    entries = [root / CACHE_DIR / f"{rel}.npz" for _, _, _, _, root, rel in misses]
-    if len(misses) < POOL_MIN_MISSES:
-        _take_stored(out, misses, entries, [None] * len(misses), indexes)
-        return
-    # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a notebook,
-    # the test process), and a forked child of a threaded process can deadlock.
-    with ProcessPoolExecutor(max_workers=min(len(misses), os.cpu_count() or 1),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        # Taken as they come, not listed first: columns past the budget are dropped at
-        # once, so a cold command on long runs holds about the budget, not every run's.
-        _take_stored(out, misses, entries,
-                     pool.map(_refresh_quietly, [m[1] for m in misses], entries,
-                              [m[3] for m in misses], chunksize=16), indexes)
+def _refresh_chunk(chunk: list[tuple[Path, Path, str]]) -> list[Stored | None]:
+    """Pool worker: _refresh_quietly for each (run folder, entry, key) of a chunk."""
+    return [_refresh_quietly(*job) for job in chunk]
+
+
+class _MissParser:
+    """Parses and stores the runs whose entries were stale: in a process pool, started
+    once POOL_MIN_MISSES are known and fed CHUNK_RUNS at a time while the caller goes on
+    looking up the rest (the lookup of 100,000 runs takes ~25 s of one core); fewer
+    misses are left to the caller (results() gives None for each)."""
+
+    CHUNK_RUNS = 16
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Path, Path, str]] = []
+        self.futures: list[Future[list[Stored | None]]] = []
+        self.pool: ProcessPoolExecutor | None = None
+        self.count = 0
+
+    def __enter__(self) -> _MissParser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def add(self, run_dir: Path, entry: Path, key: str) -> None:
+        self.pending.append((run_dir, entry, key))
+        self.count += 1
+        if self.pool is None and self.count >= POOL_MIN_MISSES:
+            # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a
+            # notebook, the test process), and a forked child of a threaded process can
+            # deadlock.
+            self.pool = ProcessPoolExecutor(max_workers=os.cpu_count() or 1,
+                                            mp_context=multiprocessing.get_context("spawn"))
+        if self.pool is not None and len(self.pending) >= self.CHUNK_RUNS:
+            self._submit()
+
+    def _submit(self) -> None:
+        assert self.pool is not None
+        self.futures.append(self.pool.submit(_refresh_chunk, self.pending))
+        self.pending = []
+
+    def results(self) -> Iterator[Stored | None]:
+        """What was stored for each miss, in the order added (None: parse it here)."""
+        if self.pool is None:
+            yield from [None] * len(self.pending)
+            return
+        if self.pending:
+            self._submit()
+        futures, self.futures = self.futures, []
+        for future in futures:
+            yield from future.result()
 
 
 def _take_stored(out: list[Run | RecordError | None],

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,7 @@ class _Rows:
         self.width = width
         self.rows: dict[str, tuple[str, np.ndarray]] = {}
         self.changed = False
+        self.seen: set[str] = set()  # rows of runs this command loaded: present
         try:
             with np.load(path, allow_pickle=False) as data:
                 paths, keys, values = data["paths"], data["keys"], data["values"]
@@ -82,6 +84,7 @@ class _Rows:
             pass
 
     def get(self, rel: str, key: str) -> np.ndarray | None:
+        self.seen.add(rel)
         row = self.rows.get(rel)
         return row[1] if row is not None and row[0] == key else None
 
@@ -92,8 +95,8 @@ class _Rows:
     def save(self, root: Path) -> None:
         if not self.changed:
             return
-        kept = {rel: row for rel, row in self.rows.items()
-                if (root / rel / schema.MANIFEST_FILE).exists()}
+        kept = {rel: row for rel, row in self.rows.items() if rel in self.seen
+                or os.path.exists(os.path.join(root, rel, schema.MANIFEST_FILE))}
         paths = np.array(list(kept), dtype=str)
         keys = np.array([k for k, _ in kept.values()], dtype=str)
         values = (np.stack([v for _, v in kept.values()]) if kept
@@ -156,6 +159,8 @@ def run_records(runs: Sequence[Run], name: str,
     else computed and stored (runs outside any cache: computed each time)."""
     out: list[dict[str, Any]] = []
     files: dict[Path, tuple[dict[str, Any], bool]] = {}
+    seen = {(run.cache_root, run.cache_rel) for run in runs  # present: loaded just now
+            if isinstance(run, CachedRun)}
     for run in runs:
         if not isinstance(run, CachedRun):
             out.append(compute(run))
@@ -177,8 +182,8 @@ def run_records(runs: Sequence[Run], name: str,
     for path, (rows, changed) in files.items():
         if changed:
             root = path.parent.parent.parent
-            kept = {rel: row for rel, row in rows.items()
-                    if (root / rel / schema.MANIFEST_FILE).exists()}
+            kept = {rel: row for rel, row in rows.items() if (root, rel) in seen
+                    or os.path.exists(os.path.join(root, rel, schema.MANIFEST_FILE))}
             data = json.dumps(kept).encode()
             try:
                 atomic_write(path, lambda f: f.write(data))  # noqa: B023 (called at once)

@@ -64,7 +64,8 @@ def narrow(column: np.ndarray) -> np.ndarray:
         as_int = column.astype(np.int32)
         if np.array_equal(as_int.astype(np.float64).view(np.int64), bits):
             return as_int
-    as_f32 = column.astype(np.float32)
+    with np.errstate(over="ignore"):  # a value past float32's range: kept as float64
+        as_f32 = column.astype(np.float32)
     if np.array_equal(as_f32.astype(np.float64).view(np.int64), bits):
         return as_f32
     return column
@@ -72,7 +73,7 @@ def narrow(column: np.ndarray) -> np.ndarray:
 
 def widen(stored: np.ndarray) -> np.ndarray:
     """Back to what the reader gives: float64, or object for text."""
-    if stored.dtype.kind in "US":
+    if stored.dtype.kind in "USO":
         return stored.astype(object)
     return stored.astype(np.float64)
 

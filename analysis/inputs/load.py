@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.inputs.cache import episode_count, load_many
+from analysis.inputs.cache import CACHE_DIR, episode_count, load_many
 from analysis.inputs.facts import episode_x
 from runrecord import RecordError, Run, find_run_dirs, schema
 
@@ -101,7 +101,7 @@ def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet
     for root in roots:
         if not root.exists():
             raise AnalysisError(f"{root}: no such folder (expected a run or sweep folder)")
-        dirs = list(find_run_dirs(root))
+        dirs = list(find_run_dirs(root, skip=(CACHE_DIR,)))  # not the cache's 100,000 files
         if not dirs:
             out.warnings.append(f"{root}: no run records (no manifest.json below it)")
         if len(roots) == 1:  # a run is listed once per input: nothing to drop

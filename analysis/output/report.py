@@ -24,6 +24,7 @@ from analysis.inputs.orb import IMPORTED_HEADER, imported_rows
 from analysis.json_file import write_json
 from analysis.output import figures as figs
 from analysis.scales.normalize import get_normaliser
+from analysis.scoring.aggregates import AGGREGATE_REPS
 from analysis.scoring.curves import CURVE_REPS, efficiency_curve
 from analysis.scoring.grouping import FAMILY_KEYS, analyse, group_keys, group_values
 from analysis.scoring.scores import (
@@ -37,8 +38,6 @@ from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.pairing import Pairing, by_family, pair_groups
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError
-
-AGGREGATE_REPS = 50_000
 
 
 def aggregate_intervals(

@@ -17,6 +17,9 @@ from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES
 from analysis.stats.pairs import probability_of_improvement_pairs
 
+AGGREGATE_REPS = 50_000
+"""Bootstrap replicates of the aggregate intervals (the CLI's and the report's default)."""
+
 
 def summary_table(groups: Mapping[str, GroupScores]) -> TableData:
     """Per group: seeds, tasks, median and IQM of the final score, IQM of the AUC, and

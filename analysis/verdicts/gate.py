@@ -28,6 +28,7 @@ from analysis.inputs.protocol import check_same_protocol
 from analysis.scoring.grouping import analyse, layout_names, manifest_family
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
+from analysis.verdicts.defaults import DEFAULT_WORST
 from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import (
     ReferenceSpread,
@@ -57,7 +58,6 @@ regression`'s original name), auc (IQM over games of the normalised AUC), atari5
 (the Atari-5 estimate of the 57-game median HNS, docs/atari5.md)."""
 
 DEFAULT_GATE_METRIC = "iqm"
-DEFAULT_WORST = 5
 
 
 @dataclass
