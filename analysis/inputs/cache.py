@@ -35,6 +35,7 @@ is skipped silently; deleting the folder or `--no-cache` changes nothing but spe
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import json
@@ -355,13 +356,32 @@ def refresh_run(run_dir: Path | str, input_root: Path | str | None = None) -> bo
     return True
 
 
-def _refresh_quietly(run_dir: Path, path: Path, key: str) -> Stored | None:
-    """Pool worker: what was stored, or None (a record that cannot be read is parsed
-    again, and reported, by the caller)."""
+Settled = tuple[dict[str, Any], str, dict[str, Any], tuple[np.ndarray, ...] | None]
+"""A run settled from its folder alone: (manifest, key, entry header, the narrowed scoring
+columns when it was parsed and stored just now, else None)."""
+
+
+def _settle(run_dir: Path, entry: Path) -> Settled | Run:
+    """Manifest and key read here; the run's entry when it carries the key, else the run
+    parsed and stored. The parsed Run itself when nothing could be stored (it changed
+    while read, or the store is read-only). RecordError propagates."""
+    manifest, raw = read_manifest_bytes(run_dir)
+    key = run_key(run_dir, raw)
+    header = read_header(entry, key)
+    if header is not None:
+        return manifest, key, header, None
+    run, stored = _store(run_dir, entry, key)
+    return run if stored is None else (run.manifest, key, *stored)
+
+
+def _settle_quietly(run_dir: Path, entry: Path) -> Settled | None:
+    """Pool worker: _settle, or None where it stored nothing (the caller parses such a run
+    again, and reports a record that cannot be read)."""
     try:
-        return _store(run_dir, path, key)[1]
+        got = _settle(run_dir, entry)
     except RecordError:
         return None
+    return None if isinstance(got, Run) else got
 
 
 # ---------------------------------------------------------------- the index of a root
@@ -380,6 +400,11 @@ class Index:
             self.rows = {}
         self.changed = False
         self.seen: set[str] = set()
+
+    def has(self, rel: str) -> bool:
+        """Whether the index has a row for `rel` (current or not)."""
+        self.seen.add(rel)
+        return rel in self.rows
 
     def get(self, rel: str, key: str) -> dict[str, Any] | None:
         self.seen.add(rel)
@@ -413,7 +438,7 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] 
     `input_root`: the folder the user named, or one per run."""
     out: list[Run | RecordError | None] = []
     indexes: dict[Path, Index] = {}
-    misses: list[tuple[int, Path, dict[str, Any], str, Path, str]] = []
+    misses: list[tuple[int, Path, Path, str]] = []
     named = ([input_root] * len(run_dirs) if input_root is None
              or isinstance(input_root, (str, os.PathLike)) else list(input_root))
     with _MissParser() as parser:
@@ -427,35 +452,33 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] 
                     out.append(e)
                 continue
             root, rel = loc
-            try:
-                manifest, raw = read_manifest_bytes(d)
-            except RecordError as e:
-                out.append(e)
-                continue
-            key = run_key(d, raw)
             index = indexes.get(root) or indexes.setdefault(root, Index(root))
-            header = index.get(rel, key)
-            entry = entry_path(root, rel)
-            if header is None and (header := read_header(entry, key)) is not None:
-                index.put(rel, header)
-            if header is not None:
-                out.append(CachedRun(d, manifest, header, root, rel))
-            else:
-                out.append(None)
-                misses.append((len(out) - 1, d, manifest, key, root, rel))
-                parser.add(d, entry, key)
+            if index.has(rel):  # known: current while the run's key is the row's
+                try:
+                    manifest, raw = read_manifest_bytes(d)
+                except RecordError as e:
+                    out.append(e)
+                    continue
+                header = index.get(rel, run_key(d, raw))
+                if header is not None:
+                    out.append(CachedRun(d, manifest, header, root, rel))
+                    continue
+            # New or changed: its manifest, key and entry are read where it is settled
+            # (the pool, for many), not here.
+            out.append(None)
+            misses.append((len(out) - 1, d, root, rel))
+            parser.add(d, entry_path(root, rel))
         # Taken as they come, not listed first: columns past the budget are dropped at
         # once, so a cold command on long runs holds about the budget, not every run's.
-        _take_stored(out, misses, [entry_path(m[4], m[5]) for m in misses],
-                     parser.results(), indexes)
+        _take_settled(out, misses, parser.results(), indexes)
     for index in indexes.values():
         index.save()
     return [r for r in out if r is not None]
 
 
-def _refresh_chunk(chunk: list[tuple[Path, Path, str]]) -> list[Stored | None]:
-    """Pool worker: _refresh_quietly for each (run folder, entry, key) of a chunk."""
-    return [_refresh_quietly(*job) for job in chunk]
+def _settle_chunk(chunk: list[tuple[Path, Path]]) -> list[Settled | None]:
+    """Pool worker: _settle_quietly for each (run folder, entry) of a chunk."""
+    return [_settle_quietly(*job) for job in chunk]
 
 
 class _MissParser:
@@ -467,8 +490,8 @@ class _MissParser:
     CHUNK_RUNS = 16
 
     def __init__(self) -> None:
-        self.pending: list[tuple[Path, Path, str]] = []
-        self.futures: list[Future[list[Stored | None]]] = []
+        self.pending: list[tuple[Path, Path]] = []
+        self.futures: list[Future[list[Settled | None]]] = []
         self.pool: ProcessPoolExecutor | None = None
         self.count = 0
 
@@ -479,8 +502,8 @@ class _MissParser:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
 
-    def add(self, run_dir: Path, entry: Path, key: str) -> None:
-        self.pending.append((run_dir, entry, key))
+    def add(self, run_dir: Path, entry: Path) -> None:
+        self.pending.append((run_dir, entry))
         self.count += 1
         if self.pool is None and self.count >= POOL_MIN_MISSES:
             # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a
@@ -493,43 +516,45 @@ class _MissParser:
 
     def _submit(self) -> None:
         assert self.pool is not None
-        self.futures.append(self.pool.submit(_refresh_chunk, self.pending))
+        self.futures.append(self.pool.submit(_settle_chunk, self.pending))
         self.pending = []
 
-    def results(self) -> Iterator[Stored | None]:
-        """What was stored for each miss, in the order added (None: parse it here)."""
+    def results(self) -> Iterator[Settled | None]:
+        """Each miss settled, in the order added (None: settle it here)."""
         if self.pool is None:
             yield from [None] * len(self.pending)
             return
         if self.pending:
             self._submit()
-        futures, self.futures = self.futures, []
-        for future in futures:
-            yield from future.result()
+        # Each future dropped once read: a future holds its result, so a list of them
+        # would keep every run's columns (10,000 long runs: 4.7 GB) to the end.
+        futures, self.futures = collections.deque(self.futures), []
+        while futures:
+            yield from futures.popleft().result()
 
 
-def _take_stored(out: list[Run | RecordError | None],
-                 misses: list[tuple[int, Path, dict[str, Any], str, Path, str]],
-                 entries: list[Path], stored: Iterable[Stored | None],
-                 indexes: dict[Path, Index]) -> None:
-    """Each miss as a CachedRun from what the pool stored (parsed and stored here where it
-    stored nothing), holding its columns while HELD_COLUMNS_BYTES allows."""
+def _take_settled(out: list[Run | RecordError | None],
+                  misses: list[tuple[int, Path, Path, str]],
+                  settled: Iterable[Settled | None], indexes: dict[Path, Index]) -> None:
+    """Each miss as a CachedRun from what the pool settled (settled here where it gave
+    None), holding the columns it parsed while HELD_COLUMNS_BYTES allows; a run that could
+    not be stored stays the parsed Run, one that cannot be read its RecordError."""
     budget = HELD_COLUMNS_BYTES
-    for (i, d, manifest, key, root, rel), entry, got in zip(misses, entries, stored,
-                                                             strict=True):
+    for (i, d, root, rel), got in zip(misses, settled, strict=True):
         if got is None:
             try:
-                run, got = _store(d, entry, key)
+                here = _settle(d, entry_path(root, rel))
             except RecordError as e:
                 out[i] = e
                 continue
-            if got is None:
-                out[i] = run
+            if isinstance(here, Run):
+                out[i] = here
                 continue
-        header, held = got
+            got = here
+        manifest, _, header, held = got
         indexes[root].put(rel, header)
         cached = CachedRun(d, manifest, header, root, rel)
-        size = sum(c.nbytes for c in held)
-        if size <= budget:
+        size = sum(c.nbytes for c in held) if held is not None else 0
+        if held is not None and size <= budget:
             cached.held, budget = held, budget - size
         out[i] = cached
