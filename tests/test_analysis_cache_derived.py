@@ -15,7 +15,8 @@ from analysis.cli import main
 from analysis.inputs import cache, derived
 from analysis.inputs.facts import narrow, widen
 from analysis.inputs.load import load_runs
-from analysis.scoring.scores import scores_by_group
+from analysis.scales.normalize import get_normaliser
+from analysis.scoring.scores import binned_curve, scores_by_group
 from analysis.verdicts.staleness import audit
 from runrecord import schema
 from runrecord.reader import read_table
@@ -231,3 +232,26 @@ def test_staleness_audit_of_cached_runs_parses_nothing_and_agrees(tmp_path, caps
     (root / cache.CACHE_DIR / derived.DERIVED_DIR / "staleness.json").unlink()
     assert audit(runs).as_dict() == want  # recomputed from the cache entries
     assert audit(runs, "seed").as_dict() != want  # the group is not part of what is cached
+
+
+def test_each_group_time_curve_is_on_its_own_time_grid(tmp_path):
+    # three groups, two of them sharing a time grid and the middle one (by label) on
+    # another: one pass over the runs still gives each run its own group's grid
+    root = tmp_path / "store"
+    for lay, spf in (("a0-l0-d1", 1e-4), ("a0-l0-d2", 3e-4), ("a0-l1-d1", 1e-4)):
+        for s in (1, 2):
+            write_synthetic_run(root / "sweep", seed=s, layout=lay, episodes=70, updates=4,
+                                seconds_per_frame=spf)
+    for use_cache in (True, True, False):  # cold, warm, parsed
+        got = scores_by_group(load_runs([root], use_cache=use_cache).included, "layout.name")
+        assert list(got) == ["a0-l0-d1", "a0-l0-d2", "a0-l1-d1"]
+        grids = {g: got[g].time_grid for g in got}
+        assert np.array_equal(grids["a0-l0-d1"], grids["a0-l1-d1"])
+        assert not np.array_equal(grids["a0-l0-d1"], grids["a0-l0-d2"])
+        for gs in got.values():
+            for (seed, task), run in gs.runs.items():
+                cols = cache.scoring_columns(run)
+                norm = get_normaliser(task)
+                want = binned_curve(cols.wall, norm(cols.ret), gs.time_grid)
+                row = gs.seeds.index(seed), gs.tasks.index(task)
+                assert gs.time_curves[row].tobytes() == want.tobytes()

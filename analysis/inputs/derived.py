@@ -116,22 +116,29 @@ def _prune(folder: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
-def run_values(runs: Sequence[Run], quantities: Sequence[Quantity]) -> list[np.ndarray]:
+def run_values(runs: Sequence[Run],
+               quantities: Sequence[Quantity | Sequence[Quantity]]) -> list[np.ndarray]:
     """For each quantity a (len(runs), width) array of its rows: from the derived files
     where current, else computed (each run's columns read once for all its misses) and
-    stored. Runs outside any cache (--no-cache, imports) are computed each time."""
-    out = [np.empty((len(runs), q.width)) for q in quantities]
-    files: dict[tuple[Path, int], _Rows] = {}
+    stored. A position of `quantities` is one Quantity for every run, or one per run (of
+    one width: e.g. the time curve on each run's group's grid), so a command makes one
+    pass over its runs. Runs outside any cache (--no-cache, imports) are computed each
+    time."""
+    per_run = [[q] * len(runs) if isinstance(q, Quantity) else list(q) for q in quantities]
+    widths = [q.width if isinstance(q, Quantity) else q[0].width for q in quantities]
+    out = [np.empty((len(runs), w)) for w in widths]
+    files: dict[tuple[Path, str, str], _Rows] = {}
     for i, run in enumerate(runs):
         todo = []
-        for j, q in enumerate(quantities):
+        for j, column in enumerate(per_run):
+            q = column[i]
             if not isinstance(run, CachedRun):
                 todo.append(j)
                 continue
-            rows = files.get((run.cache_root, j))
+            where = (run.cache_root, q.name, q.params)
+            rows = files.get(where)
             if rows is None:
-                rows = files.setdefault((run.cache_root, j),
-                                        _Rows(q.file(run.cache_root), q.width))
+                rows = files.setdefault(where, _Rows(q.file(run.cache_root), q.width))
             got = rows.get(run.cache_rel, f"{run.cache_key}|{q.run_params(run)}")
             if got is None:
                 todo.append(j)
@@ -141,13 +148,12 @@ def run_values(runs: Sequence[Run], quantities: Sequence[Quantity]) -> list[np.n
             continue
         cols = scoring_columns(run)
         for j in todo:
-            q = quantities[j]
+            q = per_run[j][i]
             out[j][i] = q.compute(run, cols)
             if isinstance(run, CachedRun):
-                files[run.cache_root, j].put(run.cache_rel,
-                                             f"{run.cache_key}|{q.run_params(run)}",
-                                             out[j][i].copy())
-    for (root, _), rows in files.items():
+                files[run.cache_root, q.name, q.params].put(
+                    run.cache_rel, f"{run.cache_key}|{q.run_params(run)}", out[j][i].copy())
+    for (root, _, _), rows in files.items():
         rows.save(root)
     return out
 

@@ -245,9 +245,8 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
                   points: int, normalisers: Mapping[str, tuple[float, float]] | None,
                   ) -> dict[str, GroupScores]:
     """Groups scored on one frame grid. Each group's cells and normalisers are checked in
-    turn (the first error raises); then the final scores and frame curves of every run
-    come from one pass over the derived layer, the time curves from one per group (each
-    group has its own time grid)."""
+    turn (the first error raises); then the final score, frame curve and time curve (on
+    its group's time grid) of every run come from one pass over the derived layer."""
     cells: dict[str, tuple[dict[tuple[int, str], Run], list[int], list[str], list[str]]] = {}
     norms: dict[str, Normaliser] = {}
     for g, rs in groups.items():
@@ -255,8 +254,6 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
         norms.update((t, get_normaliser(t, normalisers)) for t in cells[g][2])
     runs = [by_cell[s, t] for by_cell, seeds, tasks, _ in cells.values()
             for s in seeds for t in tasks]
-    final_rows, curve_rows = run_values(runs, [_final_window(last_n),
-                                               _frame_curve(frame_grid, norms)])
     spans, walls, time_grids = {}, {}, {}
     start = 0
     for g, (by_cell, seeds, tasks, _) in cells.items():
@@ -266,11 +263,13 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
         t_end = float(np.nanmax(walls[g])) if np.isfinite(walls[g]).any() else np.nan
         time_grids[g] = (np.linspace(t_end / points, t_end, points)
                          if np.isfinite(t_end) and t_end > 0 else np.full(points, np.nan))
-    time_rows = np.empty((len(runs), points))
-    for same_grid in _groups_by_grid(time_grids):  # one pass per distinct time grid
-        at = np.concatenate([np.arange(len(runs))[spans[g]] for g in same_grid])
-        time_rows[at], = run_values([runs[i] for i in at],
-                                    [_time_curve(time_grids[same_grid[0]], norms)])
+    curve_of: dict[str, Quantity] = {}  # one Quantity per distinct time grid
+    for same_grid in _groups_by_grid(time_grids):
+        q = _time_curve(time_grids[same_grid[0]], norms)
+        curve_of.update((g, q) for g in same_grid)
+    time_curve = [curve_of[g] for g in cells for _ in range(spans[g].stop - spans[g].start)]
+    final_rows, curve_rows, time_rows = run_values(
+        runs, [_final_window(last_n), _frame_curve(frame_grid, norms), time_curve])
     out = {}
     for g, (by_cell, seeds, tasks, warnings) in cells.items():
         shape = (len(seeds), len(tasks))
