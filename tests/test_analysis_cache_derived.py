@@ -18,7 +18,7 @@ from analysis.inputs.load import load_runs
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.scores import binned_curve, scores_by_group
 from analysis.verdicts.staleness import audit
-from runrecord import schema
+from runrecord import RecordError, schema
 from runrecord.reader import read_table
 from runrecord.writer import _archive_previous_attempt
 
@@ -206,6 +206,16 @@ def test_plain_numeric_tables_read_as_float_reads_them(tmp_path):
     path.write_text("a,b\n1,2\n3,\n")
     t = read_table(path)
     assert t["b"][0] == 2.0 and np.isnan(t["b"][1])
+    # rows whose widths make up the right total are still rows of the wrong width
+    path.write_text("a,b\n1,2,3\n4\n5,6\n")
+    with pytest.raises(RecordError, match="wrong number of fields"):
+        read_table(path)
+    path.write_text("a,b\n1,2\n3,4,5\n")  # a long last line: dropped as torn
+    warnings: list[str] = []
+    t = read_table(path, warnings=warnings)
+    assert len(t) == 1 and any("torn" in w for w in warnings)
+    path.write_text("a,b\n1,\u00fc\n2,3\n")  # text beyond ASCII: the csv module's path
+    assert list(read_table(path)["b"]) == ["\u00fc", "3"]
 
 
 def test_cache_files_are_readable_by_the_group_like_the_records(tmp_path, capsys):
