@@ -10,8 +10,9 @@ Two layers here (the third, values computed per option set, is analysis.inputs.d
   (analysis.inputs.facts.ScoringColumns, each in the smallest dtype that holds it bit for
   bit), the audited update columns, and a JSON header: the run's key, the reader's
   warnings and its facts (episode count, last frame, longest wall time, a digest per
-  column for the bitwise check). Written as the harness settles each run, or by the first command that
-  misses it (a spawned process pool for many misses).
+  column for the bitwise check). Written as the harness settles each run, or by the
+  first command that misses it (a spawned process pool for many misses, which also reads
+  the manifests of runs the index does not know).
 - one index per root, `<root>/.analysis-cache/index.json`: every entry's header, so a warm
   command reads one file, not one per run. Rebuilt from the entries for runs that are
   new, changed or gone.
@@ -21,8 +22,8 @@ scoring columns it stored (within HELD_COLUMNS_BYTES), so the derived values of 
 command do not read its new entries back.
 
 Key: an entry (and its index row) is used only while its key matches: the cache format
-version, a hash of the manifest's content (status, run id, summary: a re-run, a finish or
-an archived attempt rewrites it) and the size and mtime (ns) of episodes.csv and
+version, a hash of the manifest file's bytes (status, run id, summary: a re-run, a finish
+or an archived attempt rewrites it) and the size and mtime (ns) of episodes.csv and
 updates.csv (a repaired torn line or appended rows change the size; mtime alone is not
 trusted on NFS, where it is coarse). A deleted run is not found, so nothing of it is read
 (and its index row is pruned).
