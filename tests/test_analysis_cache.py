@@ -5,6 +5,8 @@ import json
 import multiprocessing
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -238,3 +240,23 @@ def _seen_plain(root):
     rs = load_runs([root], use_cache=False)
     return ({r.run_id: len(r.episodes) for r in rs.included},
             {x.run_id: x.status for x in rs.left_out}, rs.warnings)
+
+
+def test_script_without_main_guard_loads_runs_through_a_broken_pool(tmp_path):
+    # a spawned worker re-imports the script, which starts a pool of its own while it
+    # is still bootstrapping: the workers die, and the runs are parsed in the script
+    root = tmp_path / "store"
+    for s in (1, 2, 3):
+        write_synthetic_run(root / "sweep", seed=s, episodes=20, updates=2)
+    script = tmp_path / "no_guard.py"
+    script.write_text("from analysis.inputs import cache\n"
+                      "from analysis.inputs.load import load_runs\n"
+                      "cache.POOL_MIN_MISSES = 2\n"
+                      f"rs = load_runs([{str(root)!r}])\n"
+                      "print('runs', len(rs.included), len(rs.left_out))\n")
+    project = Path(__file__).resolve().parent.parent
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(project)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "runs 3 0"
+    assert _seen(root) == _seen_plain(root)  # and what it stored is current

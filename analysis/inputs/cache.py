@@ -46,6 +46,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -485,14 +486,17 @@ def _settle_chunk(chunk: list[tuple[Path, Path]]) -> list[Settled | None]:
 class _MissParser:
     """Parses and stores the runs whose entries were stale: in a process pool, started
     once POOL_MIN_MISSES are known and fed CHUNK_RUNS at a time while the caller goes on
-    looking up the rest (the lookup of 100,000 runs takes ~25 s of one core); fewer
-    misses are left to the caller (results() gives None for each)."""
+    looking up the rest (the lookup of 100,000 runs takes ~12 s of one core); fewer
+    misses are left to the caller (results() gives None for each). A pool that breaks (a
+    worker killed; a script without `if __name__ == "__main__":`, whose spawned workers
+    cannot start) leaves its runs to the caller too: slower, never wrong."""
 
     CHUNK_RUNS = 16
 
     def __init__(self) -> None:
         self.pending: list[tuple[Path, Path]] = []
-        self.futures: list[Future[list[Settled | None]]] = []
+        # (runs, their future; None where the pool could not take them)
+        self.futures: list[tuple[int, Future[list[Settled | None]] | None]] = []
         self.pool: ProcessPoolExecutor | None = None
         self.count = 0
 
@@ -517,7 +521,12 @@ class _MissParser:
 
     def _submit(self) -> None:
         assert self.pool is not None
-        self.futures.append(self.pool.submit(_settle_chunk, self.pending))
+        try:
+            future: Future[list[Settled | None]] | None = self.pool.submit(
+                _settle_chunk, self.pending)
+        except BrokenProcessPool:
+            future = None
+        self.futures.append((len(self.pending), future))
         self.pending = []
 
     def results(self) -> Iterator[Settled | None]:
@@ -531,7 +540,12 @@ class _MissParser:
         # would keep every run's columns (10,000 long runs: 4.7 GB) to the end.
         futures, self.futures = collections.deque(self.futures), []
         while futures:
-            yield from futures.popleft().result()
+            runs, future = futures.popleft()
+            try:
+                got = future.result() if future is not None else [None] * runs
+            except BrokenProcessPool:
+                got = [None] * runs
+            yield from got
 
 
 def _take_settled(out: list[Run | RecordError | None],
