@@ -104,3 +104,24 @@ def test_find_run_dirs_orders_as_sorted_paths_and_prunes(tmp_path):
     assert tmp_path / ".cache-like" / "x" in want
     skipped = list(find_run_dirs(tmp_path, skip=(".cache-like",)))
     assert skipped == [p for p in want if ".cache-like" not in p.parts]
+
+
+def test_an_older_cache_loses_its_npz_entries_once_and_keeps_derived_files(tmp_path):
+    root = tmp_path / "store"
+    run_dir = write_synthetic_run(root / "sweep", seed=1, episodes=30, updates=3)
+    want = load_runs([root], use_cache=False).included[0]
+    cache_dir = root / cache.CACHE_DIR
+    old_entry = cache_dir / "sweep" / "runs" / f"{run_dir.name}.npz"  # version 4's layout
+    old_entry.parent.mkdir(parents=True)
+    np.savez(old_entry, x=np.arange(3))
+    derived_file = cache_dir / cache.DERIVED_DIR / "final-0123.npz"
+    derived_file.parent.mkdir(parents=True)
+    np.savez(derived_file, paths=np.array([], dtype=str))
+    (cache_dir / cache.INDEX_FILE).write_text('{"version": 4, "runs": {}}')
+    got = load_runs([root]).included[0]
+    assert not old_entry.exists() and derived_file.exists()
+    assert cache.cache_file(run_dir).exists()
+    assert cache.scoring_columns(got).ret.tobytes() == want.episodes["episode_return"].tobytes()
+    np.savez(old_entry, x=np.arange(3))  # the index is current now: nothing is dropped
+    load_runs([root])
+    assert old_entry.exists()

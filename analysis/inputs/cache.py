@@ -69,6 +69,8 @@ from runrecord import RecordError, Run, load_run, schema
 from runrecord.reader import Table, read_manifest_bytes, read_table
 
 CACHE_DIR = ".analysis-cache"
+DERIVED_DIR = "derived"
+"""Below CACHE_DIR: the derived layer's files (analysis.inputs.derived)."""
 UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 """What reading a missing, torn or foreign cache file (an entry, or a derived npz)
 raises: a miss, never an error."""
@@ -394,11 +396,13 @@ class Index:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.path = root / CACHE_DIR / INDEX_FILE
+        self.older = False  # an index of an older cache version: its entries are dropped
         try:
             data = json.loads(self.path.read_text())
             self.rows: dict[str, dict[str, Any]] = (
                 data["runs"] if data.get("version") == CACHE_VERSION else {})
-        except (OSError, ValueError, KeyError, TypeError):
+            self.older = data.get("version") != CACHE_VERSION
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self.rows = {}
         self.changed = False
         self.seen: set[str] = set()
@@ -429,7 +433,25 @@ class Index:
         try:
             atomic_write(self.path, lambda f: f.write(text.encode()))
         except OSError:
-            pass
+            return
+        if self.older:
+            _drop_old_entries(self.root / CACHE_DIR)
+            self.older = False
+
+
+def _drop_old_entries(cache_dir: Path) -> None:
+    """Delete the per-run npz entries of cache versions before 5, which this version
+    never reads (10,000 long runs held ~5 GB in them); the derived files stay (their own
+    keys say whether they are current). Once, when the index of an older version is
+    replaced."""
+    for folder, subdirs, files in os.walk(cache_dir):
+        subdirs[:] = [d for d in subdirs if d != DERIVED_DIR]
+        for name in files:
+            if name.endswith(".npz"):
+                try:
+                    os.unlink(os.path.join(folder, name))
+                except OSError:
+                    pass
 
 
 def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] | None = None, *,

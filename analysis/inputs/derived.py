@@ -31,6 +31,7 @@ import numpy as np
 
 from analysis.inputs.cache import (
     CACHE_DIR,
+    DERIVED_DIR,
     UNREADABLE,
     CachedRun,
     atomic_write,
@@ -39,7 +40,6 @@ from analysis.inputs.cache import (
 from analysis.inputs.facts import ScoringColumns
 from runrecord import Run, schema
 
-DERIVED_DIR = "derived"
 KEEP_FILES = 256
 """Files kept per root (the most recently used); an option set not used for a while is
 recomputed when it comes back."""
