@@ -163,10 +163,12 @@ def read_table(
     return Table(cols, len(body))
 
 
-def load_run(run_dir: Path | str) -> Run:
-    """Manifest plus both tables of one run."""
+def load_run(run_dir: Path | str, manifest: dict[str, Any] | None = None) -> Run:
+    """Manifest plus both tables of one run (`manifest`: the one the caller has just read
+    from this folder, e.g. with read_manifest_bytes, so it is not read again)."""
     run_dir = Path(run_dir)
-    manifest = read_manifest(run_dir)
+    if manifest is None:
+        manifest = read_manifest(run_dir)
     warnings: list[str] = []
     episodes = read_table(run_dir / schema.EPISODES_FILE, schema.EPISODE_COLUMNS, warnings)
     updates = read_table(run_dir / schema.UPDATES_FILE, schema.UPDATE_COLUMNS[:-1], warnings)

@@ -260,3 +260,25 @@ def test_script_without_main_guard_loads_runs_through_a_broken_pool(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip().splitlines()[-1] == "runs 3 0"
     assert _seen(root) == _seen_plain(root)  # and what it stored is current
+
+
+def test_run_that_grows_while_it_is_parsed_is_not_stored(tmp_path, monkeypatch):
+    # a live run appends an episode between the parse and the key taken after it: what
+    # was parsed is returned, but nothing is stored under a key it does not match
+    root, run_dir = _store(tmp_path, status=schema.RUNNING)
+    parse = cache.load_run
+
+    def parse_then_grow(d, manifest=None):
+        run = parse(d, manifest)
+        with open(Path(d) / schema.EPISODES_FILE, "a") as f:
+            f.write("999999,999999,1.0,0,4.0,10\n")
+        return run
+
+    monkeypatch.setattr(cache, "load_run", parse_then_grow)
+    rs = load_runs([root])
+    assert [x.status for x in rs.left_out] == [schema.RUNNING]
+    assert not _entry(run_dir).exists()
+    monkeypatch.setattr(cache, "load_run", parse)
+    load_runs([root])  # nothing grows now: stored, holding the grown file's episodes
+    assert _entry(run_dir).exists()
+    assert _seen(root) == _seen_plain(root)

@@ -333,13 +333,16 @@ Stored = tuple[dict[str, Any], tuple[np.ndarray, ...]]
 """An entry just written: its header and its narrowed scoring columns."""
 
 
-def _store(run_dir: Path, path: Path, key: str) -> tuple[Run, Stored | None]:
-    """Parse a run and store it when nothing changed while it was read: (the parsed run,
-    what was stored or None)."""
-    run = load_run(run_dir)
-    # The key again, from the CSVs' state after the parse: a live run may have grown, or
-    # its manifest changed, since `key` was taken.
-    if run_key(run_dir, read_manifest_bytes(run_dir)[1]) != key:
+def _store(run_dir: Path, path: Path, manifest: dict[str, Any],
+           manifest_bytes: bytes) -> tuple[Run, Stored | None]:
+    """Parse a run whose manifest was just read (`manifest` from `manifest_bytes`) and
+    store it when its CSVs did not change while they were read: (the parsed run, what was
+    stored or None)."""
+    key = run_key(run_dir, manifest_bytes)
+    run = load_run(run_dir, manifest)
+    # The key again, with the CSVs' state after the parse: a live run may have grown
+    # since `key` was taken. (A manifest rewritten meanwhile changes the next key.)
+    if run_key(run_dir, manifest_bytes) != key:
         return run, None
     try:
         return run, _write_entry(run, key, path)
@@ -356,13 +359,13 @@ def refresh_run(run_dir: Path | str, input_root: Path | str | None = None) -> bo
     path = cache_file(run_dir, input_root)
     if path is None:
         return False
-    _store(run_dir, path, run_key(run_dir, read_manifest_bytes(run_dir)[1]))
+    _store(run_dir, path, *read_manifest_bytes(run_dir))
     return True
 
 
-Settled = tuple[dict[str, Any], str, dict[str, Any], tuple[np.ndarray, ...] | None]
-"""A run settled from its folder alone: (manifest, key, entry header, the narrowed scoring
-columns when it was parsed and stored just now, else None)."""
+Settled = tuple[dict[str, Any], dict[str, Any], tuple[np.ndarray, ...] | None]
+"""A run settled from its folder alone: (manifest, entry header (with the run's key), the
+narrowed scoring columns when it was parsed and stored just now, else None)."""
 
 
 def _settle(run_dir: Path, entry: Path) -> Settled | Run:
@@ -370,12 +373,11 @@ def _settle(run_dir: Path, entry: Path) -> Settled | Run:
     parsed and stored. The parsed Run itself when nothing could be stored (it changed
     while read, or the store is read-only). RecordError propagates."""
     manifest, raw = read_manifest_bytes(run_dir)
-    key = run_key(run_dir, raw)
-    header = read_header(entry, key)
+    header = read_header(entry, run_key(run_dir, raw))
     if header is not None:
-        return manifest, key, header, None
-    run, stored = _store(run_dir, entry, key)
-    return run if stored is None else (run.manifest, key, *stored)
+        return manifest, header, None
+    run, stored = _store(run_dir, entry, manifest, raw)
+    return run if stored is None else (manifest, *stored)
 
 
 def _settle_quietly(run_dir: Path, entry: Path) -> Settled | None:
@@ -588,7 +590,7 @@ def _take_settled(out: list[Run | RecordError | None],
                 out[i] = here
                 continue
             got = here
-        manifest, _, header, held = got
+        manifest, header, held = got
         indexes[root].put(rel, header)
         cached = CachedRun(d, manifest, header, root, rel)
         size = sum(c.nbytes for c in held) if held is not None else 0
