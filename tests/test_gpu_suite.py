@@ -14,7 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_suite import compare_checksums, window_sps  # noqa: E402
+from gpu_suite import (  # noqa: E402
+    ALL_STEPS,
+    SHARES,
+    cap_now,
+    compare_checksums,
+    step_caps,
+    window_sps,
+)
 from reference_cleanba import PATCHES, ReferenceError, patched_script  # noqa: E402
 from suite_table import NOT_YET, TRAINING_ROWS, render_markdown  # noqa: E402
 
@@ -55,7 +62,14 @@ def test_tiny_suite_fills_every_row(tmp_path: Path) -> None:
     # two --deterministic runs of one seed on one machine: same params after every update
     assert steps["deterministic"]["checksums_identical"]
     assert steps["deterministic"]["updates_compared"] == runs[-1]["updates_planned"]
-    assert steps["reference-ppo"] == {**steps["reference-ppo"], "not_run": "no --reference-path given"}
+    assert steps["reference-ppo"]["not_run"].startswith("no --reference-path given")
+    learning = steps["ours-ppo"]["learning"]
+    assert learning["episodes_averaged"] >= 1 and learning["random_score"] == 1.7
+    assert learning["frames"] == 4 * steps["ours-ppo"]["updates_planned"] * 8 * 32
+    # the budget is shared by every step, and no step ran past its cap
+    assert sum(results["planned_s"].values()) == pytest.approx(results["budget_s"])
+    for step, entry in steps.items():
+        assert entry["step_wall_s"] <= results["budget_s"], step
 
     table = (out / "results.md").read_text()
     assert NOT_YET not in table
@@ -74,7 +88,7 @@ def test_tiny_suite_fills_every_row(tmp_path: Path) -> None:
 
 def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     for args in (["--only", "no-such-step"], ["--reference-path", str(tmp_path)],
-                 ["--actor-grid", "8x3"]):
+                 ["--actor-grid", "8x3"], ["--budget-s", "10"]):
         out = tmp_path / "never"
         proc = run_suite("--out", str(out), *args, timeout=120)
         assert proc.returncode == EXIT_BAD_INPUT, (args, proc.stderr)
@@ -88,6 +102,20 @@ def test_window_sps_by_hand() -> None:
     got = window_sps(steps, times)
     assert got == {"steady_sps": 300 / 20, "first_half_sps": 100 / 5, "second_half_sps": 200 / 15}
     assert window_sps(steps[:3], times[:3])["steady_sps"] is None
+
+
+def test_step_caps_share_the_budget_and_pass_savings_on() -> None:
+    shares = step_caps(ALL_STEPS, 470.0)
+    assert list(shares) == list(ALL_STEPS) and sum(shares.values()) == pytest.approx(470.0)
+    assert shares == {step: pytest.approx(share) for step, share in SHARES}  # 470 s: as listed
+    half = step_caps(("ours-ppo", "reference-ppo"), 100.0)
+    assert half == {"ours-ppo": 50.0, "reference-ppo": 50.0}
+    # at the start the first step gets its share; a step after one that saved 30 s gets
+    # its share plus those 30 s; the last step gets whatever is left
+    assert cap_now("environment", shares, 470.0) == pytest.approx(shares["environment"])
+    left = 470.0 - shares["environment"] + 30.0 - shares["envpool-raw"]
+    assert cap_now("actor-overhead", shares, left) == pytest.approx(shares["actor-overhead"] + 30)
+    assert cap_now("deterministic", shares, 12.5) == 12.5
 
 
 def test_compare_checksums() -> None:
