@@ -14,10 +14,11 @@ start=$(date +%s)
 VENV=.venv312 PYTHON="$PY" scripts/setup.sh --dev
 echo "== py312 leg: venv ready after $(( $(date +%s) - start )) s"
 .venv312/bin/python -c '
-import importlib.metadata as m, sys
-names = ("jax", "jaxlib", "flax", "optax", "chex", "envpool", "numpy", "scipy", "tyro", "wandb", "submitit")
+import sys
+from runrecord.provenance import package_versions
+names = ("jax", "jaxlib", "flax", "optax", "envpool", "numpy", "scipy", "tyro", "wandb", "submitit")
 print("== py312 leg: Python", sys.version.split()[0], "|",
-      ", ".join(f"{n} {m.version(n)}" for n in names))'
+      ", ".join(f"{n} {v}" for n, v in package_versions(names).items()))'
 export XLA_FLAGS="${XLA_FLAGS:-} --xla_force_host_platform_device_count=4"
 export WANDB_MODE=offline WANDB_SILENT=true
 set +e
