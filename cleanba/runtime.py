@@ -52,7 +52,7 @@ from cleanba.records import (
     make_run_id,
 )
 from cleanba.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
-from runrecord import LayoutError, RecordError, RunWriter, schema
+from runrecord import LayoutError, RecordError, RunWriter, error_entry, schema
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 
@@ -205,8 +205,7 @@ def final_status(control: Control, error: BaseException | None,
     if control.error is not None:
         return schema.FAILED, control.error
     if control.interrupted:
-        return schema.INTERRUPTED, {"type": "Interrupted", "message": control.interrupt_reason,
-                                    "traceback": ""}
+        return schema.INTERRUPTED, error_entry("Interrupted", control.interrupt_reason)
     if error is not None:
         return schema.FAILED, error
     return schema.COMPLETED, None

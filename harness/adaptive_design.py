@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.sweep_keys import ADAPTIVE_KEYS
-from runrecord.provenance import PROJECT_ROOT
+from runrecord.paths import project_path
 
 if TYPE_CHECKING:
     from analysis.sequential import SequentialDesign
@@ -72,10 +72,8 @@ def default_adaptive(doc: Mapping[str, Any]) -> AdaptiveConfig:
 
 
 def resolve_reference(text: str) -> Path:
-    """A reference folder as written: absolute, or relative to the project root (the
-    checkout: runrecord's, as harness.sweep_model imports this module)."""
-    path = Path(text)
-    return path if path.is_absolute() else PROJECT_ROOT / path
+    """A reference folder as written: absolute, or relative to the project root."""
+    return project_path(text)
 
 
 def check_adaptive(doc: Mapping[str, Any], checker: Checker) -> AdaptiveConfig | None:

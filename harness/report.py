@@ -30,8 +30,8 @@ from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
 from analysis.verdicts.regression import check_same_games
 from harness.adaptive_report import adaptive_section, needed_runs, status_lines
 from harness.store import Store, run_state
-from harness.sweep import PROJECT_ROOT, Sweep, published_table_path
-from runrecord import Run, atomic_write_json, schema, utc_now
+from harness.sweep import Sweep, published_table_path
+from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
 from runrecord.provenance import collect, git_state
 
@@ -412,9 +412,7 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
         print("error: no reference: give --reference DIR or set [regression] reference",
               file=sys.stderr)
         return 2
-    ref = Path(ref)
-    if not ref.is_absolute():
-        ref = PROJECT_ROOT / ref
+    ref = project_path(ref)
     if not ref.exists():
         print(f"error: reference {ref} does not exist", file=sys.stderr)
         return 2

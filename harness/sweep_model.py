@@ -16,14 +16,13 @@ from typing import Any
 from harness.adaptive_design import AdaptiveConfig
 from harness.systems import System, flag_args
 from runrecord import Layout
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from runrecord.paths import PROJECT_ROOT as PROJECT_ROOT  # re-exported by harness.sweep
+from runrecord.paths import project_path
 
 
 def published_table_path(text: str) -> Path:
     """A [report] published table path: absolute, or relative to the project root."""
-    path = Path(text)
-    return path if path.is_absolute() else PROJECT_ROOT / path
+    return project_path(text)
 
 
 class SweepError(ValueError):
