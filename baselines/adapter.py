@@ -106,7 +106,7 @@ class Baseline(Generic[A]):
     """The parts of an adapter that differ between baselines."""
 
     system: str
-    """e.g. monobeast-impala (harness.systems)"""
+    """e.g. monobeast-impala (harness.sweep.systems)"""
     args: type[A]
     prog: str
     """e.g. python -m baselines.monobeast"""

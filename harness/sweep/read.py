@@ -1,14 +1,10 @@
-"""Sweep files: read one, validate it (with line numbers), expand it into runs with stable ids.
+"""Reading a sweep file: parse the TOML, check it (with line numbers), expand it into runs
+with stable ids; the presets; the scale-down options' lists.
 
 A sweep file is TOML. Top-level keys give defaults; each `[[matrix]]` table is a
 cartesian product systems x architectures x layouts x games x seeds x grid values, with
 its own values overriding the defaults. Without `[[matrix]]` the top level is the one
 matrix. See docs/harness.md for every key.
-
-The parts: harness.sweep_model (the values: Sweep, RunSpec, ValidatedMatrix),
-harness.sweep_toml (checks a parsed file), harness.expand (validated matrices -> runs).
-This module reads the file and puts them together; the names other modules import from
-it are re-exported (the imports marked `as`).
 """
 
 from __future__ import annotations
@@ -18,17 +14,13 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.expand import expand_all, with_accelerator, with_shared_cpu_devices
+from harness.sweep.checker import Checker, toml_message
+from harness.sweep.checks import validate_sweep
+from harness.sweep.expand import expand_all, with_accelerator, with_shared_cpu_devices
+from harness.sweep.model import ScaleDown, Sweep, SweepError
+from harness.sweep.tomlpos import KeyLines
 
-# Re-exported (`X as X`): the rest of the harness imports these from harness.sweep.
-from harness.sweep_model import PROJECT_ROOT as PROJECT_ROOT
-from harness.sweep_model import RunSpec as RunSpec
-from harness.sweep_model import ScaleDown, Sweep, SweepError
-from harness.sweep_model import published_table_path as published_table_path
-from harness.sweep_toml import Checker, toml_message, validate_sweep
-from harness.tomlpos import KeyLines
-
-PRESET_DIR = Path(__file__).resolve().parent / "presets"
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
 
 
 def preset_path(name: str) -> Path:
