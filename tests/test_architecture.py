@@ -58,25 +58,17 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entry points", ("harness.cli", "harness.__main__", "harness")),
 ]
 
-SWEEP_LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    # the modules of harness/sweep/, lowest first: values before the checks that make them
-    ("keys", ("harness.sweep.keys", "harness.sweep.tomlpos")),
-    ("systems", ("harness.sweep.systems", "harness.sweep.games")),
-    ("model", ("harness.sweep.model",)),
-    ("checker", ("harness.sweep.checker",)),
-    ("checks", ("harness.sweep.adaptive_checks",)),
-    ("checks of the file", ("harness.sweep.checks",)),
-    ("expand", ("harness.sweep.expand",)),
-    ("read", ("harness.sweep.read",)),
-    ("entry", ("harness.sweep",)),
-]
+def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The layers of a wing's modules, lowest first, each written as its module names
+    (space-separated); the package's own __init__ (what other code imports) on top."""
+    return [*((names, tuple(f"{package}.{n}" for n in names.split())) for names in layers),
+            ("entry", (package,))]
 
-ADAPTIVE_LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("store", ("harness.adaptive.store",)),
-    ("report", ("harness.adaptive.report",)),
-    ("run", ("harness.adaptive.run",)),
-    ("entry", ("harness.adaptive",)),
-]
+
+# harness/sweep/: values before the checks that make them; harness/adaptive/: the looks
+SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "checker",
+                    "adaptive_checks", "checks", "expand", "read")
+ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report", "run")
 
 LAYERED = {"analysis": ANALYSIS_LAYERS, "harness": HARNESS_LAYERS,
            "harness.sweep": SWEEP_LAYERS, "harness.adaptive": ADAPTIVE_LAYERS}
@@ -245,7 +237,7 @@ def test_harness_layers_and_wings_import_only_downward():
 def test_layer_check_finds_an_upward_import():
     graph = {"harness.sweep.model": {"harness.sweep.checks"}, "harness.sweep.checks": set()}
     assert upward_imports(graph, "harness.sweep")[1] == [
-        "harness.sweep.model (model) imports harness.sweep.checks (checks of the file)"]
+        "harness.sweep.model (model) imports harness.sweep.checks (checks)"]
 
 
 def test_cycle_finder_finds_a_cycle():

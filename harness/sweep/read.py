@@ -13,6 +13,7 @@ import re
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from harness.sweep.checker import Checker, toml_message
 from harness.sweep.checks import validate_sweep
@@ -34,29 +35,26 @@ def list_presets() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
 
 
-def load_sweep(
-    path: Path | str,
-    *,
-    frames: int | None = None,
-    games: Sequence[str] | None = None,
-    seeds: Sequence[int] | None = None,
-    name: str | None = None,
-    check_games: bool = True,
-    accelerator: str | None = None,
-    until_decided: bool = False,
-) -> Sweep:
-    """Read, validate and expand a sweep file. Scale-down options replace the file's
-    frames and seeds and keep only the listed games; `accelerator` replaces every run's
-    (e.g. 'cpu' to try a GPU preset, scaled down, on a laptop); until_decided: adaptive
-    seeds with the default design when the file has no [adaptive] table."""
+class ReadOptions(TypedDict, total=False):
+    """The options of load_sweep, passed on to parse_sweep (which documents them)."""
+
+    frames: int | None
+    games: Sequence[str] | None
+    seeds: Sequence[int] | None
+    name: str | None
+    check_games: bool
+    accelerator: str | None
+    until_decided: bool
+
+
+def load_sweep(path: Path | str, **options: Unpack[ReadOptions]) -> Sweep:
+    """Read, validate and expand a sweep file (parse_sweep, with the same options)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise SweepError(f"{path}: cannot read the sweep file ({e.strerror})") from e
-    return parse_sweep(text, path, frames=frames, games=games, seeds=seeds, name=name,
-                       check_games=check_games, accelerator=accelerator,
-                       until_decided=until_decided)
+    return parse_sweep(text, path, **options)
 
 
 def parse_sweep(
@@ -71,7 +69,11 @@ def parse_sweep(
     accelerator: str | None = None,
     until_decided: bool = False,
 ) -> Sweep:
-    """Validate and expand the sweep file `text` (read from `path`, for messages)."""
+    """Validate and expand the sweep file `text` (read from `path`, for messages).
+    Scale-down options replace the file's frames and seeds and keep only the listed
+    games; `accelerator` replaces every run's (e.g. 'cpu' to try a GPU preset, scaled
+    down, on a laptop); until_decided: adaptive seeds with the default design when the
+    file has no [adaptive] table."""
     path = Path(path)
     try:
         doc = tomllib.loads(text)
