@@ -70,6 +70,11 @@ SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "
                     "adaptive_checks", "checks", "expand", "read")
 ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report", "run")
 
+CLEANBA_TOOLS = ("cleanba.bench", "cleanba.throughput", "cleanba.determinism_check",
+                 "cleanba.actor_hook")
+"""Tools beside the trainer (benchmarks, the determinism check, the no-op forward pass):
+they import the trainer, never the other way round."""
+
 LAYERED = {"analysis": ANALYSIS_LAYERS, "harness": HARNESS_LAYERS,
            "harness.sweep": SWEEP_LAYERS, "harness.adaptive": ADAPTIVE_LAYERS}
 """Each layered package (or wing) and its layers: a module inside it may import modules of
@@ -242,3 +247,15 @@ def test_layer_check_finds_an_upward_import():
 
 def test_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_trainer_imports_none_of_its_tools():
+    """A tool enters the trainer through a seam it owns (e.g. Context.actor_forward),
+    never by being imported by it."""
+    graph = import_graph()
+    assert set(CLEANBA_TOOLS) <= set(graph)
+    bad = [f"{m} imports {d}" for m, deps in graph.items()
+           if in_package(m, "cleanba") and m not in CLEANBA_TOOLS
+           for d in deps if d in CLEANBA_TOOLS]
+    assert bad == []
+
