@@ -43,6 +43,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reproduce", ("analysis.reproduce",)),
     ("sequential", ("analysis.sequential",)),  # adaptive seeds: only calibration, cli, harness
     ("calibration", ("analysis.calibration",)),
+    ("rly", ("analysis.rly",)),  # the rliable drop-in: stats, verdicts, palette
     ("entry points", ("analysis.cli", "analysis.__main__", "analysis")),
 ]
 
