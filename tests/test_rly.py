@@ -152,3 +152,43 @@ def test_notebook_performance_profile_cell(score_dict):
             step = 1 / score_dict[key].size if use_dist else 1 / score_dict[key].shape[1]
             gap = np.abs(ci[key] - their_ci[key])
             assert np.all(gap <= 4 * np.sqrt(2) * spread[key] + step), key
+
+
+def test_docs_cells_both_ways():
+    """docs/from-rliable.md: the README cell with rliable and with analysis.rly (only the
+    imports differ) gives equal points and CIs within Monte Carlo error; the doc's other
+    blocks run."""
+    import re
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "from-rliable.md").read_text()
+    blocks = [re.sub(r"(?m)^  ", "", b) for b in re.findall(r"```python\n(.*?)```", text, re.S)]
+    data, theirs_cell, ours_cell, *rest = blocks
+    assert theirs_cell.replace("from rliable", "from analysis.rly") == ours_cell
+    reps = 2000
+    out = {}
+    for name, cell in (("theirs", theirs_cell), ("ours", ours_cell)):
+        ns: dict = {}
+        exec(data, ns)
+        np.random.seed(5)
+        exec(cell.replace("reps=50000", f"reps={reps}"), ns)
+        out[name] = ns
+        plt.close("all")
+    spread = our_spread(out["ours"]["score_dict"], out["ours"]["aggregate_func"], reps)
+    for key in out["ours"]["score_dict"]:
+        np.testing.assert_allclose(out["ours"]["aggregate_scores"][key],
+                                   out["theirs"]["aggregate_scores"][key], rtol=1e-12)
+    assert_within_mc(out["ours"]["aggregate_score_cis"], out["theirs"]["aggregate_score_cis"],
+                     spread)
+    ns = dict(out["ours"])
+    for block in rest:
+        exec(block, ns)
+    shown = re.findall(r"```\n *(equivalence .*?)\n *(regression: .*?)\n *```", text)
+    assert shown == [(ns["res"].line(), ns["gate"].line())]  # the lines the doc prints
+    assert ns["poi_cis"]["Rainbow,DQN"].shape == (2, 1)
+    plt.close("all")
