@@ -49,6 +49,9 @@ PASS = "PASS"
 DIFFERENT = "DIFFERENT"
 INCONCLUSIVE = "INCONCLUSIVE"
 REGRESSION = "REGRESSION"
+UNDECIDED = "UNDECIDED"
+"""The gate's third outcome: neither non-inferiority nor a regression shown (the
+sequential gate's cap says UNDECIDED AT CAP; both exit runrecord.exits.EXIT_UNDECIDED)."""
 
 
 def tost_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float
