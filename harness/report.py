@@ -32,7 +32,7 @@ from harness.adaptive_report import adaptive_section, needed_runs, status_lines
 from harness.store import Store, run_state
 from harness.sweep import PROJECT_ROOT, Sweep, published_table_path
 from runrecord import Run, atomic_write_json, schema, utc_now
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED, worst_exit
 from runrecord.provenance import collect, git_state
 
 REPORT_PAGE = "index.html"
@@ -357,7 +357,8 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
 
 
 def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
-            allow_protocol_mismatch: bool = False) -> tuple[int, list[str]]:
+            allow_protocol_mismatch: bool = False, strict: bool = False
+            ) -> tuple[int, list[str]]:
     """One regression verdict per system and suite of the [regression] selection: the
     sweep's runs against `reference`, through analysis.verdicts.gate.gate (the gate of
     `python -m analysis regression`: same checks, metrics and lines). Each (system, suite)
@@ -390,14 +391,14 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
             for suite, suite_new in runs_by_suite(new).items():
                 suite_ref = [r for r in ref if suite_name(str(r.manifest["env_id"])) == suite]
                 out = gate(suite_new, suite_ref, delta=delta, metric=metric, layouts=mine,
-                           allow_protocol_mismatch=allow_protocol_mismatch)
+                           allow_protocol_mismatch=allow_protocol_mismatch, strict=strict)
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
                 lines += out.lines()
-                code = max(code, out.exit_code)
+                code = worst_exit(code, out.exit_code)
         except AnalysisError as e:
             lines.append(f"regression: ERROR {system}: {e}")
-            code = max(code, EXIT_BAD_INPUT)
+            code = worst_exit(code, EXIT_BAD_INPUT)
     if not lines:
         lines.append("regression: ERROR: the [regression] selection matches no run of this "
                      "sweep")
@@ -420,10 +421,15 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
         return 2
     delta = cmd.delta if cmd.delta is not None else sweep.regression.get("delta")
     code, lines = regress(sweep, store, ref, None if delta is None else float(delta),
-                          allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False))
+                          allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False),
+                          strict=getattr(cmd, "strict", False))
     for line in lines:  # the gate's own lines, as `python -m analysis regression` prints them
         print(line)
-    verdict = {0: "PASS", 1: "REGRESSION", 2: "ERROR"}[code]
+    verdict = {EXIT_OK: "PASS", EXIT_FAILED: "REGRESSION", EXIT_BAD_INPUT: "ERROR",
+               EXIT_UNDECIDED: "UNDECIDED"}[code]
+    if code == EXIT_FAILED and any(": UNDECIDED" in line for line in lines) and not any(
+            ": REGRESSION" in line for line in lines):
+        verdict = "UNDECIDED (--strict: exit 1)"
     shown = delta if delta is not None else "suite default"
     print(f"regression verdict: {verdict} (reference {ref}, delta {shown})")
     return code

@@ -22,3 +22,17 @@ def verdict_exit(passed: bool, failed: bool, strict: bool = False) -> int:
     if passed:
         return EXIT_OK
     return EXIT_FAILED if strict else EXIT_UNDECIDED
+
+
+_PRECEDENCE = (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_UNDECIDED)
+"""Several verdicts in one command: an error outranks a failure, a failure an undecided
+verdict, and an undecided verdict a pass."""
+
+
+def worst_exit(*codes: int) -> int:
+    """The one exit code of several verdicts' codes (_PRECEDENCE; other codes as the
+    largest)."""
+    for code in _PRECEDENCE:
+        if code in codes:
+            return code
+    return max(codes, default=EXIT_OK)

@@ -12,10 +12,6 @@ from analysis.inputs.load import load_runs
 from analysis.json_file import write_json
 from analysis.output import figures as figs
 from analysis.reproduce.published import (
-    CONSISTENT,
-    HIGHER,
-    INCONCLUSIVE,
-    LOWER,
     ReproduceResult,
     figure_points,
     published_column,
@@ -24,7 +20,6 @@ from analysis.reproduce.published import (
 from analysis.reproduce.runs import RunsComparison
 from analysis.scoring.curves import efficiency_curve
 from runrecord import RecordError
-from runrecord.exits import EXIT_OK
 
 # ---------------------------------------------------------------- the HTML report
 
@@ -51,9 +46,7 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
     out["figures"].append(info)
 
     path = write_json(Path(out_dir) / "reproduce.json", res.as_dict())
-    verdict = CONSISTENT if res.exit_code == EXIT_OK else INCONCLUSIVE
-    if res.counts[LOWER] or res.counts[HIGHER]:
-        verdict = LOWER if res.counts[LOWER] else HIGHER
+    verdict = res.headline  # the CI's words: REPRODUCED, NOT REPRODUCED, NOT SHOWN
     for line in [res.summary_line(), *res.aggregate_lines()]:
         out["verdicts"].append({"kind": "reproduce", "subject": f"vs '{col.column}'",
                                 "verdict": verdict, "line": line, "json": str(path)})

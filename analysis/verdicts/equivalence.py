@@ -194,6 +194,12 @@ class EquivalenceResult:
         return "IQM" if self.metric == "iqm" else self.metric
 
     def line(self) -> str:
+        if self.bitwise.identical:  # the identity is the evidence: no interval beside it
+            return (f"equivalence {self.group_a} vs reference {self.group_b}: PASS (bitwise "
+                    f"identical): every paired record matches bit for bit, so the "
+                    f"difference is exactly 0 on every seed (final and AUC); "
+                    f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds, "
+                    f"{len(self.tasks)} task(s)")
         f, u = self.final, self.auc
         fewest = min(len(self.seeds_a), len(self.seeds_b))
         return (

@@ -252,7 +252,7 @@ class RegressionResult:
 
     def line(self) -> str:
         if self.identical and self.verdict == PASS:
-            return (f"regression: PASS by bit-identity{f' for {self.subject}' if self.subject else ''}"
+            return (f"regression: PASS (bitwise identical){f' for {self.subject}' if self.subject else ''}"
                     f": every seed's scores are identical on both sides ({self.n_new} vs "
                     f"{self.n_reference} seeds); new - reference = 0 exactly (delta "
                     f"{self.margin or f'{self.delta:g}'})")
