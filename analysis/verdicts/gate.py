@@ -179,13 +179,10 @@ def gate(
                    "game(s))")
     res.strict = strict
     if res.verdict == UNDECIDED:
+        mean_lower = None if math.isnan(res.mean_relative_lower) else \
+            res.mean_relative_lower
         res.undecided = gate_undecided(res.lower_bound, res.upper_bound, res.delta, res.se,
-                                       res.n_new, res.n_reference)
-        if not math.isnan(res.mean_relative_lower) and res.lower_bound > -res.delta:
-            res.undecided = (f"the untrimmed mean relative score's lower bound "
-                             f"{res.mean_relative_lower:+.1%} is not above -{MEAN_MARGIN:.0%}; "
-                             + res.undecided.replace("non-inferiority not shown",
-                                                     "aggregate non-inferior, but"))
+                                       res.n_new, res.n_reference, mean_lower, MEAN_MARGIN)
     return GateOutcome(res, warnings)
 
 

@@ -251,16 +251,15 @@ class RegressionResult:
         return verdict_exit(self.verdict == PASS, self.verdict == REGRESSION, self.strict)
 
     def line(self) -> str:
-        if self.identical and self.verdict == PASS:
-            return (f"regression: PASS (bitwise identical){f' for {self.subject}' if self.subject else ''}"
-                    f": every seed's scores are identical on both sides ({self.n_new} vs "
-                    f"{self.n_reference} seeds); new - reference = 0 exactly (delta "
-                    f"{self.margin or f'{self.delta:g}'})")
         new_seeds = self.new_seeds or f"{self.n_new} seeds"
         ref = (self.reference_seeds or f"{self.n_reference} seeds") if self.n_reference \
             else "a number taken as exact"
-        per_seed = "" if self.metric == "iqm" else f" ({self.metric} per seed)"
         for_subject = f" for {self.subject}" if self.subject else ""
+        if self.identical and self.verdict == PASS:  # the identity first, no interval
+            return (f"regression: PASS (bitwise identical){for_subject}: every seed's scores "
+                    f"are identical on both sides, so new - reference is exactly 0 (delta "
+                    f"{self.margin or f'{self.delta:g}'}); new {new_seeds}, reference {ref}")
+        per_seed = "" if self.metric == "iqm" else f" ({self.metric} per seed)"
         fired = f" (rule: {', '.join(self.rules_text())})" if self.rules else ""
         return (
             f"regression{per_seed}: {self.verdict}{fired}{for_subject}; new - reference = "
@@ -465,6 +464,8 @@ def regression_gate(
         res.rules.append(COLLAPSE_RULE)
     if res.rules:
         res.verdict = REGRESSION
+    if res.identical:  # the identity is the evidence: new - reference is 0 on every seed
+        res.verdict, res.rules, res.flagged_games = PASS, [], []
     per_game: list[dict[str, Any]] = []
     for j, task in enumerate(new.tasks):
         a, b = new.values[:, j], ref.values[:, j]

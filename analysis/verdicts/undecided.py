@@ -28,18 +28,29 @@ def gate_seeds_needed(sd: float, delta: float) -> int | None:
 
 
 def gate_undecided(lower: float, upper: float, delta: float, se: float, n_new: int,
-                   n_ref: int) -> str:
-    """The gate's UNDECIDED text: neither bound is past -delta."""
+                   n_ref: int, mean_lower: float | None = None, mean_margin: float = 0.1
+                   ) -> str:
+    """The gate's UNDECIDED text: no rule found a regression, and non-inferiority is not
+    shown (the aggregate's lower bound, or the untrimmed mean's `mean_lower`, not above
+    its margin)."""
     sd = se / math.sqrt(1 / n_new + 1 / max(n_ref, 1)) if se > 0 else math.nan
     need = gate_seeds_needed(sd, delta) if math.isfinite(sd) else None
     seeds = (f"about {need} seeds per side would give {PLAN_TARGET:.0%} power to show "
-             f"non-inferiority if nothing changed" if need is not None else
+             f"the aggregate non-inferior if nothing changed" if need is not None else
              "no seed count up to the planner's cap reaches "
              f"{PLAN_TARGET:.0%} power at this spread: widen the margin")
-    return (f"non-inferiority not shown (lower bound {lower:+.4f} <= -delta "
-            f"{-delta:+.4f}) and no regression shown (upper bound {upper:+.4f} >= -delta; "
-            f"no game flagged or collapsed) with {n_new} vs {n_ref} seeds; at the per-seed "
-            f"sd seen ({sd:.3g}) {seeds} (seed planner); {UNTIL_DECIDED}")
+    if lower > -delta and mean_lower is not None:
+        why = (f"the aggregate is non-inferior (lower bound {lower:+.4f} > -delta "
+               f"{-delta:+.4f}), but the untrimmed mean relative score's lower bound "
+               f"{mean_lower:+.1%} is not above -{mean_margin:.0%} (a drop spread over the "
+               f"top games is not ruled out)")
+    else:
+        why = (f"non-inferiority not shown (lower bound {lower:+.4f} <= -delta "
+               f"{-delta:+.4f})")
+    return (f"{why}, and no regression shown (upper bound {upper:+.4f} >= -delta; no game "
+            f"flagged or collapsed) with {n_new} vs {n_ref} seeds; at the per-seed sd seen "
+            f"({sd:.3g}) {seeds} (seed planner); more seeds on both sides also narrow the "
+            f"untrimmed mean's bound; {UNTIL_DECIDED}")
 
 
 def reproduce_seeds_needed(unit_var: float, margin: float, published_n: int,
