@@ -52,8 +52,9 @@ figcaption{font-size:.88em;color:#444}
 .verdict{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;padding:.3em .5em;
 margin:.2em 0;border-left:4px solid #999;background:#fafafa;white-space:pre-wrap;
 overflow-wrap:anywhere}
-.v-PASS,.v-OK,.v-BITWISE{border-color:#2a7}.v-DIFFERENT,.v-FAIL,.v-REGRESSION{border-color:#c33}
-.v-INCONCLUSIVE,.v-WARN{border-color:#d92}
+.v-PASS,.v-OK,.v-BITWISE,.v-REPRODUCED{border-color:#2a7}
+.v-DIFFERENT,.v-FAIL,.v-REGRESSION,.v-NOTREPRODUCED{border-color:#c33}
+.v-INCONCLUSIVE,.v-WARN,.v-UNDECIDED,.v-NOTSHOWN{border-color:#d92}
 .muted{color:#666;font-size:.88em}code{font-size:.92em;overflow-wrap:anywhere}
 pre{white-space:pre-wrap;overflow-wrap:anywhere}li{overflow-wrap:anywhere}
 """
@@ -98,7 +99,8 @@ def _png_data_uri(path: str | Path) -> str:
 
 
 def _verdict_class(verdict: str) -> str:
-    word = str(verdict).split()[0].upper() if verdict else "WARN"
+    words = str(verdict).upper().split() or ["WARN"]
+    word = "".join(words[:2]) if words[0] == "NOT" else words[0]  # NOT REPRODUCED / SHOWN
     return "v-" + "".join(ch for ch in word if ch.isalnum())
 
 

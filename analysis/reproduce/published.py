@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -589,16 +589,3 @@ def budget_against(budget: float | None, mismatch: Sequence[str]) -> str:
         return ""
     what = f"{_frames(budget)} frames" if budget is not None else "an unknown frame budget"
     return f" at {what} against {_frames(PAPER_FRAMES)}"
-
-
-def figure_points(res: ReproduceResult) -> Mapping[str, Any]:
-    """What the scatter figure plots: per game published and user HNS with sds."""
-    games = [g.game for g in res.games]
-    pub = np.array([g.published_hns for g in res.games])
-    pub_sd = np.array([g.published_sd / abs(get_normaliser(g.game).high
-                                            - get_normaliser(g.game).low) for g in res.games])
-    user = np.array([g.user_hns for g in res.games])
-    user_sd = np.array([float(np.std(get_normaliser(g.game)(np.array(g.finals)), ddof=1))
-                        if len(g.finals) > 1 else 0.0 for g in res.games])
-    return {"games": games, "published": pub, "published_sd": pub_sd, "user": user,
-            "user_sd": user_sd, "verdicts": [g.verdict for g in res.games]}

@@ -197,7 +197,8 @@ class EquivalenceResult:
         if self.bitwise.identical:  # the identity is the evidence: no interval beside it
             return (f"equivalence {self.group_a} vs reference {self.group_b}: PASS (bitwise "
                     f"identical): every paired record matches bit for bit, so the "
-                    f"difference is exactly 0 on every seed (final and AUC); "
+                    f"difference is exactly 0 on every seed (final and AUC "
+                    f"{self.metric_label}); "
                     f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds, "
                     f"{len(self.tasks)} task(s)")
         f, u = self.final, self.auc

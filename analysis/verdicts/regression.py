@@ -196,15 +196,15 @@ def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], del
     a = metric_per_seed(new, tasks, metric) + new_metric_shift
     b = metric_per_seed(reference, tasks, metric)
     diff, lower, _, _ = regression_lower_bound(a, b, confidence)
-    fired = {AGGREGATE_RULE: upper_bound(diff, lower) < -delta}
+    fired: dict[str, np.ndarray] = {AGGREGATE_RULE: np.asarray(upper_bound(diff, lower) < -delta)}
     passed = lower > -delta
-    fired[COLLAPSE_RULE] = collapsed_games(new, reference).any(axis=-1)
+    fired[COLLAPSE_RULE] = np.asarray(collapsed_games(new, reference).any(axis=-1))
     if len(tasks) >= PER_GAME_MIN_GAMES:
         flagged, _, _ = per_game_drops(new, reference)
         fired[PER_GAME_RULE] = np.asarray(flagged.any(axis=-1))
         if min(np.shape(new)[-2], np.shape(reference)[-2]) >= 2:
             _, m_low, m_high = mean_relative_bounds(new, reference, confidence=confidence)
-            fired[MEAN_RULE] = m_high < -MEAN_MARGIN
+            fired[MEAN_RULE] = np.asarray(m_high < -MEAN_MARGIN)
             passed = passed & ~(m_low <= -MEAN_MARGIN)
     failed = np.logical_or.reduce(list(fired.values()))
     return three_way(passed, failed), fired
