@@ -131,7 +131,8 @@ def test_one_collapsed_game_fails_the_gate_at_5_seeds(columns):
 
 def _judge(user, pub):
     return judge(user.mean(1), user.std(1, ddof=1), user.shape[1], pub.mean(1),
-                 pub.std(1, ddof=1), 3, relative=0.25, absolute=0.1, user_max=user.max(1))
+                 pub.std(1, ddof=1), 3, relative=0.25, absolute=0.1, user_max=user.max(1),
+                 user_min=user.min(1))
 
 
 @needs_tables
@@ -188,6 +189,22 @@ def test_single_collapsed_game_fails_both_verdicts_on_records(tmp_path, capsys):
     assert res.headline == NOT_REPRODUCED and res.exit_code == EXIT_FAILED
     assert {g.game: g.verdict for g in res.games}["Breakout-v5"] == COLLAPSED
     assert "COLLAPSED to the random score" in res.summary_line()
+
+
+@needs_tables
+def test_the_issues_breakout_collapse_is_not_reproduced(tmp_path):
+    """Issue 33's case: Breakout published 300 ± 99 (3 seeds, HNS 10.4), yours at the
+    random score on every seed. It was INCONCLUSIVE and the headline REPRODUCED, exit 0;
+    now the game is COLLAPSED and the headline NOT REPRODUCED, exit 1."""
+    table = PAPER_DATA / "smootheness_complete.csv"
+    col = published_column(table, "Moolib (Resnet CNN) 8 A100, 80 CPU")
+    rng = np.random.default_rng(12)
+    finals = _column_finals(col, rng, 3)
+    finals["Breakout-v5"] = [1.7, 1.7, 1.8]
+    _write(tmp_path, finals)
+    res = reproduce(load_runs([tmp_path]), col, reps=100)
+    assert {g.game: g.verdict for g in res.games}["Breakout-v5"] == COLLAPSED
+    assert res.headline == NOT_REPRODUCED and res.exit_code == EXIT_FAILED
 
 
 @needs_tables

@@ -146,7 +146,8 @@ def test_faithful_57_game_reproduction_passes_at_least_95_percent():
     mean, sd, user = _published_draws(col, rng, sims)
     pub = mean + sd * rng.standard_normal((sims, PUBLISHED_SEEDS, mean.size))
     j = judge(user.mean(1), user.std(1, ddof=1), 3, pub.mean(1), pub.std(1, ddof=1),
-              PUBLISHED_SEEDS, relative=0.25, absolute=0.1, user_max=user.max(1))
+              PUBLISHED_SEEDS, relative=0.25, absolute=0.1, user_max=user.max(1),
+                 user_min=user.min(1))
     fail = float(np.mean(headline(j) == NOT_REPRODUCED))
     assert fail <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / sims), fail
 

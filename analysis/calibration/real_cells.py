@@ -59,7 +59,8 @@ def _judge(user: np.ndarray, pub: np.ndarray) -> Judgement:
     n = user.shape[-2]
     return judge(user.mean(-2), user.std(-2, ddof=1), n, pub.mean(-2), pub.std(-2, ddof=1),
                  PUBLISHED_SEEDS, relative=DEFAULT_RELATIVE_MARGIN,
-                 absolute=DEFAULT_ABSOLUTE_MARGIN, user_max=user.max(-2))
+                 absolute=DEFAULT_ABSOLUTE_MARGIN, user_max=user.max(-2),
+                 user_min=user.min(-2))
 
 
 def gate_column_cells(col: Column, sims: int, seed: int, delta: float = DEFAULT_DELTA

@@ -63,7 +63,7 @@ def _judge(user: np.ndarray, pub_mean: np.ndarray, pub_sd: np.ndarray):
     sd = user.std(axis=-2, ddof=1) if n > 1 else np.full(pub_mean.shape, np.nan)
     return judge(user.mean(axis=-2), sd, n, pub_mean, pub_sd, PUBLISHED_SEEDS,
                  relative=DEFAULT_RELATIVE_MARGIN, absolute=DEFAULT_ABSOLUTE_MARGIN,
-                 user_max=user.max(axis=-2))
+                 user_max=user.max(axis=-2), user_min=user.min(axis=-2))
 
 
 def game_cells(sims: int, n_user: int, seed: int, ratio: float = 1.0) -> list[Cell]:

@@ -24,9 +24,10 @@ mean ± sd of its seeds:
 - INCONCLUSIVE: otherwise; the reason (interval wider than the margin) and the seeds of
   yours that would give an interval half-width of margin / 2 at the published spread.
 - COLLAPSED: a judged game the published agent learned on every seed (mean over
-  COLLAPSE_T of its per-seed sds above random) where every seed of yours sits within
-  COLLAPSE_LEVEL of the published score above random (analysis.verdicts.per_game.
-  collapsed, the gate's rule): the agent did not learn what the published one did.
+  COLLAPSE_T of its per-seed sds above random) where every seed of yours sits at the
+  random score, within COLLAPSE_LEVEL of the published score above random on either
+  side (analysis.verdicts.per_game.collapsed, the gate's rule): the agent did not learn
+  what the published one did.
 
 The headline (`headline`), three outcomes:
 - NOT REPRODUCED: evidence of a failure: a game HIGHER or LOWER after Holm, a COLLAPSED
@@ -118,11 +119,12 @@ def margins(pub_hns: np.ndarray | float, relative: float, absolute: float) -> np
 def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
           pub_hns: np.ndarray, pub_sd: np.ndarray, pub_n: int, *, relative: float,
           absolute: float, alpha: float = ALPHA, assume_equal_spread: bool = False,
-          user_max: np.ndarray | None = None) -> Judgement:
+          user_max: np.ndarray | None = None, user_min: np.ndarray | None = None
+          ) -> Judgement:
     """All games' verdicts: your mean and sd (ddof=1; NaN for one seed) of HNS per game
     with n_user seeds, the published HNS mean and sd (ddof=1) of pub_n seeds; arrays
-    (..., games). user_max: your highest seed's HNS per game (the COLLAPSED rule; None:
-    your mean, i.e. one seed)."""
+    (..., games). user_max, user_min: your highest and lowest seed's HNS per game (the
+    COLLAPSED rule; None: your mean, i.e. one seed)."""
     user_mean, user_sd, pub_hns, pub_sd = (np.asarray(x, dtype=np.float64)
                                            for x in (user_mean, user_sd, pub_hns, pub_sd))
     n = np.broadcast_to(np.asarray(n_user, dtype=np.float64), user_mean.shape)
@@ -154,7 +156,8 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
     consistent = learned & (-margin < diff - h90) & (diff + h90 < margin)
     verdict = np.where(flagged, np.where(diff > 0, HIGHER, LOWER),
                        np.where(consistent, CONSISTENT, INCONCLUSIVE))
-    gone = learned & collapsed(user_mean if user_max is None else user_max, pub_hns, pub_sd)
+    gone = learned & collapsed(user_mean if user_max is None else user_max, pub_hns, pub_sd,
+                               user_mean if user_min is None else user_min)
     verdict = np.where(gone, COLLAPSED, verdict)
     verdict = np.where(learned, verdict, NOT_LEARNED)
     with np.errstate(all="ignore"):

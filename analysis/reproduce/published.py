@@ -452,10 +452,12 @@ def compare_all(user: UserScores, pub: PublishedColumn, *, relative: float,
         hns = norm(user.per_game[game].values[:, 0])
         rows.append((float(np.mean(hns)), float(np.std(hns, ddof=1)) if len(hns) > 1
                      else math.nan, len(hns), float(norm(pub.mean[j])),
-                     float(pub.sd[j] / abs(norm.high - norm.low)), float(np.max(hns))))
-    um, usd, n, ph, psd, umax = (np.array(c) for c in zip(*rows, strict=True))
+                     float(pub.sd[j] / abs(norm.high - norm.low)), float(np.max(hns)),
+                     float(np.min(hns))))
+    um, usd, n, ph, psd, umax, umin = (np.array(c) for c in zip(*rows, strict=True))
     jd = judge(um, usd, n.astype(int), ph, psd, pub.n_seeds, relative=relative,
-               absolute=absolute, assume_equal_spread=assume_equal_spread, user_max=umax)
+               absolute=absolute, assume_equal_spread=assume_equal_spread, user_max=umax,
+               user_min=umin)
     lo90, hi90 = jd.ci(0.90)
     lo95, hi95 = jd.ci(0.95)
     judged = int(jd.learned.sum())
