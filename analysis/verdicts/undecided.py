@@ -1,7 +1,7 @@
 """What an UNDECIDED (gate) or NOT SHOWN (`reproduce`) verdict says: why the evidence
 decides neither way, and how many seeds per side would decide it at the spread seen
 (the seed planner's `seeds_needed`, analysis.verdicts.seedplan), and that
-`harness sweep --until-decided` can run them.
+`python -m harness run --until-decided` can run them.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from analysis.verdicts.seedplan import gate_power, given_spread, seeds_needed
 
 PLAN_TARGET = 0.8
 """The power the seed counts aim for."""
-UNTIL_DECIDED = ("`harness sweep --until-decided` (or `--adaptive`) adds seeds in "
-                 "batches until the verdict is decided")
+UNTIL_DECIDED = ("`python -m harness run --until-decided` (or an [adaptive] table in the "
+                 "sweep file) adds seeds in batches until the verdict is decided")
 
 
 def gate_seeds_needed(sd: float, delta: float) -> int | None:
