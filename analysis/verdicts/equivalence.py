@@ -1,7 +1,8 @@
 """Verdicts: cross-hardware equivalence (Welch TOST), bitwise identity, regression gate.
 
-Exit codes for scripts: 0 pass, 1 fail (DIFFERENT, INCONCLUSIVE, REGRESSION), 2 usage or
-data error (analysis.errors).
+Exit codes for scripts: 0 pass, 1 fail (DIFFERENT, INCONCLUSIVE, REGRESSION), 4 the gate's
+UNDECIDED (runrecord.exits.EXIT_UNDECIDED; 1 under --strict), 2 usage or data error
+(analysis.errors).
 
 Equivalence of groups A and B (e.g. two layouts) at margin delta, fixed beforehand:
 the per-seed value is the IQM over games of the final normalised score (and, separately,
