@@ -25,7 +25,7 @@ from typing import Any
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_TOKEN = "<results>"
 # Manifest sections whose strings may hold paths (command words, cwd, run_dir, ...).
-PATH_SECTIONS = ("provenance", "hyperparameters")
+PATH_SECTIONS = ("provenance", "hyperparameters", "imported")
 
 
 def results_root_of(run_dir: Path | str) -> Path | None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import tyro
 
 from analysis.cli.common import print_warnings
-from analysis.importers import import_runs
+from analysis.importers import TableColumns, import_runs
 from runrecord.exits import EXIT_OK
 
 
@@ -89,11 +89,10 @@ class TableImport(ImportArgs):
     """Optional column of episode lengths."""
 
     def run(self) -> int:
-        return self._import("table", task=self.task_column, seed=self.seed_column,
-                            episode_return=self.return_column, step=self.step_column,
-                            frames=self.frames_column, system=self.system_column,
-                            layout=self.layout_column, time=self.time_column,
-                            length=self.length_column)
+        return self._import("table", columns=TableColumns(
+            task=self.task_column, seed=self.seed_column, episode_return=self.return_column,
+            step=self.step_column, frames=self.frames_column, system=self.system_column,
+            layout=self.layout_column, time=self.time_column, length=self.length_column))
 
 
 @dataclass(kw_only=True)

@@ -51,10 +51,12 @@ def declare(src: Path | str, fmt: str, *, protocol: Sequence[str] | str,
 def read_runs(fmt: str, src: Path | str, declared: Declared, **options: Any
               ) -> tuple[list[ImportedRun], dict[str, Any], list[str]]:
     """(runs, what the reader read, notes) of one format. `options`: the format's own
-    (table: the TableColumns fields; tensorboard: tag, length_tag; wandb: metric, step,
+    (table: columns=TableColumns(...); tensorboard: tag, length_tag; wandb: metric, step,
     config_task, config_seed, config_system; wandb-csv: metric, step, time)."""
     if fmt == "table":
-        cols = TableColumns(**options)
+        cols = options.pop("columns", TableColumns())
+        if options:
+            raise AnalysisError(f"table takes only columns=TableColumns(...), got {sorted(options)}")
         return read_table_runs(src, declared, cols), {"columns": vars(cols)}, []
     if fmt == "tensorboard":
         opts = {"tag": RETURN_TAG, "length_tag": LENGTH_TAG, **options}
