@@ -144,6 +144,9 @@ def path_facts(rel_path: str, patterns: Sequence[str]) -> PathFacts:
         if m:
             g = m.groupdict()
             seed = g.get("seed")
+            if seed is not None and not seed.isdigit():
+                raise AnalysisError(f"{rel_path}: the pattern {pattern!r} gives seed {seed!r}, "
+                                    "not an integer >= 0 (the seed identifies the replicate)")
             return PathFacts(g.get("task"), int(seed) if seed is not None else None,
                              g.get("system"), g.get("layout"))
     return PathFacts()
