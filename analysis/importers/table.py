@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import csv
 import math
+from array import array
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,40 +40,64 @@ class TableColumns:
     length: str | None = None
 
 
-def read_table(path: Path) -> dict[str, list[str]]:
-    """{column: cells as text} of a CSV or Parquet file (by suffix)."""
+def read_table(path: Path, text: Sequence[str], numbers: Sequence[str]
+               ) -> tuple[list[str], dict[str, list[str]], dict[str, np.ndarray]]:
+    """(every column name, {text column: cells}, {number column: float array}) of a CSV or
+    Parquet file (by suffix), for the named columns it has. Text cells are interned (a
+    task or seed repeats on every row of a run) and numbers parsed as they are read, so a
+    table of millions of episodes stays small in memory."""
     if not path.is_file():
         raise AnalysisError(f"{path}: no such table (CSV or Parquet)")
     if path.suffix.lower() in (".parquet", ".pq"):
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise AnalysisError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), "
-                                "or export the table as CSV") from None
-        t = pq.read_table(path)
-        return {name: ["" if v is None else str(v) for v in t.column(name).to_pylist()]
-                for name in t.column_names}
+        return _read_parquet(path, text, numbers)
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if not header:
             raise AnalysisError(f"{path}: empty CSV (expected a header row)")
-        cols: list[list[str]] = [[] for _ in header]
+        tix = {c: header.index(c) for c in text if c in header}
+        nix = {c: header.index(c) for c in numbers if c in header}
+        texts: dict[str, list[str]] = {c: [] for c in tix}
+        nums: dict[str, array] = {c: array("d") for c in nix}
+        seen: dict[str, str] = {}
         for i, row in enumerate(reader):
             if len(row) != len(header):
                 raise AnalysisError(f"{path}: row {i + 2} has {len(row)} cells, the header "
                                     f"{len(header)}")
-            for c, cell in zip(cols, row, strict=True):
-                c.append(cell)
-    return dict(zip(header, cols, strict=True))
+            for c, j in tix.items():
+                texts[c].append(seen.setdefault(row[j], row[j]))
+            for c, j in nix.items():
+                cell = row[j]
+                try:
+                    nums[c].append(float(cell) if cell not in _MISSING else math.nan)
+                except ValueError:
+                    raise AnalysisError(f"{path}: row {i + 2}, column {c!r}: {cell!r} is not "
+                                        "a number") from None
+    return header, texts, {c: np.array(a, dtype=np.float64) for c, a in nums.items()}
 
 
-def _numbers(cells: list[str], path: Path, column: str) -> np.ndarray:
+_MISSING = ("", "nan", "NaN", "None")
+
+
+def _read_parquet(path: Path, text: Sequence[str], numbers: Sequence[str]
+                  ) -> tuple[list[str], dict[str, list[str]], dict[str, np.ndarray]]:
     try:
-        return np.array([float(c) if c not in ("", "nan", "NaN", "None") else np.nan
-                         for c in cells])
-    except ValueError as e:
-        raise AnalysisError(f"{path}: column {column!r} holds a non-number ({e})") from None
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise AnalysisError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), "
+                            "or export the table as CSV") from None
+    t = pq.read_table(path)
+    names = list(t.column_names)
+    texts = {c: ["" if v is None else str(v) for v in t.column(c).to_pylist()]
+             for c in text if c in names}
+    nums = {}
+    for c in numbers:
+        if c in names:
+            try:
+                nums[c] = t.column(c).to_numpy(zero_copy_only=False).astype(np.float64)
+            except (TypeError, ValueError):
+                raise AnalysisError(f"{path}: column {c!r} holds a non-number") from None
+    return names, texts, nums
 
 
 def _seed(text: str, path: Path, column: str) -> int:
@@ -93,23 +119,25 @@ def read_table_runs(path: Path | str, declared: Declared, columns: TableColumns)
                             "--frames-per-step) or --frames-column (frames)")
     fps = (require_frames_per_step(declared, "row step") if columns.step
            else declared.frames_per_step or 1.0)
-    cols = read_table(path)
-    need = [c for c in (columns.episode_return, columns.step, columns.frames, columns.system,
-                        columns.layout, columns.time, columns.length) if c]
-    if columns.task not in cols and declared.task is None:
+    text_cols = [c for c in (columns.task, columns.seed, columns.system, columns.layout) if c]
+    number_cols = [c for c in (columns.episode_return, columns.step, columns.frames,
+                               columns.time, columns.length) if c]
+    header, cols, nums = read_table(path, text_cols, number_cols)
+    need = [c for c in (*number_cols, columns.system, columns.layout) if c]
+    if columns.task not in header and declared.task is None:
         need.append(columns.task)
-    if columns.seed not in cols and declared.seed is None:
+    if columns.seed not in header and declared.seed is None:
         need.append(columns.seed)
-    missing = [c for c in need if c not in cols]
+    missing = [c for c in need if c not in header]
     if missing:
-        raise AnalysisError(f"{path}: no column(s) {missing}; it has {list(cols)}. Name them "
+        raise AnalysisError(f"{path}: no column(s) {missing}; it has {header}. Name them "
                             "with --task-column, --seed-column, --return-column, "
                             "--step-column/--frames-column (or declare --task/--seed)")
-    n = len(cols[columns.episode_return])
-    x = _numbers(cols[columns.step or columns.frames or ""], path, columns.step or columns.frames or "")
-    returns = _numbers(cols[columns.episode_return], path, columns.episode_return)
-    wall = _numbers(cols[columns.time], path, columns.time) if columns.time else np.full(n, np.nan)
-    length = _numbers(cols[columns.length], path, columns.length) if columns.length else None
+    returns = nums[columns.episode_return]
+    n = len(returns)
+    x = nums[columns.step or columns.frames or ""]
+    wall = nums[columns.time] if columns.time else np.full(n, np.nan)
+    length = nums[columns.length] if columns.length else None
 
     def text(col: str | None, default: str | None) -> list[str]:
         return cols[col] if col and col in cols else [default or ""] * n
