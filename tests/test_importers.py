@@ -59,6 +59,21 @@ def test_tensorboard_reads_both_scalar_kinds_and_lengths(tmp_path):
         assert np.all(np.diff(run.episodes["wall_time_s"]) >= 0)
 
 
+def test_event_file_framing_matches_tensorboards_reader(tmp_path):
+    """tf_records yields exactly the records tensorboard's own loader yields, and stops
+    at a torn last record (a killed writer) with the records before it."""
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+
+    from analysis.importers.tensorboard import tf_records
+
+    write_tensorboard_run(tmp_path / "r", history(5.0, 1, episodes=30), torch_style=True)
+    (path,) = (tmp_path / "r").iterdir()
+    ours = list(tf_records(path))
+    assert ours == list(RawEventFileLoader(str(path)).Load()) and len(ours) > 60
+    path.write_bytes(path.read_bytes()[:-7])
+    assert list(tf_records(path)) == ours[:-1]
+
+
 def test_monitor_files_of_one_run_are_its_envs_merged_by_time(tmp_path):
     h = history(30.0, 2, episodes=50)
     write_monitor_run(tmp_path / "sb3" / "seed_2", h, "Breakout-v5", envs=3)  # 17, 17, 16

@@ -7,13 +7,19 @@ A run is a folder holding `events.out.tfevents.*` files (several files of one fo
 a resumed run, are merged by step). CleanRL names its run folders
 `{env_id}__{exp_name}__{seed}__{time}`, which gives task, system and seed.
 
-Read with tensorboard's own record reader (`tensorboard` is imported here only: the
-rest of the analysis never needs it). Records whose bytes do not hold the tag are
-skipped before they are parsed, which makes a 60,000-event CleanRL file cheap to scan.
+An event file is a TFRecord file: each record is a little-endian uint64 length, its
+masked CRC-32C, the bytes of one `Event` protobuf, and their masked CRC-32C. The framing
+is read here and each event decoded with tensorboard's own protobuf classes
+(`tensorboard` is imported here only). The CRCs are not recomputed: without TensorFlow,
+tensorboard's reader computes CRC-32C in pure Python (about 10,000 records a second, 20
+minutes for 57 games x 5 seeds of CleanRL files); a torn last record (a killed writer)
+ends the file, and a corrupt one fails to decode. Records whose bytes do not hold the tag
+are skipped before they are decoded.
 """
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +59,20 @@ def find_event_runs(src: Path) -> list[tuple[Path, list[Path]]]:
     return [(d, sorted(files)) for d, files in sorted(by_dir.items())]
 
 
+def tf_records(path: Path) -> Iterator[bytes]:
+    """The records of a TFRecord file (framing: uint64 length, uint32 masked CRC of the
+    length, data, uint32 masked CRC of the data); a torn tail ends the iteration."""
+    data = path.read_bytes()
+    pos, end = 0, len(data)
+    while pos + 12 <= end:
+        (length,) = struct.unpack_from("<Q", data, pos)
+        start = pos + 12
+        if start + length + 4 > end:
+            return  # torn last record: a killed writer
+        yield data[start:start + length]
+        pos = start + length + 4
+
+
 def _scalar(value: Any) -> float:
     """A Summary.Value's number: simple_value (torch, TF1), or a scalar tensor (TF2)."""
     if value.HasField("tensor"):
@@ -66,14 +86,12 @@ def read_scalars(path: Path, tags: tuple[str, ...]) -> tuple[dict[str, list[tupl
                                                                float | None]:
     """{tag: [(step, wall_time, value), ...]} of the given tags in one event file, and the
     file's first wall time (its start)."""
-    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
     from tensorboard.compat.proto import event_pb2
 
     marks = [t.encode() for t in tags]
     out: dict[str, list[tuple[int, float, float]]] = {t: [] for t in tags}
     start: float | None = None
-    loader: Iterator[bytes] = RawEventFileLoader(str(path)).Load()
-    for raw in loader:
+    for raw in tf_records(path):
         if start is not None and not any(m in raw for m in marks):
             continue
         event = event_pb2.Event.FromString(raw)
