@@ -103,7 +103,7 @@ def read_offline_run(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"run_id": None, "project": None, "config": {}, "history": [],
                            "exit_code": None, "display_name": None}
     for raw in log_records(path):
-        rec = pb.Record.FromString(raw)
+        rec = pb.Record.FromString(raw)  # type: ignore[attr-defined]
         kind = rec.WhichOneof("record_type")
         if kind == "run":
             out["run_id"], out["project"] = rec.run.run_id, rec.run.project
