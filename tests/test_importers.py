@@ -122,6 +122,35 @@ def test_wandb_offline_run_killed_before_its_exit_is_left_out(tmp_path):
     assert run.manifest["imported"]["wandb_run_id"] in logs[0].name
 
 
+def test_wandb_panel_export_is_one_run_per_column(tmp_path, capsys):
+    """A chart's "Export CSV": `<run name> - <metric>` columns (and __MIN/__MAX twins)
+    over the x axis; CleanRL run names give task, system and seed."""
+    import pandas as pd
+
+    hs = {s: history(20.0, s, episodes=30) for s in (1, 2)}
+    frame = pd.DataFrame({"global_step": hs[1]["steps"]})
+    for s, h in hs.items():
+        name = f"Pong-v5__ppo_atari_envpool__{s}__{1_700_000_000 + s}"
+        values = pd.Series(h["returns"]).where(np.arange(30) % (s + 1) == 0)  # ragged
+        for col in ("", "__MIN", "__MAX"):
+            frame[f"{name} - charts/episodic_return{col}"] = values
+    frame.to_csv(tmp_path / "panel.csv", index=False)
+    assert main(["import", "wandb-csv", str(tmp_path / "panel.csv"), "--out",
+                 str(tmp_path / "out"), *ATARI]) == 0
+    assert "W&B samples long histories" in capsys.readouterr().err
+    runs = {r.manifest["seed"]: r for r in load_records([tmp_path / "out"]).included}
+    assert sorted(runs) == [1, 2]
+    for s, r in runs.items():
+        every = np.arange(30) % (s + 1) == 0
+        np.testing.assert_allclose(r.episodes["episode_return"], hs[s]["returns"][every])
+        np.testing.assert_array_equal(r.episodes["env_steps"], hs[s]["steps"][every])
+        assert r.manifest["env_id"] == "Pong-v5"
+    (tmp_path / "x.csv").write_text("Step,run - charts/episodic_return\n1,2\n")
+    assert main(["import", "wandb-csv", str(tmp_path / "x.csv"), "--out",
+                 str(tmp_path / "o2"), *ATARI, "--seed", "1", "--task", "Pong-v5"]) == 2
+    assert "W&B's Step counts log calls" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("argv", "fact"), [
     (["--frames-per-step", "4"], "--protocol"),
     (["--protocol", "paper"], "--frames-per-step"),

@@ -143,13 +143,14 @@ class WandbImport(ImportArgs):
 
 @dataclass(kw_only=True)
 class WandbCsvImport(ImportArgs):
-    """W&B history CSV exports (one run's run.history() per file): task and seed from
-    --task/--seed or the path (--path-pattern; default finds seed_N)."""
+    """W&B CSV exports: a run's history (one run per file; task and seed from --task/--seed
+    or the path), or a chart's "Export CSV" (one run per `<run name> - <metric>` column;
+    CleanRL run names give task, system and seed)."""
 
     metric: str = "charts/episodic_return"
     """Column of episode returns."""
     step: str = "global_step"
-    """Column of the step each return was logged at."""
+    """Column of the step each return was logged at (a chart's x axis must be it)."""
     time: str = "_runtime"
     """Column of seconds since the run's start."""
 

@@ -16,6 +16,7 @@ analysis.inputs.orb's reader; task and seed come from the path or flags.
 
 from __future__ import annotations
 
+import csv
 import json
 import struct
 import zlib
@@ -28,8 +29,10 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episodes_in_order
 from analysis.importers.declare import (
+    CLEANRL_RUN_NAME,
     SEED_PATTERN,
     Declared,
+    PathFacts,
     path_facts,
     patterns_for,
     require_frames_per_step,
@@ -185,20 +188,37 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
     return runs, left_out
 
 
+PANEL_SEPARATOR = " - "
+"""W&B's panel export (a chart's "Export CSV") names its columns `<run name> - <metric>`,
+with `__MIN` / `__MAX` twins, one row per x-axis value."""
+
+
 def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RETURN_KEY,
-                     step: str = STEP_KEY, time: str = "_runtime") -> list[ImportedRun]:
-    """Every history CSV export below `src` (or the one file `src`) as one run; task and
-    seed from --task/--seed or --path-pattern (default: a seed_N in the path)."""
+                        step: str = STEP_KEY, time: str = "_runtime") -> list[ImportedRun]:
+    """Every W&B CSV export below `src` (or the one file `src`): a run's history export
+    (columns = history keys: one run per file; task and seed from --task/--seed or
+    --path-pattern, default a seed_N in the path), or a chart's panel export (columns
+    `<run name> - <metric>`: one run per column; task, seed and system from the run name,
+    e.g. CleanRL's {env_id}__{exp_name}__{seed}__{time}, or --path-pattern over
+    `<file>/<run name>`). The step column must be env steps (`--step`), not W&B's `Step`."""
     src = Path(src)
     fps = require_frames_per_step(declared, f"{step!r} step")
     files = sorted(src.rglob("*.csv")) if src.is_dir() else [src]
     if not files or not all(p.is_file() for p in files):
         raise AnalysisError(f"{src}: no W&B history CSV export below it")
-    patterns = patterns_for(declared, [SEED_PATTERN])
+    patterns = patterns_for(declared, [CLEANRL_RUN_NAME, SEED_PATTERN])
     base = src if src.is_dir() else src.parent
     runs = []
     for f in files:
         where = f.resolve().relative_to(base.resolve()).as_posix()
+        with open(f, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+        suffix = PANEL_SEPARATOR + metric
+        panel = [c for c in header if c.endswith(suffix)]
+        if metric not in header and panel:
+            runs += _panel_runs(f, where, header, panel, suffix, declared, patterns, step, fps,
+                                n_files=len(files))
+            continue
         facts = path_facts(where, patterns)
         task = resolve_task(declared, facts.task, where)
         seed = resolve_seed(declared, facts.seed, where, len(files))
@@ -206,12 +226,66 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
                                        columns=ColumnMap(step, metric, time),
                                        frames_per_step=1)
         ep = run.episodes
-        steps = np.asarray(ep["env_steps"], dtype=np.float64)
-        runs.append(episodes_in_order(ImportedRun(
-            env_id=task, seed=seed, system=declared.system or facts.system or "wandb",
-            layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}wandb",
-            env_steps=steps, frames=steps * fps,
-            episode_return=np.asarray(ep["episode_return"], dtype=np.float64),
-            wall_time_s=np.asarray(ep["wall_time_s"], dtype=np.float64), sources=[f],
-            details={"file": where})))
+        runs.append(_csv_run(declared, facts, task, seed, np.asarray(ep["env_steps"]),
+                             np.asarray(ep["episode_return"]), np.asarray(ep["wall_time_s"]),
+                             fps, f, {"file": where}))
     return runs
+
+
+def _csv_run(declared: Declared, facts: PathFacts, task: str, seed: int, steps: np.ndarray,
+             returns: np.ndarray, wall: np.ndarray, fps: float, f: Path,
+             details: dict[str, Any]) -> ImportedRun:
+    steps = steps.astype(np.float64)
+    return episodes_in_order(ImportedRun(
+        env_id=task, seed=seed, system=declared.system or facts.system or "wandb",
+        layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}wandb",
+        env_steps=steps, frames=steps * fps, episode_return=returns.astype(np.float64),
+        wall_time_s=wall.astype(np.float64), sources=[f], details=details))
+
+
+def _panel_runs(f: Path, where: str, header: list[str], panel: list[str], suffix: str,
+                declared: Declared, patterns: list[str], step: str, fps: float,
+                n_files: int) -> list[ImportedRun]:
+    """One run per `<run name> - <metric>` column of a panel export."""
+    if step not in header:
+        raise AnalysisError(
+            f"{where}: a W&B panel export without a {step!r} column (its x axis is "
+            f"{header[0]!r}). Export the chart with {step!r} as its x axis (W&B's Step counts "
+            "log calls, not env steps), or name the column with --step")
+    declared.notes.append(
+        f"{where}: a chart's export holds the points the chart drew, and W&B samples long "
+        "histories for charts: prefer the runs' history exports or offline runs, which hold "
+        "every episode")
+    cols = _read_columns(f)
+    steps = _floats(cols[step])
+    runs = []
+    for col in panel:
+        name = col[: -len(suffix)]
+        at = f"{where}/{name}"
+        facts = path_facts(at, patterns)
+        values = _floats(cols[col])
+        keep = np.isfinite(values)
+        runs.append(_csv_run(
+            declared, facts, resolve_task(declared, facts.task, at),
+            resolve_seed(declared, facts.seed, at, n_files * len(panel)), steps[keep],
+            values[keep], np.full(int(keep.sum()), np.nan), fps, f,
+            {"file": where, "run_name": name}))
+    return runs
+
+
+def _read_columns(path: Path) -> dict[str, list[str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        cols: list[list[str]] = [[] for _ in header]
+        for row in reader:
+            for c, cell in zip(cols, row, strict=False):
+                c.append(cell)
+    return dict(zip(header, cols, strict=True))
+
+
+def _floats(cells: list[str]) -> np.ndarray:
+    try:
+        return np.array([float(c) if c.strip() else np.nan for c in cells], dtype=np.float64)
+    except ValueError as e:
+        raise AnalysisError(f"a W&B export column holds a non-number ({e})") from None
