@@ -6,14 +6,16 @@ scalars each, ~8,000 episodes), written with the real writers (tests/foreign_run
 
 Each format's sources are written once per seed (5 distinct runs per format) and copied
 to the 57 games' paths: every import still reads and hashes every file in full. Prints a
-markdown table (seconds per format, files, bytes, runs, episodes; the machine's load
-average before and after) and writes it as JSON.
+markdown table (wall and CPU seconds per format, files, bytes, runs; the machine's load
+average before and after: on a shared machine CPU seconds are the steadier figure) and
+writes it as JSON.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -173,16 +175,20 @@ def main(cfg: BenchConfig) -> None:
         files = [p for p in src.rglob("*") if p.is_file()]
         for argv in import_args(fmt, src, out, games):
             load0 = os.getloadavg()[0]
+            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
             proc = subprocess.run([sys.executable, "-m", "analysis", *argv], cwd=ROOT,
                                   capture_output=True, text=True,
                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
             secs = time.perf_counter() - t
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
             if proc.returncode != 0:
                 raise SystemExit(f"{argv}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
             n_runs = len(list(Path(argv[argv.index("--out") + 1]).rglob("manifest.json")))
             rows.append({"format": fmt if fmt != "table" else f"table ({Path(argv[2]).suffix})",
-                         "seconds": round(secs, 1), "runs": n_runs,
+                         "seconds": round(secs, 1), "cpu_seconds": round(cpu, 1),
+                         "runs": n_runs,
                          "source_files": len(files),
                          "source_MB": round(sum(p.stat().st_size for p in files) / 1e6, 1),
                          "episodes_per_run": cfg.episodes, "write_sources_s": round(made, 1),
@@ -190,11 +196,11 @@ def main(cfg: BenchConfig) -> None:
                          "load_after": round(os.getloadavg()[0], 2)})
             print(json.dumps(rows[-1]), flush=True)
         shutil.rmtree(src)  # keep the disk small between formats
-    print("| format | runs | source files | MB | import s | load 1-min before/after |")
-    print("|---|---|---|---|---|---|")
+    print("| format | runs | source files | MB | import s (wall) | CPU s | load 1-min before/after |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['format']} | {r['runs']} | {r['source_files']} | {r['source_MB']} | "
-              f"{r['seconds']} | {r['load_before']} / {r['load_after']} |")
+              f"{r['seconds']} | {r['cpu_seconds']} | {r['load_before']} / {r['load_after']} |")
     (cfg.out / "bench_imports.json").write_text(json.dumps(rows, indent=1))
 
 
