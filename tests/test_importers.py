@@ -297,3 +297,18 @@ def test_importing_loads_no_jax_envpool_or_format_library():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True, env={"PYTHONPATH": str(ROOT)})
     assert out.stdout.strip() == "[]"
+
+
+def test_report_lists_imported_runs_with_their_files(tmp_path):
+    from analysis.output.report import build_report_assets
+
+    _tb(tmp_path / "cleanrl", seeds=(1, 2))
+    res = import_runs("tensorboard", tmp_path / "cleanrl", tmp_path / "out", protocol="paper",
+                      frames_per_step=4)
+    assets = build_report_assets([tmp_path / "out"], tmp_path / "report", reps=50,
+                                 aggregate_reps=100)
+    table = next(t for t in assets["tables"] if t["name"] == "imported_runs")
+    assert table["markdown"].count("tensorboard import of") == 2
+    for d in res.written:
+        sha = json.loads((d / "manifest.json").read_text())["imported"]["files"][0]["sha256"]
+        assert f"sha256 {sha[:12]}" in table["markdown"]
