@@ -312,3 +312,19 @@ def test_report_lists_imported_runs_with_their_files(tmp_path):
     for d in res.written:
         sha = json.loads((d / "manifest.json").read_text())["imported"]["files"][0]["sha256"]
         assert f"sha256 {sha[:12]}" in table["markdown"]
+
+
+def test_monitor_torn_last_line_is_dropped_but_a_bad_row_is_refused(tmp_path, capsys):
+    h = history(10.0, 1, episodes=12)
+    (path, *_) = write_monitor_run(tmp_path / "seed_1", h, "Breakout-v5", envs=1)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("12.5,3")  # a writer killed mid-line
+    assert main(["import", "monitor", str(tmp_path), "--out", str(tmp_path / "out"),
+                 *ATARI]) == 0
+    (run,) = load_records([tmp_path / "out"]).included
+    assert len(run.episodes) == 12
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:5], "x,y,z", *lines[5:-1]]) + "\n")
+    assert main(["import", "monitor", str(tmp_path), "--out", str(tmp_path / "o2"),
+                 *ATARI]) == 2
+    assert "line 6 is not numbers" in capsys.readouterr().err

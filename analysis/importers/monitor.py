@@ -71,7 +71,7 @@ def read_monitor(path: Path) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
                 # A run killed mid-write leaves a torn last line: drop it, refuse others.
                 if f.read(1) == "":
                     break
-                raise AnalysisError(f"{path}: row {i + 2} is not numbers: {row}") from None
+                raise AnalysisError(f"{path}: line {i + 3} is not numbers: {row}") from None
     return header, np.array(r), np.array(length), np.array(t)
 
 
