@@ -89,7 +89,7 @@ def cleanrl_events(path_dir: Path, h: dict, updates: int) -> None:
 def wandb_run(root: Path, h: dict, game: str, seed: int, updates: int) -> None:
     import wandb
 
-    run = wandb.init(mode="offline", dir=str(root), project="bench",
+    run = wandb.init(mode="offline", dir=str(Path(root).resolve()), project="bench",
                      config={"env_id": game, "seed": seed, "exp_name": "ppo_atari_envpool"})
     upd = np.linspace(0, h["steps"][-1], updates).astype(int)
     rows = sorted([(int(s), 0, i) for i, s in enumerate(h["steps"])]

@@ -147,7 +147,8 @@ def write_wandb_offline_run(root: Path, h: dict[str, np.ndarray], env_id: str, s
     """A W&B offline run under `root`/wandb/offline-run-*, logged as CleanRL logs to W&B."""
     import wandb
 
-    run = wandb.init(mode="offline", dir=str(root), project="imports",
+    # Absolute: wandb's service process keeps the working directory it started in.
+    run = wandb.init(mode="offline", dir=str(Path(root).resolve()), project="imports",
                      config={"env_id": env_id, "seed": seed, "exp_name": exp})
     for s, r, n in zip(h["steps"], h["returns"], h["lengths"], strict=True):
         run.log({"charts/episodic_return": float(r), "charts/episodic_length": float(n),
