@@ -43,6 +43,7 @@ def _tb(root: Path, game: str = "Breakout-v5", seeds=(1, 2, 3), **kw) -> dict:
 def test_tensorboard_reads_both_scalar_kinds_and_lengths(tmp_path):
     """tensorboard's Writer stores tensors, torch's SummaryWriter simple_values: both read
     to the float32 values written, at their steps, lengths paired by step."""
+    pytest.importorskip("tensorboard")
     h = history(50.0, 1, episodes=40)
     write_tensorboard_run(cleanrl_run_dir(tmp_path / "tb", "Pong-v5", 1), h)
     write_tensorboard_run(cleanrl_run_dir(tmp_path / "torch", "Pong-v5", 1), h, torch_style=True)
@@ -62,6 +63,7 @@ def test_tensorboard_reads_both_scalar_kinds_and_lengths(tmp_path):
 def test_event_file_framing_matches_tensorboards_reader(tmp_path):
     """tf_records yields exactly the records tensorboard's own loader yields, and stops
     at a torn last record (a killed writer) with the records before it."""
+    pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 
     from analysis.importers.tensorboard import tf_records
@@ -90,6 +92,7 @@ def test_monitor_files_of_one_run_are_its_envs_merged_by_time(tmp_path):
 def test_gymnasium_episodes_import_and_summarise(tmp_path, capsys):
     """Real CartPole episodes (gymnasium's RecordEpisodeStatistics) in Monitor files, 3
     seeds of 2 envs each: one run per seed, the returns those of the episodes."""
+    pytest.importorskip("gymnasium")
     for seed in (1, 2, 3):
         gymnasium_monitor_run(tmp_path / "cartpole" / f"seed_{seed}", "CartPole-v1", seed)
     assert main(["import", "monitor", str(tmp_path / "cartpole"), "--out",
@@ -108,6 +111,7 @@ def test_gymnasium_episodes_import_and_summarise(tmp_path, capsys):
 
 
 def test_wandb_offline_run_killed_before_its_exit_is_left_out(tmp_path):
+    pytest.importorskip("wandb")
     for seed in (1, 2):
         write_wandb_offline_run(tmp_path / "w", history(10.0, seed, episodes=30),
                                 "Breakout-v5", seed)
@@ -125,6 +129,7 @@ def test_wandb_offline_run_killed_before_its_exit_is_left_out(tmp_path):
 def test_wandb_panel_export_is_one_run_per_column(tmp_path, capsys):
     """A chart's "Export CSV": `<run name> - <metric>` columns (and __MIN/__MAX twins)
     over the x axis; CleanRL run names give task, system and seed."""
+    pytest.importorskip("pandas")
     import pandas as pd
 
     hs = {s: history(20.0, s, episodes=30) for s in (1, 2)}
@@ -157,6 +162,7 @@ def test_wandb_panel_export_is_one_run_per_column(tmp_path, capsys):
     (["--protocol", "sticky"], "not a preset"),
 ])
 def test_undeclared_facts_exit_2_naming_them_and_write_nothing(tmp_path, capsys, argv, fact):
+    pytest.importorskip("tensorboard")
     _tb(tmp_path / "cleanrl", seeds=(1,))
     out = tmp_path / "out"
     assert main(["import", "tensorboard", str(tmp_path / "cleanrl"), "--out", str(out),
@@ -223,6 +229,7 @@ def test_runs_whose_episodes_end_at_one_step_warn(tmp_path, capsys):
 
 
 def test_two_sources_of_one_seed_are_refused(tmp_path, capsys):
+    pytest.importorskip("tensorboard")
     _tb(tmp_path / "cleanrl", seeds=(1,))
     h = history(10.0, 9, episodes=10)
     write_tensorboard_run(tmp_path / "cleanrl" / "again" / "Breakout-v5__ppo_atari_envpool__1__5", h)
@@ -233,6 +240,7 @@ def test_two_sources_of_one_seed_are_refused(tmp_path, capsys):
 
 
 def test_provenance_and_reimports(tmp_path, capsys):
+    pytest.importorskip("tensorboard")
     _tb(tmp_path / "cleanrl", seeds=(1, 2))
     args = ["import", "tensorboard", str(tmp_path / "cleanrl"), "--out", str(tmp_path / "out"),
             *ATARI]
@@ -257,6 +265,7 @@ def test_provenance_and_reimports(tmp_path, capsys):
 
 
 def test_protocol_guard_refuses_undeclared_or_different_protocols(tmp_path, capsys):
+    pytest.importorskip("tensorboard")
     _tb(tmp_path / "a")
     _tb(tmp_path / "b", salt=3)
     assert main(["import", "tensorboard", str(tmp_path / "a"), "--out", str(tmp_path / "A"),
@@ -300,6 +309,7 @@ def test_importing_loads_no_jax_envpool_or_format_library():
 
 
 def test_report_lists_imported_runs_with_their_files(tmp_path):
+    pytest.importorskip("tensorboard")
     from analysis.output.report import build_report_assets
 
     _tb(tmp_path / "cleanrl", seeds=(1, 2))
