@@ -98,14 +98,41 @@ def _item_value(item: Any) -> Any:
     return json.loads(item.value_json) if item.value_json else None
 
 
-def read_offline_run(path: Path) -> dict[str, Any]:
+HISTORY_FIELD, SUMMARY_FIELD = 2, 3  # Record's field numbers (wandb_internal.proto)
+
+
+def _field_of(raw: bytes) -> int | None:
+    """The field number of a serialized Record's first field after `num` (field 1): its
+    record type, as wandb writes fields in number order; None when it cannot tell."""
+    i = 0
+    if raw[:1] == b"\x08":  # num: skip its varint
+        i = 1
+        while i < len(raw) and raw[i] & 0x80:
+            i += 1
+        i += 1
+    if i >= len(raw) or raw[i] & 0x80:
+        return None
+    return raw[i] >> 3
+
+
+def _is_summary(raw: bytes) -> bool:
+    return _field_of(raw) == SUMMARY_FIELD
+
+
+def read_offline_run(path: Path, only_with: str | None = None) -> dict[str, Any]:
     """{run_id, project, config, history: [dict], exit_code (None: no exit record)} of
-    one `run-<id>.wandb` log."""
+    one `run-<id>.wandb` log; `only_with`: keep only the history rows that hold this key
+    (the others' values are never decoded: most rows of a CleanRL run are losses)."""
     from wandb.proto import wandb_internal_pb2 as pb
 
     out: dict[str, Any] = {"run_id": None, "project": None, "config": {}, "history": [],
                            "exit_code": None, "display_name": None}
+    # The key's last part is in the bytes of every row that holds it (nested or not).
+    mark = None if only_with is None else only_with.split("/")[-1].encode()
     for raw in log_records(path):
+        if _is_summary(raw) or (mark is not None and mark not in raw
+                                and _field_of(raw) == HISTORY_FIELD):
+            continue  # never decoded: half a run's records are summary updates
         rec = pb.Record.FromString(raw)  # type: ignore[attr-defined]
         kind = rec.WhichOneof("record_type")
         if kind == "run":
@@ -117,7 +144,9 @@ def read_offline_run(path: Path) -> dict[str, Any]:
             for c in rec.config.update:
                 out["config"][_item_key(c)] = json.loads(c.value_json)
         elif kind == "history":
-            out["history"].append({_item_key(i): _item_value(i) for i in rec.history.item})
+            items = rec.history.item
+            if only_with is None or any(_item_key(i) == only_with for i in items):
+                out["history"].append({_item_key(i): _item_value(i) for i in items})
         elif kind == "exit":
             out["exit_code"] = int(rec.exit.exit_code)
     return out
@@ -158,7 +187,7 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
     runs, left_out = [], []
     for log in logs:
         where, facts = run_path_facts(src, log.parent, patterns)
-        run = read_offline_run(log)
+        run = read_offline_run(log, only_with=metric)
         if run["exit_code"] != 0:
             left_out.append(f"{where}: left out: " + (
                 "no exit record (still running, or killed)" if run["exit_code"] is None
