@@ -271,7 +271,7 @@ def external_imports(path: Path, *, module_level: bool) -> set[str]:
     """Top-level names of the modules a file imports (all of them, or only those imported
     when the module itself is imported: outside functions)."""
     def nodes(tree: ast.AST) -> Iterator[ast.AST]:
-        for node in _runtime_nodes(tree) if not module_level else ast.iter_child_nodes(tree):
+        for node in ast.walk(tree) if not module_level else ast.iter_child_nodes(tree):
             if module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                   ast.Lambda)):
                 continue
