@@ -338,3 +338,17 @@ def test_monitor_torn_last_line_is_dropped_but_a_bad_row_is_refused(tmp_path, ca
     assert main(["import", "monitor", str(tmp_path), "--out", str(tmp_path / "o2"),
                  *ATARI]) == 2
     assert "line 6 is not numbers" in capsys.readouterr().err
+
+
+def test_a_missing_format_library_exits_2_naming_the_install(tmp_path, capsys, monkeypatch):
+    """The core install holds no format library: importing event files without
+    tensorboard says what to install (exit 2), as a core-only venv would."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    (tmp_path / "cleanrl").mkdir()
+    assert main(["import", "tensorboard", str(tmp_path / "cleanrl"), "--out",
+                 str(tmp_path / "out"), *ATARI]) == 2
+    assert "pip install 'cleanba-bench[imports]'" in capsys.readouterr().err

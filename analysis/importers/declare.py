@@ -6,6 +6,7 @@ the flag that supplies it (the CLI turns it into exit 2).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
@@ -199,3 +200,11 @@ def run_path_facts(src: Path, run_dir: Path, patterns: Sequence[str]) -> tuple[s
     if facts == PathFacts():
         facts = path_facts(f"{base.name}/{rel}" if rel != "." else base.name, patterns)
     return (rel if rel != "." else base.name), facts
+
+
+def require_library(module: str, fmt: str) -> None:
+    """AnalysisError (exit 2) naming the install when `module`, which reads `fmt`, is
+    absent: the core install holds none of the formats' libraries."""
+    if importlib.util.find_spec(module) is None:
+        raise AnalysisError(f"importing {fmt} needs the {module} package: pip install "
+                            f"'cleanba-bench[imports]' (or pip install {module})")

@@ -21,7 +21,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episodes_in_order
-from analysis.importers.declare import Declared, require_frames_per_step
+from analysis.importers.declare import Declared, require_frames_per_step, require_library
 
 
 @dataclass(frozen=True)
@@ -81,11 +81,9 @@ _MISSING = ("", "nan", "NaN", "None")
 
 def _read_parquet(path: Path, text: Sequence[str], numbers: Sequence[str]
                   ) -> tuple[list[str], dict[str, list[str]], dict[str, np.ndarray]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise AnalysisError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), "
-                            "or export the table as CSV") from None
+    require_library("pyarrow", f"Parquet ({path}; or export the table as CSV)")
+    import pyarrow.parquet as pq
+
     t = pq.read_table(path)
     names = list(t.column_names)
     texts = {c: ["" if v is None else str(v) for v in t.column(c).to_pylist()]

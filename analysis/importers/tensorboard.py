@@ -35,6 +35,7 @@ from analysis.importers.declare import (
     Declared,
     patterns_for,
     require_frames_per_step,
+    require_library,
     resolve_seed,
     resolve_task,
     run_path_facts,
@@ -140,6 +141,7 @@ def read_tensorboard_runs(src: Path | str, declared: Declared, *, tag: str = RET
     """Every run folder of event files below `src`: one episode per `tag` scalar (its
     step = the logged step, frames = step x the declared frames per step)."""
     src = Path(src)
+    require_library("tensorboard", "TensorBoard event files")
     fps = require_frames_per_step(declared, "logged step (event step)")
     found = find_event_runs(src)
     if not found:

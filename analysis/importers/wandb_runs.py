@@ -36,6 +36,7 @@ from analysis.importers.declare import (
     path_facts,
     patterns_for,
     require_frames_per_step,
+    require_library,
     resolve_seed,
     resolve_task,
     run_path_facts,
@@ -178,6 +179,7 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
     from the flags, else the path, else the run's config (keys config_task, ...).
     Returns (runs, why each unfinished run was left out)."""
     src = Path(src)
+    require_library("wandb", "W&B offline runs")
     fps = require_frames_per_step(declared, f"{step!r} step")
     logs = sorted(src.rglob("run-*.wandb")) if src.is_dir() else [src]
     if not logs or not all(p.is_file() for p in logs):
