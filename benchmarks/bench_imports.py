@@ -101,6 +101,7 @@ def wandb_run(root: Path, h: dict, game: str, seed: int, updates: int) -> None:
         else:
             run.log({**{t: 0.01 for t in SCALARS_PER_UPDATE}, "global_step": step})
     run.finish()
+    wandb.teardown()  # the run's file complete on disk before it is copied
 
 
 def make_sources(cfg: BenchConfig, fmt: str, src: Path, games: list[str]) -> None:

@@ -156,6 +156,14 @@ def write_wandb_offline_run(root: Path, h: dict[str, np.ndarray], env_id: str, s
     run.finish()
 
 
+def finish_wandb() -> None:
+    """Stop wandb's service process: every offline run file it holds is complete on disk
+    when this returns (run.finish() may return before the last records are written)."""
+    import wandb
+
+    wandb.teardown()
+
+
 def write_wandb_history_csv(path: Path, h: dict[str, np.ndarray]) -> None:
     """run.history() as pandas writes it: one row per log call; loss rows lack a return."""
     import pandas as pd

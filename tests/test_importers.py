@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from foreign_runs import (
     cleanrl_run_dir,
+    finish_wandb,
     gymnasium_monitor_run,
     history,
     table_rows,
@@ -38,6 +39,13 @@ def _tb(root: Path, game: str = "Breakout-v5", seeds=(1, 2, 3), **kw) -> dict:
     for s, h in hs.items():
         write_tensorboard_run(cleanrl_run_dir(root, game, s), h)
     return hs
+
+
+def _mon(root: Path, game: str = "Breakout-v5", seeds=(1, 2, 3), **kw) -> None:
+    """Monitor runs (no library needed: these tests run in the core-only venv too)."""
+    for s in seeds:
+        write_monitor_run(root / f"seed_{s}", history(100.0, s, episodes=60, **kw), game,
+                          envs=2)
 
 
 def test_tensorboard_reads_both_scalar_kinds_and_lengths(tmp_path):
@@ -115,6 +123,7 @@ def test_wandb_offline_run_killed_before_its_exit_is_left_out(tmp_path):
     for seed in (1, 2):
         write_wandb_offline_run(tmp_path / "w", history(10.0, seed, episodes=30),
                                 "Breakout-v5", seed)
+    finish_wandb()
     logs = sorted((tmp_path / "w").rglob("run-*.wandb"))
     killed = logs[1].read_bytes()
     logs[1].write_bytes(killed[: len(killed) // 2])  # torn mid-run: no exit record
@@ -162,10 +171,9 @@ def test_wandb_panel_export_is_one_run_per_column(tmp_path, capsys):
     (["--protocol", "sticky"], "not a preset"),
 ])
 def test_undeclared_facts_exit_2_naming_them_and_write_nothing(tmp_path, capsys, argv, fact):
-    pytest.importorskip("tensorboard")
-    _tb(tmp_path / "cleanrl", seeds=(1,))
+    _mon(tmp_path / "sb3", seeds=(1,))
     out = tmp_path / "out"
-    assert main(["import", "tensorboard", str(tmp_path / "cleanrl"), "--out", str(out),
+    assert main(["import", "monitor", str(tmp_path / "sb3"), "--out", str(out),
                  *argv]) == 2
     assert fact in capsys.readouterr().err
     assert not out.exists()
@@ -265,14 +273,13 @@ def test_provenance_and_reimports(tmp_path, capsys):
 
 
 def test_protocol_guard_refuses_undeclared_or_different_protocols(tmp_path, capsys):
-    pytest.importorskip("tensorboard")
-    _tb(tmp_path / "a")
-    _tb(tmp_path / "b", salt=3)
-    assert main(["import", "tensorboard", str(tmp_path / "a"), "--out", str(tmp_path / "A"),
+    _mon(tmp_path / "a")
+    _mon(tmp_path / "b", salt=3)
+    assert main(["import", "monitor", str(tmp_path / "a"), "--out", str(tmp_path / "A"),
                  *ATARI]) == 0
     for proto in (["unknown"], ["paper", "repeat_action_probability=0.0"]):
         shutil.rmtree(tmp_path / "B", ignore_errors=True)
-        assert main(["import", "tensorboard", str(tmp_path / "b"), "--out",
+        assert main(["import", "monitor", str(tmp_path / "b"), "--out",
                      str(tmp_path / "B"), "--protocol", *proto, "--frames-per-step", "4"]) == 0
         capsys.readouterr()
         assert main(["equivalence", str(tmp_path / "A"), str(tmp_path / "B"),
@@ -309,16 +316,15 @@ def test_importing_loads_no_jax_envpool_or_format_library():
 
 
 def test_report_lists_imported_runs_with_their_files(tmp_path):
-    pytest.importorskip("tensorboard")
     from analysis.output.report import build_report_assets
 
-    _tb(tmp_path / "cleanrl", seeds=(1, 2))
-    res = import_runs("tensorboard", tmp_path / "cleanrl", tmp_path / "out", protocol="paper",
+    _mon(tmp_path / "sb3", seeds=(1, 2))
+    res = import_runs("monitor", tmp_path / "sb3", tmp_path / "out", protocol="paper",
                       frames_per_step=4)
     assets = build_report_assets([tmp_path / "out"], tmp_path / "report", reps=50,
                                  aggregate_reps=100)
     table = next(t for t in assets["tables"] if t["name"] == "imported_runs")
-    assert table["markdown"].count("tensorboard import of") == 2
+    assert table["markdown"].count("monitor import of") == 2
     for d in res.written:
         sha = json.loads((d / "manifest.json").read_text())["imported"]["files"][0]["sha256"]
         assert f"sha256 {sha[:12]}" in table["markdown"]

@@ -19,6 +19,7 @@ import pytest
 from foreign_runs import (
     cleanrl_run_dir,
     final_score,
+    finish_wandb,
     history,
     table_rows,
     write_monitor_run,
@@ -86,6 +87,7 @@ def make_wandb(runs) -> None:
             root = Path("wandb-runs", v)
             root.mkdir(parents=True, exist_ok=True)
             write_wandb_offline_run(root, h, g, s)
+    finish_wandb()
 
 
 def make_wandb_csv(runs) -> None:

@@ -205,6 +205,10 @@ def run_path_facts(src: Path, run_dir: Path, patterns: Sequence[str]) -> tuple[s
 def require_library(module: str, fmt: str) -> None:
     """AnalysisError (exit 2) naming the install when `module`, which reads `fmt`, is
     absent: the core install holds none of the formats' libraries."""
-    if importlib.util.find_spec(module) is None:
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
         raise AnalysisError(f"importing {fmt} needs the {module} package: pip install "
                             f"'cleanba-bench[imports]' (or pip install {module})")

@@ -58,6 +58,8 @@ def log_records(path: Path) -> Iterator[bytes]:
     data = path.read_bytes()
     if len(data) < HEADER.size:
         raise AnalysisError(f"{path}: too short for a wandb log")
+    if not data.strip(b"\0"):
+        return  # created, nothing flushed yet: a run starting or killed at once
     ident, magic, version = HEADER.unpack_from(data, 0)
     if ident != b":W&B" or magic != MAGIC or version != 0:
         raise AnalysisError(f"{path}: not a wandb transaction log (header {data[:7]!r})")
