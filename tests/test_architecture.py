@@ -37,6 +37,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stats", ("analysis.stats",)),
     ("scales", ("analysis.scales",)),
     ("inputs", ("analysis.inputs",)),
+    ("importers", ("analysis.importers",)),  # other tools' runs -> run records
     ("scoring", ("analysis.scoring",)),
     ("atari5", ("analysis.atari5",)),
     ("verdicts", ("analysis.verdicts",)),
