@@ -203,6 +203,12 @@ def launch_and_wait(
                         _signal_group(p, signal.SIGKILL)
         time.sleep(0.2)
     codes_now = [int(p.returncode) for p in procs]
+    if stop is not None and not why and any(c in (*STOP_EXIT_CODES, -signal.SIGUSR2)
+                                            for c in codes_now):
+        # A signal to a whole Slurm job step (scancel, requeue; USR2 before the trainer
+        # ignores it) reaches the trainer and this process at once: give ours a moment to land, so that the record says who stopped it.
+        if stop.wait(1.0):
+            why = getattr(stop, "reason", "") or "stopped by the harness (interrupt)"
     with open(log_path, "ab") as log:  # the exit codes, for whoever reads the log later
         log.write(f"=== harness: exit codes {codes_now}"
                   f"{' (' + why + ')' if why else ''} ===\n".encode())

@@ -33,7 +33,7 @@ from runrecord import schema
 RESULT_WAIT_S = 10.0  # a job that ended: how long its result file may take to appear
 UNKNOWN_WAIT_S = 120.0  # a job neither squeue nor sacct lists (no accounting, long gone)
 CANCEL_WAIT_S = 90.0  # after Ctrl-C: Slurm's KillWait (30 s) + the trainer's stop grace
-PENDING_NOTE_S = 30.0  # how often to look at why a pending job waits
+PENDING_NOTE_S = 10.0  # how often to look at why a pending job waits
 NOT_STARTED = "not-started"  # a cancelled job never ran its run: no outcome, no record
 MAX_PREEMPTIONS = 3  # resubmissions of one run in one `harness run`
 # Why a pending job waits that will not pass by itself (a drained or down node, a limit).
@@ -244,10 +244,13 @@ class Watcher:
             return Outcome(**w.job.results()[0])
         except Exception as e:  # noqa: BLE001  (the job died: its exception, not a log path)
             text = job_error_text(e)
-            settled = settle_from_record(w.spec, self.store, f"Slurm job {w.job.job_id} "
-                                         f"failed: {text}", w.submitted_at, stopped=False)
             o = Outcome(w.spec.run_id, w.spec.label(), schema.FAILED,
                         error=f"job {w.job.job_id}: {text} (log: {w.job.paths.stderr})")
+            try:  # a record the dead job left `running` says so
+                settled = settle_from_record(w.spec, self.store, f"Slurm job {w.job.job_id} "
+                                             f"failed: {text}", w.submitted_at, stopped=False)
+            except OSError:  # the run folder itself is what failed
+                return o
             if settled.status == BUSY:
                 o.error += f"; {settled.error}"
             return o

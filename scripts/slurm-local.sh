@@ -5,9 +5,11 @@
 # --accounting) when they are missing. No systemd: the daemons are started directly and
 # stopped by the PIDs this script recorded.
 #
-#   scripts/slurm-local.sh start [--accounting]   bring it up (idempotent); with
-#       --accounting also slurmdbd + MariaDB, so that `sacct` works. Starting in the other
-#       mode than the one running restarts slurmctld (and starts or leaves the database).
+#   scripts/slurm-local.sh start [--accounting] [--cpus N]   bring it up (idempotent);
+#       --accounting: also slurmdbd + MariaDB, so that `sacct` works. --cpus N: declare N
+#       CPUs (and 2000 MB each) instead of this machine's, to run more jobs at once than it
+#       has cores (tests whose jobs mostly sleep). Starting in another mode than the one
+#       running restarts slurmctld and slurmd (and starts or leaves the database).
 #   scripts/slurm-local.sh stop                   stop every daemon it started
 #   scripts/slurm-local.sh status                 print mode and node state; exit 0 if up
 #
@@ -64,7 +66,14 @@ install_packages() {
 }
 
 write_slurm_conf() {
-  local accounting=$1
+  local accounting=$1 cpus=$2 mem
+  mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 512 ))
+  if [ "$cpus" != "$(nproc)" ]; then
+    mem=$((cpus * 2000))
+    echo "SlurmdParameters=config_overrides" > /etc/slurm/slurm-local-overrides.conf
+  else
+    : > /etc/slurm/slurm-local-overrides.conf
+  fi
   mkdir -p /etc/slurm
   cat > "$CONF" <<EOF
 # Written by scripts/slurm-local.sh: a one-node cluster on this machine.
@@ -92,7 +101,9 @@ SchedulerType=sched/backfill
 # Seconds between a job's SIGTERM (scancel, time limit, requeue) and its SIGKILL.
 KillWait=30
 MinJobAge=300
-NodeName=$HOST CPUs=$(nproc) RealMemory=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 512 )) State=UNKNOWN
+# --cpus N declares more than the machine has: slurmd then takes the figures from here.
+Include /etc/slurm/slurm-local-overrides.conf
+NodeName=$HOST CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 EOF
   if [ "$accounting" = yes ]; then
@@ -150,27 +161,36 @@ EOF
 node_state() { sinfo -h -n "$HOST" -o %t 2>/dev/null | head -1; }
 
 start() {
-  local accounting=no
-  [ "${1:-}" = "--accounting" ] && accounting=yes
+  local accounting=no cpus
+  cpus=$(nproc)
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --accounting) accounting=yes; shift ;;
+      --cpus) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--cpus wants a positive integer, got '${2:-}'" 2
+              cpus=$2; shift 2 ;;
+      *) die "unknown option '$1'; valid: --accounting, --cpus N" 2 ;;
+    esac
+  done
+  local mode="accounting=$accounting cpus=$cpus"
   [ "$(id -u)" = 0 ] || die "needs root (starts daemons, writes /etc/slurm)" 3
   mkdir -p "$STATE" /var/spool/slurmctld /var/spool/slurmd "$LOG"
-  if alive slurmctld && alive slurmd && [ "$(cat "$STATE/mode" 2>/dev/null)" = "$accounting" ]; then
-    resume_node; say "already up (accounting: $accounting)"; return 0
+  if alive slurmctld && alive slurmd && [ "$(cat "$STATE/mode" 2>/dev/null)" = "$mode" ]; then
+    resume_node; say "already up ($mode)"; return 0
   fi
   install_packages "$accounting"
   start_munge
   [ "$accounting" = yes ] && start_database
   # slurmctld reads AccountingStorageType only at start: a mode change restarts it.
   stop_pid slurmd; stop_pid slurmctld
-  write_slurm_conf "$accounting"
+  write_slurm_conf "$accounting" "$cpus"
   /usr/sbin/slurmctld || die "slurmctld did not start (see $LOG/slurmctld.log)"
   /usr/sbin/slurmd || die "slurmd did not start (see $LOG/slurmd.log)"
-  echo "$accounting" > "$STATE/mode"
+  echo "$mode" > "$STATE/mode"
   wait_for "scontrol ping | grep -q UP" 20 || die "slurmctld does not answer"
   resume_node
   wait_for '[ "$(node_state)" = idle ] || [ "$(node_state)" = mix ]' 30 \
     || die "node $HOST is $(node_state), not idle (see $LOG/slurmd.log)"
-  say "up: node $HOST idle, accounting: $accounting"
+  say "up: node $HOST idle, $mode"
 }
 
 resume_node() {  # a node a test drained (or that came back DOWN) takes jobs again
@@ -188,7 +208,7 @@ stop() {
 
 status() {
   if alive slurmctld && alive slurmd; then
-    echo "up: node $HOST $(node_state), accounting: $(cat "$STATE/mode" 2>/dev/null)"
+    echo "up: node $HOST $(node_state), $(cat "$STATE/mode" 2>/dev/null)"
     return 0
   fi
   echo "down"; return 1
@@ -198,5 +218,5 @@ case "${1:-}" in
   start) shift; start "$@" ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start [--accounting] | stop | status" >&2; exit 2 ;;
+  *) echo "usage: $0 start [--accounting] [--cpus N] | stop | status" >&2; exit 2 ;;
 esac
