@@ -16,6 +16,7 @@ import json
 import re
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -97,8 +98,10 @@ class Scenarios:
             self.threads[name] = t
 
     def _run(self, name: str, fn, d: Path) -> None:
+        t0 = time.monotonic()
         try:
             self.results[name] = fn(d)
+            self.results[name]["elapsed_s"] = time.monotonic() - t0
         except BaseException:  # noqa: BLE001  (reported by the scenario's own test)
             self.results[name] = AssertionError(f"scenario {name} broke:\n"
                                                 f"{traceback.format_exc()}")
@@ -108,6 +111,7 @@ class Scenarios:
         res = self.results.get(name, AssertionError(f"scenario {name} still running"))
         if isinstance(res, BaseException):
             raise res
+        print(f"scenario {name}: {res['elapsed_s']:.1f} s")  # the fault table's figures
         return res
 
 
