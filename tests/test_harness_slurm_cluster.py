@@ -166,6 +166,24 @@ def stop_harness(sig: int) -> Callable[[Path], dict[str, Any]]:
     return scenario
 
 
+def second_sigint(d: Path) -> dict[str, Any]:
+    """Ctrl-C twice: the second stops the waiting, still without a traceback."""
+    sweep = sweep_file(d / "s.toml", "twice", [1], overrides=LONG)
+    root = d / "res"
+    h = Harness(sweep, root)
+    run_id, job = next(iter(h.job_ids(1).items()))
+    wait_running(root, "twice", run_id)
+    h.signal(signal.SIGINT)
+    h.wait_line(r"^harness: cancelling 1 job")
+    h.signal(signal.SIGINT)
+    rc = h.wait(timeout=60)
+    # The job settles its record itself, after the harness has gone.
+    wait_until(lambda: state(root, "twice", run_id).state == schema.INTERRUPTED, 60,
+               "the cancelled job's record")
+    return {"d": d, "rc": rc, "text": h.text, "job": job,
+            "after": snapshot(root, "twice", [run_id])[run_id]}
+
+
 def slurm_time_limit(d: Path) -> dict[str, Any]:
     """[slurm] timeout_min = 1 (Slurm's least) and a run that needs 100 s."""
     sweep = sweep_file(d / "s.toml", "limit", [1], slurm_extra="timeout_min = 1",
@@ -237,7 +255,8 @@ def without_accounting(tmp_path_factory):
     cluster(accounting=False)
     return Scenarios(tmp_path_factory.mktemp("plain"), {
         "normal": normal_path, "scancel": scancel_running_and_pending,
-        "sigint": stop_harness(signal.SIGINT), "limit": slurm_time_limit,
+        "sigint": stop_harness(signal.SIGINT), "twice": second_sigint,
+        "limit": slurm_time_limit,
         "own": own_timeout_first, "preempt": usr2_preemption, "raises": job_raises,
     })
 
@@ -331,6 +350,16 @@ class TestWithoutAccounting:
     def test_sigint_to_harness_cancels_its_jobs(self, without_accounting):
         """Issue 32, 2: Ctrl-C stopped nothing; the second one ended in a traceback."""
         check_stop(without_accounting.get("sigint"), "SIGINT")
+
+    def test_second_sigint_stops_waiting_without_a_traceback(self, without_accounting):
+        """Issue 32, 2: the second Ctrl-C ended in a KeyboardInterrupt traceback."""
+        r = without_accounting.get("twice")
+        assert r["rc"] == 130, r["text"]
+        assert "harness: second interrupt: not waiting any longer" in r["text"], r["text"]
+        no_traceback(r["text"])
+        assert job_state(r["job"]) in ("CANCELLED", ""), r["job"]
+        st, failures, err = r["after"]
+        assert st == schema.INTERRUPTED and failures == 0 and "SIGTERM" in err["message"]
 
     def test_slurm_time_limit_records_timeout_and_spends_an_attempt(self, without_accounting):
         """Issue 32, 1: at Slurm's limit the record stayed `running`, then `stale`."""
