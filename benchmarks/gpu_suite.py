@@ -1,29 +1,34 @@
-"""Everything a GPU user needs to know about speed, in one command per part:
+"""Everything a GPU user needs to know about speed, in one call of at most 8 minutes:
 
-    python benchmarks/gpu_suite.py --out results/gpu-suite --part 1
-    python benchmarks/gpu_suite.py --out results/gpu-suite --part 2 --reference-path ~/src/cleanba
-    python benchmarks/gpu_suite.py --out results/gpu-suite --part 3
+    bash .device/run.sh --out $OUT          # on the lent GPU machine (docs/performance.md)
+    python benchmarks/gpu_suite.py --out results/gpu-suite [--reference-path ~/src/cleanba]
 
-The plan for a lent GPU (at most three commands of up to 10 minutes each; each part's runs
-are capped by --run-timeout-s, so a part ends in time even when a run is slow):
-  part 1 (at most ~8.5 min): environment; EnvPool's raw Breakout rate, 128 envs on 2
-    threads (the paper's actor setting); the actor loop with a no-op forward pass against
-    EnvPool for 128/32/8 envs x 2/1 threads (stopped after --actor-timeout-s, 200 s); our
-    PPO on Breakout-v5 at the paper's settings (stopped after --run-timeout-s, 240 s).
-  part 2 (at most ~8.5 min): our IMPALA at the paper's settings; the reference Cleanba PPO
-    on the same settings as our PPO (needs --reference-path).
-  part 3 (at most ~8.5 min): our PPO with --deterministic, twice: SPS cost against part 1's
-    PPO, and whether the two runs' params checksums agree at every update.
-`--tiny` runs every step with small budgets on CPU in a few minutes (tests/test_gpu_suite.py).
+The plan (--budget-s, 470 s by default; run.sh passes what its 480 s leave after the kit's
+install). Steps run in this order, each with its own cap; a step's cap is the budget left
+minus the shares of the steps after it, so time a step saves goes to the next, and a
+failing or slow step never takes a later step's share:
+  environment (share 15 s): versions, devices, driver, CUDA, CPU;
+  envpool-raw (10 s): EnvPool's raw Breakout rate, 128 envs on 2 threads (the paper's
+    actor setting);
+  actor-overhead (40 s): the actor loop with a no-op forward pass against raw EnvPool, a
+    short grid (--actor-grid, 128x2 32x2 8x2; the settings done by the cap are kept);
+  ours-ppo (130 s): our PPO at the paper's settings, 30 updates (491,520 steps, ~2M frames),
+    with the learning line (last-100-episode return, benchmarks/suite_learning.py);
+  reference-ppo (130 s): the reference Cleanba PPO on the same settings (--reference-path);
+  ours-impala (65 s): our IMPALA at the paper's settings, 150 updates (384,000 steps);
+  deterministic (80 s): our PPO with --deterministic, twice (half the cap each): SPS cost
+    against ours-ppo, and whether the two runs' params checksums agree at every update.
+A training run reaching its cap gets SIGTERM (its finished updates count) and is killed
+10 s later. `--tiny` runs every step with small budgets on CPU (1500 s budget).
 
-results.md and results.json in --out are rewritten after every step, and a run cut off by
-its timeout still gives the figures of the updates it finished. Parts add to what earlier
-parts wrote. Settings (the paper's, ../shared/CLEANBA-FACTS.md): PPO 128 envs (2 actor
-threads x 64) x 128 steps, 4 minibatches x 4 epochs, 30 updates (491,520 steps); IMPALA
-128 envs x 20 steps, 150 updates (384,000 steps); layout a0-l0 (actor and learner on GPU 0),
-architecture cleanba. Steady-state SPS = env steps / seconds between the end of update 2
-and the last update (update 1 compiles, update 2 overlaps the queue-of-one start; the
-reference also recompiles at its second update); the table also gives the SPS of the
+--out gets results.md, results.json and steps.log (each step's child log, appended),
+rewritten after every step, so a call cut off still returns what finished; the runs
+themselves go to --workdir (a temporary folder by default). Settings (the paper's,
+../shared/CLEANBA-FACTS.md): PPO 128 envs (2 actor threads x 64) x 128 steps, 4
+minibatches x 4 epochs; IMPALA 128 envs x 20 steps; layout a0-l0 (actor and learner on
+GPU 0), architecture cleanba. Steady-state SPS = env steps / seconds between the end of
+update 2 and the last update (update 1 compiles, update 2 overlaps the queue-of-one start;
+the reference also recompiles at its second update); the table also gives the SPS of the
 window's first and second halves, which agree when the run is steady.
 """
 
@@ -36,10 +41,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import tyro
 
@@ -53,19 +59,22 @@ from reference_cleanba import (  # noqa: E402
     patched_script,
     reference_args,
 )
+from suite_learning import ours_learning, reference_learning  # noqa: E402
 
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK  # noqa: E402
 
 CHILD = ROOT / "benchmarks" / "measured_run.py"
 ENV_ID = "Breakout-v5"
 WARMUP_UPDATES = 2  # updates left out of steady-state SPS (compilation, queue start)
-PARTS = {
-    "1": ("environment", "envpool-raw", "actor-overhead", "ours-ppo"),
-    "2": ("environment", "ours-impala", "reference-ppo"),
-    "3": ("environment", "deterministic"),
-}
-ALL_STEPS = ("environment", "envpool-raw", "actor-overhead", "ours-ppo", "ours-impala",
-             "reference-ppo", "deterministic")
+# (step, share of the budget in seconds at the default 470 s); the order is the run order
+SHARES = (("environment", 15), ("envpool-raw", 10), ("actor-overhead", 40), ("ours-ppo", 130),
+          ("reference-ppo", 130), ("ours-impala", 65), ("deterministic", 80))
+ALL_STEPS = tuple(step for step, _ in SHARES)
+DEFAULT_BUDGET_S = 470.0
+TINY_BUDGET_S = 1500.0
+KILL_GRACE_S = 10.0  # a run gets SIGTERM this long before its cap, then SIGKILL at the cap
+MIN_CAP_S = 5.0  # a step with less than this left is not started (the results say so)
+LOG_CHARS = 100_000  # the tail of each child's log kept in steps.log
 
 
 @dataclass
@@ -73,23 +82,22 @@ class SuiteConfig:
     """The GPU benchmark suite (docs/performance.md)."""
 
     out: Path
-    """Results folder: results.md, results.json, logs/ (created; earlier parts kept)."""
+    """Results folder: results.md, results.json, steps.log (created; earlier steps kept)."""
     reference_path: Path | None = None
-    """Checkout of vwxyzjn/cleanba; without it the reference row says 'not run'."""
-    part: Literal["1", "2", "3", "all"] = "all"
-    """Which part of the plan to run (see the top of this file); all = every step."""
+    """Checkout of vwxyzjn/cleanba (or the kit's reference/); without it the reference row
+    says 'not run'."""
     only: tuple[str, ...] = ()
-    """Run just these steps (names as in results.json), overriding --part."""
+    """Run just these steps (names as in results.json); the budget is shared among them."""
     tiny: bool = False
     """Small budgets for a CPU check of the whole sequence (a few minutes)."""
-    run_timeout_s: float = 240.0
-    """Seconds before a training run is stopped (SIGTERM; its finished updates count)."""
-    actor_grid: tuple[str, ...] = ("128x2", "128x1", "32x2", "32x1", "8x2", "8x1")
+    budget_s: float | None = None
+    """Seconds for all the steps together (default 470; with --tiny 1500)."""
+    workdir: Path | None = None
+    """Where the runs write (run records, child logs); default: a new temporary folder."""
+    actor_grid: tuple[str, ...] = ("128x2", "32x2", "8x2")
     """ENVSxTHREADS settings of the actor-overhead step, in this order (the paper's first;
     ignored with --tiny: 8x1 8x2)."""
-    actor_timeout_s: float = 200.0
-    """Seconds before the actor-overhead step is stopped (the settings done are kept)."""
-    actor_timed_steps: int = 32768
+    actor_timed_steps: int = 16384
     """Env steps timed per setting and repeat in the actor-overhead step."""
     repeats: int = 2
     """Raw/actor-loop measurements per setting, alternated (the ratio is their median)."""
@@ -115,13 +123,13 @@ FULL = Budget(
     ppo=("--num-envs", "128", "--num-steps", "128", "--num-actor-threads", "2"),
     ppo_batch=128 * 128, ppo_updates=30,
     impala=("--num-envs", "128", "--num-steps", "20", "--num-actor-threads", "2"),
-    impala_batch=128 * 20, impala_updates=150, deterministic_updates=16,
+    impala_batch=128 * 20, impala_updates=150, deterministic_updates=6,
     raw={"num_envs": 128, "num_threads": 2, "steps_per_thread": 1024},
 )
 TINY = Budget(
-    ppo=("--num-envs", "8", "--num-steps", "16", "--num-actor-threads", "2",
+    ppo=("--num-envs", "8", "--num-steps", "32", "--num-actor-threads", "2",
          "--num-minibatches", "2", "--update-epochs", "1"),
-    ppo_batch=8 * 16, ppo_updates=6,
+    ppo_batch=8 * 32, ppo_updates=10,  # 320 steps per env: episodes end (the learning line)
     impala=("--num-envs", "8", "--num-steps", "16", "--num-actor-threads", "2",
             "--num-minibatches", "2"),
     impala_batch=8 * 16, impala_updates=6, deterministic_updates=5,
@@ -137,10 +145,11 @@ def flag_value(args: tuple[str, ...], flag: str, default: int) -> int:
 # running children
 
 
-def run_child(spec: dict[str, Any], workdir: Path, timeout_s: float | None = None,
+def run_child(spec: dict[str, Any], workdir: Path, cap_s: float,
               ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run measured_run.py on `spec`: (its result JSON or {}, process facts: exit code,
-    wall s, peak RSS GB, timed_out, log path)."""
+    """Run measured_run.py on `spec`, stopped by its cap (SIGTERM KILL_GRACE_S before it,
+    SIGKILL at it): (its result JSON or {}, process facts: exit code, wall s, peak RSS GB,
+    timed_out, log path)."""
     workdir.mkdir(parents=True, exist_ok=True)
     name = spec["name"]
     spec = {**spec, "out": str(workdir / f"{name}.json"), "launched_at": time.time()}
@@ -152,7 +161,8 @@ def run_child(spec: dict[str, Any], workdir: Path, timeout_s: float | None = Non
         proc = subprocess.Popen([sys.executable, str(CHILD), str(spec_path)], stdout=log_file,
                                 stderr=subprocess.STDOUT, cwd=ROOT)
         timed_out = False
-        deadline = None if timeout_s is None else start + timeout_s
+        grace = min(KILL_GRACE_S, cap_s / 4)
+        deadline: float | None = start + cap_s - grace
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
@@ -160,14 +170,14 @@ def run_child(spec: dict[str, Any], workdir: Path, timeout_s: float | None = Non
             if deadline is not None and time.monotonic() > deadline and not timed_out:
                 timed_out = True
                 proc.send_signal(signal.SIGTERM)  # our trainer records `interrupted`
-                deadline = time.monotonic() + 30
+                deadline = time.monotonic() + grace
             elif timed_out and deadline is not None and time.monotonic() > deadline:
                 proc.kill()
                 deadline = None
             time.sleep(0.2)
     facts = {"exit_code": os.waitstatus_to_exitcode(status), "wall_s": time.monotonic() - start,
              "peak_rss_gb": usage.ru_maxrss / 1024**2, "timed_out": timed_out,
-             "log": str(log.relative_to(workdir.parent))}
+             "log": log.name, "cap_s": cap_s}
     out = Path(spec["out"])
     result = json.loads(out.read_text()) if out.exists() else {}
     return result, facts
@@ -223,23 +233,28 @@ def run_figures(child: dict[str, Any], facts: dict[str, Any], steps: list[float]
 
 
 def ours(cfg: SuiteConfig, workdir: Path, name: str, module: str, args: tuple[str, ...],
-         batch: int, updates: int) -> dict[str, Any]:
+         batch: int, updates: int, cap_s: float) -> dict[str, Any]:
     run_dir = workdir / name / "run"
     argv = ["atari", "--env-id", ENV_ID, *args, "--architecture", "cleanba",
             "--actor-device-ids", "0", "--learner-device-ids", "0", "--seed", str(cfg.seed),
             "--total-timesteps", str(batch * updates), "--progress-interval-s", "30",
             "--run-dir", str(run_dir)]
     child, facts = run_child({"task": "train", "name": name, "module": module, "argv": argv},
-                             workdir, cfg.run_timeout_s)
+                             workdir, cap_s)
     rows = read_updates(run_dir)
     figures = run_figures(child, facts, [float(r["env_steps"]) for r in rows],
                           [float(r["wall_time_s"]) for r in rows], updates)
     figures["command"] = f"python -m {module} {' '.join(argv)}"
     figures["checksums"] = [r.get("params_checksum", "") for r in rows]
+    if name == "ours-ppo":
+        figures["learning"] = ours_learning(run_dir, ENV_ID)
     return figures
 
 
-def reference(cfg: SuiteConfig, workdir: Path, budget: Budget) -> dict[str, Any]:
+def reference(cfg: SuiteConfig, workdir: Path, budget: Budget, cap_s: float,
+              frames: float | None) -> dict[str, Any]:
+    """The reference PPO's figures, and its learning line at `frames` (our PPO's last
+    update's frames; None: its own last)."""
     assert cfg.reference_path is not None
     script = patched_script(cfg.reference_path, workdir / "reference-ppo" / "patched")
     scalars = workdir / "reference-ppo" / "scalars.jsonl"
@@ -252,7 +267,7 @@ def reference(cfg: SuiteConfig, workdir: Path, budget: Budget) -> dict[str, Any]
     if "--update-epochs" in args:
         argv += ["--update-epochs", str(flag_value(args, "--update-epochs", 4))]
     child, facts = run_child({"task": "reference", "name": "reference-ppo", "script": str(script),
-                              "argv": argv, "scalars": str(scalars)}, workdir, cfg.run_timeout_s)
+                              "argv": argv, "scalars": str(scalars)}, workdir, cap_s)
     losses = []
     if scalars.exists():
         for line in scalars.read_text().splitlines():
@@ -264,6 +279,7 @@ def reference(cfg: SuiteConfig, workdir: Path, budget: Budget) -> dict[str, Any]
     figures = run_figures(child, facts, steps, losses, budget.ppo_updates)
     figures["command"] = f"python {script.name} {' '.join(argv)}"
     figures["patch"] = patch_lines()
+    figures["learning"] = reference_learning(scalars, frames)
     return figures
 
 
@@ -271,15 +287,16 @@ def reference(cfg: SuiteConfig, workdir: Path, budget: Budget) -> dict[str, Any]
 # the steps
 
 
-def run_step(step: str, cfg: SuiteConfig, results: dict[str, Any], workdir: Path) -> dict:
+def run_step(step: str, cfg: SuiteConfig, results: dict[str, Any], workdir: Path,
+             cap_s: float) -> dict:
     budget = TINY if cfg.tiny else FULL
     if step == "environment":
-        child, facts = run_child({"task": "environment", "name": "environment"}, workdir, 300)
-        return {**child, "exit_code": facts["exit_code"]}
+        child, facts = run_child({"task": "environment", "name": "environment"}, workdir, cap_s)
+        return {**child, "exit_code": facts["exit_code"], "cap_s": cap_s}
     if step == "envpool-raw":
         child, facts = run_child({"task": "envpool-raw", "name": "envpool-raw", "env_id": ENV_ID,
-                                  **budget.raw}, workdir, cfg.run_timeout_s)
-        return {**budget.raw, **child, "exit_code": facts["exit_code"]}
+                                  **budget.raw}, workdir, cap_s)
+        return {**budget.raw, **child, "exit_code": facts["exit_code"], "cap_s": cap_s}
     if step == "actor-overhead":
         grid = ("8x1", "8x2") if cfg.tiny else cfg.actor_grid
         spec = {"task": "actor-overhead", "name": "actor-overhead", "env_id": ENV_ID,
@@ -287,26 +304,46 @@ def run_step(step: str, cfg: SuiteConfig, results: dict[str, Any], workdir: Path
                 "num_steps": 16 if cfg.tiny else 128,
                 "timed_steps": 512 if cfg.tiny else cfg.actor_timed_steps,
                 "repeats": 1 if cfg.tiny else cfg.repeats}
-        child, facts = run_child(spec, workdir, cfg.actor_timeout_s)
+        child, facts = run_child(spec, workdir, cap_s)
         if facts["timed_out"] and child.get("rows"):
             facts["exit_code"] = 0  # stopped on time by design; the finished settings count
-        return {**child, "exit_code": facts["exit_code"], "num_steps": spec["num_steps"]}
+        return {**child, "exit_code": facts["exit_code"], "num_steps": spec["num_steps"],
+                "timed_out": facts["timed_out"], "cap_s": cap_s}
     if step == "ours-ppo":
         return ours(cfg, workdir, "ours-ppo", "cleanba.ppo", budget.ppo, budget.ppo_batch,
-                    budget.ppo_updates)
+                    budget.ppo_updates, cap_s)
     if step == "ours-impala":
         return ours(cfg, workdir, "ours-impala", "cleanba.impala", budget.impala,
-                    budget.impala_batch, budget.impala_updates)
+                    budget.impala_batch, budget.impala_updates, cap_s)
     if step == "reference-ppo":
         if cfg.reference_path is None:
-            return {"not_run": "no --reference-path given"}
-        return reference(cfg, workdir, budget)
+            return {"not_run": "no --reference-path given (no reference in the kit)"}
+        frames = ((results["steps"].get("ours-ppo") or {}).get("learning") or {}).get("frames")
+        return reference(cfg, workdir, budget, cap_s, frames)
     if step == "deterministic":
         args = (*budget.ppo, "--deterministic")
-        runs = [ours(cfg, workdir, f"deterministic-{i}", "cleanba.ppo", args, budget.ppo_batch,
-                     budget.deterministic_updates) for i in (1, 2)]
-        return {"runs": runs, **compare_checksums(runs[0]["checksums"], runs[1]["checksums"])}
+        first = ours(cfg, workdir, "deterministic-1", "cleanba.ppo", args, budget.ppo_batch,
+                     budget.deterministic_updates, cap_s / 2)
+        second = ours(cfg, workdir, "deterministic-2", "cleanba.ppo", args, budget.ppo_batch,
+                      budget.deterministic_updates, max(cap_s - first["wall_s"], 1.0))
+        runs = [first, second]
+        return {"runs": runs, "cap_s": cap_s,
+                **compare_checksums(runs[0]["checksums"], runs[1]["checksums"])}
     raise AssertionError(step)
+
+
+def step_caps(steps: tuple[str, ...], budget_s: float) -> dict[str, float]:
+    """Each step's share of `budget_s`: SHARES scaled so the steps run share all of it."""
+    shares = dict(SHARES)
+    total = sum(shares[s] for s in steps)
+    return {s: shares[s] * budget_s / total for s in steps}
+
+
+def cap_now(step: str, shares: dict[str, float], left_s: float) -> float:
+    """The cap of `step` with `left_s` seconds of the budget left: what the steps after it
+    leave (their shares stay theirs; time saved earlier goes to this step)."""
+    order = list(shares)
+    return left_s - sum(shares[s] for s in order[order.index(step) + 1:])
 
 
 def compare_checksums(a: list[str], b: list[str]) -> dict[str, Any]:
@@ -323,20 +360,30 @@ def compare_checksums(a: list[str], b: list[str]) -> dict[str, Any]:
 
 def main(cfg: SuiteConfig) -> int:
     steps = check_config(cfg)
+    budget_s = cfg.budget_s or (TINY_BUDGET_S if cfg.tiny else DEFAULT_BUDGET_S)
+    shares = step_caps(steps, budget_s)
     cfg.out.mkdir(parents=True, exist_ok=True)
     path = cfg.out / "results.json"
     results: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     results.setdefault("steps", {})
-    results["mode"] = "tiny" if cfg.tiny else "paper settings"
-    workdir = cfg.out / "logs"
+    workdir = cfg.workdir or Path(tempfile.mkdtemp(prefix="gpu-suite-"))
+    results.update({"mode": "tiny" if cfg.tiny else "paper settings", "budget_s": budget_s,
+                    "planned_s": {s: round(v, 1) for s, v in shares.items()},
+                    "workdir": str(workdir)})
     failed = False
+    suite_start = time.monotonic()
     for step in steps:
-        print(f"[gpu_suite] {step} ...", flush=True)
+        cap = cap_now(step, shares, budget_s - (time.monotonic() - suite_start))
+        print(f"[gpu_suite] {step} (cap {cap:.0f} s) ...", flush=True)
         started = time.monotonic()
-        try:
-            entry = run_step(step, cfg, results, workdir)
-        except Exception as exc:  # noqa: BLE001 - a failed step is recorded, the next runs
-            entry = {"error": f"{type(exc).__name__}: {exc}"}
+        before = set(workdir.glob("*.log")) if workdir.exists() else set()
+        if cap < MIN_CAP_S:
+            entry: dict[str, Any] = {"not_run": f"budget spent ({cap:.0f} s left for it)"}
+        else:
+            try:
+                entry = run_step(step, cfg, results, workdir, cap)
+            except Exception as exc:  # noqa: BLE001 - a failed step is recorded, the next runs
+                entry = {"error": f"{type(exc).__name__}: {exc}"}
         entry["measured_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         entry["step_wall_s"] = time.monotonic() - started
         entry["load_average_after"] = list(os.getloadavg())
@@ -344,11 +391,22 @@ def main(cfg: SuiteConfig) -> int:
             failed = True
             entry.setdefault("log_tail", log_tail(workdir, step))
         results["steps"][step] = entry
+        append_logs(cfg.out / "steps.log", step, sorted(set(workdir.glob("*.log")) - before))
         write_results(cfg.out, results)
         print(f"[gpu_suite] {step} done in {entry['step_wall_s']:.0f}s"
               f"{' (FAILED)' if step_failed(entry) else ''}", flush=True)
     print(f"[gpu_suite] {cfg.out / 'results.md'}", flush=True)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def append_logs(target: Path, step: str, logs: list[Path]) -> None:
+    """Append the tail of each new child log to `target` (the one log file that comes back
+    from the device machine with the results)."""
+    with open(target, "a") as out:
+        for log in logs:
+            text = log.read_text(errors="replace")
+            cut = f" (last {LOG_CHARS} chars)" if len(text) > LOG_CHARS else ""
+            out.write(f"===== {step}: {log.name}{cut} =====\n{text[-LOG_CHARS:]}\n")
 
 
 def step_failed(entry: dict[str, Any]) -> bool:
@@ -379,12 +437,14 @@ def check_config(cfg: SuiteConfig) -> tuple[str, ...]:
                          "(expected a checkout of vwxyzjn/cleanba)")
     if cfg.out.exists() and not cfg.out.is_dir():
         raise ValueError(f"--out {cfg.out} exists and is not a folder")
-    if min(cfg.run_timeout_s, cfg.actor_timeout_s, cfg.repeats, cfg.actor_timed_steps) <= 0:
-        raise ValueError("--run-timeout-s, --actor-timeout-s, --repeats and --actor-timed-steps "
-                         "must be positive")
+    if min(cfg.repeats, cfg.actor_timed_steps) <= 0:
+        raise ValueError("--repeats and --actor-timed-steps must be positive")
+    if cfg.budget_s is not None and cfg.budget_s < 60:
+        raise ValueError(f"--budget-s {cfg.budget_s}: at least 60 s (the default is "
+                         f"{DEFAULT_BUDGET_S:.0f}, with --tiny {TINY_BUDGET_S:.0f})")
     if cfg.only:
         return tuple(s for s in ALL_STEPS if s in cfg.only)
-    return ALL_STEPS if cfg.part == "all" else PARTS[cfg.part]
+    return ALL_STEPS
 
 
 def write_results(out: Path, results: dict[str, Any]) -> None:

@@ -139,6 +139,43 @@ def deterministic_lines(steps: dict[str, Any]) -> list[str]:
             f"({det['updates_compared']} updates compared)"]
 
 
+def learning_lines(steps: dict[str, Any]) -> list[str]:
+    """Our PPO's last-100-episode return at its last update's frames, the reference's
+    avg_episodic_return at the same frames, the random score (benchmarks/suite_learning.py)."""
+    ours_run = steps.get("ours-ppo") or {}
+    ours_line = ours_run.get("learning")
+    if not ours_line or "error" in (ours_line or {}):
+        why = (ours_line or {}).get("error") or failed_or_not_yet(ours_run or None)
+        return [f"- ours PPO: {why}"]
+    ref = steps.get("reference-ppo") or {}
+    ref_line = ref.get("learning")
+    if ref_line:
+        ref_text = (f"{num(ref_line['avg_episodic_return'], 2)} (its avg_episodic_return at "
+                    f"{num(ref_line['frames'], 0)} frames)")
+    else:
+        ref_text = failed_or_not_yet(ref or None)
+    return [f"- ours PPO, {ours_line['env_id']}, after {num(ours_line['frames'], 0)} frames: "
+            f"{num(ours_line['last_episodes_mean_return'], 2)} (mean return of the last "
+            f"{ours_line['episodes_averaged']} episodes; {ours_line['episodes_ended']} ended)",
+            f"- reference Cleanba PPO at the same frames: {ref_text}",
+            f"- random score: {num(ours_line['random_score'], 1)}"]
+
+
+def plan_lines(results: dict[str, Any]) -> list[str]:
+    planned = results.get("planned_s") or {}
+    if not planned:
+        return []
+    steps = results.get("steps", {})
+    lines = [f"Budget {num(results.get('budget_s'), 0)} s; each step's planned share, its "
+             "cap when it started (share plus time saved before it) and its wall time:", "",
+             "| step | planned s | cap s | measured s |", "|---|---|---|---|"]
+    for step, share in planned.items():
+        entry = steps.get(step) or {}
+        lines.append(f"| {step} | {num(share, 0)} | {num(entry.get('cap_s'), 0)} | "
+                     f"{num(entry.get('step_wall_s'), 0)} |")
+    return lines
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     steps = results.get("steps", {})
     out = [f"# GPU suite results ({results.get('mode', '?')})", "",
@@ -147,7 +184,9 @@ def render_markdown(results: dict[str, Any]) -> str:
            *environment_lines(steps.get("environment")), "", "## Actor side", "",
            *actor_lines(steps.get("envpool-raw"), steps.get("actor-overhead")), "",
            "## Training: Breakout-v5, layout a0-l0, cleanba architecture", "",
-           *training_lines(steps), "", "## --deterministic", "", *deterministic_lines(steps)]
+           *training_lines(steps), "", "## Learning line", "", *learning_lines(steps), "",
+           "## --deterministic", "", *deterministic_lines(steps), "", "## Time per step", "",
+           *plan_lines(results)]
     ref = steps.get("reference-ppo") or {}
     if ref.get("patch"):
         out += ["", "## Patch applied to the reference (a copy in the results folder)", "",

@@ -1,9 +1,9 @@
-"""benchmarks/gpu_suite.py: the whole sequence in --tiny mode on CPU (so the GPU suite
-cannot rot while no GPU is lent), its bad-input handling, and its pure parts."""
+"""benchmarks/gpu_suite.py: its bad-input handling and its pure parts. The whole sequence
+in --tiny mode on CPU (so the GPU suite cannot rot while no GPU is lent) runs in
+tests/test_device_kit.py, through the device kit and run.sh on the GPU image's stack."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_suite import compare_checksums, window_sps  # noqa: E402
+from gpu_suite import (  # noqa: E402
+    ALL_STEPS,
+    SHARES,
+    cap_now,
+    compare_checksums,
+    step_caps,
+    window_sps,
+)
 from reference_cleanba import PATCHES, ReferenceError, patched_script  # noqa: E402
 from suite_table import NOT_YET, TRAINING_ROWS, render_markdown  # noqa: E402
 
@@ -29,52 +36,9 @@ def run_suite(*args: str, timeout: float) -> subprocess.CompletedProcess:
                           timeout=timeout, env=env, cwd=ROOT)
 
 
-def positive(x: object) -> bool:
-    return isinstance(x, int | float) and x > 0
-
-
-@pytest.mark.slow
-def test_tiny_suite_fills_every_row(tmp_path: Path) -> None:
-    out = tmp_path / "suite"
-    proc = run_suite("--out", str(out), "--tiny", timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
-    steps = results["steps"]
-    assert steps["environment"]["jax"] and steps["environment"]["cpu_cores"] >= 1
-    assert positive(steps["envpool-raw"]["steps_per_s"])
-    overhead = {(r["num_envs"], r["num_threads"]): r for r in steps["actor-overhead"]["rows"]}
-    assert set(overhead) == {(8, 1), (8, 2)}
-    for row in overhead.values():
-        assert all(positive(x) for x in row["raw"] + row["actor_loop"] + row["ratios"])
-    runs = [steps["ours-ppo"], steps["ours-impala"], *steps["deterministic"]["runs"]]
-    for run in runs:
-        assert run["exit_code"] == 0 and run["updates_done"] == run["updates_planned"]
-        for key in ("steady_sps", "first_half_sps", "second_half_sps", "first_update_s",
-                    "peak_rss_gb"):
-            assert positive(run[key]), (key, run)
-    # two --deterministic runs of one seed on one machine: same params after every update
-    assert steps["deterministic"]["checksums_identical"]
-    assert steps["deterministic"]["updates_compared"] == runs[-1]["updates_planned"]
-    assert steps["reference-ppo"] == {**steps["reference-ppo"], "not_run": "no --reference-path given"}
-
-    table = (out / "results.md").read_text()
-    assert NOT_YET not in table
-    lines = table.splitlines()
-    for label, _, _ in TRAINING_ROWS:
-        row = next(line for line in lines if line.startswith(f"| {label} |"))
-        if label.startswith("reference"):
-            assert "not run" in row
-        else:
-            assert "completed" in row and row.count("n/a") == 1  # device memory: CPU has none
-    for envs, threads in overhead:
-        assert any(line.startswith(f"| actor loop, no-op forward, {envs} envs x {threads} ")
-                   for line in lines)
-    assert "checksums of the two `--deterministic` runs: identical" in table
-
-
 def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     for args in (["--only", "no-such-step"], ["--reference-path", str(tmp_path)],
-                 ["--actor-grid", "8x3"]):
+                 ["--actor-grid", "8x3"], ["--budget-s", "10"]):
         out = tmp_path / "never"
         proc = run_suite("--out", str(out), *args, timeout=120)
         assert proc.returncode == EXIT_BAD_INPUT, (args, proc.stderr)
@@ -88,6 +52,20 @@ def test_window_sps_by_hand() -> None:
     got = window_sps(steps, times)
     assert got == {"steady_sps": 300 / 20, "first_half_sps": 100 / 5, "second_half_sps": 200 / 15}
     assert window_sps(steps[:3], times[:3])["steady_sps"] is None
+
+
+def test_step_caps_share_the_budget_and_pass_savings_on() -> None:
+    shares = step_caps(ALL_STEPS, 470.0)
+    assert list(shares) == list(ALL_STEPS) and sum(shares.values()) == pytest.approx(470.0)
+    assert shares == {step: pytest.approx(share) for step, share in SHARES}  # 470 s: as listed
+    half = step_caps(("ours-ppo", "reference-ppo"), 100.0)
+    assert half == {"ours-ppo": 50.0, "reference-ppo": 50.0}
+    # at the start the first step gets its share; a step after one that saved 30 s gets
+    # its share plus those 30 s; the last step gets whatever is left
+    assert cap_now("environment", shares, 470.0) == pytest.approx(shares["environment"])
+    left = 470.0 - shares["environment"] + 30.0 - shares["envpool-raw"]
+    assert cap_now("actor-overhead", shares, left) == pytest.approx(shares["actor-overhead"] + 30)
+    assert cap_now("deterministic", shares, 12.5) == 12.5
 
 
 def test_compare_checksums() -> None:

@@ -1,0 +1,240 @@
+"""The device kit (benchmarks/device_kit.py) and the one device call (.device/run.sh): its
+pure parts, bad input, and the rehearsal of the call on this CPU against the GPU image's
+stack (a fresh Python 3.12 venv holding only benchmarks/gpu_image_stack.txt; the kit
+installed with --no-index; `run.sh --tiny`; every row of the table must have numbers)."""
+
+from __future__ import annotations
+
+import base64
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from device_kit import ENVPOOL_ENTRY, MIB, keep_rule, kept, rom_name, strip_wheel  # noqa: E402
+from suite_table import NOT_YET, TRAINING_ROWS  # noqa: E402
+
+from runrecord.exits import EXIT_BAD_INPUT  # noqa: E402
+
+KIT_SCRIPT = ROOT / "benchmarks" / "device_kit.py"
+RUN_SH = ROOT / "benchmarks" / "device_run.sh"
+STACK = ROOT / "benchmarks" / "gpu_image_stack.txt"
+CACHE = Path.home() / ".cache" / "cleanba-bench"
+
+
+def test_rom_names() -> None:
+    assert rom_name("Breakout-v5") == "breakout"
+    assert rom_name("SpaceInvaders-v5") == "space_invaders"
+    for bad in ("breakout", "Break out-v5", "-v5", "CartPole_1-v1"):
+        with pytest.raises(ValueError, match="--games"):
+            rom_name(bad)
+
+
+def test_keep_rules() -> None:
+    prefixes, _ = keep_rule("envpool", ("Breakout-v5",))
+    assert kept("envpool/atari/atari_envpool.so", prefixes)
+    assert kept("envpool/python/protocol.py", prefixes)
+    assert kept("envpool.libs/libEGL-48f73270.so.1.1.0", prefixes)
+    assert not kept("envpool/mujoco/mujoco_envpool.so", prefixes)
+    assert not kept("envpool/vizdoom/registration.py", prefixes)
+    assert kept("envpool-1.2.5.dist-info/METADATA", prefixes)
+    assert not kept("envpool-1.2.5.dist-info/RECORD", prefixes)  # rewritten, not copied
+    roms, words = keep_rule("envpool-assets", ("Breakout-v5", "SpaceInvaders-v5"))
+    assert kept("envpool_assets/atari/roms/space_invaders.bin", roms)
+    assert not kept("envpool_assets/atari/roms/pong.bin", roms)
+    assert not kept("envpool_assets/procgen/assets/x.png", roms)
+    assert "breakout.bin, space_invaders.bin" in words
+    assert keep_rule("tyro", ()) == ((), "whole") and kept("tyro/_cli.py", ())
+
+
+def test_strip_wheel_keeps_the_rule_and_rewrites_record(tmp_path: Path) -> None:
+    source = tmp_path / "envpool-1.2.5-cp312-cp312-x.whl"
+    members = {"envpool/__init__.py": b"import envpool.entry\n",
+               "envpool/entry.py": b"import envpool.mujoco.registration\n",
+               "envpool/atari/atari_envpool.so": b"\x7fELF" + bytes(100),
+               "envpool/mujoco/mujoco_envpool.so": b"\x7fELF" + bytes(5000),
+               "envpool-1.2.5.dist-info/METADATA": b"Name: envpool\n",
+               "envpool-1.2.5.dist-info/RECORD": b"stale\n"}
+    with zipfile.ZipFile(source, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    target = tmp_path / "out.whl"
+    prefixes, _ = keep_rule("envpool", ())
+    assert strip_wheel(source, target, prefixes) == (4, 2)  # mujoco and the old RECORD out
+    with zipfile.ZipFile(target) as z:
+        names = set(z.namelist())
+        assert names == {"envpool/__init__.py", "envpool/entry.py",
+                         "envpool/atari/atari_envpool.so", "envpool-1.2.5.dist-info/METADATA",
+                         "envpool-1.2.5.dist-info/RECORD"}
+        assert z.read("envpool/entry.py").decode() == ENVPOOL_ENTRY
+        record = z.read("envpool-1.2.5.dist-info/RECORD").decode().splitlines()
+        for line in record[:-1]:
+            path, digest, size = line.split(",")
+            data = z.read(path)
+            want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            assert digest == f"sha256={want}" and int(size) == len(data)
+        assert record[-1] == "envpool-1.2.5.dist-info/RECORD,,"
+
+
+def run_kit(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(KIT_SCRIPT), *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "kit"
+    for args in (["--reference-path", str(tmp_path)], ["--games", "breakout"],
+                 ["--reference-note", "x"], ["--max-mib", "0"]):
+        proc = run_kit("--out", str(out), *args)
+        assert proc.returncode == EXIT_BAD_INPUT, (args, proc.stderr)
+        assert "error:" in proc.stderr and not out.exists()
+    (tmp_path / "notakit").mkdir()
+    (tmp_path / "notakit" / "precious.txt").write_text("keep me")
+    proc = run_kit("--out", str(tmp_path / "notakit"))
+    assert proc.returncode == EXIT_BAD_INPUT and "not a device kit" in proc.stderr
+    assert (tmp_path / "notakit" / "precious.txt").read_text() == "keep me"
+
+
+def test_run_sh_bad_input_exits_2(tmp_path: Path) -> None:
+    for args in ([], ["--out", str(tmp_path / "o"), "--budget-s", "soon"],
+                 ["--out", str(tmp_path / "o"), "--repo", str(tmp_path)], ["--nope"]):
+        proc = subprocess.run(["bash", str(RUN_SH), *args], capture_output=True, text=True,
+                              timeout=60, cwd=ROOT)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "run.sh" in proc.stderr and not (tmp_path / "o").exists()
+
+
+# --------------------------------------------------------------------------------------
+# the rehearsal
+
+
+def python312() -> str | None:
+    """A Python 3.12 interpreter: $CLEANBA_PYTHON312, python3.12 on PATH, or pyenv's."""
+    candidates = [os.environ.get("CLEANBA_PYTHON312"), shutil.which("python3.12"),
+                  *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python")),
+                          reverse=True)]
+    return next((c for c in candidates if c and Path(c).exists()), None)
+
+
+def image_venv(python: str) -> Path:
+    """A venv holding only the GPU image's stack, cached by the stack file's hash (made
+    once; a venv not finished is never reused)."""
+    key = hashlib.sha256(STACK.read_bytes() + python.encode()).hexdigest()[:12]
+    venv = CACHE / f"image-venv-{key}"
+    if (venv / ".complete").exists():
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", "-r", str(STACK)], check=True, timeout=1800)
+    (venv / ".complete").write_text(STACK.read_text())
+    return venv
+
+
+def positive(x: object) -> bool:
+    return isinstance(x, int | float) and x > 0
+
+
+def check_every_row(out: Path, jax_version: str | None = "0.11.2") -> None:
+    """Every step of the --tiny suite has its numbers; the reference row says why not."""
+    results = json.loads((out / "results.json").read_text())
+    steps = results["steps"]
+    assert steps["environment"]["jax"] == (jax_version or steps["environment"]["jax"])
+    assert positive(steps["envpool-raw"]["steps_per_s"])
+    overhead = {(r["num_envs"], r["num_threads"]): r for r in steps["actor-overhead"]["rows"]}
+    assert set(overhead) == {(8, 1), (8, 2)}
+    for row in overhead.values():
+        assert all(positive(x) for x in row["raw"] + row["actor_loop"] + row["ratios"])
+    runs = [steps["ours-ppo"], steps["ours-impala"], *steps["deterministic"]["runs"]]
+    for run in runs:
+        assert run["exit_code"] == 0 and run["updates_done"] == run["updates_planned"], run
+        for key in ("steady_sps", "first_half_sps", "second_half_sps", "first_update_s",
+                    "peak_rss_gb"):
+            assert positive(run[key]), (key, run)
+    # two --deterministic runs of one seed on one machine: same params after every update
+    assert steps["deterministic"]["checksums_identical"]
+    assert steps["deterministic"]["updates_compared"] == runs[-1]["updates_planned"]
+    assert steps["reference-ppo"]["not_run"].startswith("no --reference-path given")
+    learning = steps["ours-ppo"]["learning"]
+    assert learning["episodes_averaged"] >= 1 and learning["random_score"] == 1.7
+    assert learning["frames"] == 4 * 8 * 32 * steps["ours-ppo"]["updates_planned"]
+    assert sum(results["planned_s"].values()) == pytest.approx(results["budget_s"])
+    for step, entry in steps.items():
+        assert entry["step_wall_s"] <= results["budget_s"], step
+
+    table = (out / "results.md").read_text()
+    assert NOT_YET not in table
+    lines = table.splitlines()
+    for label, _, _ in TRAINING_ROWS:
+        row = next(line for line in lines if line.startswith(f"| {label} |"))
+        if label.startswith("reference"):
+            assert "not run" in row
+        else:
+            assert "completed" in row and row.count("n/a") == 1  # device memory: CPU has none
+    for envs, threads in overhead:
+        assert any(line.startswith(f"| actor loop, no-op forward, {envs} envs x {threads} ")
+                   for line in lines)
+    assert "checksums of the two `--deterministic` runs: identical" in table
+    assert "- random score: 1.7" in table
+
+
+@pytest.mark.slow
+def test_rehearsal_of_the_device_call(tmp_path: Path) -> None:
+    python = python312()
+    if python is None:  # still run the whole suite, on this venv's stack
+        out = tmp_path / "out"
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_suite.py"),
+                               "--tiny", "--out", str(out)], capture_output=True, text=True,
+                              timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        check_every_row(out, jax_version=None)
+        pytest.skip("no Python 3.12 interpreter (set CLEANBA_PYTHON312): the suite ran on "
+                    "this venv's stack, the rehearsal on the GPU image's stack did not")
+    times = {}
+    started = time.monotonic()
+    kit = tmp_path / ".device"
+    proc = run_kit("--out", str(kit), timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    size = sum(p.stat().st_size for p in kit.rglob("*") if p.is_file())
+    assert 0 < size <= 24 * MIB
+    manifest = json.loads((kit / "manifest.json").read_text())
+    assert manifest["total_bytes"] == size and manifest["reference"] is None
+    assert {w["name"] for w in manifest["wheels"]} >= {"envpool", "tyro", "submitit",
+                                                      "gymnasium", "dm-env", "optree"}
+    assert "not in this kit" in (kit / "MANIFEST.md").read_text()
+    times["kit"] = time.monotonic() - started
+    started = time.monotonic()
+    venv = image_venv(python)
+    times["venv"] = time.monotonic() - started
+    installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list",
+                                "--format=freeze"], capture_output=True, text=True).stdout
+    assert "envpool" not in installed and "tyro" not in installed  # only the image's stack
+
+    started = time.monotonic()
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PIP_NO_INDEX"] = "1"
+    proc = subprocess.run(["bash", str(kit / "run.sh"), "--tiny", "--out", str(out),
+                           "--python", str(venv / "bin" / "python"), "--repo", str(ROOT)],
+                          capture_output=True, text=True, timeout=1800, env=env, cwd=tmp_path)
+    times["run.sh --tiny"] = time.monotonic() - started
+    print(f"rehearsal seconds: {times}")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    log = (out / "run.log").read_text()
+    assert f"envpool 1.2.5 ({tmp_path}" not in log  # installed in a temporary site, not here
+    assert "jax 0.11.2" in log and "envpool 1.2.5" in log
+    assert sorted(p.name for p in out.iterdir()) == ["results.json", "results.md", "run.log",
+                                                     "steps.log"]
+    check_every_row(out)
