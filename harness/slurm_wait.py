@@ -81,6 +81,9 @@ def settle_from_record(spec: RunSpec, store: Store, why: str, since: float,
     out = Outcome(spec.run_id, spec.label(), schema.INTERRUPTED, cpus=spec.cpus_needed)
     lock = RunLock(run_dir)
     if not lock.acquire():
+        if stopped:  # its job is still stopping the trainer: it records `interrupted` itself
+            out.error = f"{why}; its job is still stopping it and records `interrupted`"
+            return out
         out.status, out.error = BUSY, busy_text(lock_holder(run_dir))
         return out
     try:

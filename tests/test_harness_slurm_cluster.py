@@ -356,6 +356,7 @@ class TestWithoutAccounting:
         r = without_accounting.get("twice")
         assert r["rc"] == 130, r["text"]
         assert "harness: second interrupt: not waiting any longer" in r["text"], r["text"]
+        assert "1 interrupted run(s) (no attempt spent)" in r["text"], r["text"]
         no_traceback(r["text"])
         assert job_state(r["job"]) in ("CANCELLED", ""), r["job"]
         st, failures, err = r["after"]
