@@ -72,7 +72,7 @@ write_slurm_conf() {
     mem=$((cpus * 2000))
     echo "SlurmdParameters=config_overrides" > /etc/slurm/slurm-local-overrides.conf
   else
-    : > /etc/slurm/slurm-local-overrides.conf
+    echo "# slurmd takes CPUs and memory from the machine" > /etc/slurm/slurm-local-overrides.conf
   fi
   mkdir -p /etc/slurm
   cat > "$CONF" <<EOF
