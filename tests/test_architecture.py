@@ -55,7 +55,7 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("harness.retry", "harness.store")),  # failure kinds; run folders and locks
     ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
     ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
-                   "harness.slurm")),
+                   "harness.slurm", "harness.slurm_queue", "harness.slurm_wait")),
     ("report", ("harness.report",)),
     ("entry points", ("harness.cli", "harness.__main__", "harness")),
 ]
