@@ -24,12 +24,14 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.output.curve_files import write_curves
     from analysis.output.report import build_report_assets
     from analysis.reproduce import published_column, reproduce_runs
+    from analysis.reproduce import report_assets as reproduce_report_assets
     from analysis.reproduce import reproduce as reproduce_published
     from analysis.scoring.aggregates import aggregate_groups, summary_table
     from analysis.scoring.curves import efficiency_curve
     from analysis.scoring.grouping import analyse, labelled_groups
-    from analysis.verdicts.compare import equivalence_verdicts
-    from analysis.verdicts.gate import GATE_METRICS, gate
+    from analysis.scoring.tables import ONE_SEED
+    from analysis.verdicts.compare import equivalence_verdicts, pair_verdicts
+    from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, gate, suite_gates
     from analysis.verdicts.seedplan import given_spread, seed_plan_lines, spread_from_analysis
     from analysis.verdicts.staleness import audit
 
@@ -43,10 +45,14 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     "summary_table": "analysis.scoring.aggregates",
     "aggregate_groups": "analysis.scoring.aggregates",
     "efficiency_curve": "analysis.scoring.curves",
+    "ONE_SEED": "analysis.scoring.tables",  # what a table or line shows for a 1-seed interval
     # verdicts
     "equivalence_verdicts": "analysis.verdicts.compare",
+    "pair_verdicts": "analysis.verdicts.compare",
     "gate": "analysis.verdicts.gate",
+    "suite_gates": "analysis.verdicts.gate",
     "GATE_METRICS": "analysis.verdicts.gate",
+    "DEFAULT_GATE_METRIC": "analysis.verdicts.gate",
     "audit": "analysis.verdicts.staleness",
     "given_spread": "analysis.verdicts.seedplan",
     "spread_from_analysis": "analysis.verdicts.seedplan",
@@ -58,6 +64,7 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     # (not "reproduce": that is the subpackage analysis.reproduce)
     "reproduce_published": "analysis.reproduce:reproduce",
     "reproduce_runs": "analysis.reproduce",
+    "reproduce_report_assets": "analysis.reproduce:report_assets",
     # files: figures, tables, verdict JSONs
     "write_curves": "analysis.output.curve_files",
     "build_report_assets": "analysis.output.report",
@@ -66,7 +73,9 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
 
 __all__ = [  # the names of _API (tests/test_analysis_api.py checks they match)
     "AnalysisError",
+    "DEFAULT_GATE_METRIC",
     "GATE_METRICS",
+    "ONE_SEED",
     "aggregate_groups",
     "analyse",
     "audit",
@@ -79,12 +88,15 @@ __all__ = [  # the names of _API (tests/test_analysis_api.py checks they match)
     "labelled_groups",
     "load_model",
     "load_records",
+    "pair_verdicts",
     "published_column",
     "reproduce_published",
+    "reproduce_report_assets",
     "reproduce_runs",
     "seed_plan_lines",
     "select_where",
     "spread_from_analysis",
+    "suite_gates",
     "summary_table",
     "write_curves",
 ]

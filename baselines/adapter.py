@@ -27,7 +27,7 @@ from typing import Any, Generic, NoReturn, Protocol
 
 from baselines import common, mapping
 from baselines.common import A
-from runrecord import RecordError, RunWriter, exits, schema
+from runrecord import RecordError, RunWriter, error_entry, exits, schema
 
 
 class AdapterRun(Protocol):
@@ -106,7 +106,7 @@ class Baseline(Generic[A]):
     """The parts of an adapter that differ between baselines."""
 
     system: str
-    """e.g. monobeast-impala (harness.systems)"""
+    """e.g. monobeast-impala (harness.sweep.systems)"""
     args: type[A]
     prog: str
     """e.g. python -m baselines.monobeast"""
@@ -194,8 +194,7 @@ def _train(system: str, run: AdapterRun, writer: RunWriter) -> int:
     try:
         status = run.train()
         if status == schema.FAILED and run.error:
-            error = {"type": "BaselineError", "message": run.error.splitlines()[0],
-                     "traceback": run.error}
+            error = error_entry("BaselineError", run.error.splitlines()[0], run.error)
     except BaseException as e:  # noqa: BLE001 - the record must say what happened
         error = e
         status = schema.INTERRUPTED if isinstance(e, KeyboardInterrupt) else schema.FAILED

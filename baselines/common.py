@@ -28,7 +28,15 @@ from benchenv import (
     is_atari,
     make_env,
 )
-from runrecord import Layout, RecordError, RunWriter, provenance, run_id, write_skipped
+from runrecord import (
+    Layout,
+    RecordError,
+    RunWriter,
+    provenance,
+    run_folder,
+    run_id,
+    write_skipped,
+)
 
 ARCHITECTURE = "async"
 LAYOUT = Layout((0,), (0,), 1)  # a0-l0-d1: one process, actors and learner on one device
@@ -366,7 +374,7 @@ def load_checkout(
 
 
 def default_run_dir(results_root: Path, sweep: str | None, rid: str) -> Path:
-    return Path(results_root) / (sweep or "standalone") / "runs" / rid
+    return run_folder(results_root, sweep or "standalone", rid)
 
 
 def record_unavailable(run_dir: Path, manifest: Mapping[str, Any], error: BaselineUnavailable) -> None:

@@ -48,7 +48,7 @@ from baselines import common, mapping  # noqa: E402
 from baselines.adapter import Baseline, Checkout, Launch, run_as_main  # noqa: E402
 from baselines.native_logs import NativeLogError, read_moolib_logs  # noqa: E402
 from benchenv import env_seeds  # noqa: E402
-from runrecord import exits, schema  # noqa: E402
+from runrecord import error_entry, exits, schema  # noqa: E402
 
 LOCAL_NAME = "peer0"  # the peer's folder: <savedir>/peers/peer0/
 D = mapping.MOOLIB_DEFAULTS
@@ -509,9 +509,8 @@ def start(launch: Launch[Args]) -> MoolibRun | int:
     savedir = launch.native_dir / "moolib"
     # RunWriter moved any earlier attempt (with its checkpoint) to previous_attempts/.
     if (savedir / "checkpoint.tar").exists():
-        launch.writer.finish(schema.FAILED, error={
-            "type": "RecordError", "traceback": "",
-            "message": f"{savedir} already holds a checkpoint"})
+        launch.writer.finish(schema.FAILED, error=error_entry(
+            "RecordError", f"{savedir} already holds a checkpoint"))
         print(f"error: {savedir} already holds a checkpoint; moolib would resume it", file=sys.stderr)
         return exits.EXIT_FAILED
     return MoolibRun(launch)

@@ -4,6 +4,7 @@ rollout per iteration into its own rollout queue (size 1)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -13,7 +14,6 @@ import jax.numpy as jnp
 import numpy as np
 
 import benchenv
-from cleanba import actor_hook
 from cleanba.context import Context
 from cleanba.deterministic import microbatched_apply, sample_actions
 from cleanba.losses import categorical_logprob
@@ -29,6 +29,20 @@ class Rollout:
     versions: np.ndarray  # (T,) policy version used at each step
     param_wait_s: float
     episodes: list[Episode]
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A forward function where a network goes: what the policy step calls is `.apply`."""
+
+    apply: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+def policy_network(ctx: Context) -> Any:
+    """The network the actor's policy step applies: the algorithm's, or the forward
+    function injected into the context (`Context.actor_forward`: benchmarks only). Read
+    once per actor thread, before its loop."""
+    return ctx.algorithm.network if ctx.actor_forward is None else Forward(ctx.actor_forward)
 
 
 def sample_step(network: Any, inference_envs: int, params: Any, obs: jax.Array,
@@ -72,9 +86,7 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     spec = ctx.prep.checked.env
     env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=spec.protocol)
     inference_envs = plan.envs_per_group if plan.deterministic else 0
-    # A benchmark may swap the forward pass for a no-op (cleanba/actor_hook.py); off in runs.
-    network = actor_hook.network_for_actor(ctx.algorithm.network, ctx.prep.checked.env.num_actions)
-    policy = jax.jit(partial(packed_sample_step, network, inference_envs))
+    policy = jax.jit(partial(packed_sample_step, policy_network(ctx), inference_envs))
     env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
     key = jax.device_put(ctx.action_key, device)
     tracker = EpisodeTracker(first_env, n)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,10 @@ class Context:
     writer: RunWriter | None  # process 0 only
     wandb: WandbLogger | None
     start_time: float
+    actor_forward: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]] | None = None
+    """The forward pass the actors' policy step runs, (params, obs) -> (logits, value);
+    None: the algorithm's network. Only benchmarks inject one (cleanba.actor_hook's no-op),
+    through make_context; a run never does."""
     updates_done: int = 0
     episodes_written: int = 0
     timing: dict[str, list[float]] = field(default_factory=lambda: {"rollout": [], "update": []})

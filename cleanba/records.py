@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from cleanba.config import config_dict, defining_hyperparameters
-from runrecord import Layout, provenance, run_id
+from runrecord import Layout, provenance, run_folder, run_id
 from runrecord.determinism import determinism_block
 
 
@@ -37,7 +37,7 @@ def make_run_id(system: str, config: Any, env_protocol: dict, layout: Layout) ->
 
 
 def default_run_dir(rid: str) -> Path:
-    return Path("results") / "standalone" / "runs" / rid
+    return run_folder("results", "standalone", rid)
 
 
 def build_manifest(

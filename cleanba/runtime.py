@@ -52,7 +52,7 @@ from cleanba.records import (
     make_run_id,
 )
 from cleanba.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
-from runrecord import LayoutError, RecordError, RunWriter, schema
+from runrecord import LayoutError, RecordError, RunWriter, error_entry, schema
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 
@@ -205,8 +205,7 @@ def final_status(control: Control, error: BaseException | None,
     if control.error is not None:
         return schema.FAILED, control.error
     if control.interrupted:
-        return schema.INTERRUPTED, {"type": "Interrupted", "message": control.interrupt_reason,
-                                    "traceback": ""}
+        return schema.INTERRUPTED, error_entry("Interrupted", control.interrupt_reason)
     if error is not None:
         return schema.FAILED, error
     return schema.COMPLETED, None
@@ -214,9 +213,11 @@ def final_status(control: Control, error: BaseException | None,
 
 def make_context(config: CommonConfig, prep: Prepared, control: Control,
                  writer: RunWriter | None = None, wandb_logger: WandbLogger | None = None,
-                 ) -> tuple[Context, LearnerMesh, Any]:
+                 actor_forward: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]
+                 | None = None) -> tuple[Context, LearnerMesh, Any]:
     """Shared state, the learner mesh and the replicated initial train state (version 1,
-    already published to the actors)."""
+    already published to the actors). actor_forward: the seam of the actors' forward
+    pass (Context.actor_forward), for benchmarks; runs leave it None."""
     plan = prep.plan
     root = jax.random.PRNGKey(config.seed)
     init_key, action_key = jax.random.fold_in(root, 0), jax.random.fold_in(root, 1)
@@ -229,6 +230,7 @@ def make_context(config: CommonConfig, prep: Prepared, control: Control,
         rollout_queues=[queue.Queue(maxsize=1) for _ in range(plan.threads_per_process)],
         action_key=action_key, fault=prep.fault, progress=Progress(plan.num_updates),
         writer=writer, wandb=wandb_logger, start_time=time.monotonic(),
+        actor_forward=actor_forward,
     )
     channel.publish(1, first_replica(state.params))
     return ctx, mesh, state

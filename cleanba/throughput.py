@@ -136,27 +136,27 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
         learner_device_ids=(0,), progress_interval_s=0.0,
     )
     control = Control()
-    with actor_hook.noop_forward():
-        prep = prepare(config, ppo.make_algorithm, ppo.SYSTEM)
-        ctx, _, _ = make_context(config, prep, control)
-        threads = actor_threads(ctx)
+    prep = prepare(config, ppo.make_algorithm, ppo.SYSTEM)
+    ctx, _, _ = make_context(config, prep, control,
+                             actor_forward=actor_hook.noop_forward(prep.checked.env.num_actions))
+    threads = actor_threads(ctx)
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(warmup_rollouts):
+            for q in ctx.rollout_queues:
+                control.get(q)
+        first, cpu_first = time.perf_counter(), process_cpu_s()
+        for _ in range(rollouts - warmup_rollouts):
+            for q in ctx.rollout_queues:
+                control.get(q)
+        last, cpu_last = time.perf_counter(), process_cpu_s()
+    except Stopped:
+        pass  # an actor failed: its error is raised below
+    finally:
+        control.stop.set()
         for t in threads:
-            t.start()
-        try:
-            for _ in range(warmup_rollouts):
-                for q in ctx.rollout_queues:
-                    control.get(q)
-            first, cpu_first = time.perf_counter(), process_cpu_s()
-            for _ in range(rollouts - warmup_rollouts):
-                for q in ctx.rollout_queues:
-                    control.get(q)
-            last, cpu_last = time.perf_counter(), process_cpu_s()
-        except Stopped:
-            pass  # an actor failed: its error is raised below
-        finally:
-            control.stop.set()
-            for t in threads:
-                t.join(timeout=60)
+            t.join(timeout=60)
     if control.error is not None:
         raise control.error
     return Rate(num_envs * num_steps * (rollouts - warmup_rollouts), last - first,

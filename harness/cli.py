@@ -144,7 +144,7 @@ class Run(Select):
     progress: bool = True
     """Show a live progress display and one line per finished run."""
     until_decided: bool = False
-    """Run seeds in batches until the verdicts are decided (harness.adaptive_run): the
+    """Run seeds in batches until the verdicts are decided (harness.adaptive.run): the
     sweep's [adaptive] table, or by default 3 seeds per side, then 2 more at each look, up
     to 9; equivalence (and the gate when [regression] names a reference). A sweep with
     an [adaptive] table runs this way without the flag."""
@@ -340,7 +340,7 @@ def do_run(cmd: Run, sweep: Sweep) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     if sweep.adaptive is not None:  # seeds in batches until the verdicts are decided
-        from harness.adaptive_run import run_until_decided
+        from harness.adaptive.run import run_until_decided
 
         return run_until_decided(sweep, store, lambda runs: run_runs(cmd, sweep, store, runs,
                                                                      stop),
@@ -461,7 +461,7 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     store = cmd.store(sweep)
     runs, title, adaptive_lines = sweep.runs, f"sweep {sweep.name}: {len(sweep.runs)} runs", []
     if sweep.adaptive is not None:  # only the runs of the looks it used or runs next
-        from harness.adaptive_report import needed_runs, status_lines
+        from harness.adaptive.report import needed_runs, status_lines
 
         runs, adaptive_lines = needed_runs(sweep, store), status_lines(sweep, store)
         title = f"sweep {sweep.name}: {len(runs)} runs"

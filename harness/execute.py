@@ -30,10 +30,18 @@ from harness.store import (
     Store,
     failed_attempts,
     mark_interrupted,
-    read_manifest_or_none,
 )
-from harness.sweep import PROJECT_ROOT, RunSpec
-from runrecord import RecordError, RunWriter, atomic_write_json, schema, utc_now
+from harness.sweep import RunSpec
+from runrecord import (
+    PROJECT_ROOT,
+    RecordError,
+    RunWriter,
+    error_entry,
+    read_manifest_or_none,
+    schema,
+    settle,
+    utc_now,
+)
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_UNAVAILABLE
 from runrecord.provenance import collect
 
@@ -340,19 +348,14 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
         if recorded.get("message") or recorded.get("type"):
             message += (f"; the trainer recorded {status}: "
                         f"{recorded.get('type', '')}: {recorded.get('message', '')}")
-        error = {
-            "type": "Timeout" if timed_out else "Interrupted" if interrupted else "TrainerExit",
-            "message": message,
-            "traceback": recorded.get("traceback") or tail,
-            "exit_codes": codes,
-        }
+        error = error_entry(
+            "Timeout" if timed_out else "Interrupted" if interrupted else "TrainerExit",
+            message, recorded.get("traceback") or tail, exit_codes=codes)
     if manifest is None:
         writer = RunWriter(run_dir, base_manifest(spec, spec.command(run_dir)))
         writer.finish(final, error=error)
     else:
-        manifest.update(status=final, finished_at=manifest.get("finished_at") or utc_now(),
-                        error=error)
-        atomic_write_json(run_dir / schema.MANIFEST_FILE, manifest)
+        settle(run_dir, manifest, final, error)
     out.status = final
     out.error = f"{error.get('type', '')}: {error.get('message', '')}".strip(": ")
     if final == schema.FAILED:

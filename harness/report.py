@@ -1,6 +1,7 @@
-"""`harness report` and `harness regress`: hand a sweep's records to analysis/.
+"""`harness report` and `harness regress`: hand a sweep's records to analysis/, through
+its public API (analysis/__init__.py) only.
 
-The report is analysis.output.report.build_report_assets (figures, tables, verdicts) plus one
+The report is analysis.build_report_assets (figures, tables, verdicts) plus one
 self-contained HTML page built here: figures embedded as base64 PNG, tables as HTML,
 verdict lines, runs left out, warnings and the sweep's provenance. The page has no
 external references, so it opens from disk or as an e-mail attachment.
@@ -20,18 +21,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analysis.errors import AnalysisError
-from analysis.inputs.load import RunSet, load_runs
-from analysis.output.report import build_report_assets
-from analysis.reproduce import report_assets
-from analysis.scoring.scores import runs_by_suite, suite_name
-from analysis.scoring.tables import ONE_SEED
-from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
-from analysis.verdicts.regression import check_same_games
-from harness.adaptive_report import adaptive_section, needed_runs, status_lines
+from analysis import (
+    DEFAULT_GATE_METRIC,
+    ONE_SEED,
+    AnalysisError,
+    build_report_assets,
+    load_records,
+    reproduce_report_assets,
+    suite_gates,
+)
+from harness.adaptive.report import adaptive_section, needed_runs, status_lines
 from harness.store import Store, run_state
-from harness.sweep import PROJECT_ROOT, Sweep, published_table_path
-from runrecord import Run, atomic_write_json, schema, utc_now
+from harness.sweep import Sweep
+from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
 from runrecord.provenance import collect, git_state
 
@@ -313,8 +315,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
         pub = dict(sweep.report["published"])
         pub["allow_protocol_mismatch"] = bool(pub.get("allow_protocol_mismatch")
                                               or allow_protocol_mismatch)
-        extra_assets = report_assets(planned_run_dirs(sweep, store), out_dir,
-                                     table=published_table_path(pub.pop("table")),
+        extra_assets = reproduce_report_assets(planned_run_dirs(sweep, store), out_dir,
+                                     table=project_path(pub.pop("table")),
                                      column=pub.pop("column"),
                                      reps=opts.get("aggregate_reps", 50_000), **pub)
         for key, entries in extra_assets.items():
@@ -359,8 +361,8 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
 def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
             allow_protocol_mismatch: bool = False) -> tuple[int, list[str]]:
     """One regression verdict per system and suite of the [regression] selection: the
-    sweep's runs against `reference`, through analysis.verdicts.gate.gate (the gate of
-    `python -m analysis regression`: same checks, metrics and lines). Each (system, suite)
+    sweep's runs against `reference`, through analysis.suite_gates (the gate of
+    `python -m analysis regression`, suite by suite: same checks, metrics and lines). Each (system, suite)
     is one gate over the layouts the sweep planned for it; a check that fails is an
     "regression: ERROR <system>: ..." line (exit 2) and the other systems are still
     gated."""
@@ -369,13 +371,13 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})
     layouts = cfg.get("layouts") or sorted({s.layout.name for s in sweep.runs})
     metric = str(cfg.get("metric", DEFAULT_GATE_METRIC))
-    new_runs = load_runs(planned_run_dirs(sweep, store))
-    ref_runs = load_runs([reference])
+    new_runs = load_records(planned_run_dirs(sweep, store)).included
+    ref_runs = load_records([reference]).included
     lines: list[str] = []
     code = EXIT_OK
 
-    def sel(runs: RunSet, system: str) -> list[Run]:
-        return [r for r in runs.included if r.manifest.get("system") == system
+    def sel(runs: list[Run], system: str) -> list[Run]:
+        return [r for r in runs if r.manifest.get("system") == system
                 and r.manifest.get("env_id") in games]
 
     for system in systems:
@@ -384,13 +386,9 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
         if not mine:
             continue
         try:
-            new, ref = sel(new_runs, system), sel(ref_runs, system)
-            check_same_games(sorted({str(r.manifest["env_id"]) for r in new}),
-                             sorted({str(r.manifest["env_id"]) for r in ref}))
-            for suite, suite_new in runs_by_suite(new).items():
-                suite_ref = [r for r in ref if suite_name(str(r.manifest["env_id"])) == suite]
-                out = gate(suite_new, suite_ref, delta=delta, metric=metric, layouts=mine,
-                           allow_protocol_mismatch=allow_protocol_mismatch)
+            for out in suite_gates(sel(new_runs, system), sel(ref_runs, system), delta=delta,
+                                   metric=metric, layouts=mine,
+                                   allow_protocol_mismatch=allow_protocol_mismatch):
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
                 lines += out.lines()
@@ -412,9 +410,7 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
         print("error: no reference: give --reference DIR or set [regression] reference",
               file=sys.stderr)
         return 2
-    ref = Path(ref)
-    if not ref.is_absolute():
-        ref = PROJECT_ROOT / ref
+    ref = project_path(ref)
     if not ref.exists():
         print(f"error: reference {ref} does not exist", file=sys.stderr)
         return 2

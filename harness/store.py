@@ -24,11 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.retry import failure_kind
-from runrecord import atomic_write_json, schema, utc_now
+from runrecord import error_entry, run_folder, schema, settle, utc_now
+
+# Re-exported (`X as X`): tests and callers import the tolerant reader from here.
+from runrecord.writer import read_manifest_or_none as read_manifest_or_none
 
 LOCK_FILE = ".lock"
 LOG_FILE = "stdout.log"
-ATTEMPTS_DIR = "previous_attempts"
+ATTEMPTS_DIR = schema.ATTEMPTS_DIR
 
 # States the harness reports. The first five are manifest statuses; the others are
 # derived: `pending` (no record yet), `stale` (manifest says running, nobody holds the lock).
@@ -89,17 +92,6 @@ def lock_holder(run_dir: Path) -> str | None:
         return None
     finally:
         os.close(fd)
-
-
-def read_manifest_or_none(run_dir: Path) -> dict[str, Any] | None:
-    """The manifest, or None when absent. An unreadable one reads as None: it was never
-    completed (the writer replaces it atomically), so the run is redone."""
-    path = Path(run_dir) / schema.MANIFEST_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def previous_statuses(run_dir: Path) -> list[str]:
@@ -200,10 +192,7 @@ def mark_interrupted(run_dir: Path, reason: str) -> None:
     manifest = read_manifest_or_none(run_dir)
     if not manifest or manifest.get("status") != schema.RUNNING:
         return
-    manifest["status"] = schema.INTERRUPTED
-    manifest["finished_at"] = utc_now()
-    manifest["error"] = {"type": "Interrupted", "message": reason, "traceback": ""}
-    atomic_write_json(Path(run_dir) / schema.MANIFEST_FILE, manifest)
+    settle(run_dir, manifest, schema.INTERRUPTED, error_entry("Interrupted", reason))
 
 
 class Store:
@@ -211,10 +200,10 @@ class Store:
         self.root = Path(root)
         self.sweep = sweep
         self.sweep_dir = self.root / sweep
-        self.runs_dir = self.sweep_dir / "runs"
+        self.runs_dir = self.sweep_dir / schema.RUNS_DIR
 
     def run_dir(self, run_id: str) -> Path:
-        return self.runs_dir / run_id
+        return run_folder(self.root, self.sweep, run_id)
 
     def report_dir(self) -> Path:
         return self.sweep_dir / "report"

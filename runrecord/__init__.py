@@ -18,13 +18,23 @@ if TYPE_CHECKING:
     from runrecord import schema
     from runrecord.ids import canonical_json, run_id
     from runrecord.layout import Layout, LayoutError, parse_layout
-    from runrecord.paths import portable_path, resolve_path
+    from runrecord.paths import (
+        PROJECT_ROOT,
+        portable_path,
+        project_path,
+        resolve_path,
+        results_root_of,
+        run_folder,
+    )
     from runrecord.reader import Run, Table, find_run_dirs, load_run, read_manifest, read_table
     from runrecord.writer import (
         RecordError,
         RunWriter,
         atomic_write_json,
+        error_entry,
         error_info,
+        read_manifest_or_none,
+        settle,
         utc_now,
         write_skipped,
     )
@@ -33,17 +43,20 @@ _HOME = {
     "schema": "runrecord.schema",
     **dict.fromkeys(("canonical_json", "run_id"), "runrecord.ids"),
     **dict.fromkeys(("Layout", "LayoutError", "parse_layout"), "runrecord.layout"),
-    **dict.fromkeys(("portable_path", "resolve_path"), "runrecord.paths"),
+    **dict.fromkeys(("PROJECT_ROOT", "portable_path", "project_path", "resolve_path",
+                     "results_root_of", "run_folder"), "runrecord.paths"),
     **dict.fromkeys(("Run", "Table", "find_run_dirs", "load_run", "read_manifest",
                      "read_table"), "runrecord.reader"),
-    **dict.fromkeys(("RecordError", "RunWriter", "atomic_write_json", "error_info", "utc_now",
+    **dict.fromkeys(("RecordError", "RunWriter", "atomic_write_json", "error_entry",
+                     "error_info", "read_manifest_or_none", "settle", "utc_now",
                      "write_skipped"), "runrecord.writer"),
 }
 __all__ = [
     "schema", "canonical_json", "run_id", "Layout", "LayoutError", "parse_layout", "Run",
     "Table", "find_run_dirs", "load_run", "read_manifest", "read_table", "RecordError",
-    "RunWriter", "atomic_write_json", "error_info", "utc_now", "write_skipped",
-    "portable_path", "resolve_path",
+    "RunWriter", "atomic_write_json", "error_entry", "error_info", "read_manifest_or_none",
+    "settle", "utc_now", "write_skipped", "PROJECT_ROOT", "portable_path", "project_path",
+    "resolve_path", "results_root_of", "run_folder",
 ]
 assert sorted(__all__) == sorted(_HOME)
 

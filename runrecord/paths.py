@@ -13,6 +13,10 @@ rewrites every absolute path in `provenance` and `hyperparameters`:
 - anything else (the system's Python, /usr/...) as it is.
 
 Old records hold absolute paths; `resolve_path` reads both forms.
+
+This module also names the two places every part of the project locates things by: the
+project root (PROJECT_ROOT, `project_path`) and the results layout (`run_folder`,
+`split_run_folder`, `results_root_of`).
 """
 
 from __future__ import annotations
@@ -22,18 +26,44 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runrecord.schema import RUNS_DIR
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+"""The checkout: the folder that holds runrecord/, cleanba/, harness/, ..."""
 RESULTS_TOKEN = "<results>"
 # Manifest sections whose strings may hold paths (command words, cwd, run_dir, ...).
 PATH_SECTIONS = ("provenance", "hyperparameters")
 
 
+def project_path(text: str | Path) -> Path:
+    """A path as a user writes it in a sweep file or on a command line: absolute, or
+    relative to the project root."""
+    path = Path(text)
+    return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+def run_folder(results_root: Path | str, sweep: str, run_id: str) -> Path:
+    """The results layout: <root>/<sweep>/runs/<run_id>."""
+    return Path(results_root) / sweep / RUNS_DIR / run_id
+
+
+def split_run_folder(run_dir: Path | str) -> tuple[str, str, str] | None:
+    """(root, sweep, run_id) of a run folder laid out as <root>/<sweep>/runs/<run_id>
+    (absolute, as strings), else None. String operations, not Path: the analysis cache
+    calls this once per run."""
+    path = os.path.abspath(run_dir)
+    parent, run_id = os.path.split(path)
+    sweep_dir, runs = os.path.split(parent)
+    root, sweep = os.path.split(sweep_dir)
+    if runs != RUNS_DIR or not sweep:
+        return None
+    return root, sweep, run_id
+
+
 def results_root_of(run_dir: Path | str) -> Path | None:
     """<root> of a run folder laid out as <root>/<sweep>/runs/<run_id>, else None."""
-    p = Path(os.path.abspath(run_dir))
-    if p.parent.name == "runs" and len(p.parents) >= 3:
-        return p.parent.parent.parent
-    return None
+    parts = split_run_folder(run_dir)
+    return None if parts is None else Path(parts[0])
 
 
 def _under(path: PurePosixPath, base: Path | None) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from runrecord.paths import PROJECT_ROOT
 
 DEFAULT_PACKAGES = ("jax", "jaxlib", "flax", "optax", "envpool", "numpy", "tyro")
 

@@ -189,7 +189,7 @@ def find_run_dirs(root: Path | str, skip: Collection[str] = ()) -> Iterator[Path
     if (root / schema.MANIFEST_FILE).exists():
         yield root
         return
-    pruned = {"previous_attempts", *skip}
+    pruned = {schema.ATTEMPTS_DIR, *skip}
     found: list[list[str]] = []
     for folder, subdirs, files in os.walk(root):
         subdirs[:] = [d for d in subdirs if d not in pruned]

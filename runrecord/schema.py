@@ -24,6 +24,11 @@ SKIPPED = "skipped"
 # Files the harness keeps in a run folder across attempts: the supervisor's lock and the
 # console log (appended, one header line per attempt). The writer never archives them.
 HARNESS_FILES = (".lock", "stdout.log")
+# Below a run folder: the files of unfinished earlier attempts, one numbered folder each
+# (previous_attempts/1/, ...). History, not runs: readers skip it.
+ATTEMPTS_DIR = "previous_attempts"
+# The results layout: <root>/<sweep>/RUNS_DIR/<run_id> (runrecord.paths.run_folder).
+RUNS_DIR = "runs"
 
 STATUSES = (RUNNING, COMPLETED, FAILED, INTERRUPTED, SKIPPED)
 FINAL_STATUSES = (COMPLETED, FAILED, INTERRUPTED, SKIPPED)

@@ -93,14 +93,51 @@ def format_value(v: Any) -> str:
     return str(v)
 
 
+def error_entry(type_: str, message: str, traceback: str = "", **extra: Any) -> dict[str, Any]:
+    """The manifest's `error` entry: {type, message, traceback} (the one place that spells
+    its shape), plus `extra` keys (the harness adds exit_codes)."""
+    return {"type": type_, "message": message, "traceback": traceback, **extra}
+
+
 def error_info(exc: BaseException, tail_lines: int = 30) -> dict:
     """The manifest's `error` entry for an exception: type, message, traceback tail."""
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return {
-        "type": type(exc).__name__,
-        "message": str(exc),
-        "traceback": "\n".join(tb.rstrip().splitlines()[-tail_lines:]),
-    }
+    return error_entry(type(exc).__name__, str(exc),
+                       "\n".join(tb.rstrip().splitlines()[-tail_lines:]))
+
+
+def read_manifest_or_none(run_dir: Path | str) -> dict[str, Any] | None:
+    """The manifest of a run folder, or None when absent. Tolerant: an unreadable one
+    (torn by a disk fault, edited by hand, not a JSON object) also reads as None; it was
+    never settled (the writer replaces it atomically), so the run is redone.
+    runrecord.reader.read_manifest is the strict reader, for results."""
+    try:
+        data = json.loads((Path(run_dir) / schema.MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # ValueError: JSONDecodeError and UnicodeDecodeError
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def settle(run_dir: Path | str, manifest: dict[str, Any], status: str,
+           error: Mapping[str, Any] | BaseException | None = None,
+           summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write a run's final state: `manifest` (updated in place and returned) with its
+    final status, its finish time (kept when it already has one: a record settled twice
+    keeps the first), its error (an exception becomes error_info's entry) and summary;
+    one atomic write of run_dir/manifest.json. Every final status goes through here:
+    the trainer's writer, the harness settling a run its trainer did not, and a stale
+    run marked interrupted."""
+    if status not in schema.FINAL_STATUSES:
+        raise RecordError(f"final status must be one of {schema.FINAL_STATUSES}, got {status!r}")
+    if isinstance(error, BaseException):
+        error = error_info(error)
+    manifest["status"] = status
+    manifest["finished_at"] = manifest.get("finished_at") or utc_now()
+    manifest["error"] = None if error is None else dict(error)
+    if summary is not None:
+        manifest["summary"] = dict(summary)
+    atomic_write_json(Path(run_dir) / schema.MANIFEST_FILE, manifest)
+    return manifest
 
 
 class CsvAppender:
@@ -151,11 +188,11 @@ class CsvAppender:
 
 def _archive_previous_attempt(run_dir: Path) -> Path | None:
     """Move an unfinished earlier attempt's files to previous_attempts/<k>/ (kept, not lost)."""
-    keep = ("previous_attempts", *schema.HARNESS_FILES)
+    keep = (schema.ATTEMPTS_DIR, *schema.HARNESS_FILES)
     files = [p for p in run_dir.iterdir() if p.name not in keep]
     if not files:
         return None
-    archive_root = run_dir / "previous_attempts"
+    archive_root = run_dir / schema.ATTEMPTS_DIR
     archive_root.mkdir(exist_ok=True)
     k = 1 + max((int(p.name) for p in archive_root.iterdir() if p.name.isdigit()), default=0)
     dest = archive_root / str(k)
@@ -182,12 +219,8 @@ class RunWriter:
     ):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        manifest_path = self.run_dir / schema.MANIFEST_FILE
-        if manifest_path.exists():
-            try:
-                old = json.loads(manifest_path.read_text())
-            except (OSError, json.JSONDecodeError):
-                old = {}
+        old = read_manifest_or_none(self.run_dir)
+        if old is not None:
             if old.get("status") == schema.COMPLETED:
                 raise RecordError(
                     f"run {self.run_dir} is already completed; refusing to overwrite it "
@@ -250,17 +283,10 @@ class RunWriter:
             self._finished = True
             self.episodes.close()
             self.updates.close()
-            if isinstance(error, BaseException):
-                error = error_info(error)
-            self.manifest["status"] = status
-            self.manifest["finished_at"] = utc_now()
-            self.manifest["error"] = error
-            if summary is not None:
-                self.manifest["summary"] = dict(summary)
-            self._write_manifest()
+            settle(self.run_dir, self.manifest, status, error, summary)
 
 
 def write_skipped(run_dir: Path | str, manifest: Mapping[str, Any], reason: str) -> None:
     """Record a run that could not start (e.g. baseline unavailable): status skipped, no data."""
     w = RunWriter(run_dir, manifest)
-    w.finish(schema.SKIPPED, error={"type": "Skipped", "message": reason, "traceback": ""})
+    w.finish(schema.SKIPPED, error=error_entry("Skipped", reason))

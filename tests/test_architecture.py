@@ -1,11 +1,12 @@
 """The import graph of the project's packages: no cycle anywhere, and imports only go
-down, between packages and between the layers of analysis/.
+down, between packages and between the layers of analysis/ and harness/.
 
-Every .py file of the packages is parsed with `ast`; each import (module level and inside
-functions, but not under `if TYPE_CHECKING:`, which never runs) is an edge from the module
-to the module it names (`from pkg import name` names pkg.name when that is a module, else
-pkg). The allowed directions are the two tables below: adjust them, not the code, when a
-package or layer is added.
+Every .py file of the packages is parsed with `ast`; each import (module level, inside
+functions, and under `if TYPE_CHECKING:`: a type-only import still ties the two modules
+together, so a cycle through one is a cycle) is an edge from the module to the module it
+names (`from pkg import name` names pkg.name when that is a module, else pkg). The
+allowed directions are the tables below: adjust them, not the code, when a package or
+layer is added.
 """
 
 from __future__ import annotations
@@ -43,8 +44,42 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reproduce", ("analysis.reproduce",)),
     ("sequential", ("analysis.sequential",)),  # adaptive seeds: only calibration, cli, harness
     ("calibration", ("analysis.calibration",)),
+    ("rly", ("analysis.rly",)),  # the rliable drop-in: stats, verdicts, palette
     ("entry points", ("analysis.cli", "analysis.__main__", "analysis")),
 ]
+
+HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # lowest first, as ANALYSIS_LAYERS; harness.sweep/ and harness.adaptive/ are wings
+    ("sweep", ("harness.sweep",)),  # the sweep file: read, checked, its values, expansion
+    ("records", ("harness.retry", "harness.store")),  # failure kinds; run folders and locks
+    ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
+    ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
+                   "harness.slurm")),
+    ("report", ("harness.report",)),
+    ("entry points", ("harness.cli", "harness.__main__", "harness")),
+]
+
+def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The layers of a wing's modules, lowest first, each written as its module names
+    (space-separated); the package's own __init__ (what other code imports) on top."""
+    return [*((names, tuple(f"{package}.{n}" for n in names.split())) for names in layers),
+            ("entry", (package,))]
+
+
+# harness/sweep/: values before the checks that make them; harness/adaptive/: the looks
+SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "checker",
+                    "adaptive_checks", "checks", "expand", "read")
+ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report", "run")
+
+CLEANBA_TOOLS = ("cleanba.bench", "cleanba.throughput", "cleanba.determinism_check",
+                 "cleanba.actor_hook")
+"""Tools beside the trainer (benchmarks, the determinism check, the no-op forward pass):
+they import the trainer, never the other way round."""
+
+LAYERED = {"analysis": ANALYSIS_LAYERS, "harness": HARNESS_LAYERS,
+           "harness.sweep": SWEEP_LAYERS, "harness.adaptive": ADAPTIVE_LAYERS}
+"""Each layered package (or wing) and its layers: a module inside it may import modules of
+its own layer and of lower ones, never higher."""
 
 
 def module_name(path: Path) -> str:
@@ -56,21 +91,19 @@ def project_modules() -> dict[str, Path]:
     return {module_name(p): p for pkg in PACKAGE_IMPORTS for p in (ROOT / pkg).rglob("*.py")}
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node except those under `if TYPE_CHECKING:` (type checkers only)."""
-    for node in ast.iter_child_nodes(tree):
+def type_only_imports(tree: ast.AST) -> Iterator[ast.AST]:
+    """The import statements under `if TYPE_CHECKING:` (they never run, but they count)."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
-            continue
-        yield node
-        yield from _runtime_nodes(node)
+            yield from (n for child in node.body for n in ast.walk(child)
+                        if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The project modules that module `name` imports."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -130,22 +163,60 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def analysis_layer(module: str) -> int:
-    """Index of the analysis layer of `module` (longest matching prefix wins)."""
+def layer_of(module: str, layers: list[tuple[str, tuple[str, ...]]]) -> int:
+    """Index of the layer of `module` in `layers` (longest matching prefix wins)."""
     best, best_len = -1, -1
-    for i, (_, prefixes) in enumerate(ANALYSIS_LAYERS):
+    for i, (_, prefixes) in enumerate(layers):
         for p in prefixes:
             if (module == p or module.startswith(p + ".")) and len(p) > best_len:
                 best, best_len = i, len(p)
     return best
 
 
+def analysis_layer(module: str) -> int:
+    return layer_of(module, ANALYSIS_LAYERS)
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def upward_imports(graph: dict[str, set[str]], package: str) -> tuple[list[str], list[str]]:
+    """(modules of `package` that no layer of LAYERED[package] names, imports between two
+    of its modules that go up a layer)."""
+    layers = LAYERED[package]
+    mine = [m for m in graph if in_package(m, package)]
+    unplaced = [m for m in mine if layer_of(m, layers) < 0]
+    bad = [f"{m} ({layers[layer_of(m, layers)][0]}) imports {d} "
+           f"({layers[layer_of(d, layers)][0]})"
+           for m in mine if layer_of(m, layers) >= 0
+           for d in graph[m] if in_package(d, package) and layer_of(d, layers) > layer_of(m, layers)]
+    return unplaced, bad
+
+
 def test_graph_sees_imports():
     """The parser finds real edges, function-level ones included (a check that can fail)."""
     graph = import_graph()
     assert "analysis.inputs.load" in graph["analysis.inputs.orb"]
-    assert "analysis.verdicts.gate" in graph["harness.report"]
+    assert "analysis.inputs.load" in graph["harness.adaptive.run"]
     assert len(graph) > 60
+
+
+def test_harness_report_reads_analysis_through_its_public_api():
+    """harness/report.py imports only `analysis` (analysis/__init__.py), never its
+    internal modules: what it needs is API a notebook user has too."""
+    assert {m for m in import_graph()["harness.report"] if in_package(m, "analysis")} \
+        == {"analysis"}
+
+
+def test_graph_sees_type_only_imports():
+    """An import under `if TYPE_CHECKING:` is an edge too: a cycle through one is a cycle
+    (the test once missed adaptive_design -> sweep_toml, which was one)."""
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                     "    from harness.sweep.checks import validate_sweep\n")
+    assert len(list(type_only_imports(tree))) == 1
+    graph = import_graph()
+    assert "analysis.sequential" in graph["harness.sweep.model"]  # type-only there
 
 
 def test_no_import_cycle_anywhere():
@@ -160,15 +231,87 @@ def test_packages_import_only_downward():
 
 
 def test_analysis_layers_import_only_downward():
+    assert upward_imports(import_graph(), "analysis") == ([], [])
+
+
+def test_harness_layers_and_wings_import_only_downward():
     graph = import_graph()
-    unplaced = [m for m in graph if m.startswith("analysis") and analysis_layer(m) < 0]
-    assert unplaced == []
-    bad = [f"{m} ({ANALYSIS_LAYERS[analysis_layer(m)][0]}) imports {d} "
-           f"({ANALYSIS_LAYERS[analysis_layer(d)][0]})"
-           for m, deps in graph.items() if m.startswith("analysis")
-           for d in deps if d.startswith("analysis") and analysis_layer(d) > analysis_layer(m)]
-    assert bad == []
+    for package in ("harness", "harness.sweep", "harness.adaptive"):
+        assert upward_imports(graph, package) == ([], []), package
+
+
+def test_layer_check_finds_an_upward_import():
+    graph = {"harness.sweep.model": {"harness.sweep.checks"}, "harness.sweep.checks": set()}
+    assert upward_imports(graph, "harness.sweep")[1] == [
+        "harness.sweep.model (model) imports harness.sweep.checks (checks)"]
 
 
 def test_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_trainer_imports_none_of_its_tools():
+    """A tool enters the trainer through a seam it owns (e.g. Context.actor_forward),
+    never by being imported by it."""
+    graph = import_graph()
+    assert set(CLEANBA_TOOLS) <= set(graph)
+    bad = [f"{m} imports {d}" for m, deps in graph.items()
+           if in_package(m, "cleanba") and m not in CLEANBA_TOOLS
+           for d in deps if d in CLEANBA_TOOLS]
+    assert bad == []
+
+
+# ---------------------------------------------------------------- third-party imports
+
+TRAINER_STACK = {"jax", "jaxlib", "flax", "optax", "envpool", "torch"}
+"""Not in the core install (`pip install cleanba-bench`): only the [train] extra has them."""
+
+
+def external_imports(path: Path, *, module_level: bool) -> set[str]:
+    """Top-level names of the modules a file imports (all of them, or only those imported
+    when the module itself is imported: outside functions)."""
+    def nodes(tree: ast.AST) -> Iterator[ast.AST]:
+        for node in ast.walk(tree) if not module_level else ast.iter_child_nodes(tree):
+            if module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                  ast.Lambda)):
+                continue
+            if module_level and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(
+                    node.test):
+                continue
+            yield node
+            if module_level:
+                yield from nodes(node)
+
+    out: set[str] = set()
+    for node in nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_analysis_imports_no_trainer_stack_anywhere():
+    """analysis and runrecord never import JAX, EnvPool, Flax, Optax or torch, not even
+    inside a function; wandb only inside functions (an importer's optional reader)."""
+    modules = project_modules()
+    bad = []
+    for name, path in modules.items():
+        if name.split(".")[0] not in ("analysis", "runrecord"):
+            continue
+        anywhere = external_imports(path, module_level=False)
+        bad += [f"{name} imports {m}" for m in sorted(anywhere & TRAINER_STACK)]
+        if "wandb" in external_imports(path, module_level=True):
+            bad.append(f"{name} imports wandb at module level")
+    assert bad == []
+
+
+def test_benchenv_imports_envpool_only_when_an_env_is_made():
+    """analysis imports benchenv (the protocol): benchenv's module level has no EnvPool."""
+    modules = project_modules()
+    bad = [f"{name} imports {m} at module level" for name, path in modules.items()
+           if name.split(".")[0] == "benchenv"
+           for m in sorted(external_imports(path, module_level=True) & TRAINER_STACK)]
+    assert bad == []
+    # the walker sees function-level imports when asked (a check that can fail)
+    assert "envpool" in external_imports(ROOT / "benchenv" / "__init__.py", module_level=False)

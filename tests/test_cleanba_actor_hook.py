@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
 
-from cleanba import actor_hook, throughput
+from cleanba import actor_hook, ppo, throughput
+from cleanba.actor import policy_network
+from cleanba.control import Control
 from cleanba.networks import init_params, make_network
+from cleanba.runtime import make_context, prepare
 
 
-def test_noop_forward_only_inside_the_block_and_with_the_real_shapes() -> None:
+def test_noop_forward_has_the_real_shapes() -> None:
     obs_shape, num_actions = (4, 84, 84), 18
     network = make_network(obs_shape, num_actions)
-    assert actor_hook.network_for_actor(network, num_actions) is network
     params = init_params(network, obs_shape, jax.random.PRNGKey(0))
     obs = np.zeros((5, *obs_shape), np.uint8)
     real_logits, real_value = network.apply(params, obs)
-    with actor_hook.noop_forward():
-        noop = actor_hook.network_for_actor(network, num_actions)
-        assert noop is not network
-        logits, value = noop.apply(params, obs)
-    assert actor_hook.network_for_actor(network, num_actions) is network
+    logits, value = actor_hook.noop_forward(num_actions)(params, obs)
     assert (logits.shape, logits.dtype) == (real_logits.shape, real_logits.dtype)
     assert (value.shape, value.dtype) == (real_value.shape, real_value.dtype)
     assert not np.any(np.asarray(logits)) and not np.any(np.asarray(value))
@@ -36,3 +36,19 @@ def test_split_of_envs_over_threads() -> None:
 def test_rates_by_wall_clock_and_cpu_time() -> None:
     rate = throughput.Rate(env_steps=1000, seconds=2.0, cpu_seconds=4.0)
     assert (rate.steps_per_s, rate.steps_per_cpu_s) == (500.0, 250.0)
+
+
+def test_forward_enters_the_actor_only_through_its_context() -> None:
+    """A run's actors apply the algorithm's network; a benchmark's injected forward
+    function (make_context(actor_forward=...)) replaces it for that context only."""
+    config = dataclasses.replace(
+        ppo.PRESETS["cartpole"][1], num_envs=4, num_steps=4, total_timesteps=32,
+        actor_device_ids=(0,), learner_device_ids=(0,))
+    prep = prepare(config, ppo.make_algorithm, ppo.SYSTEM)
+    run, _, _ = make_context(config, prep, Control())
+    assert run.actor_forward is None and policy_network(run) is prep.algorithm.network
+    noop = actor_hook.noop_forward(prep.checked.env.num_actions)
+    bench, _, _ = make_context(config, prep, Control(), actor_forward=noop)
+    assert policy_network(bench).apply is noop
+    assert policy_network(run) is prep.algorithm.network
+

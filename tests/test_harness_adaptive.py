@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.adaptive_design import AdaptiveConfig, adaptive_seeds
-from harness.adaptive_store import LOOKS_FILE, adaptive_dir, append_look, read_lines, recorded_looks
+from harness.adaptive.store import LOOKS_FILE, adaptive_dir, append_look, read_lines, recorded_looks
 from harness.store import Store
 from harness.sweep import SweepError, load_sweep, parse_sweep
+from harness.sweep.model import AdaptiveConfig, adaptive_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.adaptive_store import read_lines
+from harness.adaptive.store import read_lines
 from harness.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.expand import expand, expand_all, with_accelerator, with_shared_cpu_devices
-from harness.sweep_model import MatrixGame, MatrixSystem, Resources, ValidatedMatrix
-from harness.sweep_toml import resolve_preset
-from harness.systems import BUILTIN_SYSTEMS
+from harness.sweep.checks import resolve_preset
+from harness.sweep.expand import expand, expand_all, with_accelerator, with_shared_cpu_devices
+from harness.sweep.model import MatrixGame, MatrixSystem, Resources, ValidatedMatrix
+from harness.sweep.systems import BUILTIN_SYSTEMS
 from runrecord import parse_layout
 
 PPO = BUILTIN_SYSTEMS["cleanba-ppo"]

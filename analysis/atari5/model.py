@@ -45,6 +45,7 @@ from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.scales.normalize import atari_env_id
+from runrecord.paths import PROJECT_ROOT as PROJECT_ROOT  # re-exported by analysis.atari5
 
 ATARI5 = "atari5"
 ATARI3 = "atari3"
@@ -56,7 +57,6 @@ LABELS = {ATARI5: "Atari-5", ATARI3: "Atari-3 (development subset: larger error)
 
 # The fitted model ships with the package (pyproject package-data: analysis/data/).
 MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "atari5.json"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATASET = PROJECT_ROOT.parent / "shared" / "published-scores" / "atari5-dataset.csv"
 """The paper's dataset; it stays in shared/ (../shared/... from the project root)."""
 

@@ -66,6 +66,7 @@ from analysis.inputs.facts import (
     widen,
 )
 from runrecord import RecordError, Run, load_run, schema
+from runrecord.paths import split_run_folder
 from runrecord.reader import Table, read_manifest_bytes, read_table
 
 CACHE_DIR = ".analysis-cache"
@@ -92,14 +93,13 @@ past it are read back from their entries."""
 def cache_location(run_dir: Path | str,
                    input_root: Path | str | None = None) -> tuple[Path, str] | None:
     """(cache root, the run's path relative to it): its results root when it is laid out
-    as <root>/<sweep>/runs/<run_id> (runrecord.paths.results_root_of), else the folder
+    as <root>/<sweep>/runs/<run_id> (runrecord.paths.split_run_folder), else the folder
     the user named (`input_root`, when the run lies below it). None for a lone run
     folder. String operations, not Path: a command calls this once per run."""
     path = os.path.abspath(run_dir)
-    parent = os.path.dirname(path)
-    sweep = os.path.dirname(parent)
-    if os.path.basename(parent) == "runs" and os.path.dirname(sweep) != sweep:
-        root = os.path.dirname(sweep)
+    laid_out = split_run_folder(path)
+    if laid_out is not None:
+        root = laid_out[0]
     elif input_root is not None:
         root = os.path.abspath(input_root)
         if not path.startswith(root.rstrip("/") + "/") or path == root:

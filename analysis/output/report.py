@@ -33,9 +33,9 @@ from analysis.scoring.scores import (
 from analysis.scoring.tables import TableData, aggregate_table
 from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES
-from analysis.verdicts.equivalence import equivalence
+from analysis.verdicts.compare import pair_verdicts
 from analysis.verdicts.margins import Margin, margin
-from analysis.verdicts.pairing import Pairing, by_family, pair_groups
+from analysis.verdicts.pairing import Pairing, SuitePair, by_family, pair_groups
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError
 
@@ -278,12 +278,11 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     except AnalysisError as e:
         pairing = Pairing(warnings=[f"no equivalence verdicts: {e}"])
     warnings += pairing.warnings
-    for other, ref in pairing.pairs:
-        subject = f"{other.group} vs {ref.group}"
-        try:
-            res = equivalence(other, ref, delta.value, margin=delta.describe())
-        except AnalysisError as e:
-            warnings.append(f"no equivalence verdict for {subject}: {e}")
+    pairs = [SuitePair(label, "", other, ref) for other, ref in pairing.pairs]
+    for v in pair_verdicts(pairs, lambda _suite: delta):
+        subject, res = v.subject, v.result
+        if res is None:
+            warnings.append(f"no equivalence verdict for {subject}: {v.error}")
             continue
         path = write_json(out_dir / f"equivalence_{_slug(subject)}.json", res.as_dict())
         result["verdicts"].append({"kind": "equivalence", "subject": subject,

@@ -4,10 +4,11 @@ records are identical), the JSON of every comparison, and the exit code."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.errors import AnalysisError
 from analysis.scoring.grouping import Analysis
 from analysis.scoring.tables import TableData
 from analysis.verdicts.determinism import group_determinism_tier
@@ -17,7 +18,7 @@ from analysis.verdicts.equivalence import (
     determinism_line,
     equivalence,
 )
-from analysis.verdicts.margins import margin
+from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.pairing import SuitePair, analysis_pairs
 from analysis.verdicts.seed_metrics import SEED_METRICS
 from runrecord.exits import EXIT_FAILED, EXIT_OK
@@ -45,15 +46,46 @@ def metrics_table(res: EquivalenceResult) -> TableData:
                                   "90% CI", "95% CI"], rows)
 
 
+@dataclass(frozen=True)
+class PairVerdict:
+    """One pair's equivalence verdict, or why it has none."""
+
+    pair: SuitePair
+    result: EquivalenceResult | None
+    error: str = ""
+    """Without a result: the AnalysisError that kept the pair from a verdict."""
+
+    @property
+    def subject(self) -> str:
+        return f"{self.pair.group.group} vs {self.pair.reference.group}"
+
+
+def pair_verdicts(pairs: Iterable[SuitePair], margin_of: Callable[[str], Margin],
+                  metric: str = "iqm") -> Iterator[PairVerdict]:
+    """Welch TOST of each pair at the margin of its suite (`margin_of(suite name)`) on the
+    per-seed `metric` (a SEED_METRICS key), in the pairs' order. The one loop over pairs:
+    the CLI (compare_pairs, where a pair without a verdict is an error) and the report
+    (analysis.output.report, where it is a warning) both read it."""
+    for p in pairs:
+        m = margin_of(p.suite)
+        try:
+            res = equivalence(p.group, p.reference, m.value, margin=m.describe(),
+                              metric=SEED_METRICS[metric], metric_name=metric)
+        except AnalysisError as e:
+            yield PairVerdict(p, None, str(e))
+            continue
+        yield PairVerdict(p, res)
+
+
 def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
                   normalisers: Mapping[str, tuple[float, float]] | None = None,
                   metric: str = "iqm", bitwise_only: bool = False) -> Comparisons:
     """Welch TOST of each pair at its suite's margin (or `delta`) on the per-seed
     `metric` (a SEED_METRICS key); bitwise_only: only whether the records are identical."""
     out = Comparisons()
-    for p in pairs:
-        ga, gb = p.group, p.reference
-        if bitwise_only:
+    if bitwise_only:
+        for p in pairs:
+            ga, gb = p.group, p.reference
             bw = bitwise_identical(ga, gb)
             out.lines.append(f"{p.prefix}bitwise {ga.group} vs reference {gb.group}: "
                              f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} "
@@ -63,10 +95,11 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
             out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
                                 "determinism": tier})
             out.exit_code = max(out.exit_code, EXIT_OK if bw.identical else EXIT_FAILED)
-            continue
-        m = margin(p.suite, delta, normalisers)
-        res = equivalence(ga, gb, m.value, margin=m.describe(), metric=SEED_METRICS[metric],
-                          metric_name=metric)
+        return out
+    for v in pair_verdicts(pairs, lambda suite: margin(suite, delta, normalisers), metric):
+        if v.result is None:  # the command cannot answer what it was asked: exit 2
+            raise AnalysisError(v.error)
+        p, res = v.pair, v.result
         out.lines += [metrics_table(res).markdown(), p.prefix + res.line(),
                       p.prefix + res.determinism_line()]
         out.lines += [f"note: {n}" for n in res.notes]

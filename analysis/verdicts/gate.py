@@ -18,7 +18,7 @@ points print.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -27,7 +27,7 @@ from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.inputs.protocol import check_same_protocol
 from analysis.scoring.grouping import analyse, layout_names, manifest_family
 from analysis.scoring.replicates import collapse_seed_copies
-from analysis.scoring.scores import GroupScores
+from analysis.scoring.scores import GroupScores, runs_by_suite, suite_name
 from analysis.verdicts.defaults import DEFAULT_WORST
 from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import (
@@ -190,3 +190,20 @@ def _chosen(groups: Mapping[str, GroupScores], selected: Sequence[str]) -> list[
         if all(groups[lay] is not g for g in out):
             out.append(groups[lay])
     return out
+
+
+def suite_gates(new: Sequence[Run], reference: Sequence[Run], *,
+                delta: float | None = None, metric: str = DEFAULT_GATE_METRIC,
+                layouts: Sequence[str] | None = None,
+                allow_protocol_mismatch: bool = False) -> Iterator[GateOutcome]:
+    """The gate of one system's runs against its reference runs, suite by suite (Atari;
+    each other env), largest suite first: both sides must cover the same games (an
+    AnalysisError before any gate), then one `gate` per suite. A generator: the gates
+    of the suites before one that raises are already given. `harness regress` calls
+    this once per system."""
+    check_same_games(sorted({str(r.manifest["env_id"]) for r in new}),
+                     sorted({str(r.manifest["env_id"]) for r in reference}))
+    for suite, suite_new in runs_by_suite(new).items():
+        suite_ref = [r for r in reference if suite_name(str(r.manifest["env_id"])) == suite]
+        yield gate(suite_new, suite_ref, delta=delta, metric=metric, layouts=layouts,
+                   allow_protocol_mismatch=allow_protocol_mismatch)

@@ -1,14 +1,10 @@
-"""Sweep files: read one, validate it (with line numbers), expand it into runs with stable ids.
+"""Reading a sweep file: parse the TOML, check it (with line numbers), expand it into runs
+with stable ids; the presets; the scale-down options' lists.
 
 A sweep file is TOML. Top-level keys give defaults; each `[[matrix]]` table is a
 cartesian product systems x architectures x layouts x games x seeds x grid values, with
 its own values overriding the defaults. Without `[[matrix]]` the top level is the one
 matrix. See docs/harness.md for every key.
-
-The parts: harness.sweep_model (the values: Sweep, RunSpec, ValidatedMatrix),
-harness.sweep_toml (checks a parsed file), harness.expand (validated matrices -> runs).
-This module reads the file and puts them together; the names other modules import from
-it are re-exported (the imports marked `as`).
 """
 
 from __future__ import annotations
@@ -17,18 +13,15 @@ import re
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
-from harness.expand import expand_all, with_accelerator, with_shared_cpu_devices
+from harness.sweep.checker import Checker, toml_message
+from harness.sweep.checks import validate_sweep
+from harness.sweep.expand import expand_all, with_accelerator, with_shared_cpu_devices
+from harness.sweep.model import ScaleDown, Sweep, SweepError
+from harness.sweep.tomlpos import KeyLines
 
-# Re-exported (`X as X`): the rest of the harness imports these from harness.sweep.
-from harness.sweep_model import PROJECT_ROOT as PROJECT_ROOT
-from harness.sweep_model import RunSpec as RunSpec
-from harness.sweep_model import ScaleDown, Sweep, SweepError
-from harness.sweep_model import published_table_path as published_table_path
-from harness.sweep_toml import Checker, toml_message, validate_sweep
-from harness.tomlpos import KeyLines
-
-PRESET_DIR = Path(__file__).resolve().parent / "presets"
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
 
 
 def preset_path(name: str) -> Path:
@@ -42,29 +35,26 @@ def list_presets() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
 
 
-def load_sweep(
-    path: Path | str,
-    *,
-    frames: int | None = None,
-    games: Sequence[str] | None = None,
-    seeds: Sequence[int] | None = None,
-    name: str | None = None,
-    check_games: bool = True,
-    accelerator: str | None = None,
-    until_decided: bool = False,
-) -> Sweep:
-    """Read, validate and expand a sweep file. Scale-down options replace the file's
-    frames and seeds and keep only the listed games; `accelerator` replaces every run's
-    (e.g. 'cpu' to try a GPU preset, scaled down, on a laptop); until_decided: adaptive
-    seeds with the default design when the file has no [adaptive] table."""
+class ReadOptions(TypedDict, total=False):
+    """The options of load_sweep, passed on to parse_sweep (which documents them)."""
+
+    frames: int | None
+    games: Sequence[str] | None
+    seeds: Sequence[int] | None
+    name: str | None
+    check_games: bool
+    accelerator: str | None
+    until_decided: bool
+
+
+def load_sweep(path: Path | str, **options: Unpack[ReadOptions]) -> Sweep:
+    """Read, validate and expand a sweep file (parse_sweep, with the same options)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise SweepError(f"{path}: cannot read the sweep file ({e.strerror})") from e
-    return parse_sweep(text, path, frames=frames, games=games, seeds=seeds, name=name,
-                       check_games=check_games, accelerator=accelerator,
-                       until_decided=until_decided)
+    return parse_sweep(text, path, **options)
 
 
 def parse_sweep(
@@ -79,7 +69,11 @@ def parse_sweep(
     accelerator: str | None = None,
     until_decided: bool = False,
 ) -> Sweep:
-    """Validate and expand the sweep file `text` (read from `path`, for messages)."""
+    """Validate and expand the sweep file `text` (read from `path`, for messages).
+    Scale-down options replace the file's frames and seeds and keep only the listed
+    games; `accelerator` replaces every run's (e.g. 'cpu' to try a GPU preset, scaled
+    down, on a laptop); until_decided: adaptive seeds with the default design when the
+    file has no [adaptive] table."""
     path = Path(path)
     try:
         doc = tomllib.loads(text)

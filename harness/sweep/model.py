@@ -1,29 +1,66 @@
-"""The sweep model: a sweep, its runs, and a validated matrix (the input of expansion).
+"""The sweep model: a sweep, its runs, its adaptive design and a validated matrix (the
+input of expansion).
 
-These are plain values. harness.sweep_toml makes them from a sweep file (checking every
-value, with line numbers), harness.expand turns each ValidatedMatrix into RunSpecs, and
-everything after that (plan, execute, report) reads RunSpec and Sweep only.
+These are plain values. harness.sweep.checks and harness.sweep.adaptive_checks make them
+from a sweep file (checking every value, with line numbers), harness.sweep.expand turns
+each ValidatedMatrix into RunSpecs, and everything after that (plan, execute, adaptive
+looks, report) reads RunSpec, Sweep and AdaptiveConfig only.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.adaptive_design import AdaptiveConfig
-from harness.systems import System, flag_args
+from harness.sweep.systems import System, flag_args
 from runrecord import Layout
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+if TYPE_CHECKING:
+    from analysis.sequential import SequentialDesign
 
 
-def published_table_path(text: str) -> Path:
-    """A [report] published table path: absolute, or relative to the project root."""
-    path = Path(text)
-    return path if path.is_absolute() else PROJECT_ROOT / path
+@dataclass(frozen=True)
+class AdaptiveConfig:
+    """A checked [adaptive] table (or the defaults of `harness run --until-decided`)."""
+
+    first_seeds: int = 3
+    batch_seeds: int = 2
+    max_seeds: int = 9
+    alpha: float = 0.05
+    spending: str = "obrien-fleming"
+    verdicts: tuple[str, ...] = ("equivalence",)
+    reference: str | None = None
+    """The gate's fixed reference: a folder of run records (absolute, or relative to the
+    project root); None when the sweep has no gate."""
+
+    def design(self) -> SequentialDesign:
+        from analysis.sequential import SequentialDesign
+
+        return SequentialDesign(first_seeds=self.first_seeds, batch_seeds=self.batch_seeds,
+                                max_seeds=self.max_seeds, alpha=self.alpha,
+                                spending=self.spending)
+
+    def seeds_at_looks(self) -> list[int]:
+        """Seeds per side at each look, e.g. [3, 5, 7, 9]."""
+        return list(self.design().seeds_at_looks())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "verdicts": list(self.verdicts)}
+
+
+def adaptive_seeds(listed: Sequence[int], max_seeds: int) -> tuple[int, ...]:
+    """The seeds of an adaptive matrix, in the order its looks take them: the first
+    max_seeds of the listed seeds, and when the list is shorter, the integers after its
+    largest (seeds [1, 2, 3] with max_seeds 5 are 1, 2, 3, 4, 5)."""
+    seeds = list(dict.fromkeys(listed))[:max_seeds]
+    nxt = max(seeds, default=0) + 1
+    while len(seeds) < max_seeds:
+        seeds.append(nxt)
+        nxt += 1
+    return tuple(seeds)
 
 
 class SweepError(ValueError):
@@ -67,7 +104,7 @@ class RunSpec:
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
     key_source: str = field(default="", compare=False)
     # Position of its seed in its matrix's seed list: an adaptive sweep's look k takes the
-    # runs whose rank is below the seeds per side at look k (harness.adaptive_run).
+    # runs whose rank is below the seeds per side at look k (harness.adaptive.run).
     seed_rank: int = field(default=0, compare=False)
 
     def definition(self) -> dict[str, Any]:

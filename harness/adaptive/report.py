@@ -1,8 +1,8 @@
 """What an adaptive sweep has done: its looks, where it stands, and what it spent.
 
-Shared by the console of `harness run` (harness.adaptive_run), `harness status` and the
+Shared by the console of `harness run` (harness.adaptive.run), `harness status` and the
 report's "Adaptive seeds" section (harness.report only calls `adaptive_section`). The
-looks come from the sweep's store (harness.adaptive_store); the statistics are
+looks come from the sweep's store (harness.adaptive.store); the statistics are
 analysis.sequential's (docs/analysis.md).
 """
 
@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.adaptive_store import other_plans, recorded_looks, runs_of_look, sweep_plan
+from harness.adaptive.store import other_plans, recorded_looks, runs_of_look, sweep_plan
 from harness.store import Store
-from harness.sweep_model import RunSpec, Sweep
+from harness.sweep.model import RunSpec, Sweep
 
 if TYPE_CHECKING:
     from analysis.sequential import Look

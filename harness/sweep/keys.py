@@ -1,6 +1,6 @@
 """Every key a sweep file may hold, with the description that errors list (docs/harness.md).
 
-Tables of text only: harness.sweep_toml checks files against them.
+Tables of text only: harness.sweep.checks checks files against them.
 """
 
 MATRIX_KEYS = {

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.store import RunLock, Store
-from harness.sweep_model import RunSpec, Sweep
+from harness.sweep.model import RunSpec, Sweep
 from runrecord import utc_now
 from runrecord.writer import atomic_write_text
 

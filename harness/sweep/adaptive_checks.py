@@ -1,81 +1,31 @@
-"""The [adaptive] table of a sweep file: its values, their checks, and the seeds it runs.
+"""The checks of a sweep file's [adaptive] table: they make its value
+(harness.sweep.model.AdaptiveConfig), or the default design of `--until-decided`.
 
 An adaptive sweep runs its seeds in batches (first_seeds per side, then batch_seeds more
 at each look, up to max_seeds) and stops when every verdict is decided
-(harness.adaptive_run). This module only checks the table and fixes which seeds the
-sweep has; the statistics are analysis.sequential's, imported only when a sweep has the
-table (SciPy takes seconds to import).
+(harness.adaptive.run). This module only checks the table; the statistics are
+analysis.sequential's, imported only when a sweep has the table (SciPy takes seconds to
+import).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.sweep_keys import ADAPTIVE_KEYS
-from runrecord.provenance import PROJECT_ROOT
-
-if TYPE_CHECKING:
-    from analysis.sequential import SequentialDesign
-    from harness.sweep_toml import Checker
-
-@dataclass(frozen=True)
-class AdaptiveConfig:
-    """A checked [adaptive] table (or the defaults of `harness run --until-decided`)."""
-
-    first_seeds: int = 3
-    batch_seeds: int = 2
-    max_seeds: int = 9
-    alpha: float = 0.05
-    spending: str = "obrien-fleming"
-    verdicts: tuple[str, ...] = ("equivalence",)
-    reference: str | None = None
-    """The gate's fixed reference: a folder of run records (absolute, or relative to the
-    project root); None when the sweep has no gate."""
-
-    def design(self) -> SequentialDesign:
-        from analysis.sequential import SequentialDesign
-
-        return SequentialDesign(first_seeds=self.first_seeds, batch_seeds=self.batch_seeds,
-                                max_seeds=self.max_seeds, alpha=self.alpha,
-                                spending=self.spending)
-
-    def seeds_at_looks(self) -> list[int]:
-        """Seeds per side at each look, e.g. [3, 5, 7, 9]."""
-        return list(self.design().seeds_at_looks())
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "verdicts": list(self.verdicts)}
-
-
-def adaptive_seeds(listed: Sequence[int], max_seeds: int) -> tuple[int, ...]:
-    """The seeds of an adaptive matrix, in the order its looks take them: the first
-    max_seeds of the listed seeds, and when the list is shorter, the integers after its
-    largest (seeds [1, 2, 3] with max_seeds 5 are 1, 2, 3, 4, 5)."""
-    seeds = list(dict.fromkeys(listed))[:max_seeds]
-    nxt = max(seeds, default=0) + 1
-    while len(seeds) < max_seeds:
-        seeds.append(nxt)
-        nxt += 1
-    return tuple(seeds)
+from harness.sweep.checker import Checker
+from harness.sweep.keys import ADAPTIVE_KEYS
+from harness.sweep.model import AdaptiveConfig
+from runrecord.paths import project_path
 
 
 def default_adaptive(doc: Mapping[str, Any]) -> AdaptiveConfig:
     """`harness run --until-decided` on a sweep without [adaptive]: the default design;
     equivalence, and the gate too when the sweep names a [regression] reference."""
     reference = (doc.get("regression") or {}).get("reference")
-    if isinstance(reference, str) and resolve_reference(reference).exists():
+    if isinstance(reference, str) and project_path(reference).exists():
         return AdaptiveConfig(verdicts=("equivalence", "gate"), reference=reference)
     return AdaptiveConfig()
-
-
-def resolve_reference(text: str) -> Path:
-    """A reference folder as written: absolute, or relative to the project root (the
-    checkout: runrecord's, as harness.sweep_model imports this module)."""
-    path = Path(text)
-    return path if path.is_absolute() else PROJECT_ROOT / path
 
 
 def check_adaptive(doc: Mapping[str, Any], checker: Checker) -> AdaptiveConfig | None:
@@ -131,7 +81,7 @@ def _gate_reference(doc: Mapping[str, Any], checker: Checker,
         raise checker.error(("adaptive", "verdicts"), "the gate needs a fixed reference: "
                             "set [adaptive] reference = 'results/<sweep>' (a folder of run "
                             "records) or [regression] reference")
-    if not isinstance(reference, str) or not resolve_reference(reference).is_dir():
+    if not isinstance(reference, str) or not project_path(reference).is_dir():
         raise checker.error(where, f"reference {reference!r}: no such folder (a folder of run "
                             "records, absolute or relative to the project root)")
     return reference

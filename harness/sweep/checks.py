@@ -1,8 +1,9 @@
 """Sweep file validation: every key and value of the TOML, with the line of each error.
 
 `validate_sweep(doc, checker, ...)` checks a parsed sweep file and returns ValidatedSweep:
-plain values (harness.sweep_model) that harness.expand multiplies out without further
-checks. Line numbers come from harness.tomlpos (tomllib gives none).
+plain values (harness.sweep.model) that harness.sweep.expand multiplies out without further
+checks. The checker (harness.sweep.checker) names the line of each error (tomllib gives
+none); the [adaptive] table has its own check module (harness.sweep.adaptive_checks).
 """
 
 from __future__ import annotations
@@ -10,216 +11,32 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from benchenv import EnvError, frames_per_step, is_atari
-from harness.adaptive_design import (
+from harness.sweep.adaptive_checks import check_adaptive, default_adaptive
+from harness.sweep.checker import Checker
+from harness.sweep.games import check_game
+from harness.sweep.keys import MATRIX_KEYS, REGRESSION_KEYS, REPORT_KEYS, SLURM_KEYS, TOP_KEYS
+from harness.sweep.model import (
     AdaptiveConfig,
-    adaptive_seeds,
-    check_adaptive,
-    default_adaptive,
-)
-from harness.games import check_game
-from harness.sweep_keys import (
-    ENTRY_POINT_KEYS,
-    MATRIX_KEYS,
-    PUBLISHED_KEYS,
-    REGRESSION_KEYS,
-    REPORT_KEYS,
-    RESOURCE_KEYS,
-    SLURM_KEYS,
-    TOP_KEYS,
-)
-from harness.sweep_model import (
     MatrixGame,
     MatrixSystem,
-    Resources,
     ScaleDown,
     SweepError,
     ValidatedMatrix,
-    published_table_path,
+    adaptive_seeds,
 )
-from harness.systems import (
+from harness.sweep.systems import (
     BASELINE_LAYOUT,
-    BUILTIN_SYSTEMS,
     PRESETS,
     RESERVED_FLAGS,
     System,
     known_hyperparameters,
 )
-from harness.tomlpos import KeyLines
 from runrecord import Layout, LayoutError, parse_layout, schema
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def toml_message(path: Path, msg: str) -> str:
-    """A tomllib syntax error as the sweep error users see: file, line, what to do."""
-    m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
-    where = f"line {m[1]}" if m else "end of file"
-    what = re.sub(r"\s*\(at .*?\)$", "", msg)
-    if what.startswith("Cannot overwrite a value") or "twice" in what:
-        what = (f"duplicate key or table ({what}); TOML allows each key once per table "
-                "-- remove or rename the repeated one")
-    return f"{path}: {where}: TOML syntax error: {what}"
-
-
-class Checker:
-    """Checks values of one sweep file; its errors name the file and the line."""
-
-    def __init__(self, path: Path, lines: KeyLines):
-        self.path = path
-        self.lines = lines
-
-    def error(self, where: tuple, msg: str, value: object = None) -> SweepError:
-        line = self.lines.value_line(where, value) if value is not None else self.lines.line(where)
-        loc = f"line {line}" if line else "top level"
-        return SweepError(f"{self.path}: {loc}: {msg}")
-
-    def published(self, pub: object) -> None:
-        """[report] published = {table, column}: the table must exist and have the column."""
-        where = ("report", "published")
-        if not isinstance(pub, dict) or not {"table", "column"} <= set(pub):
-            raise self.error(where, "published must be a table {table = FILE, column = NAME}")
-        self.check_keys(pub, PUBLISHED_KEYS, where)
-        # Imported here: analysis.reproduce loads SciPy (seconds) and few sweeps need it.
-        from analysis.errors import AnalysisError
-        from analysis.reproduce import published_column
-
-        try:
-            published_column(published_table_path(str(pub["table"])), str(pub["column"]))
-        except AnalysisError as e:
-            raise self.error((*where, "column"), str(e)) from None
-
-    def gate_metric(self, metric: object) -> None:
-        """[regression] metric: one of the gate's metrics (the gate, not the sweep, owns them)."""
-        # Imported here: the gate loads SciPy (seconds) and few sweeps name a metric.
-        from analysis.verdicts.gate import GATE_METRICS
-
-        if metric not in GATE_METRICS:
-            raise self.error(("regression", "metric"), f"unknown gate metric {metric!r}; "
-                             f"valid: {', '.join(GATE_METRICS)}")
-
-    def check_keys(self, table: Mapping, valid: Mapping[str, str], where: tuple) -> None:
-        for key in table:
-            if key not in valid:
-                listing = "; ".join(f"{k} ({d})" for k, d in valid.items())
-                raise self.error((*where, key), f"unknown key {key!r}; valid: {listing}")
-
-    # -- typed getters -------------------------------------------------------------
-    def str_list(self, table: Mapping, key: str, where: tuple) -> list[str]:
-        val = table[key]
-        if isinstance(val, str):
-            val = [val]
-        if not isinstance(val, list) or not all(isinstance(x, str) for x in val) or not val:
-            raise self.error((*where, key), f"{key} must be a non-empty list of strings, "
-                             f"got {val!r}")
-        return list(val)
-
-    def int_list(self, table: Mapping, key: str, where: tuple) -> list[int]:
-        val = table[key]
-        if isinstance(val, int) and not isinstance(val, bool):
-            val = [val]
-        if (not isinstance(val, list) or not val
-                or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
-                           for x in val)):
-            raise self.error((*where, key), f"{key} must be a non-empty list of integers >= 0, "
-                             f"got {val!r}")
-        return list(val)
-
-    def positive_int(self, table: Mapping, key: str, where: tuple) -> int:
-        val = table[key]
-        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-            raise self.error((*where, key), f"{key} must be an integer >= 1, got {val!r}")
-        return val
-
-    # -- sections ------------------------------------------------------------------
-    def entry_points(self, doc: Mapping) -> dict[str, System]:
-        systems = dict(BUILTIN_SYSTEMS)
-        table = doc.get("entry_points", {})
-        if not isinstance(table, dict):
-            raise self.error(("entry_points",), "entry_points must be a table")
-        for sys_name, spec in table.items():
-            where = ("entry_points", sys_name)
-            if not isinstance(spec, dict):
-                raise self.error(where, f"entry_points.{sys_name} must be a table")
-            self.check_keys(spec, ENTRY_POINT_KEYS, where)
-            if "entry" not in spec or not isinstance(spec["entry"], str):
-                raise self.error(where, f"entry_points.{sys_name} needs entry = 'pkg.module' "
-                                 "or 'path/to/script.py'")
-            entry = spec["entry"]
-            if entry.endswith(".py"):
-                p = Path(entry)
-                if not p.is_absolute():
-                    p = (self.path.parent / p).resolve()
-                if not p.exists():
-                    raise self.error((*where, "entry"), f"entry script {str(p)!r} does not exist")
-                entry = str(p)
-            archs = tuple(spec.get("architectures", System.__dataclass_fields__["architectures"].default))
-            for a in archs:
-                if a not in schema.ARCHITECTURES:
-                    raise self.error((*where, "architectures"), f"unknown architecture {a!r}; "
-                                     f"valid: {', '.join(schema.ARCHITECTURES)}", a)
-            systems[sys_name] = System(
-                sys_name, entry, takes_preset=bool(spec.get("takes_preset", True)),
-                architectures=archs, baseline=bool(spec.get("baseline", False)),
-            )
-        return systems
-
-    def resources(self, table: Any, where: tuple) -> Resources:
-        if not isinstance(table, dict):
-            raise self.error(where, "resources must be a table")
-        self.check_keys(table, RESOURCE_KEYS, where)
-        res = Resources()
-        if "cpus_per_process" in table:
-            res = replace(res, cpus_per_process=self.positive_int(table, "cpus_per_process", where))
-        if "accelerator" in table:
-            acc = table["accelerator"]
-            if acc not in ("cpu", "gpu"):
-                raise self.error((*where, "accelerator"),
-                                 f"accelerator must be 'cpu' or 'gpu', got {acc!r}")
-            res = replace(res, accelerator=acc)
-        if "timeout_min" in table:
-            t = table["timeout_min"]
-            if not isinstance(t, (int, float)) or isinstance(t, bool) or t <= 0:
-                raise self.error((*where, "timeout_min"), f"timeout_min must be > 0, got {t!r}")
-            res = replace(res, timeout_min=float(t))
-        return res
-
-    def hyperparameters(self, table: Any, where: tuple, is_grid: bool) -> dict[str, Any]:
-        kind = "grid" if is_grid else "overrides"
-        if not isinstance(table, dict):
-            raise self.error(where, f"{kind} must be a table of hyperparameter = value")
-        out: dict[str, Any] = {}
-        for key, val in table.items():
-            flag = key.replace("_", "-")
-            if flag in RESERVED_FLAGS:
-                raise self.error((*where, key), f"{kind} may not set {key!r}: the harness sets "
-                                 f"it from {RESERVED_FLAGS[flag]}")
-            if not re.fullmatch(r"[a-z][a-z0-9-]*", flag):
-                raise self.error((*where, key), f"hyperparameter name {key!r} must be "
-                                 "lower-case words joined by - or _ (e.g. learning-rate)")
-            if flag in out:
-                raise self.error((*where, key), f"hyperparameter {flag!r} is given twice "
-                                 "(as kebab-case and snake_case)")
-            if is_grid:
-                if not isinstance(val, list) or not val:
-                    raise self.error((*where, key), f"grid.{key} must be a non-empty list of "
-                                     f"values, got {val!r}")
-                for x in val:
-                    self.scalar_or_list(x, (*where, key))
-            else:
-                self.scalar_or_list(val, (*where, key))
-            out[flag] = val
-        return out
-
-    def scalar_or_list(self, val: Any, where: tuple) -> None:
-        ok = (str, int, float, bool)
-        if isinstance(val, ok) or (isinstance(val, list) and all(isinstance(x, ok) for x in val)):
-            return
-        raise self.error(where, f"hyperparameter values must be numbers, strings, booleans or "
-                         f"lists of them, got {val!r}")
 
 
 # --------------------------------------------------------------------------- the sweep

@@ -1,6 +1,6 @@
 """Matrix expansion: validated matrices -> runs with stable ids (pure, cannot fail).
 
-Everything that can be wrong with a matrix is found by harness.sweep_toml before it
+Everything that can be wrong with a matrix is found by harness.sweep.checks before it
 becomes a ValidatedMatrix; here each one is only multiplied out.
 """
 
@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from harness.sweep_model import RunSpec, ValidatedMatrix
+from harness.sweep.model import RunSpec, ValidatedMatrix
 from runrecord import run_id
 
 

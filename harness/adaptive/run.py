@@ -5,7 +5,7 @@ to max_seeds). For each look not recorded yet: run the runs of look k that are n
 completed (the pool of `harness run`, with its retry policy), check that every run of
 looks 1..k is completed, load them (analysis.inputs.load, through the results root's
 cache), call analysis.sequential.sweep_looks and record its Looks in the store
-(harness.adaptive_store) before printing them. A look recorded by an earlier `harness
+(harness.adaptive.store) before printing them. A look recorded by an earlier `harness
 run` is read back, never recomputed, so a killed sweep resumes at the first look not
 recorded: its completed runs are not redone (the pool skips them) and no look is
 recorded twice. The sweep stops when every Look of the latest look is decided, or at
@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
-from harness.adaptive_design import AdaptiveConfig, resolve_reference
-from harness.adaptive_report import look_lines, progress, stop_reason
-from harness.adaptive_store import (
+from harness.adaptive.report import look_lines, progress, stop_reason
+from harness.adaptive.store import (
     adaptive_lock,
     analysis_options,
     append_look,
@@ -34,8 +33,8 @@ from harness.adaptive_store import (
 )
 from harness.retry import failed_state_text
 from harness.store import Store, lock_holder, run_state
-from harness.sweep_model import RunSpec, Sweep
-from runrecord import Run, schema
+from harness.sweep.model import AdaptiveConfig, RunSpec, Sweep
+from runrecord import Run, project_path, schema
 from runrecord.exits import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -193,7 +192,7 @@ def _reference_runs(sweep: Sweep) -> list[Run] | None:
         return None
     systems = {s.system for s in sweep.runs}
     games = {s.env_id for s in sweep.runs}
-    return [r for r in load_runs([resolve_reference(cfg.reference)]).included
+    return [r for r in load_runs([project_path(cfg.reference)]).included
             if r.manifest.get("system") in systems and r.manifest.get("env_id") in games]
 
 
