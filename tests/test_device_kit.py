@@ -121,9 +121,9 @@ def test_run_sh_bad_input_exits_2(tmp_path: Path) -> None:
 
 
 def python312() -> str | None:
-    """A working Python 3.12 interpreter: $CLEANBA_PYTHON312, pyenv's, or python3.12 on PATH
-    (a pyenv shim there may not run)."""
-    candidates = [os.environ.get("CLEANBA_PYTHON312"),
+    """A working Python 3.12 interpreter: $PYTHON312 (as scripts/test_py312.sh), pyenv's, or
+    python3.12 on PATH (a pyenv shim there may not run)."""
+    candidates = [os.environ.get("PYTHON312"),
                   *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python")),
                           reverse=True), shutil.which("python3.12")]
     for candidate in candidates:
@@ -211,7 +211,7 @@ def test_rehearsal_of_the_device_call(tmp_path: Path) -> None:
                               timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
         check_every_row(out, jax_version=None)
-        pytest.skip("no Python 3.12 interpreter (set CLEANBA_PYTHON312): the suite ran on "
+        pytest.skip("no Python 3.12 interpreter (set PYTHON312): the suite ran on "
                     "this venv's stack, the rehearsal on the GPU image's stack did not")
     times = {}
     started = time.monotonic()
