@@ -384,6 +384,7 @@ def main(cfg: SuiteConfig) -> int:
                 entry = run_step(step, cfg, results, workdir, cap)
             except Exception as exc:  # noqa: BLE001 - a failed step is recorded, the next runs
                 entry = {"error": f"{type(exc).__name__}: {exc}"}
+        entry.setdefault("cap_s", cap)
         entry["measured_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         entry["step_wall_s"] = time.monotonic() - started
         entry["load_average_after"] = list(os.getloadavg())
