@@ -221,6 +221,8 @@ class Regress(Inspect):
     the suite's default margin (analysis.verdicts.margins)."""
     allow_protocol_mismatch: bool = False
     """Compare runs whose recorded env protocols differ (a note says so)."""
+    strict: bool = False
+    """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
 
 
 Command = (
