@@ -37,6 +37,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stats", ("analysis.stats",)),
     ("scales", ("analysis.scales",)),
     ("inputs", ("analysis.inputs",)),
+    ("importers", ("analysis.importers",)),  # other tools' runs -> run records
     ("scoring", ("analysis.scoring",)),
     ("atari5", ("analysis.atari5",)),
     ("verdicts", ("analysis.verdicts",)),
@@ -54,7 +55,7 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("harness.retry", "harness.store")),  # failure kinds; run folders and locks
     ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
     ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
-                   "harness.slurm")),
+                   "harness.slurm", "harness.slurm_queue", "harness.slurm_wait")),
     ("report", ("harness.report",)),
     ("entry points", ("harness.cli", "harness.__main__", "harness")),
 ]
@@ -271,7 +272,7 @@ def external_imports(path: Path, *, module_level: bool) -> set[str]:
     """Top-level names of the modules a file imports (all of them, or only those imported
     when the module itself is imported: outside functions)."""
     def nodes(tree: ast.AST) -> Iterator[ast.AST]:
-        for node in _runtime_nodes(tree) if not module_level else ast.iter_child_nodes(tree):
+        for node in ast.walk(tree) if not module_level else ast.iter_child_nodes(tree):
             if module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                   ast.Lambda)):
                 continue
