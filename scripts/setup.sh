@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install the project (idempotent). Usage: scripts/setup.sh [--dev] [--browser]
+# Create .venv and install the project with training (`.[train]`; idempotent).
+# Usage: scripts/setup.sh [--dev] [--browser]
 #   --dev      test tools (pytest, ruff, mypy, rliable as a test oracle)
 #   --browser  Debian chromium + chromium-driver for the HTML report test (needs root)
 set -euo pipefail
@@ -22,7 +23,8 @@ hash=$(sha256sum pyproject.toml | cut -c1-16)
 stamp=".venv/.installed-$hash-$dev"
 # A --dev install (stamp -1) includes the plain one: no reinstall for benchmark.sh.
 if [ ! -f "$stamp" ] && { [ "$dev" = 1 ] || [ ! -f ".venv/.installed-$hash-1" ]; }; then
-  if [ "$dev" = 1 ]; then extras="[dev]"; else extras=""; fi
+  # train: JAX, EnvPool and the harness's packages (the core install is the analysis only)
+  if [ "$dev" = 1 ]; then extras="[train,dev]"; else extras="[train]"; fi
   echo "setup.sh: installing the project${extras} into .venv (pip; minutes on a first run)"
   .venv/bin/python -m pip install -q -e ".$extras" 2>&1 | grep -vE "^WARNING: Location|ignored: it is neither" || true
   .venv/bin/python -c "import jax, envpool, flax, optax, tyro" || { echo "setup.sh: install failed" >&2; exit 1; }

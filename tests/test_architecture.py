@@ -45,6 +45,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reproduce", ("analysis.reproduce",)),
     ("sequential", ("analysis.sequential",)),  # adaptive seeds: only calibration, cli, harness
     ("calibration", ("analysis.calibration",)),
+    ("rly", ("analysis.rly",)),  # the rliable drop-in: stats, verdicts, palette
     ("entry points", ("analysis.cli", "analysis.__main__", "analysis")),
 ]
 
@@ -288,3 +289,59 @@ def test_the_trainer_imports_none_of_its_tools():
            if in_package(m, "cleanba") and m not in tools | commands
            for d in deps if d in tools]
     assert bad == []
+
+
+# ---------------------------------------------------------------- third-party imports
+
+TRAINER_STACK = {"jax", "jaxlib", "flax", "optax", "envpool", "torch"}
+"""Not in the core install (`pip install cleanba-bench`): only the [train] extra has them."""
+
+
+def external_imports(path: Path, *, module_level: bool) -> set[str]:
+    """Top-level names of the modules a file imports (all of them, or only those imported
+    when the module itself is imported: outside functions)."""
+    def nodes(tree: ast.AST) -> Iterator[ast.AST]:
+        for node in ast.walk(tree) if not module_level else ast.iter_child_nodes(tree):
+            if module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                  ast.Lambda)):
+                continue
+            if module_level and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(
+                    node.test):
+                continue
+            yield node
+            if module_level:
+                yield from nodes(node)
+
+    out: set[str] = set()
+    for node in nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_analysis_imports_no_trainer_stack_anywhere():
+    """analysis and runrecord never import JAX, EnvPool, Flax, Optax or torch, not even
+    inside a function; wandb only inside functions (an importer's optional reader)."""
+    modules = project_modules()
+    bad = []
+    for name, path in modules.items():
+        if name.split(".")[0] not in ("analysis", "runrecord"):
+            continue
+        anywhere = external_imports(path, module_level=False)
+        bad += [f"{name} imports {m}" for m in sorted(anywhere & TRAINER_STACK)]
+        if "wandb" in external_imports(path, module_level=True):
+            bad.append(f"{name} imports wandb at module level")
+    assert bad == []
+
+
+def test_benchenv_imports_envpool_only_when_an_env_is_made():
+    """analysis imports benchenv (the protocol): benchenv's module level has no EnvPool."""
+    modules = project_modules()
+    bad = [f"{name} imports {m} at module level" for name, path in modules.items()
+           if name.split(".")[0] == "benchenv"
+           for m in sorted(external_imports(path, module_level=True) & TRAINER_STACK)]
+    assert bad == []
+    # the walker sees function-level imports when asked (a check that can fail)
+    assert "envpool" in external_imports(ROOT / "benchenv" / "__init__.py", module_level=False)

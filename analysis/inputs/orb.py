@@ -467,7 +467,11 @@ def fetch_wandb(entity: str, project: str, cache_dir: Path | str,
     if not re.match(r"^[\w.-]+$", entity) or not re.match(r"^[\w.-]+$", project):
         raise AnalysisError(f"bad wandb entity/project {entity!r}/{project!r}")
     # Here only: wandb is heavy and needed by this one network path, never by analysis.
-    import wandb
+    try:
+        import wandb
+    except ImportError:
+        raise AnalysisError("orb-fetch needs the wandb package, not in the core install: "
+                            "pip install 'cleanba-bench[wandb]'") from None
 
     api = wandb.Api()
     out = []

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.inputs.load import load_published_table, runtimes_twin  # noqa: E402
+from analysis.output.palette import MARKERS, OKABE_ITO  # noqa: E402
 from analysis.scoring.curves import Curve  # noqa: E402
 from analysis.scoring.scores import GroupScores  # noqa: E402  # noqa: E402
 from analysis.scoring.tables import PaperTableResult  # noqa: E402  # noqa: E402
@@ -29,15 +30,9 @@ from analysis.stats.bootstrap import Interval, replicates  # noqa: E402  # noqa:
 from analysis.stats.metrics import AGGREGATE_LABELS, performance_profile  # noqa: E402  # noqa: E402
 from analysis.verdicts.staleness import StalenessReport  # noqa: E402  # noqa: E402
 
-# Okabe-Ito order and hues; orange, sky blue and yellow are darkened (#E69F00 -> #C47E00,
-# #56B4E9 -> #2F88C0, #F0E442 -> #8C7B00) because the originals have 1.3-2.3:1 contrast
-# on white and vanish as thin lines.
-OKABE_ITO = ("#0072B2", "#C47E00", "#009E73", "#D55E00", "#CC79A7", "#2F88C0", "#8C7B00",
-             "#000000")
 MIN_CONTRAST = 3.0  # against white, for every palette colour
 # rliable's convention for Atari HNS performance profiles: tau in [0, 8].
 HNS_TAU_MAX = 8.0
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 STYLE = {
     "font.size": 11,
     "axes.titlesize": 12,

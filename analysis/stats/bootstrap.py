@@ -48,6 +48,12 @@ def _chunk_size(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> int:
     return int(max(1, min(reps, max_chunk_bytes // max(1, bytes_per_rep))))
 
 
+def interval_from_replicates(point, reps_values, confidence: float = 0.95,
+                             method: str = "percentile") -> Interval:
+    """The CI of a point estimate from its bootstrap replicates (reps, ...)."""
+    return _ci(point, reps_values, confidence, method)
+
+
 def _ci(point, reps_values, confidence: float, method: str) -> Interval:
     if method not in METHODS:
         raise AnalysisError(f"unknown CI method {method!r}; valid: {list(METHODS)}")
@@ -75,6 +81,27 @@ def _resample(scores: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarra
         return np.take(scores.T.ravel(), flat_idx)
     by_point = np.ascontiguousarray(scores.transpose(2, 1, 0)).reshape(scores.shape[2], -1)
     return np.take(by_point, flat_idx, axis=1).transpose(1, 0, 2, 3)
+
+
+def resample_stratified(x: np.ndarray, rng: np.random.Generator, n: int, *,
+                        task_bootstrap: bool = False) -> np.ndarray:
+    """n stratified resamples of x (runs, tasks, ...) in x's own layout: (n, runs, tasks, ...).
+
+    A run's whole trailing block (e.g. its curve) is kept together. With `task_bootstrap`
+    each replicate also draws its task columns with replacement (rliable's
+    task_bootstrap=True), and every drawn column gets its own run draws.
+    """
+    runs, tasks = x.shape[:2]
+    rest = x.shape[2:]
+    flat = np.ascontiguousarray(np.moveaxis(x, 1, 0)).reshape(runs * tasks, -1)  # task-major
+    dtype = np.uint8 if runs <= 256 else np.int64
+    idx = rng.integers(0, runs, size=(n, runs, tasks), dtype=dtype).astype(np.intp)
+    if task_bootstrap:
+        columns = rng.integers(0, tasks, size=(n, 1, tasks)).astype(np.intp)
+    else:
+        columns = np.arange(tasks, dtype=np.intp)
+    sample = np.take(flat, idx + columns * runs, axis=0)  # (n, runs, tasks, prod(rest))
+    return sample.reshape(n, runs, tasks, *rest)
 
 
 def replicates(

@@ -116,3 +116,14 @@ def performance_profile(scores, taus) -> np.ndarray:
     pooled = x.reshape(*x.shape[:-2], -1)
     taus = np.asarray(taus, dtype=np.float64)
     return (pooled[..., None, :] > taus[:, None]).mean(axis=-1)
+
+
+def average_performance_profile(scores, taus) -> np.ndarray:
+    """Share of tasks whose mean score over runs is > tau, for each tau.
+
+    scores (..., runs, tasks), taus (k,) -> (..., k). (rliable's
+    average_score_distributions; noisier than `performance_profile`.)
+    """
+    per_task = _check(scores).mean(axis=-2)
+    taus = np.asarray(taus, dtype=np.float64)
+    return (per_task[..., None, :] > taus[:, None]).mean(axis=-1)
