@@ -5,7 +5,7 @@ estimates, reproduction checks and figures.
 The names below are the stable Python API (for notebooks; docs/analysis.md has a worked
 example): the same functions `python -m analysis` calls. Everything else is internal and
 may move. Layers, lowest first (each imports only those before it; tests/test_architecture.py):
-errors/json_file, stats, scales, inputs, scoring, atari5, verdicts, output, reproduce,
+errors/json_file, stats, scales, inputs, importers, scoring, atari5, verdicts, output, reproduce,
 sequential, calibration, cli.
 
 The names are resolved on first use (PEP 562), so `import analysis` or
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.atari5 import estimate_analysis, load_model
     from analysis.errors import AnalysisError
+    from analysis.importers import import_runs
     from analysis.inputs.records import load_records, select_where
     from analysis.output.curve_files import write_curves
     from analysis.output.report import build_report_assets
@@ -39,6 +40,8 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     # runs in: run records and openrlbenchmark exports, filtered by manifest values
     "load_records": "analysis.inputs.records",
     "select_where": "analysis.inputs.records",
+    # other tools' runs (TensorBoard, Monitor CSV, W&B, tables) -> run records
+    "import_runs": "analysis.importers",
     # scores: suites and groups of (seeds x tasks) normalised score matrices
     "analyse": "analysis.scoring.grouping",
     "labelled_groups": "analysis.scoring.grouping",
@@ -85,6 +88,7 @@ __all__ = [  # the names of _API (tests/test_analysis_api.py checks they match)
     "estimate_analysis",
     "gate",
     "given_spread",
+    "import_runs",
     "labelled_groups",
     "load_model",
     "load_records",

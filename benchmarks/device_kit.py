@@ -255,10 +255,11 @@ def build(cfg: KitConfig) -> int:
                     "wheels": entries, "reference": provenance}
         (stage / "README.md").write_text(readme_text(provenance))
         (stage / "MANIFEST.md").write_text(manifest_text(manifest))
-        (stage / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        total = sum(p.stat().st_size for p in stage.rglob("*") if p.is_file())
-        manifest["total_bytes"] = total
-        (stage / "manifest.json").write_text(json.dumps(manifest, indent=2))
+        total = -1
+        while manifest.get("total_bytes") != total:  # the manifest counts itself (2 rounds)
+            manifest["total_bytes"] = total
+            (stage / "manifest.json").write_text(json.dumps(manifest, indent=2))
+            total = sum(p.stat().st_size for p in stage.rglob("*") if p.is_file())
         if total > cfg.max_mib * MIB:
             print(f"error: the kit is {total / MIB:.1f} MiB, over --max-mib {cfg.max_mib}; "
                   f"not written to {cfg.out}", file=sys.stderr)

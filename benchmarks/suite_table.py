@@ -189,7 +189,7 @@ def render_markdown(results: dict[str, Any]) -> str:
            *plan_lines(results)]
     ref = steps.get("reference-ppo") or {}
     if ref.get("patch"):
-        out += ["", "## Patch applied to the reference (a copy in the results folder)", "",
+        out += ["", "## Patch applied to the reference (to a copy in the work folder)", "",
                 *[f"- {line}" for line in ref["patch"]]]
     commands = [(name, s["command"]) for name, s in steps.items() if s.get("command")]
     commands += [(f"deterministic run {i + 1}", r["command"])

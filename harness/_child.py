@@ -36,6 +36,11 @@ def main(argv: list[str]) -> None:
             os._exit(137)
         if cpus:
             os.sched_setaffinity(0, cpus)
+    # Slurm signals every process of a job step: USR2 (`scancel --signal=USR2`, as submitit
+    # preempts; before the time limit) would kill the trainer by default, before it could
+    # record anything. Ignored here (inherited through exec): the supervising harness
+    # gets it too and stops the trainer with SIGINT, saying why.
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     os.execvp(argv[0], argv)
 
 

@@ -221,6 +221,8 @@ class Regress(Inspect):
     the suite's default margin (analysis.verdicts.margins)."""
     allow_protocol_mismatch: bool = False
     """Compare runs whose recorded env protocols differ (a note says so)."""
+    strict: bool = False
+    """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
 
 
 Command = (
@@ -381,7 +383,7 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
 
         outcomes = run_slurm(sweep, store, cluster=cmd.slurm_cluster,
                              max_attempts=cmd.max_attempts, retry_skipped=cmd.retry_skipped,
-                             progress=cmd.progress)
+                             progress=cmd.progress, stop=stop)
         perf = {"wall_time_s": round(time.time() - t0, 2),
                 "run_wall_time_sum_s": round(sum(o.wall_time_s for o in outcomes), 2)}
     code = summarise(sweep, store, outcomes, perf, stopped=stop.is_set())
@@ -425,6 +427,9 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
         if o.status == schema.SKIPPED:
             print(f"  skipped: baseline unavailable: {o.run_id} {o.label}: "
                   f"{(o.error or '').splitlines()[0] if o.error else ''}")
+    for o in outcomes:
+        if o.status == BUSY:
+            print(f"  busy: {o.run_id} {o.label}: {o.error or 'another harness holds it'}")
     not_started = len(sweep.runs) - len(outcomes)
     if stopped or counts.get(schema.INTERRUPTED):
         parts = []

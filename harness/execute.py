@@ -29,6 +29,7 @@ from harness.store import (
     RunLock,
     Store,
     failed_attempts,
+    lock_holder,
     mark_interrupted,
 )
 from harness.sweep import RunSpec
@@ -54,6 +55,22 @@ NOT_RETRIED = "not-retried"  # its last failure was deterministic (harness.retry
 STOP_EXIT_CODES = (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM)
 STOP_GRACE_S = 30.0  # after SIGINT, how long a trainer may take to record `interrupted`
 PEER_GRACE_S = 20.0  # d>1: how long the other processes may run after one of them failed
+
+
+class StopRequest(threading.Event):
+    """A stop asked from outside the trainer, and why: in a Slurm job, Slurm's signal
+    (preemption, the time limit near, scancel or requeue). The run is stopped as on
+    Ctrl-C; `error_type` is what its record says (Interrupted, Preempted or Timeout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = ""
+        self.error_type = "Interrupted"
+
+    def request(self, reason: str, error_type: str = "Interrupted") -> None:
+        if not self.is_set():  # the first reason is what happened; later ones follow it
+            self.reason, self.error_type = reason, error_type
+        self.set()
 
 
 @dataclass
@@ -176,7 +193,7 @@ def launch_and_wait(
         now = time.monotonic()
         if signalled_at is None:
             if stop is not None and stop.is_set():
-                why = "stopped by the harness (interrupt)"
+                why = getattr(stop, "reason", "") or "stopped by the harness (interrupt)"
             elif deadline is not None and now > deadline:
                 why = f"timeout after {spec.resources.timeout_min} min"
             if why:
@@ -194,6 +211,12 @@ def launch_and_wait(
                         _signal_group(p, signal.SIGKILL)
         time.sleep(0.2)
     codes_now = [int(p.returncode) for p in procs]
+    if stop is not None and not why and any(c in (*STOP_EXIT_CODES, -signal.SIGUSR2)
+                                            for c in codes_now):
+        # A signal to a whole Slurm job step (scancel, requeue; USR2 before the trainer
+        # ignores it) reaches the trainer and this process at once: give ours a moment to land, so that the record says who stopped it.
+        if stop.wait(1.0):
+            why = getattr(stop, "reason", "") or "stopped by the harness (interrupt)"
     with open(log_path, "ab") as log:  # the exit codes, for whoever reads the log later
         log.write(f"=== harness: exit codes {codes_now}"
                   f"{' (' + why + ')' if why else ''} ===\n".encode())
@@ -238,6 +261,7 @@ def execute_run(
     out = Outcome(spec.run_id, spec.label(), BUSY, cpus=spec.cpus_needed)
     lock = RunLock(run_dir)
     if not lock.acquire():
+        out.error = busy_text(lock_holder(run_dir))
         return out
     try:
         manifest = read_manifest_or_none(run_dir)
@@ -289,6 +313,21 @@ def execute_run(
         lock.release()
 
 
+def busy_text(holder: str | None) -> str:
+    """Why a run is busy and what to do, from its lock's 'pid host since [slurm-job=ID]'."""
+    if not holder:
+        return "its lock was held a moment ago and is free now: run again"
+    parts = holder.split()
+    job = next((p.split("=", 1)[1] for p in parts if p.startswith("slurm-job=")), None)
+    who = f"process {parts[0]} on {parts[1]} since {parts[2]}" if len(parts) >= 3 else holder
+    if job:
+        return (f"held by Slurm job {job} ({who}): a requeued or earlier job is running it; "
+                f"wait for it (`squeue -j {job}`, `harness status`), or `scancel {job}` "
+                "and run again")
+    return (f"held by {who}: another `harness run` is running it; wait for it, or stop "
+            "that one (Ctrl-C), and run again")
+
+
 def add_to_analysis_cache(run_dir: Path) -> None:
     """Store the settled record in the results root's analysis cache. Only a speed-up:
     a record it cannot read or store is parsed by the next analysis command instead."""
@@ -327,7 +366,11 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
         else:
             out.error = (manifest.get("error") or {}).get("message", "")
         return out
-    timed_out = why.startswith("timeout")
+    # A stop with its own reason (a Slurm signal: preemption, time limit) names it in the
+    # record, whatever the trainer wrote when it stopped.
+    stop_type = getattr(stop, "error_type", "") if stop is not None and stop.is_set() else ""
+    stop_reason = getattr(stop, "reason", "") if stop_type else ""
+    timed_out = why.startswith("timeout") or stop_type == "Timeout"
     # Exit 130, or killed by SIGINT/SIGTERM before its handlers were in place (a stop
     # during the imports), is a stop from outside (Ctrl-C, preemption), never a failure.
     interrupted = not timed_out and (
@@ -336,7 +379,7 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
     final = schema.INTERRUPTED if interrupted else schema.FAILED
     codes_text = ", ".join(f"process {i}: {exit_meaning(c)}" for i, c in enumerate(codes))
     recorded = (manifest or {}).get("error") or {}
-    if status == final and manifest is not None:
+    if status == final and manifest is not None and not stop_reason:
         # The trainer settled its record as what happened: keep its words, add the codes.
         error = {**recorded, "exit_codes": codes}
     else:
@@ -349,7 +392,8 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
             message += (f"; the trainer recorded {status}: "
                         f"{recorded.get('type', '')}: {recorded.get('message', '')}")
         error = error_entry(
-            "Timeout" if timed_out else "Interrupted" if interrupted else "TrainerExit",
+            "Timeout" if timed_out else (stop_type or "Interrupted") if interrupted
+            else "TrainerExit",
             message, recorded.get("traceback") or tail, exit_codes=codes)
     if manifest is None:
         writer = RunWriter(run_dir, base_manifest(spec, spec.command(run_dir)))

@@ -34,7 +34,7 @@ from harness.adaptive.report import adaptive_section, needed_runs, status_lines
 from harness.store import Store, run_state
 from harness.sweep import Sweep
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED, worst_exit
 from runrecord.provenance import collect, git_state
 
 REPORT_PAGE = "index.html"
@@ -54,8 +54,9 @@ figcaption{font-size:.88em;color:#444}
 .verdict{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;padding:.3em .5em;
 margin:.2em 0;border-left:4px solid #999;background:#fafafa;white-space:pre-wrap;
 overflow-wrap:anywhere}
-.v-PASS,.v-OK,.v-BITWISE{border-color:#2a7}.v-DIFFERENT,.v-FAIL,.v-REGRESSION{border-color:#c33}
-.v-INCONCLUSIVE,.v-WARN{border-color:#d92}
+.v-PASS,.v-OK,.v-BITWISE,.v-REPRODUCED{border-color:#2a7}
+.v-DIFFERENT,.v-FAIL,.v-REGRESSION,.v-NOTREPRODUCED{border-color:#c33}
+.v-INCONCLUSIVE,.v-WARN,.v-UNDECIDED,.v-NOTSHOWN{border-color:#d92}
 .muted{color:#666;font-size:.88em}code{font-size:.92em;overflow-wrap:anywhere}
 pre{white-space:pre-wrap;overflow-wrap:anywhere}li{overflow-wrap:anywhere}
 """
@@ -100,7 +101,8 @@ def _png_data_uri(path: str | Path) -> str:
 
 
 def _verdict_class(verdict: str) -> str:
-    word = str(verdict).split()[0].upper() if verdict else "WARN"
+    words = str(verdict).upper().split() or ["WARN"]
+    word = "".join(words[:2]) if words[0] == "NOT" else words[0]  # NOT REPRODUCED / SHOWN
     return "v-" + "".join(ch for ch in word if ch.isalnum())
 
 
@@ -359,7 +361,8 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
 
 
 def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
-            allow_protocol_mismatch: bool = False) -> tuple[int, list[str]]:
+            allow_protocol_mismatch: bool = False, strict: bool = False
+            ) -> tuple[int, list[str]]:
     """One regression verdict per system and suite of the [regression] selection: the
     sweep's runs against `reference`, through analysis.suite_gates (the gate of
     `python -m analysis regression`, suite by suite: same checks, metrics and lines). Each (system, suite)
@@ -388,14 +391,15 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
         try:
             for out in suite_gates(sel(new_runs, system), sel(ref_runs, system), delta=delta,
                                    metric=metric, layouts=mine,
-                                   allow_protocol_mismatch=allow_protocol_mismatch):
+                                   allow_protocol_mismatch=allow_protocol_mismatch,
+                                   strict=strict):
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
                 lines += out.lines()
-                code = max(code, out.exit_code)
+                code = worst_exit(code, out.exit_code)
         except AnalysisError as e:
             lines.append(f"regression: ERROR {system}: {e}")
-            code = max(code, EXIT_BAD_INPUT)
+            code = worst_exit(code, EXIT_BAD_INPUT)
     if not lines:
         lines.append("regression: ERROR: the [regression] selection matches no run of this "
                      "sweep")
@@ -416,10 +420,15 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
         return 2
     delta = cmd.delta if cmd.delta is not None else sweep.regression.get("delta")
     code, lines = regress(sweep, store, ref, None if delta is None else float(delta),
-                          allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False))
+                          allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False),
+                          strict=getattr(cmd, "strict", False))
     for line in lines:  # the gate's own lines, as `python -m analysis regression` prints them
         print(line)
-    verdict = {0: "PASS", 1: "REGRESSION", 2: "ERROR"}[code]
+    verdict = {EXIT_OK: "PASS", EXIT_FAILED: "REGRESSION", EXIT_BAD_INPUT: "ERROR",
+               EXIT_UNDECIDED: "UNDECIDED"}[code]
+    if code == EXIT_FAILED and any(": UNDECIDED" in line for line in lines) and not any(
+            ": REGRESSION" in line for line in lines):
+        verdict = "UNDECIDED (--strict: exit 1)"
     shown = delta if delta is not None else "suite default"
     print(f"regression verdict: {verdict} (reference {ref}, delta {shown})")
     return code

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import signal
+import threading
 import time
 from collections import defaultdict
 from dataclasses import asdict
@@ -23,9 +25,12 @@ from typing import Any
 
 from harness.execute import (
     ALREADY_COMPLETED,
+    BUSY,
     EXHAUSTED,
     NOT_RETRIED,
     Outcome,
+    StopRequest,
+    busy_text,
     execute_run,
     run_peer_process,
 )
@@ -35,6 +40,13 @@ from harness.sweep import RunSpec, Sweep
 from runrecord import schema
 
 DEFAULT_TIMEOUT_MIN = 60
+# submitit submits every job with --signal=USR2@SIGNAL_LEAD_S: Slurm sends USR2 that long
+# before the time limit (and, its timer being coarse, up to 60 s earlier still).
+SIGNAL_LEAD_S = 90
+# A run's Slurm limit is its `resources.timeout_min` plus this grace, so that the deadlines
+# come in order: the harness's own timeout stops the trainer (which gets STOP_GRACE_S to
+# record it), well before Slurm's USR2 (90 s before its limit) and Slurm's kill.
+SLURM_GRACE_MIN = 3
 
 
 def _processes_per_node(spec: RunSpec, cfg: dict[str, Any]) -> int:
@@ -48,7 +60,12 @@ def job_shape(spec: RunSpec, cfg: dict[str, Any]) -> dict[str, Any]:
     gpus = cfg.get("gpus_per_node")
     if gpus is None:
         gpus = spec.layout.devices_per_process * per_node if spec.gpus_needed else 0
-    timeout = cfg.get("timeout_min") or spec.resources.timeout_min or DEFAULT_TIMEOUT_MIN
+    if cfg.get("timeout_min"):  # the sweep's [slurm] limit, as given
+        timeout = float(cfg["timeout_min"])
+    elif spec.resources.timeout_min:
+        timeout = float(spec.resources.timeout_min) + SLURM_GRACE_MIN
+    else:
+        timeout = DEFAULT_TIMEOUT_MIN
     return {
         "nodes": nodes,
         "tasks_per_node": per_node,
@@ -67,6 +84,7 @@ def slurm_parameters(spec: RunSpec, cfg: dict[str, Any]) -> dict[str, Any]:
         "ntasks_per_node": shape["tasks_per_node"],
         "cpus_per_task": shape["cpus_per_task"],
         "time": shape["timeout_min"],
+        "signal_delay_s": SIGNAL_LEAD_S,
     }
     if shape["gpus_per_node"]:
         params["gpus_per_node"] = shape["gpus_per_node"]
@@ -133,28 +151,73 @@ def coordinator_address(job_id: str, hostnames: list[str], num_nodes: int) -> st
     return f"{host}:{port}"
 
 
+def stop_on_slurm_signals(stop: StopRequest, limit_min: float | None) -> None:
+    """Turn Slurm's signals to the job into a stop of the run, with what happened.
+
+    submitit's own handlers would raise UncompletedJobError at USR2 (the run not being
+    checkpointable): the job then dies, its trainer with it, and the record is left
+    `running`. Here USR2 near the time limit is a Timeout, USR2 before it a preemption
+    (`scancel --signal=USR2`, as submitit signals it), SIGTERM a cancel or requeue (or the
+    limit itself); the harness stops the trainer and settles the record as such.
+    """
+    started = time.monotonic()
+
+    def near_limit() -> bool:
+        # Slurm's timer is coarse: USR2 may come up to 60 s before the lead it was given.
+        return limit_min is not None and (time.monotonic() - started
+                                          >= limit_min * 60 - SIGNAL_LEAD_S - 60)
+
+    def on_usr2(signum: int, frame: object) -> None:
+        after = f"after {time.monotonic() - started:.0f} s"
+        if near_limit():
+            stop.request(f"timeout: the Slurm time limit ({limit_min:g} min) is near "
+                         f"(Slurm sent USR2 {after})", "Timeout")
+        else:
+            stop.request(f"preempted: Slurm sent USR2 {after} (preemption; the run is "
+                         "re-run without spending an attempt)", "Preempted")
+
+    def on_term(signum: int, frame: object) -> None:
+        after = f"after {time.monotonic() - started:.0f} s"
+        if near_limit():
+            stop.request(f"timeout: the Slurm time limit ({limit_min:g} min) was reached "
+                         f"(SIGTERM {after})", "Timeout")
+        else:
+            stop.request(f"Slurm sent SIGTERM {after}: the job was cancelled (scancel) "
+                         "or requeued", "Interrupted")
+
+    signal.signal(signal.SIGUSR2, on_usr2)
+    signal.signal(signal.SIGTERM, on_term)
+
+
 def slurm_job(spec: RunSpec, results_root: str, max_attempts: int,
-              retry_skipped: bool) -> dict[str, Any]:
+              retry_skipped: bool, limit_min: float | None = None) -> dict[str, Any]:
     """What each Slurm task of a run's job executes (module level: submitit pickles it)."""
     import submitit
 
+    stop = StopRequest()
+    stop_on_slurm_signals(stop, limit_min)
     store = Store(results_root, spec.sweep)
     env = submitit.JobEnvironment()
     rank = env.global_rank
     coordinator = coordinator_address(env.job_id, list(env.hostnames), env.num_nodes)
     if rank == 0:
         out = execute_run(spec, store, max_attempts=max_attempts, retry_skipped=retry_skipped,
-                          process_ids=[0], coordinator=coordinator)
+                          process_ids=[0], coordinator=coordinator, stop=stop)
         return asdict(out)
-    code = run_peer_process(spec, store, rank, coordinator)
+    code = run_peer_process(spec, store, rank, coordinator, stop=stop)
     return {"run_id": spec.run_id, "rank": rank, "returncode": code}
 
 
 def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempts: int = 2,
-              retry_skipped: bool = False, progress: bool = True,
-              poll_s: float = 2.0) -> list[Outcome]:
-    """Submit every run that still needs running, wait for the jobs, return outcomes."""
+              retry_skipped: bool = False, progress: bool = True, poll_s: float = 2.0,
+              stop: threading.Event | None = None) -> list[Outcome]:
+    """Submit every run that still needs running, wait for the jobs, return outcomes.
+
+    `stop` (set by Ctrl-C or SIGTERM to the harness) cancels the jobs, waits for their
+    records to settle as `interrupted` and returns what happened to each run."""
     from rich.console import Console
+
+    from harness.slurm_wait import Watcher
 
     console = Console()
     folder = store.sweep_dir / "slurm"
@@ -173,54 +236,49 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
             status = EXHAUSTED if st.failures >= max_attempts else NOT_RETRIED
             outcomes.append(Outcome(spec.run_id, spec.label(), status, error=st.error,
                                     kind=st.kind))
+        elif st.holder:  # a job of an earlier `harness run` (requeued, say) is running it
+            outcomes.append(Outcome(spec.run_id, spec.label(), BUSY,
+                                    error=busy_text(st.holder)))
         else:
             todo.append(spec)
-    # One executor (and, with use_array, one array) per job shape.
-    groups: dict[str, list[RunSpec]] = defaultdict(list)
-    for spec in todo:
-        groups[repr(sorted(slurm_parameters(spec, sweep.slurm).items() - {
-            ("job_name", f"{spec.sweep}-{spec.run_id}")}))].append(spec)
-    jobs: list[tuple[RunSpec, Any]] = []
-    use_array = bool(sweep.slurm.get("use_array", True))
-    for specs in groups.values():
-        executor = make_executor(folder, cluster, specs[0], sweep.slurm)
-        args = [str(store.root)] * len(specs)
-        if use_array and len(specs) > 1:
-            if cluster == "slurm":
-                executor.update_parameters(job_name=f"{sweep.name}-array")
-            submitted = executor.map_array(slurm_job, specs, args, [max_attempts] * len(specs),
-                                           [retry_skipped] * len(specs))
-        else:
-            submitted = []
-            for spec in specs:
+
+    def submit(specs: list[RunSpec]) -> list[tuple[RunSpec, Any]]:
+        """Submit `specs`: one executor (and, with use_array, one array) per job shape."""
+        groups: dict[str, list[RunSpec]] = defaultdict(list)
+        for spec in specs:
+            params = slurm_parameters(spec, sweep.slurm)
+            params.pop("job_name")
+            groups[repr(sorted(params.items()))].append(spec)
+        jobs: list[tuple[RunSpec, Any]] = []
+        use_array = bool(sweep.slurm.get("use_array", True))
+        for group in groups.values():
+            if stop is not None and stop.is_set():
+                break
+            executor = make_executor(folder, cluster, group[0], sweep.slurm)
+            limit = float(job_shape(group[0], sweep.slurm)["timeout_min"])
+            n = len(group)
+            if use_array and n > 1:
                 if cluster == "slurm":
-                    executor.update_parameters(job_name=f"{spec.sweep}-{spec.run_id}")
-                submitted.append(executor.submit(slurm_job, spec, str(store.root),
-                                                 max_attempts, retry_skipped))
-        for spec, job in zip(specs, submitted, strict=True):
-            jobs.append((spec, job))
-            if progress:
-                console.print(f"submitted {spec.run_id} {spec.label()} as job {job.job_id}",
-                              highlight=False, soft_wrap=True)
-    pending = list(jobs)
-    while pending:
-        still = []
-        for spec, job in pending:
-            if not job.done():
-                still.append((spec, job))
-                continue
-            try:
-                res = job.results()[0]
-                o = Outcome(**res)
-            except Exception as e:  # the job died (time limit, node failure, pickling)
-                o = Outcome(spec.run_id, spec.label(), schema.FAILED,
-                            error=f"job {job.job_id}: {type(e).__name__}: "
-                                  f"{str(e).strip().splitlines()[-1] if str(e) else ''}")
-            outcomes.append(o)
-            if progress:
-                console.print(f"[{len(outcomes)}/{len(sweep.runs)}] {o.status} {o.run_id} "
-                              f"{o.label} (job {job.job_id})", highlight=False, soft_wrap=True)
-        pending = still
-        if pending:
-            time.sleep(poll_s)
-    return outcomes
+                    executor.update_parameters(job_name=f"{sweep.name}-array")
+                submitted = executor.map_array(slurm_job, group, [str(store.root)] * n,
+                                               [max_attempts] * n, [retry_skipped] * n,
+                                               [limit] * n)
+            else:
+                submitted = []
+                for spec in group:
+                    if cluster == "slurm":
+                        executor.update_parameters(job_name=f"{spec.sweep}-{spec.run_id}")
+                    submitted.append(executor.submit(slurm_job, spec, str(store.root),
+                                                     max_attempts, retry_skipped, limit))
+            for spec, job in zip(group, submitted, strict=True):
+                jobs.append((spec, job))
+                if progress:
+                    console.print(f"submitted {spec.run_id} {spec.label()} as job "
+                                  f"{job.job_id}", highlight=False, soft_wrap=True)
+        return jobs
+
+    watcher = Watcher(store, cluster, len(sweep.runs), console if progress else None,
+                      stop, poll_s)
+    watcher.outcomes = outcomes
+    watcher.watch(submit(todo), submit)
+    return watcher.outcomes

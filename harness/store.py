@@ -60,7 +60,8 @@ class RunLock:
                 return False
             raise
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {socket.gethostname()} {utc_now()}\n".encode())
+        os.write(fd, f"{os.getpid()} {socket.gethostname()} {utc_now()}{slurm_job_tag()}\n"
+                 .encode())
         self._fd = fd
         return True
 
@@ -75,6 +76,14 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def slurm_job_tag() -> str:
+    """' slurm-job=ID' inside a Slurm job (ARRAYID_TASK for an array task, as squeue and
+    scancel name it), so that whoever finds a run busy knows which job holds it."""
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    job = f"{array}_{task}" if array and task else os.environ.get("SLURM_JOB_ID")
+    return f" slurm-job={job}" if job else ""
 
 
 def lock_holder(run_dir: Path) -> str | None:

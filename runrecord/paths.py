@@ -32,7 +32,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The checkout: the folder that holds runrecord/, cleanba/, harness/, ..."""
 RESULTS_TOKEN = "<results>"
 # Manifest sections whose strings may hold paths (command words, cwd, run_dir, ...).
-PATH_SECTIONS = ("provenance", "hyperparameters")
+PATH_SECTIONS = ("provenance", "hyperparameters", "imported")
 
 
 def project_path(text: str | Path) -> Path:

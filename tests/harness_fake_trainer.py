@@ -9,6 +9,8 @@ runrecord.RunWriter, but trains nothing: it logs `--updates` updates, sleeping
   --ledger FILE        append "<run_id> <pid>" when a run completes (counts completions)
   --return-offset X    added to every episode return (a "better" or "worse" version)
   --unavailable-seeds  seeds that behave like a missing baseline (record skipped, exit 3)
+  --fast-file FILE     once FILE exists, updates stop sleeping (a test ends a long run
+                       without changing its definition, hence its run id)
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def main() -> int:
     p.add_argument("--ledger", default="")
     p.add_argument("--return-offset", type=float, default=0.0)
     p.add_argument("--unavailable-seeds", type=int, nargs="*", default=[])
+    p.add_argument("--fast-file", default="")
     args = p.parse_args()  # exits 2 on bad arguments, as the contract says
 
     if args.process_id != 0:  # peers of a d>1 run: only process 0 writes the record
@@ -80,7 +83,8 @@ def main() -> int:
     steps_per_update = max(1, args.total_timesteps // args.updates)
     t0 = time.monotonic()
     for k in range(1, args.updates + 1):
-        time.sleep(args.sleep_s)
+        if not (args.fast_file and os.path.exists(args.fast_file)):
+            time.sleep(args.sleep_s)
         steps = k * steps_per_update
         wall = time.monotonic() - t0
         ret = float(k + args.seed) + args.return_offset

@@ -78,7 +78,7 @@ def test_reference_records_gate_the_same(tmp_path, capsys):
         codes.append(c)
     assert code == max(codes) == 0
     assert lines == expected
-    assert sum("PASS for cleanba-" in line for line in lines) == 2
+    assert sum("PASS (bitwise identical) for cleanba-" in line for line in lines) == 2
 
 
 def test_missing_layout_fails_both_the_same_way(tmp_path, capsys):

@@ -38,6 +38,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stats", ("analysis.stats",)),
     ("scales", ("analysis.scales",)),
     ("inputs", ("analysis.inputs",)),
+    ("importers", ("analysis.importers",)),  # other tools' runs -> run records
     ("scoring", ("analysis.scoring",)),
     ("atari5", ("analysis.atari5",)),
     ("verdicts", ("analysis.verdicts",)),
@@ -55,7 +56,7 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("harness.retry", "harness.store")),  # failure kinds; run folders and locks
     ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
     ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
-                   "harness.slurm")),
+                   "harness.slurm", "harness.slurm_queue", "harness.slurm_wait")),
     ("report", ("harness.report",)),
     ("entry points", ("harness.cli", "harness.__main__", "harness")),
 ]

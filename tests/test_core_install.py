@@ -30,7 +30,8 @@ TRAINER_STACK = ("jax", "jaxlib", "flax", "optax", "envpool", "torch", "wandb", 
                  "harness", "baselines")
 CORE_TESTS = ["tests/test_core_install.py", "tests/test_rly_checks.py",
               "tests/test_analysis_metrics.py", "tests/test_analysis_verdicts.py",
-              "tests/test_analysis_api.py", "tests/test_architecture.py"]
+              "tests/test_analysis_api.py", "tests/test_architecture.py",
+              "tests/test_importers.py"]
 """Analysis tests run in the core-only venv (rliable's oracle tests skip there)."""
 
 PROBE = r"""

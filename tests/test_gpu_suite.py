@@ -58,8 +58,10 @@ def test_step_caps_share_the_budget_and_pass_savings_on() -> None:
     shares = step_caps(ALL_STEPS, 470.0)
     assert list(shares) == list(ALL_STEPS) and sum(shares.values()) == pytest.approx(470.0)
     assert shares == {step: pytest.approx(share) for step, share in SHARES}  # 470 s: as listed
-    half = step_caps(("ours-ppo", "reference-ppo"), 100.0)
-    assert half == {"ours-ppo": 50.0, "reference-ppo": 50.0}
+    two = step_caps(("ours-ppo", "reference-ppo"), 100.0)  # the listed shares, scaled
+    ppo, ref = dict(SHARES)["ours-ppo"], dict(SHARES)["reference-ppo"]
+    assert two == {"ours-ppo": pytest.approx(100.0 * ppo / (ppo + ref)),
+                   "reference-ppo": pytest.approx(100.0 * ref / (ppo + ref))}
     # at the start the first step gets its share; a step after one that saved 30 s gets
     # its share plus those 30 s; the last step gets whatever is left
     assert cap_now("environment", shares, 470.0) == pytest.approx(shares["environment"])

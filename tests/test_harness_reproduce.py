@@ -44,8 +44,12 @@ def test_report_has_a_reproduce_section(tmp_path):
     page, assets = build_report(sweep, store)
     lines = [v["line"] for v in assets["verdicts"] if v["kind"] == "reproduce"]
     assert lines[0].startswith("reproduce cleanba-impala / cleanba vs 'Cleanba IMPALA")
-    assert "REPRODUCED; 2 consistent, 0 higher, 0 lower, 0 inconclusive of 2 judged game(s)" \
-        in lines[0]
+    assert ": REPRODUCED; no game flagged or collapsed, and the aggregate's 90% CI lies " \
+        "inside +-10%" in lines[0]
+    assert "2 consistent, 0 higher, 0 lower, 0 collapsed, 0 inconclusive of 2 judged" in lines[0]
+    # the report speaks the CI's words
+    assert [v["verdict"] for v in assets["verdicts"] if v["kind"] == "reproduce"][0] == \
+        "REPRODUCED"
     assert any(f["name"] == "reproduce_per_game" for f in assets["figures"])
     assert any(t["name"] == "reproduce_per_game" for t in assets["tables"])
     html = page.read_text()

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,36 @@ ledger = "{tmp_path / 'ledger.txt'}"
     assert p.stdout.count("submitted") == 2
     log_lines = [json.loads(x) for x in (root / "sl" / "harness-runs.jsonl").read_text().splitlines()]
     assert [e["backend"] for e in log_lines] == ["slurm", "slurm"]
+
+
+def test_job_in_unknown_state_is_settled_after_the_bounded_wait(tmp_path, monkeypatch):
+    """Issue 32, 3: a job neither squeue nor sacct lists (no accounting, gone from squeue)
+    was waited for for ever; now it is settled from its record after UNKNOWN_WAIT_S."""
+    import submitit
+
+    from harness import slurm_wait
+    from harness.store import Store, run_state
+    from runrecord import RunWriter
+
+    sw = parse_sweep(GPU_SWEEP, "gpu.toml")
+    store = Store(tmp_path, sw.name)
+    never, died = sw.runs[0], sw.runs[1]
+    # `died`: its trainer wrote `running`, then the job vanished with it.
+    RunWriter(store.run_dir(died.run_id), {"run_id": died.run_id, "system": "x",
+                                           "architecture": "x", "env_id": "x", "seed": 1,
+                                           "layout": {}, "hyperparameters": {},
+                                           "env_protocol": {}, "provenance": {}})
+    watcher = slurm_wait.Watcher(store, "slurm", 2, None, None, poll_s=0)
+    watched = [slurm_wait.Watched(spec, submitit.SlurmJob(tmp_path / "slurm", job_id=jid),
+                                  submitted_at=0.0)
+               for spec, jid in ((never, "999991"), (died, "999992"))]
+    monkeypatch.setattr(slurm_wait, "UNKNOWN_WAIT_S", 0.5)
+    assert all(watcher._check(w, {}, False, False) is None for w in watched)  # starts waiting
+    time.sleep(0.6)
+    o_never, o_died = (watcher._check(w, {}, False, False) for w in watched)
+    assert o_never.status == "interrupted" and "stayed unknown for 0 s" in o_never.error
+    assert "before it started" in o_never.error
+    assert run_state(store.run_dir(never.run_id)).state == "pending"
+    assert o_died.status == "interrupted" and "job 999992" in o_died.error
+    st = run_state(store.run_dir(died.run_id))
+    assert st.state == "interrupted" and st.failures == 0, st

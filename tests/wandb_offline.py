@@ -1,61 +1,21 @@
-"""Read an offline wandb run (WANDB_MODE=offline) back: its history rows and config.
-
-wandb >= 0.19 has no Python reader for its `.wandb` files, so this reads the documented
-layout: a 7-byte file header (":W&B", magic 0xBEE1, version), then LevelDB-log-style
-records (4-byte CRC, 2-byte length, 1-byte type FULL/FIRST/MIDDLE/LAST) in 32 KiB blocks,
-each payload a wandb_internal_pb2.Record protobuf.
+"""Read an offline wandb run (WANDB_MODE=offline) back: its history rows and config,
+with the importer's reader (analysis.importers.wandb_runs: the `.wandb` log framing,
+records decoded with wandb's own protobuf classes).
 """
 
 from __future__ import annotations
 
-import json
-import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-BLOCK = 32768
-HEADER = 7
-
-
-def records(path: Path) -> Iterator[Any]:
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    data = Path(path).read_bytes()
-    assert data[:4] == b":W&B", f"{path}: not a wandb run file"
-    pos, buf = HEADER, b""
-    while pos + HEADER <= len(data):
-        left = BLOCK - pos % BLOCK
-        if left < HEADER:  # block trailer: padding
-            pos += left
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + HEADER])
-        buf += data[pos + HEADER:pos + HEADER + length]
-        pos += HEADER + length
-        if kind == 0 and length == 0:
-            continue
-        if kind in (1, 4):  # FULL or LAST: a whole record
-            rec = pb.Record()
-            rec.ParseFromString(buf)
-            buf = b""
-            yield rec
+from analysis.importers.wandb_runs import read_offline_run as read_log
 
 
 def read_offline_run(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(history rows, config) of an offline-run-* folder."""
     (path,) = Path(run_dir).glob("run-*.wandb")
-    history: list[dict[str, Any]] = []
-    config: dict[str, Any] = {}
-    for rec in records(path):
-        kind = rec.WhichOneof("record_type")
-        if kind == "history":
-            history.append({i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                            for i in rec.history.item})
-        elif kind == "config":
-            config.update({i.key: json.loads(i.value_json) for i in rec.config.update})
-        elif kind == "run":
-            config.update({i.key: json.loads(i.value_json) for i in rec.run.config.update})
-    return history, config
+    run = read_log(path)
+    return run["history"], run["config"]
 
 
 def check_openrlbenchmark_keys(offline_dir: Path, record: Any) -> None:

@@ -30,6 +30,10 @@ class Cell:
     value_se: float | None = None  # the MC SE of a value that is not a rate
     shown_only: bool = False  # a procedure shown beside a verdict to break its nominal
     # (naive re-testing): its status says whether it does; it never fails the suite
+    at_least: bool = False  # the rate must reach `nominal` (power-like): bound is
+    # nominal - 3 MC SE and the value must be >= it
+    target: bool = False  # a goal the issue sets, shown met or missed, never failing the
+    # suite (e.g. PASS >= 80% at 10 seeds: some published columns are too noisy for it)
 
     @property
     def mc_se(self) -> float:
@@ -43,12 +47,17 @@ class Cell:
     def bound(self) -> float | None:
         if self.nominal is None:
             return None
-        return self.nominal + MC_SES * math.sqrt(self.nominal * (1 - self.nominal) / self.sims)
+        se = math.sqrt(self.nominal * (1 - self.nominal) / self.sims)
+        return self.nominal - MC_SES * se if self.at_least else self.nominal + MC_SES * se
+
+    @property
+    def within(self) -> bool:
+        b = self.bound
+        return b is None or (self.value >= b if self.at_least else self.value <= b)
 
     @property
     def ok(self) -> bool:
-        b = self.bound
-        return bool(self.refused) or self.shown_only or b is None or self.value <= b
+        return bool(self.refused) or self.shown_only or self.target or self.within
 
     def row(self) -> list[str]:
         if self.refused:
@@ -60,13 +69,18 @@ class Cell:
         else:
             value = f"{self.value:.3f} ± {self.mc_se:.3f}"
             b = self.bound
-            if b is not None and self.shown_only:
+            sign = ">=" if self.at_least else "<="
+            if b is not None and self.target:
+                status = (f"target met ({sign} {b:.3f})" if self.within
+                          else f"target MISSED (not {sign} {b:.3f})")
+            elif b is not None and self.shown_only:
                 status = (f"over (> {b:.3f}): not a valid design" if self.value > b
                           else f"within (<= {b:.3f})")
             else:
-                status = "-" if b is None else (f"ok (<= {b:.3f})" if self.ok
-                                                else f"OUT (> {b:.3f})")
-        nominal = "-" if self.nominal is None else f"{self.nominal:.2f}"
+                status = "-" if b is None else (f"ok ({sign} {b:.3f})" if self.ok
+                                                else f"OUT (not {sign} {b:.3f})")
+        nominal = "-" if self.nominal is None else (
+            f"{'>= ' if self.at_least else ''}{self.nominal:.2f}")
         return [self.verdict, self.scenario, self.rate, value, nominal, status]
 
 

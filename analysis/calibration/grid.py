@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from analysis.calibration.cells import Cell, markdown
+from analysis.calibration.columns import default_paper_data, published_columns
 from analysis.calibration.draws import COLLAPSE, NORMAL, T3
 from analysis.calibration.pairs import (
     equivalence_pair_cells,
     gate_pair_cells,
     gate_published_cells,
 )
+from analysis.calibration.real_cells import real_column_cells, summary_rows
 from analysis.calibration.reproduce_cells import game_cells, headline_cells
 from analysis.calibration.sequential_cells import (
     WIDE_DELTA_SD,
@@ -40,6 +43,7 @@ class Grid:
     sequential_references: tuple[int, ...] = ()  # the gate's fixed reference seeds
     sequential_wide: tuple[tuple[str, float], ...] = ()  # (spending, sd ratio): equivalence
     # at WIDE_DELTA_SD, normal noise (the repeated bound's worst case)
+    real_sims: int = 0  # draws per published-column cell (analysis.calibration.real_cells)
 
 
 SEQUENTIAL_DESIGN = SequentialDesign(3, 2, 9)
@@ -52,11 +56,12 @@ FULL = Grid(FULL_SIMS, (1, 2, 3, 5, 10), (1, 3, 12), (0.5, 1.0, 2.0),
             tuple((sp, r, d) for sp in ("obrien-fleming", "pocock")
                   for r, d in ((1.0, NORMAL), (2.0, NORMAL), (1.0, T3), (1.0, COLLAPSE))),
             (3, 9),
-            tuple((sp, r) for sp in ("obrien-fleming", "pocock") for r in (1.0, 0.5, 2.0)))
+            tuple((sp, r) for sp in ("obrien-fleming", "pocock") for r in (1.0, 0.5, 2.0)),
+            2_000)
 REDUCED = Grid(REDUCED_SIMS, (1, 2, 3, 10), (1, 3, 12), (0.5, 2.0), ((3, 3),), (3, 10),
                ((3, 3),), (1, 3, 10), 1_000,
                (("obrien-fleming", 1.0, NORMAL), ("obrien-fleming", 1.0, T3),
-                ("pocock", 1.0, NORMAL)), (9,), (("obrien-fleming", 1.0),))
+                ("pocock", 1.0, NORMAL)), (9,), (("obrien-fleming", 1.0),), 300)
 
 
 @dataclass
@@ -65,6 +70,7 @@ class Calibration:
     grid: Grid
     seed: int
     seconds: float
+    notes: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Cell]:
@@ -81,11 +87,25 @@ class Calibration:
                 f"refused), {len(bad)} out of bound; {self.grid.sims} draws per cell, seed "
                 f"{self.seed}, {self.seconds:.0f} s")
 
+    def real_column_summary(self) -> list[str]:
+        """The published columns' rates: mean over columns and the worst column."""
+        return summary_rows(self.cells) + self.notes
 
-def calibrate(reduced: bool = False, seed: int = 0) -> Calibration:
+
+def calibrate(reduced: bool = False, seed: int = 0, paper_data: Path | None = None
+              ) -> Calibration:
+    """The grid; paper_data: the published tables' folder (None: ../shared/paper-data
+    beside the clone, when there; without it the real-column rows are left out, and a
+    note says so)."""
     g = REDUCED if reduced else FULL
     t0 = time.perf_counter()
     cells: list[Cell] = []
+    notes: list[str] = []
+    folder = paper_data or default_paper_data()
+    if folder is None:
+        notes.append("real-column rows left out: no paper-data folder (give --paper-data)")
+    else:
+        cells += real_column_cells(published_columns(folder), g.real_sims, seed)
     for n in g.new_seeds:
         for m in g.reference_seeds:
             for r in g.ratios:
@@ -115,4 +135,4 @@ def calibrate(reduced: bool = False, seed: int = 0) -> Calibration:
         design = replace(SEQUENTIAL_DESIGN, spending=spending)
         cells += sequential_equivalence_cells(g.sims, design, ratio, NORMAL, seed,
                                               WIDE_DELTA_SD)
-    return Calibration(cells, g, seed, time.perf_counter() - t0)
+    return Calibration(cells, g, seed, time.perf_counter() - t0, notes)

@@ -30,8 +30,10 @@ from analysis.reproduce.judge import (
     CONSISTENT,
     HIGHER,
     LOWER,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    headline,
     judge,
-    reproduced,
 )
 from analysis.reproduce.published import (
     DEFAULT_ABSOLUTE_MARGIN,
@@ -43,8 +45,8 @@ NOMINAL = 0.05
 COLLAPSE = "CONSISTENT after collapse to random"
 GAME_RATES = [(FALSE_PASS, NOMINAL), (FALSE_ALARM, NOMINAL), (POWER, None),
               (COLLAPSE, NOMINAL)]
-FAITHFUL_FAIL = "exit 1, faithful reproduction"
-COLLAPSED_PASS = "exit 0, 3 games collapsed"
+FAITHFUL_FAIL = "NOT REPRODUCED (exit 1), faithful reproduction"
+COLLAPSED_PASS = "REPRODUCED (exit 0), 3 games collapsed"
 ANY_FLAG = "any HIGHER/LOWER, faithful"
 HEADLINE_RATES = [(FAITHFUL_FAIL, NOMINAL), (COLLAPSED_PASS, None), (ANY_FLAG, NOMINAL)]
 
@@ -60,7 +62,8 @@ def _judge(user: np.ndarray, pub_mean: np.ndarray, pub_sd: np.ndarray):
     n = user.shape[-2]
     sd = user.std(axis=-2, ddof=1) if n > 1 else np.full(pub_mean.shape, np.nan)
     return judge(user.mean(axis=-2), sd, n, pub_mean, pub_sd, PUBLISHED_SEEDS,
-                 relative=DEFAULT_RELATIVE_MARGIN, absolute=DEFAULT_ABSOLUTE_MARGIN)
+                 relative=DEFAULT_RELATIVE_MARGIN, absolute=DEFAULT_ABSOLUTE_MARGIN,
+                 user_max=user.max(axis=-2), user_min=user.min(axis=-2))
 
 
 def game_cells(sims: int, n_user: int, seed: int, ratio: float = 1.0) -> list[Cell]:
@@ -103,11 +106,13 @@ def headline_cells(sims: int, n_user: int, seed: int) -> list[Cell]:
     collapsed[..., learned] = 0.01 * sd[learned] * rng.standard_normal(
         (sims, n_user, learned.size))
     try:
-        faithful = _judge(user, pub_mean, pub_sd).verdict
-        broken = _judge(collapsed, pub_mean, pub_sd).verdict
+        faithful_j = _judge(user, pub_mean, pub_sd)
+        faithful, broken = faithful_j.verdict, headline(_judge(collapsed, pub_mean, pub_sd))
     except AnalysisError as e:
         return refused_cells(verdict, scen, HEADLINE_RATES, str(e), sims)
-    return [rate_cell(verdict, scen, FAITHFUL_FAIL, ~reproduced(faithful), NOMINAL),
-            rate_cell(verdict, scen, COLLAPSED_PASS, reproduced(broken)),
+    head = headline(faithful_j)
+    return [rate_cell(verdict, scen, FAITHFUL_FAIL, head == NOT_REPRODUCED, NOMINAL),
+            rate_cell(verdict, scen, "REPRODUCED, faithful", head == REPRODUCED),
+            rate_cell(verdict, scen, COLLAPSED_PASS, broken == REPRODUCED),
             rate_cell(verdict, scen, ANY_FLAG, np.isin(faithful, (HIGHER, LOWER)).any(-1),
                       NOMINAL)]

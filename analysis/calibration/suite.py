@@ -1,7 +1,8 @@
 """Calibration of the gate on a 57-game suite, per gate metric (GATE_METRICS: iqm,
 auc, atari5-median): a published-like column (analysis.calibration.draws.
 synthetic_column) with per-seed noise per game, decided by the gate's own rules
-(analysis.verdicts.regression.gate_rules).
+(analysis.verdicts.regression.gate_rules), three outcomes: a PASS at the margin is a
+false pass, a REGRESSION at no difference a false alarm (UNDECIDED is neither).
 
 Rates: at the margin (the per-seed metric of the new side lowered by delta after it is
 computed, so the true difference is exactly -delta in the metric's own units), at no
@@ -16,8 +17,8 @@ import numpy as np
 
 from analysis.calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
 from analysis.calibration.draws import rng_for, suite_games, synthetic_column
-from analysis.verdicts.equivalence import DEFAULT_DELTA
-from analysis.verdicts.regression import AGGREGATE_RULE, gate_rules
+from analysis.verdicts.equivalence import DEFAULT_DELTA, PASS, REGRESSION, UNDECIDED
+from analysis.verdicts.regression import gate_rules
 from analysis.verdicts.seed_metrics import SEED_METRICS
 
 NOMINAL = 0.05
@@ -55,19 +56,18 @@ def suite_gate_cells(sims: int, n_new: int, n_ref: int, seed: int,
         ref = scale * _matrices(rng, sims, n_ref, mean, sd)
         for rate, shift, nominal in ((FALSE_PASS, -delta, NOMINAL), (FALSE_ALARM, 0.0, None),
                                      (POWER, -delta / 2, None)):
-            fired = gate_rules(new, ref, games, delta, metric=metric,
-                               new_metric_shift=shift)
-            regress = np.logical_or.reduce(list(fired.values()))
-            out.append(rate_cell(verdict, scen, rate,
-                                 regress if rate == FALSE_ALARM else ~regress, nominal))
+            verdicts, _ = gate_rules(new, ref, games, delta, metric=metric,
+                                     new_metric_shift=shift)
+            out.append(rate_cell(verdict, scen, rate, verdicts == REGRESSION
+                                 if rate == FALSE_ALARM else verdicts == PASS, nominal))
+            if rate == FALSE_ALARM:
+                out.append(rate_cell(verdict, scen, "UNDECIDED at 0", verdicts == UNDECIDED))
         for label, changed in ((TOP_HALVED, _halved(new, top)),
                                (FEW_COLLAPSED, _collapsed(new, learned))):
-            fired = gate_rules(changed, ref, games, delta, metric=metric)
-            regress = np.logical_or.reduce(list(fired.values()))
-            out.append(rate_cell(verdict, scen, label, ~regress))
-            if len(fired) > 1:
-                out.append(rate_cell(verdict, scen, label + f" ({AGGREGATE_RULE} rule only)",
-                                     ~fired[AGGREGATE_RULE]))
+            verdicts, _ = gate_rules(changed, ref, games, delta, metric=metric)
+            out.append(rate_cell(verdict, scen, label, verdicts == PASS))
+            out.append(rate_cell(verdict, scen, label.replace("pass", "REGRESSION"),
+                                 verdicts == REGRESSION))
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import tyro
 
 from analysis.cli.calibrate import Calibrate
+from analysis.cli.imports import Import
 from analysis.cli.published import Atari5, OrbFetch, OrbImport, PaperTables, Reproduce
 from analysis.cli.scores import Aggregate, Curves, Figures, PlanSeeds, Staleness, Summary
 from analysis.cli.sequential import PlanSequential
@@ -36,6 +37,7 @@ Command = (
     | Annotated[Reproduce, tyro.conf.subcommand("reproduce")]
     | Annotated[OrbImport, tyro.conf.subcommand("orb-import")]
     | Annotated[OrbFetch, tyro.conf.subcommand("orb-fetch")]
+    | Annotated[Import, tyro.conf.subcommand("import")]
     | Annotated[Calibrate, tyro.conf.subcommand("calibrate")]
 )
 

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from runrecord.exits import EXIT_FAILED, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -23,19 +23,29 @@ class Calibrate:
     """Seed of every draw (one seed gives the same table every time on one machine)."""
     markdown_out: Path | None = None
     """Also write the table as markdown here."""
+    paper_data: Path | None = None
+    """The published tables' folder for the real-column rows (default: ../shared/
+    paper-data beside the clone, when there)."""
 
     def run(self) -> int:
         # Imported here: the suite pulls in scipy.stats and matplotlib (~1.4 s), which
         # every other subcommand would otherwise pay at start-up.
         from analysis.calibration import calibrate
 
-        res = calibrate(reduced=self.reduced, seed=self.seed)
+        if self.paper_data is not None and not self.paper_data.is_dir():
+            print(f"error: --paper-data {self.paper_data}: no such folder (the published "
+                  "tables, e.g. ../shared/paper-data)", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        res = calibrate(reduced=self.reduced, seed=self.seed, paper_data=self.paper_data)
         table = res.markdown()
         print(table)
+        for line in res.real_column_summary():
+            print(line)
         print(res.summary())
         for c in res.failures:
             print(f"OUT: {c.verdict}, {c.scenario}: {c.rate} {c.value:.3f} > "
                   f"{c.bound:.3f}", file=sys.stderr)
         if self.markdown_out:
-            self.markdown_out.write_text(table + "\n\n" + res.summary() + "\n")
+            self.markdown_out.write_text(table + "\n\n" + "\n".join(
+                [*res.real_column_summary(), res.summary()]) + "\n")
         return EXIT_OK if not res.failures else EXIT_FAILED

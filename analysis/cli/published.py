@@ -120,8 +120,10 @@ class Reproduce(RunFilter):
     """Did it reproduce? Your runs against a published table column (--published FILE
     --column NAME: per game and aggregate verdicts) or against published per-seed runs
     imported from openrlbenchmark's cache (--orb DIR: equivalence at matching frames).
-    Exit 0 reproduced (no judged game HIGHER/LOWER after Holm) or PASS, 1 otherwise, 2 bad
-    input or a protocol/budget mismatch."""
+    Against a table: exit 0 REPRODUCED (aggregate equivalence shown, no game flagged or
+    COLLAPSED), 1 NOT REPRODUCED (a game HIGHER/LOWER after Holm or COLLAPSED, or the
+    aggregate outside its margin), 4 NOT SHOWN (neither; 1 with --strict). Against runs:
+    0 PASS, 1 otherwise. 2 bad input or a protocol/budget mismatch."""
 
     runs: tuple[Path, ...]
     """Your run/sweep folders (searched for manifest.json)."""
@@ -164,6 +166,8 @@ class Reproduce(RunFilter):
     assume_equal_spread: bool = False
     """Vouch that your runs share the published spread, so a game with one seed of yours
     may be judged (refused otherwise: a faithful reproduction would fail ~17% of the time)."""
+    strict: bool = False
+    """Exit 1 on NOT SHOWN too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
     reps: int = AGGREGATE_REPS
     """Bootstrap replicates of the aggregate CIs."""
     seed: int = 0
@@ -191,7 +195,8 @@ class Reproduce(RunFilter):
                                allow_protocol_mismatch=self.allow_protocol_mismatch,
                                allow_budget_mismatch=self.allow_budget_mismatch,
                                last_n=self.last_n, reps=self.reps, seed=self.seed,
-                               assume_equal_spread=self.assume_equal_spread)
+                               assume_equal_spread=self.assume_equal_spread,
+                               strict=self.strict)
             print("\n".join(res.lines()))
             print_warnings(res.warnings)
             if self.out:

@@ -62,12 +62,14 @@ class Equivalence(RecordArgs):
 
 @dataclass(kw_only=True)
 class Regression(RunFilter, ScoreOptions):
-    """CI gate: PASS when the one-sided lower bound of new - reference (per independent
-    seed: IQM over games of the final normalised score; layout copies of a seed are
-    averaged first) is above -delta. The same gate as `harness regress`
-    (analysis.verdicts.gate). Exit 0 PASS, 1 REGRESSION, 2 error (including different
-    games, env protocols or suites on the two sides, several systems on a side, or a
-    selected layout without a completed run)."""
+    """CI gate, three outcomes: PASS when the one-sided lower bound of new - reference
+    (per independent seed: IQM over games of the final normalised score; layout copies
+    of a seed are averaged first) is above -delta; REGRESSION on evidence of a drop (the
+    upper bound below -delta, a game flagged or COLLAPSED); UNDECIDED otherwise, with
+    the seeds that would decide it. The same gate as `harness regress`
+    (analysis.verdicts.gate). Exit 0 PASS, 1 REGRESSION, 4 UNDECIDED (1 with --strict),
+    2 error (including different games, env protocols or suites on the two sides,
+    several systems on a side, or a selected layout without a completed run)."""
 
     new: Path
     """Run/sweep folder of the new version (one system; --where to select one)."""
@@ -101,6 +103,8 @@ class Regression(RunFilter, ScoreOptions):
     """Games listed in the per-game breakdown (worst new - reference first)."""
     json_out: Path | None = None
     """Write the verdict as JSON here."""
+    strict: bool = False
+    """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
 
     def _runs(self, path: Path) -> list[Run]:
         rs = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n).runset()
@@ -123,7 +127,8 @@ class Regression(RunFilter, ScoreOptions):
                    last_n=self.last_n, normalisers=parse_normalisers(self.normaliser),
                    allow_protocol_mismatch=self.allow_protocol_mismatch,
                    spread=ReferenceSpread(self.reference_sd, self.reference_seeds,
-                                          self.reference_exact, self.assume_equal_spread))
+                                          self.reference_exact, self.assume_equal_spread),
+                   strict=self.strict)
         print_warnings(out.warnings)
         print("\n".join(out.lines(self.worst)))
         if self.json_out:

@@ -344,28 +344,49 @@ def load_orb_cache(root: Path | str, declared: Declaration = Declaration(), *,
 
 
 def is_imported(run: Run) -> bool:
+    """The run came from another tool (openrlbenchmark's cache, or `analysis import`)."""
     return isinstance(run.manifest.get("imported"), dict)
 
 
+def is_orb_import(run: Run) -> bool:
+    """The run is a published run read from openrlbenchmark's cache (not the user's)."""
+    p = run.manifest.get("imported")
+    return isinstance(p, dict) and p.get("via") == "openrlbenchmark cache"
+
+
+def _source(p: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(where from, its id, its url) of an `imported` block: wandb via openrlbenchmark,
+    or an `analysis import` of files (format, first source file, sha256 prefix)."""
+    if "format" in p:
+        files = p.get("files") or [{}]
+        more = f" (+{len(files) - 1} more)" if len(files) > 1 else ""
+        return (f"{p['format']} import of {p.get('source_root')}",
+                f"{files[0].get('path')}{more}", f"sha256 {str(files[0].get('sha256'))[:12]}")
+    return (f"wandb {p.get('entity')}/{p.get('project')}", str(p.get("wandb_run_id")),
+            str(p.get("url")))
+
+
 def imported_text(run: Run) -> str:
-    """'imported from wandb openrlbenchmark/cleanba run 1a2b3c (url) tags [...]'."""
+    """'imported from wandb openrlbenchmark/cleanba run 1a2b3c (url) tags [...]', or
+    'imported from tensorboard import of <src> run <file> (sha256 ...)'."""
     p = run.manifest.get("imported") or {}
     tags = f", tags {p.get('tags')}" if p.get("tags") else ""
-    return (f"imported from wandb {p.get('entity')}/{p.get('project')} run "
-            f"{p.get('wandb_run_id')} ({p.get('url')}){tags}; {p.get('declared', '')}")
+    where, ident, url = _source(p)
+    return f"imported from {where} run {ident} ({url}){tags}; {p.get('declared', '')}"
 
 
 def imported_rows(runs: Iterable[Run]) -> list[list[Any]]:
-    """Rows for an 'imported runs' table: run, env, seed, entity/project, wandb id, url,
-    tags, what was declared."""
-    return [[r.run_id, r.manifest.get("env_id"), r.manifest.get("seed"),
-             f"{p.get('entity')}/{p.get('project')}", p.get("wandb_run_id"), p.get("url"),
-             " ".join(map(str, p.get("tags") or [])), p.get("declared", "")]
+    """Rows for an 'imported runs' table: run, env, seed, source (wandb entity/project, or
+    the import's format and folder), its id (wandb run id, or first file), url (or file
+    hash), tags, what was declared."""
+    return [[r.run_id, r.manifest.get("env_id"), r.manifest.get("seed"), *_source(p)[:1],
+             _source(p)[1], _source(p)[2], " ".join(map(str, p.get("tags") or [])),
+             p.get("declared", "")]
             for r in runs if is_imported(r) for p in [r.manifest["imported"]]]
 
 
-IMPORTED_HEADER = ["run", "env", "seed", "wandb entity/project", "wandb run id", "url",
-                   "tags", "declared"]
+IMPORTED_HEADER = ["run", "env", "seed", "source (wandb entity/project or import)",
+                   "wandb run id or file", "url or file hash", "tags", "declared"]
 
 
 # ---------------------------------------------------------------- matching frames

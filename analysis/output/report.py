@@ -147,9 +147,9 @@ def build_report_assets(
         _add_table(result, t, out_dir)
 
     if rows := imported_rows(runset.included):  # published runs: say where they came from
-        _add_table(result, TableData("imported_runs", "Imported runs (wandb, via "
-                                     "openrlbenchmark's cache): provenance and what was "
-                                     "declared on import", IMPORTED_HEADER, rows), out_dir)
+        _add_table(result, TableData("imported_runs", "Imported runs (wandb via "
+                                     "openrlbenchmark's cache, or `analysis import`): "
+                                     "provenance and what was declared on import", IMPORTED_HEADER, rows), out_dir)
 
     # Staleness needs no normaliser: audit every completed run first.
     if runset.included:

@@ -26,7 +26,6 @@ from analysis.reproduce.published import (
     aggregate,
     budget_against,
     compare_games,
-    figure_points,
     match_game,
     published_column,
     reproduce,
@@ -40,6 +39,7 @@ from analysis.reproduce.runs import (
     reproduce_runs,
 )
 from analysis.reproduce.section import (
+    figure_points,
     report_assets,
     write_published_comparison,
     write_runs_comparison,

@@ -23,6 +23,22 @@ mean ± sd of its seeds:
   5%); a 95% CI that excludes 0 is then said ("differs, inside the margin").
 - INCONCLUSIVE: otherwise; the reason (interval wider than the margin) and the seeds of
   yours that would give an interval half-width of margin / 2 at the published spread.
+- COLLAPSED: a judged game the published agent learned on every seed (mean over
+  COLLAPSE_T of its per-seed sds above random) where every seed of yours sits at the
+  random score, within COLLAPSE_LEVEL of the published score above random on either
+  side (analysis.verdicts.per_game.collapsed, the gate's rule): the agent did not learn
+  what the published one did.
+
+The headline (`headline`), three outcomes:
+- NOT REPRODUCED: evidence of a failure: a game HIGHER or LOWER after Holm, a COLLAPSED
+  game, or the aggregate's 90% CI entirely outside +-AGGREGATE_MARGIN;
+- REPRODUCED: positive evidence: none of those, and aggregate equivalence shown: the
+  precision-weighted mean over the judged games of (yours - published) / the game's
+  score above random has its 90% CI inside +-AGGREGATE_MARGIN (TOST at 5%), its
+  variance made of both sides' (moderated) per-game variances, so the published side's
+  own 3-seed noise is in the test;
+- NOT SHOWN: otherwise (exit EXIT_UNDECIDED): "no game flagged" alone is absence of
+  evidence, not evidence.
 """
 
 from __future__ import annotations
@@ -37,12 +53,20 @@ from analysis.errors import AnalysisError
 from analysis.stats.moderated import moderated_variance, prior_variance
 from analysis.stats.multiplicity import holm_reject
 from analysis.stats.welch import t_quantile
+from analysis.verdicts.per_game import collapsed
 
 CONSISTENT = "CONSISTENT"
 HIGHER = "HIGHER"
 LOWER = "LOWER"
 INCONCLUSIVE = "INCONCLUSIVE"
 NOT_LEARNED = "NOT LEARNED"
+COLLAPSED = "COLLAPSED"
+
+REPRODUCED = "REPRODUCED"
+NOT_REPRODUCED = "NOT REPRODUCED"
+NOT_SHOWN = "NOT SHOWN"
+AGGREGATE_MARGIN = 0.10
+"""Aggregate equivalence margin: the weighted mean relative difference within +-10%."""
 
 LEARNED_MIN_HNS = 0.01
 LEARNED_T = 3.0
@@ -70,6 +94,10 @@ class Judgement:
     margin: np.ndarray
     learned: np.ndarray
     seeds_needed: np.ndarray  # your seeds for a 90% half-width of margin / 2 (0: n/a)
+    aggregate: np.ndarray  # (...) weighted mean relative difference over judged games
+    aggregate_se: np.ndarray  # (...)
+    aggregate_df: np.ndarray  # (...)
+    aggregate_unit_var: np.ndarray  # (...) its variance x 1 / (1/n + 1/pub_n) (planning)
 
     def ci(self, level: float) -> tuple[np.ndarray, np.ndarray]:
         h = t_quantile(0.5 + level / 2, self.df) * self.se
@@ -90,11 +118,13 @@ def margins(pub_hns: np.ndarray | float, relative: float, absolute: float) -> np
 
 def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
           pub_hns: np.ndarray, pub_sd: np.ndarray, pub_n: int, *, relative: float,
-          absolute: float, alpha: float = ALPHA, assume_equal_spread: bool = False
+          absolute: float, alpha: float = ALPHA, assume_equal_spread: bool = False,
+          user_max: np.ndarray | None = None, user_min: np.ndarray | None = None
           ) -> Judgement:
     """All games' verdicts: your mean and sd (ddof=1; NaN for one seed) of HNS per game
     with n_user seeds, the published HNS mean and sd (ddof=1) of pub_n seeds; arrays
-    (..., games)."""
+    (..., games). user_max, user_min: your highest and lowest seed's HNS per game (the
+    COLLAPSED rule; None: your mean, i.e. one seed)."""
     user_mean, user_sd, pub_hns, pub_sd = (np.asarray(x, dtype=np.float64)
                                            for x in (user_mean, user_sd, pub_hns, pub_sd))
     n = np.broadcast_to(np.asarray(n_user, dtype=np.float64), user_mean.shape)
@@ -126,19 +156,49 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
     consistent = learned & (-margin < diff - h90) & (diff + h90 < margin)
     verdict = np.where(flagged, np.where(diff > 0, HIGHER, LOWER),
                        np.where(consistent, CONSISTENT, INCONCLUSIVE))
+    gone = learned & collapsed(user_mean if user_max is None else user_max, pub_hns, pub_sd,
+                               user_mean if user_min is None else user_min)
+    verdict = np.where(gone, COLLAPSED, verdict)
     verdict = np.where(learned, verdict, NOT_LEARNED)
+    with np.errstate(all="ignore"):
+        # aggregate: precision-weighted mean relative difference (moderated variances,
+        # both sides' noise in them)
+        v = post * (1 / n + 1 / pub_n)
+        w = np.where(learned & (v > 0), 1 / v, 0.0)
+        rel = np.where(learned, diff / scale, 0.0)
+        wsum = w.sum(axis=-1)
+        agg = (w * rel).sum(axis=-1) / wsum
+        agg_var = 1 / wsum
+        a = w**2 * v / wsum[..., None] ** 2
+        agg_df = a.sum(axis=-1) ** 2 / np.where(a > 0, a**2 / df, 0.0).sum(axis=-1)
+        unit = (1 / n + 1 / pub_n).mean(axis=-1) if np.ndim(n) else 1 / n + 1 / pub_n
+        agg_unit = agg_var / unit
     with np.errstate(all="ignore"):
         # your seeds n at which t * s~ * scale * sqrt(1/n + 1/pub_n) = margin / 2
         unit = (margin / 2 / (t_quantile(0.95, df) * np.sqrt(post) * scale)) ** 2 - 1 / pub_n
         need = np.where(unit > 0, np.ceil(1 / unit), np.inf)
     seeds = np.where(learned & (verdict == INCONCLUSIVE),
                      np.minimum(need, MAX_SEEDS_ADVICE + 1), 0)
-    return Judgement(verdict, diff, se, df, p, flagged, margin, learned, seeds)
+    return Judgement(verdict, diff, se, df, p, flagged, margin, learned, seeds, agg,
+                     np.sqrt(agg_var), agg_df, agg_unit)
+
+
+def headline(j: Judgement, margin: float = AGGREGATE_MARGIN) -> np.ndarray:
+    """The headline (...) of judgements (..., games): REPRODUCED, NOT REPRODUCED or NOT
+    SHOWN (module docstring). A faithful reproduction is NOT REPRODUCED at most ~5% of
+    the time (Holm's family-wise 5%; COLLAPSED < 1%); a collapsed learned game always is."""
+    v = np.asarray(j.verdict)
+    failed = np.isin(v, (HIGHER, LOWER, COLLAPSED)).any(axis=-1)
+    with np.errstate(invalid="ignore"):
+        half = t_quantile(0.95, j.aggregate_df) * j.aggregate_se
+        lo, hi = j.aggregate - half, j.aggregate + half
+        failed = failed | (lo > margin) | (hi < -margin)
+        shown = (lo > -margin) & (hi < margin)
+    return np.where(failed, NOT_REPRODUCED, np.where(shown, REPRODUCED, NOT_SHOWN))
 
 
 def reproduced(verdicts: np.ndarray) -> np.ndarray:
-    """The headline over games (..., games) -> bool (...): reproduced when no judged game
-    is HIGHER or LOWER after Holm over the judged games (family-wise 5%), so a faithful
-    reproduction passes >= 95% of the time and a collapsed learned game fails it."""
+    """No judged game HIGHER, LOWER or COLLAPSED (..., games) -> bool (...): the part of
+    the headline that needs evidence of a failure (`headline` adds the aggregate)."""
     v = np.asarray(verdicts)
-    return np.asarray(~np.isin(v, (HIGHER, LOWER)).any(axis=-1))
+    return np.asarray(~np.isin(v, (HIGHER, LOWER, COLLAPSED)).any(axis=-1))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,14 +42,20 @@ from analysis.inputs.protocol import (
     run_frame_budget,
 )
 from analysis.reproduce.judge import (
+    AGGREGATE_MARGIN,
+    COLLAPSED,
     CONSISTENT,
     HIGHER,
     INCONCLUSIVE,
     LOWER,
     MAX_SEEDS_ADVICE,
     NOT_LEARNED,
+    NOT_REPRODUCED,
+    NOT_SHOWN,
+    REPRODUCED,
+    Judgement,
+    headline,
     judge,
-    reproduced,
 )
 from analysis.reproduce.summary_stats import (
     detectable_shift,
@@ -61,9 +67,11 @@ from analysis.scoring.scores import scores_by_group
 from analysis.scoring.tables import TableData
 from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES, iqm
-from analysis.stats.welch import WelchInterval
+from analysis.stats.welch import WelchInterval, t_quantile
+from analysis.verdicts.per_game import COLLAPSE_LEVEL
+from analysis.verdicts.undecided import UNTIL_DECIDED, reproduce_seeds_needed
 from runrecord import Run
-from runrecord.exits import EXIT_FAILED, EXIT_OK
+from runrecord.exits import verdict_exit
 
 PUBLISHED_SEEDS = 3
 """Seeds behind every cell of the paper's tables (static/cleanba in vwxyzjn/cleanba)."""
@@ -73,7 +81,7 @@ DEFAULT_RELATIVE_MARGIN = 0.25
 DEFAULT_ABSOLUTE_MARGIN = 0.1
 """... but never below 0.1 HNS (games where agents stay near the random score)."""
 
-VERDICTS = (CONSISTENT, HIGHER, LOWER, INCONCLUSIVE, NOT_LEARNED)
+VERDICTS = (CONSISTENT, HIGHER, LOWER, COLLAPSED, INCONCLUSIVE, NOT_LEARNED)
 
 
 
@@ -254,6 +262,11 @@ class ReproduceResult:
     budget_frames: float | None  # the user's frame budget (None: unknown)
     budget_text: str = ""  # '' at the paper's budget, else ' at 10M frames against 200M'
     warnings: list[str] = field(default_factory=list)
+    headline: str = NOT_SHOWN  # REPRODUCED, NOT REPRODUCED or NOT SHOWN
+    aggregate_diff: float = math.nan  # weighted mean relative difference, yours - published
+    aggregate_ci90: tuple[float, float] = (math.nan, math.nan)
+    aggregate_seeds: int | None = None  # your seeds that would show it (NOT SHOWN)
+    strict: bool = False  # NOT SHOWN exits EXIT_FAILED
 
     @property
     def counts(self) -> dict[str, int]:
@@ -261,12 +274,13 @@ class ReproduceResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.reproduced else EXIT_FAILED
+        return verdict_exit(self.headline == REPRODUCED, self.headline == NOT_REPRODUCED,
+                            self.strict)
 
     @property
     def reproduced(self) -> bool:
-        """No judged game HIGHER or LOWER after Holm (analysis.reproduce.judge)."""
-        return bool(reproduced(np.array([g.verdict for g in self.games])))
+        """REPRODUCED: positive evidence (analysis.reproduce.judge.headline)."""
+        return self.headline == REPRODUCED
 
     def game_line(self, g: GameResult) -> str:
         w = g.welch
@@ -324,14 +338,43 @@ class ReproduceResult:
     def summary_line(self) -> str:
         c = self.counts
         judged = len(self.games) - c[NOT_LEARNED]
-        head = "REPRODUCED" if self.reproduced else "NOT REPRODUCED"
+        lo, hi = self.aggregate_ci90
         return (f"reproduce {self.system} vs '{self.published.column}'{self.budget_text}: "
-                f"{head}; {c[CONSISTENT]} consistent, {c[HIGHER]} higher, {c[LOWER]} lower, "
+                f"{self.headline}; {self.why()}. Per game: {c[CONSISTENT]} consistent, "
+                f"{c[HIGHER]} higher, {c[LOWER]} lower, {c[COLLAPSED]} collapsed, "
                 f"{c[INCONCLUSIVE]} inconclusive of {judged} judged game(s), "
                 f"{c[NOT_LEARNED]} not learned by the published agent (not judged). "
-                "'Reproduced' means no judged game is HIGHER or LOWER after Holm over the "
-                "judged games (a faithful reproduction is flagged somewhere at most 5% of "
-                "the time); CONSISTENT games are shown within their margin")
+                f"Aggregate: yours - published {self.aggregate_diff:+.1%} of the published "
+                f"score above random (precision-weighted over the judged games, both sides' "
+                f"noise), 90% CI [{lo:+.1%}, {hi:+.1%}] vs +-{AGGREGATE_MARGIN:.0%}")
+
+    def why(self) -> str:
+        """Why the headline is what it is, in words."""
+        flagged = [g.game for g in self.games if g.verdict in (HIGHER, LOWER)]
+        gone = [g.game for g in self.games if g.verdict == COLLAPSED]
+        if self.headline == NOT_REPRODUCED:
+            parts = []
+            if gone:
+                parts.append(f"COLLAPSED to the random score (every seed within "
+                             f"{COLLAPSE_LEVEL:.0%} of it where the published agent learned "
+                             f"it on every seed): {', '.join(gone)}")
+            if flagged:
+                parts.append(f"HIGHER/LOWER after Holm: {', '.join(flagged)}")
+            if not parts:
+                parts.append(f"the aggregate's 90% CI lies outside +-{AGGREGATE_MARGIN:.0%}")
+            return "; ".join(parts)
+        if self.headline == REPRODUCED:
+            return (f"no game flagged or collapsed, and the aggregate's 90% CI lies inside "
+                    f"+-{AGGREGATE_MARGIN:.0%} (equivalence shown, the published side's own "
+                    f"{self.published.n_seeds}-seed noise in the test)")
+        seeds = (f"about {self.aggregate_seeds} of your seeds per game would show it with "
+                 f"80% power if you truly match (seed planner, at the spread seen; the "
+                 f"published side stays at {self.published.n_seeds})"
+                 if self.aggregate_seeds is not None else
+                 "no seed count up to the planner's cap would show it at this spread")
+        return (f"no game flagged or collapsed, but the aggregate's 90% CI is not inside "
+                f"+-{AGGREGATE_MARGIN:.0%}: no failure shown, and no reproduction shown "
+                f"either; {seeds}; {UNTIL_DECIDED}")
 
     def lines(self) -> list[str]:
         """What `python -m analysis reproduce --published` prints: the table, a line per
@@ -394,6 +437,14 @@ def compare_games(user: UserScores, pub: PublishedColumn, *, relative: float,
                   absolute: float, assume_equal_spread: bool = False) -> list[GameResult]:
     """Every game's verdict at once (analysis.reproduce.judge: the moderated spread and
     Holm need all games)."""
+    return compare_all(user, pub, relative=relative, absolute=absolute,
+                       assume_equal_spread=assume_equal_spread)[0]
+
+
+def compare_all(user: UserScores, pub: PublishedColumn, *, relative: float,
+                absolute: float, assume_equal_spread: bool = False
+                ) -> tuple[list[GameResult], Judgement]:
+    """`compare_games` and the judgement behind it (its aggregate for the headline)."""
     games = sorted(user.per_game)
     rows = []
     for game in games:
@@ -401,10 +452,12 @@ def compare_games(user: UserScores, pub: PublishedColumn, *, relative: float,
         hns = norm(user.per_game[game].values[:, 0])
         rows.append((float(np.mean(hns)), float(np.std(hns, ddof=1)) if len(hns) > 1
                      else math.nan, len(hns), float(norm(pub.mean[j])),
-                     float(pub.sd[j] / abs(norm.high - norm.low))))
-    um, usd, n, ph, psd = (np.array(c) for c in zip(*rows, strict=True))
+                     float(pub.sd[j] / abs(norm.high - norm.low)), float(np.max(hns)),
+                     float(np.min(hns))))
+    um, usd, n, ph, psd, umax, umin = (np.array(c) for c in zip(*rows, strict=True))
     jd = judge(um, usd, n.astype(int), ph, psd, pub.n_seeds, relative=relative,
-               absolute=absolute, assume_equal_spread=assume_equal_spread)
+               absolute=absolute, assume_equal_spread=assume_equal_spread, user_max=umax,
+               user_min=umin)
     lo90, hi90 = jd.ci(0.90)
     lo95, hi95 = jd.ci(0.95)
     judged = int(jd.learned.sum())
@@ -426,7 +479,7 @@ def compare_games(user: UserScores, pub: PublishedColumn, *, relative: float,
             float(um[i]), w, margin, verdict,
             power_consistent(float(psd[i]), int(n[i]), pub.n_seeds, margin),
             detectable_shift(float(psd[i]), int(n[i]), pub.n_seeds), notes))
-    return out
+    return out, jd
 
 
 def game_notes(verdict: str, w: WelchInterval, margin: float, p: float, seeds: int,
@@ -435,6 +488,10 @@ def game_notes(verdict: str, w: WelchInterval, margin: float, p: float, seeds: i
     if verdict == NOT_LEARNED:
         return ["the published agent did not learn this game (not clearly above the "
                 "random score): not judged, not in the headline"]
+    if verdict == COLLAPSED:
+        return [f"every seed of yours is within {COLLAPSE_LEVEL:.0%} of the random score "
+                "where the published agent learned this game on every seed: fails the "
+                "headline"]
     if verdict in (HIGHER, LOWER):
         return [f"p = {p:.2g}, significant after Holm over {judged} judged games"]
     if verdict == CONSISTENT:
@@ -491,6 +548,7 @@ def reproduce(
     reps: int = 50_000,
     seed: int = 0,
     assume_equal_spread: bool = False,
+    strict: bool = False,
 ) -> ReproduceResult:
     """Compare the runs of `runset` with `published`, game by game and in aggregate.
 
@@ -511,13 +569,20 @@ def reproduce(
     budget, budget_warnings = check_frame_budget(chosen, PAPER_FRAMES,
                                                  allow_mismatch=allow_budget_mismatch)
     warnings += budget_warnings
-    results = compare_games(user, published, relative=relative_margin,
-                            absolute=absolute_margin, assume_equal_spread=assume_equal_spread)
+    results, jd = compare_all(user, published, relative=relative_margin,
+                              absolute=absolute_margin,
+                              assume_equal_spread=assume_equal_spread)
     agg, agg_warnings = aggregate(user, published, reps=reps, seed=seed)
     warnings += agg_warnings
-    return ReproduceResult(published, user.system, results, agg, relative_margin,
-                           absolute_margin, budget, budget_against(budget, budget_warnings),
-                           warnings)
+    res = ReproduceResult(published, user.system, results, agg, relative_margin,
+                          absolute_margin, budget, budget_against(budget, budget_warnings),
+                          warnings, str(headline(jd)), float(jd.aggregate), strict=strict)
+    half = float(t_quantile(0.95, jd.aggregate_df) * jd.aggregate_se)
+    res.aggregate_ci90 = (res.aggregate_diff - half, res.aggregate_diff + half)
+    if res.headline == NOT_SHOWN:
+        res.aggregate_seeds = reproduce_seeds_needed(float(jd.aggregate_unit_var),
+                                                     AGGREGATE_MARGIN, published.n_seeds)
+    return res
 
 
 def budget_against(budget: float | None, mismatch: Sequence[str]) -> str:
@@ -526,16 +591,3 @@ def budget_against(budget: float | None, mismatch: Sequence[str]) -> str:
         return ""
     what = f"{_frames(budget)} frames" if budget is not None else "an unknown frame budget"
     return f" at {what} against {_frames(PAPER_FRAMES)}"
-
-
-def figure_points(res: ReproduceResult) -> Mapping[str, Any]:
-    """What the scatter figure plots: per game published and user HNS with sds."""
-    games = [g.game for g in res.games]
-    pub = np.array([g.published_hns for g in res.games])
-    pub_sd = np.array([g.published_sd / abs(get_normaliser(g.game).high
-                                            - get_normaliser(g.game).low) for g in res.games])
-    user = np.array([g.user_hns for g in res.games])
-    user_sd = np.array([float(np.std(get_normaliser(g.game)(np.array(g.finals)), ddof=1))
-                        if len(g.finals) > 1 else 0.0 for g in res.games])
-    return {"games": games, "published": pub, "published_sd": pub_sd, "user": user,
-            "user_sd": user_sd, "verdicts": [g.verdict for g in res.games]}

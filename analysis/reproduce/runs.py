@@ -16,7 +16,7 @@ from analysis.inputs.load import DEFAULT_LAST_N, IMPORTED_PROTOCOL, RunSet
 from analysis.inputs.orb import (
     ColumnMap,
     Declaration,
-    is_imported,
+    is_orb_import,
     load_openrlbenchmark_dir,
     match_frames,
 )
@@ -76,7 +76,7 @@ def reproduce_runs(
     refused unless allowed. `delta`: the margin (default: the suite's, analysis.verdicts.margins).
     Each verdict is followed by its power (analysis.verdicts.seedplan) at the imported group's
     per-seed spread."""
-    mine = [r for r in mine if not is_imported(r)]
+    mine = [r for r in mine if not is_orb_import(r)]
     if not mine:
         raise AnalysisError("no runs of yours to compare (give --runs DIR)")
     if not imported:

@@ -3,28 +3,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
 from analysis.json_file import write_json
 from analysis.output import figures as figs
 from analysis.reproduce.published import (
-    CONSISTENT,
-    HIGHER,
-    INCONCLUSIVE,
-    LOWER,
     ReproduceResult,
-    figure_points,
     published_column,
     reproduce,
 )
 from analysis.reproduce.runs import RunsComparison
+from analysis.scales.normalize import get_normaliser
 from analysis.scoring.curves import efficiency_curve
 from runrecord import RecordError
-from runrecord.exits import EXIT_OK
 
 # ---------------------------------------------------------------- the HTML report
 
@@ -51,9 +48,7 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
     out["figures"].append(info)
 
     path = write_json(Path(out_dir) / "reproduce.json", res.as_dict())
-    verdict = CONSISTENT if res.exit_code == EXIT_OK else INCONCLUSIVE
-    if res.counts[LOWER] or res.counts[HIGHER]:
-        verdict = LOWER if res.counts[LOWER] else HIGHER
+    verdict = res.headline  # the CI's words: REPRODUCED, NOT REPRODUCED, NOT SHOWN
     for line in [res.summary_line(), *res.aggregate_lines()]:
         out["verdicts"].append({"kind": "reproduce", "subject": f"vs '{col.column}'",
                                 "verdict": verdict, "line": line, "json": str(path)})
@@ -77,3 +72,16 @@ def write_runs_comparison(comp: RunsComparison, out: Path, seed: int = 0) -> fig
     curves = [efficiency_curve(gs, metrics=("iqm",), seed=seed) for gs in comp.groups.values()]
     return figs.efficiency_curves_figure(curves, out, metric="iqm",
                                          name="reproduce_iqm_vs_frames")
+
+
+def figure_points(res: ReproduceResult) -> Mapping[str, Any]:
+    """What the scatter figure plots: per game published and user HNS with sds."""
+    games = [g.game for g in res.games]
+    pub = np.array([g.published_hns for g in res.games])
+    pub_sd = np.array([g.published_sd / abs(get_normaliser(g.game).high
+                                            - get_normaliser(g.game).low) for g in res.games])
+    user = np.array([g.user_hns for g in res.games])
+    user_sd = np.array([float(np.std(get_normaliser(g.game)(np.array(g.finals)), ddof=1))
+                        if len(g.finals) > 1 else 0.0 for g in res.games])
+    return {"games": games, "published": pub, "published_sd": pub_sd, "user": user,
+            "user_sd": user_sd, "verdicts": [g.verdict for g in res.games]}

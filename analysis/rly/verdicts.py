@@ -8,7 +8,7 @@ does not decide anything, and at 3 seeds it is too narrow (docs/analysis.md).
   (runs, tasks, points) both the final point and the AUC (mean over points) must pass,
   as for run records.
 - regression: the gate: PASS when the one-sided 95% lower bound of new - reference is
-  above -delta, else REGRESSION.
+  above -delta, REGRESSION when its upper bound is below -delta, else UNDECIDED.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def equivalence(score_dict: Mapping[str, np.ndarray], a: str, b: str,
 def regression(score_dict: Mapping[str, np.ndarray], new: str, reference: str,
                delta: float = DEFAULT_DELTA, confidence: float = 0.95) -> RegressionResult:
     """The regression gate of `new` against `reference` on per-seed IQM of the final
-    scores (the last point of curves). `.verdict` is PASS or REGRESSION; `.line()` says
-    why."""
+    scores (the last point of curves). `.verdict` is PASS, REGRESSION or UNDECIDED;
+    `.line()` says why."""
     x, y = _pair(score_dict, new, reference)
     res = regression_verdict(_per_seed(x)["final"], _per_seed(y)["final"], delta, confidence)
     res.subject = f"{new} vs {reference}"

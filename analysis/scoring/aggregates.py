@@ -26,9 +26,17 @@ def summary_table(groups: Mapping[str, GroupScores]) -> TableData:
     minutes per run (point estimates, no intervals)."""
     rows = [[g, len(gs.seeds), len(gs.tasks), float(np.median(gs.final.mean(0))),
              float(AGGREGATES["iqm"](gs.final)), float(AGGREGATES["iqm"](gs.auc)),
-             float(np.nanmean(gs.wall_time_s) / 60)] for g, gs in groups.items()]
+             _minutes(gs.wall_time_s)] for g, gs in groups.items()]
     return TableData("summary", "summary", ["group", "seeds", "tasks", "median final",
                                             "IQM final", "IQM AUC", "minutes/run"], rows)
+
+
+def _minutes(wall_time_s: np.ndarray) -> float:
+    """Mean minutes per run; NaN (no warning) when no run recorded its time (an import
+    of a table without a time column)."""
+    finite = np.asarray(wall_time_s, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.mean() / 60) if len(finite) else float("nan")
 
 
 @dataclass

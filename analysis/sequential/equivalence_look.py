@@ -75,6 +75,14 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
             if power >= MIN_COMPARABLE_POWER else None
         if last and decision == UNDECIDED:
             needs = equivalence_needs_text(spread, res.delta, res.final.diff)
+    if res.bitwise.identical:  # the evidence is the identity: no interval beside it
+        text = (f"equivalence look {look}/{len(seeds)} {subject}: PASS (bitwise identical): "
+                f"every paired record matches bit for bit, so the difference is exactly 0 "
+                f"on every seed (final and AUC); no interval is needed; "
+                f"{len(res.seeds_a)} vs {len(res.seeds_b)} seeds")
+        return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
+                                                   res.group_b: len(res.seeds_b)},
+                    0.0, float(res.delta), decision, text, "", fixed)
     text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; largest |end| of "
             f"the repeated {1 - 2 * design.alpha:.0%} CIs "
             f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'} vs delta "

@@ -11,7 +11,7 @@ from analysis.scoring.scores import GroupScores
 
 MEANINGFUL = ("bitwise comparison meaningful: both sides deterministic on the same device "
               "kind, jax/jaxlib and XLA flags")
-UNKNOWN = "unknown: records predate the determinism block"
+UNKNOWN = "unknown: records without a determinism block (written before it, or imported)"
 
 # What must be equal for equal bits, with its name in the line. On CPU the split of work
 # over threads also depends on the virtual device count and the usable cores.

@@ -1,7 +1,8 @@
 """Verdicts: cross-hardware equivalence (Welch TOST), bitwise identity, regression gate.
 
-Exit codes for scripts: 0 pass, 1 fail (DIFFERENT, INCONCLUSIVE, REGRESSION), 2 usage or
-data error (analysis.errors).
+Exit codes for scripts: 0 pass, 1 fail (DIFFERENT, INCONCLUSIVE, REGRESSION), 4 the gate's
+UNDECIDED (runrecord.exits.EXIT_UNDECIDED; 1 under --strict), 2 usage or data error
+(analysis.errors).
 
 Equivalence of groups A and B (e.g. two layouts) at margin delta, fixed beforehand:
 the per-seed value is the IQM over games of the final normalised score (and, separately,
@@ -49,6 +50,9 @@ PASS = "PASS"
 DIFFERENT = "DIFFERENT"
 INCONCLUSIVE = "INCONCLUSIVE"
 REGRESSION = "REGRESSION"
+UNDECIDED = "UNDECIDED"
+"""The gate's third outcome: neither non-inferiority nor a regression shown (the
+sequential gate's cap says UNDECIDED AT CAP; both exit runrecord.exits.EXIT_UNDECIDED)."""
 
 
 def tost_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float
@@ -191,6 +195,13 @@ class EquivalenceResult:
         return "IQM" if self.metric == "iqm" else self.metric
 
     def line(self) -> str:
+        if self.bitwise.identical:  # the identity is the evidence: no interval beside it
+            return (f"equivalence {self.group_a} vs reference {self.group_b}: PASS (bitwise "
+                    f"identical): every paired record matches bit for bit, so the "
+                    f"difference is exactly 0 on every seed (final and AUC "
+                    f"{self.metric_label}); "
+                    f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds, "
+                    f"{len(self.tasks)} task(s)")
         f, u = self.final, self.auc
         fewest = min(len(self.seeds_a), len(self.seeds_b))
         return (

@@ -18,6 +18,7 @@ points print.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -29,7 +30,9 @@ from analysis.scoring.grouping import analyse, layout_names, manifest_family
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores, runs_by_suite, suite_name
 from analysis.verdicts.defaults import DEFAULT_WORST
+from analysis.verdicts.equivalence import UNDECIDED
 from analysis.verdicts.margins import margin
+from analysis.verdicts.per_game import MEAN_MARGIN
 from analysis.verdicts.regression import (
     ReferenceSpread,
     RegressionResult,
@@ -38,6 +41,7 @@ from analysis.verdicts.regression import (
     regression_gate,
 )
 from analysis.verdicts.seed_metrics import SEED_METRICS
+from analysis.verdicts.undecided import gate_undecided
 from runrecord import Run
 
 
@@ -74,7 +78,7 @@ class GateOutcome:
     def lines(self, worst: int = DEFAULT_WORST) -> list[str]:
         """The verdict line, the `worst` games when there are several, and the notes."""
         res = self.result
-        out = [res.line()]
+        out = [res.line(), *res.why_lines()]
         if len(res.per_game) > 1:
             out.append("worst games (new - reference):")
             out += res.game_lines(worst)
@@ -124,6 +128,7 @@ def gate(
     normalisers: Mapping[str, tuple[float, float]] | None = None,
     allow_protocol_mismatch: bool = False,
     spread: ReferenceSpread = ReferenceSpread(),
+    strict: bool = False,
 ) -> GateOutcome:
     """The regression gate of `new` against `reference` (run records, or a published
     number in the same normalised units); checks and their order in the module docstring.
@@ -131,7 +136,8 @@ def gate(
     side ran (the new side's against a published number).
     delta None: the suite's margin (analysis.verdicts.margins). spread: what the user
     vouches for where a spread is unknown (a published number's sd and seeds, or exact;
-    equal spreads for a one-seed side): analysis.verdicts.regression.ReferenceSpread."""
+    equal spreads for a one-seed side): analysis.verdicts.regression.ReferenceSpread.
+    strict: UNDECIDED exits EXIT_FAILED instead of EXIT_UNDECIDED."""
     if metric not in GATE_METRICS:
         raise AnalysisError(f"regression metric {metric!r}; valid: {', '.join(GATE_METRICS)}")
     score, seed_metric = GATE_METRICS[metric]
@@ -171,6 +177,12 @@ def gate(
     res.notes += notes
     res.subject = (f"{system} on {suite} ({len(selected)} layout(s), {len(res.games)} "
                    "game(s))")
+    res.strict = strict
+    if res.verdict == UNDECIDED:
+        mean_lower = None if math.isnan(res.mean_relative_lower) else \
+            res.mean_relative_lower
+        res.undecided = gate_undecided(res.lower_bound, res.upper_bound, res.delta, res.se,
+                                       res.n_new, res.n_reference, mean_lower, MEAN_MARGIN)
     return GateOutcome(res, warnings)
 
 
@@ -195,7 +207,8 @@ def _chosen(groups: Mapping[str, GroupScores], selected: Sequence[str]) -> list[
 def suite_gates(new: Sequence[Run], reference: Sequence[Run], *,
                 delta: float | None = None, metric: str = DEFAULT_GATE_METRIC,
                 layouts: Sequence[str] | None = None,
-                allow_protocol_mismatch: bool = False) -> Iterator[GateOutcome]:
+                allow_protocol_mismatch: bool = False, strict: bool = False
+                ) -> Iterator[GateOutcome]:
     """The gate of one system's runs against its reference runs, suite by suite (Atari;
     each other env), largest suite first: both sides must cover the same games (an
     AnalysisError before any gate), then one `gate` per suite. A generator: the gates
@@ -206,4 +219,4 @@ def suite_gates(new: Sequence[Run], reference: Sequence[Run], *,
     for suite, suite_new in runs_by_suite(new).items():
         suite_ref = [r for r in reference if suite_name(str(r.manifest["env_id"])) == suite]
         yield gate(suite_new, suite_ref, delta=delta, metric=metric, layouts=layouts,
-                   allow_protocol_mismatch=allow_protocol_mismatch)
+                   allow_protocol_mismatch=allow_protocol_mismatch, strict=strict)

@@ -1,5 +1,13 @@
-"""The regression gate: PASS when the one-sided lower bound of new - reference (per
-independent seed) is above -delta; REGRESSION otherwise.
+"""The regression gate, three outcomes, each on its own evidence:
+- PASS: non-inferiority shown: the one-sided lower bound of new - reference (per
+  independent seed) is above -delta (and the untrimmed mean's above -MEAN_MARGIN), and
+  no rule found a regression;
+- REGRESSION: evidence of a failure: the aggregate's one-sided upper bound is below
+  -delta (the drop's interval beyond the margin), a game is flagged by the per-game
+  rule, a game COLLAPSED, or the untrimmed mean's upper bound is below -MEAN_MARGIN;
+- UNDECIDED: neither (the seeds at hand cannot show either; the seed planner says how
+  many would: analysis.verdicts.undecided). Exit EXIT_UNDECIDED, EXIT_FAILED under
+  --strict.
 """
 
 from __future__ import annotations
@@ -15,15 +23,17 @@ from analysis.errors import AnalysisError
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
 from analysis.stats.welch import t_quantile, welch_df, welch_stats
-from analysis.verdicts.equivalence import PASS, REGRESSION
+from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.per_game import (
+    COLLAPSE_LEVEL,
     MEAN_MARGIN,
     RELATIVE_MARGIN,
-    mean_relative_drop,
+    collapsed_games,
+    mean_relative_bounds,
     per_game_drops,
 )
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
-from runrecord.exits import EXIT_FAILED, EXIT_OK
+from runrecord.exits import verdict_exit
 
 # ---------------------------------------------------------------- regression gate
 
@@ -159,33 +169,50 @@ def metric_per_seed(values: np.ndarray, tasks: Sequence[str], metric: SeedMetric
 AGGREGATE_RULE = "aggregate"
 PER_GAME_RULE = "per-game"
 MEAN_RULE = "untrimmed mean"
+COLLAPSE_RULE = "collapsed"
 PER_GAME_MIN_GAMES = 2
 """The per-game rule (analysis.verdicts.per_game) runs beside the aggregate from 2 games."""
 
 
+def upper_bound(diff: np.ndarray | float, lower: np.ndarray | float) -> np.ndarray:
+    """The one-sided upper bound at the lower bound's level (symmetric interval)."""
+    return 2 * np.asarray(diff, dtype=np.float64) - np.asarray(lower, dtype=np.float64)
+
+
+def three_way(passed: np.ndarray | bool, failed: np.ndarray | bool) -> np.ndarray:
+    """REGRESSION where `failed`, else PASS where `passed`, else UNDECIDED."""
+    return np.where(failed, REGRESSION, np.where(passed, PASS, UNDECIDED))
+
+
 def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], delta: float,
                *, confidence: float = 0.95, metric: SeedMetric = iqm_over_tasks,
-               new_metric_shift: float = 0.0) -> dict[str, np.ndarray]:
-    """Vectorised gate on (..., n, games) and (..., m, games) score matrices: {rule:
-    bool (...) True where that rule finds a REGRESSION}. The gate's verdict is REGRESSION
-    when any rule fires; `regression_gate` and the calibration suite decide through it.
-    new_metric_shift: added to the new side's per-seed metric (the calibration suite's
-    way to set a true difference of exactly that much in the metric's own units)."""
+               new_metric_shift: float = 0.0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Vectorised gate on (..., n, games) and (..., m, games) score matrices ->
+    (verdicts (...), {rule: bool (...) True where that rule found evidence of a
+    REGRESSION}); the module docstring's three outcomes. `regression_gate` and the
+    calibration suite decide through it. new_metric_shift: added to the new side's
+    per-seed metric (the calibration suite's way to set a true difference of exactly
+    that much in the metric's own units)."""
     a = metric_per_seed(new, tasks, metric) + new_metric_shift
     b = metric_per_seed(reference, tasks, metric)
-    _, lower, _, _ = regression_lower_bound(a, b, confidence)
-    out = {AGGREGATE_RULE: ~(lower > -delta)}
+    diff, lower, _, _ = regression_lower_bound(a, b, confidence)
+    fired: dict[str, np.ndarray] = {AGGREGATE_RULE: np.asarray(upper_bound(diff, lower) < -delta)}
+    passed = lower > -delta
+    fired[COLLAPSE_RULE] = np.asarray(collapsed_games(new, reference).any(axis=-1))
     if len(tasks) >= PER_GAME_MIN_GAMES:
         flagged, _, _ = per_game_drops(new, reference)
-        out[PER_GAME_RULE] = np.asarray(flagged.any(axis=-1))
+        fired[PER_GAME_RULE] = np.asarray(flagged.any(axis=-1))
         if min(np.shape(new)[-2], np.shape(reference)[-2]) >= 2:
-            out[MEAN_RULE] = mean_relative_drop(new, reference, confidence=confidence)[0]
-    return out
+            _, m_low, m_high = mean_relative_bounds(new, reference, confidence=confidence)
+            fired[MEAN_RULE] = np.asarray(m_high < -MEAN_MARGIN)
+            passed = passed & ~(m_low <= -MEAN_MARGIN)
+    failed = np.logical_or.reduce(list(fired.values()))
+    return three_way(passed, failed), fired
 
 
 @dataclass
 class RegressionResult:
-    verdict: str  # PASS or REGRESSION
+    verdict: str  # PASS, REGRESSION or UNDECIDED
     lower_bound: float  # one-sided lower confidence bound of new - reference
     diff: float  # mean(new) - mean(reference)
     new_mean: float
@@ -208,23 +235,37 @@ class RegressionResult:
     rules: list[str] = field(default_factory=list)  # the rules that found a REGRESSION
     flagged_games: list[dict[str, Any]] = field(default_factory=list)  # per-game rule
     mean_relative_diff: float = math.nan  # untrimmed rule: new - reference mean relative
+    mean_relative_lower: float = math.nan  # its one-sided lower bound
+    collapsed_games: list[str] = field(default_factory=list)
+    not_judged: list[str] = field(default_factory=list)  # games no per-game rule tests
+    identical: bool = False  # every seed's score equal on both sides (bit-identical)
+    undecided: str = ""  # why UNDECIDED, and the seeds that would decide it
+    strict: bool = False  # UNDECIDED exits EXIT_FAILED
+
+    @property
+    def upper_bound(self) -> float:
+        return float(upper_bound(self.diff, self.lower_bound))
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.verdict == PASS else EXIT_FAILED
+        return verdict_exit(self.verdict == PASS, self.verdict == REGRESSION, self.strict)
 
     def line(self) -> str:
         new_seeds = self.new_seeds or f"{self.n_new} seeds"
         ref = (self.reference_seeds or f"{self.n_reference} seeds") if self.n_reference \
             else "a number taken as exact"
-        per_seed = "" if self.metric == "iqm" else f" ({self.metric} per seed)"
         for_subject = f" for {self.subject}" if self.subject else ""
+        if self.identical and self.verdict == PASS:  # the identity first, no interval
+            return (f"regression: PASS (bitwise identical){for_subject}: every seed's scores "
+                    f"are identical on both sides, so new - reference is exactly 0 (delta "
+                    f"{self.margin or f'{self.delta:g}'}); new {new_seeds}, reference {ref}")
+        per_seed = "" if self.metric == "iqm" else f" ({self.metric} per seed)"
         fired = f" (rule: {', '.join(self.rules_text())})" if self.rules else ""
         return (
             f"regression{per_seed}: {self.verdict}{fired}{for_subject}; new - reference = "
             f"{self.diff:+.4f}, one-sided "
-            f"{self.confidence:.0%} lower bound {self.lower_bound:+.4f} vs -delta "
-            f"{-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
+            f"{self.confidence:.0%} bounds [{self.lower_bound:+.4f}, {self.upper_bound:+.4f}]"
+            f" vs -delta {-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"
         )
 
@@ -234,13 +275,26 @@ class RegressionResult:
             if r == PER_GAME_RULE:
                 games = ", ".join(f"{g['task']} {g['relative'] - 1:+.0%}"
                                   for g in self.flagged_games)
-                out.append(f"per-game drop > {RELATIVE_MARGIN:.0%} (Holm over games, pooled "
-                           f"spread): {games}")
+                out.append(f"per-game drop > {RELATIVE_MARGIN:.0%} (Holm over games, "
+                           f"moderated per-game spread): {games}")
             elif r == MEAN_RULE:
                 out.append(f"untrimmed mean relative score {self.mean_relative_diff:+.1%}, "
-                           f"its lower bound below -{MEAN_MARGIN:.0%}")
+                           f"its upper bound below -{MEAN_MARGIN:.0%}")
+            elif r == COLLAPSE_RULE:
+                out.append(f"COLLAPSED (every new seed within {COLLAPSE_LEVEL:.0%} of the "
+                           f"random score on a game the reference learned): "
+                           f"{', '.join(self.collapsed_games)}")
             else:
-                out.append(f"{r} lower bound below -delta")
+                out.append(f"{r} upper bound below -delta (the drop is beyond the margin)")
+        return out
+
+    def why_lines(self) -> list[str]:
+        """Why the verdict is what it is, beyond the verdict line (UNDECIDED's reason and
+        seeds; the games no per-game rule could judge)."""
+        out = [f"UNDECIDED: {self.undecided}"] if self.verdict == UNDECIDED else []
+        if self.not_judged:
+            out.append(f"not judged per game ({len(self.not_judged)}): "
+                       + ", ".join(self.not_judged))
         return out
 
     def game_lines(self, worst: int = 5) -> list[str]:
@@ -318,7 +372,8 @@ def regression(
         diff, lower, se, df = regression_lower_bound(
             new, ref, confidence, assume_equal_spread=spread.equal_spread,
             reference_exact=spread.exact)
-    verdict = PASS if float(lower) > -delta else REGRESSION
+    upper = float(upper_bound(diff, lower))
+    verdict = str(three_way(float(lower) > -delta, upper < -delta))
     notes = [] if variance == WELCH else [f"variance: {variance}"]
     if variance == PUBLISHED or (variance == ONE_SAMPLE and np.ndim(reference_scores) == 0):
         notes.append("a published number has no per-game scores: only the aggregate rule "
@@ -327,6 +382,8 @@ def regression(
                            float(delta), float(confidence), len(new), n_ref, notes,
                            variance=variance, df=float(df), se=float(se),
                            rules=[AGGREGATE_RULE] if verdict == REGRESSION else [])
+    res.identical = bool(np.ndim(reference_scores) > 0 and np.all(new == new[0]) and
+                         np.all(np.asarray(reference_scores) == new[0]))
     if variance == PUBLISHED:
         res.reference_seeds = f"published mean ± sd {spread.sd:g} of {n_ref} seeds"
     return res
@@ -361,10 +418,11 @@ def regression_gate(
     """The regression gate on run records: each side's groups (e.g. a system's layouts)
     are reduced to ONE value per independent seed (the mean of its layout copies:
     analysis.scoring.replicates.collapse_seed_copies), then `metric` maps each seed's games to
-    one number and `regression` bounds the difference (the aggregate rule). Beside it,
-    from 2 games, the per-game rule (analysis.verdicts.per_game): REGRESSION when any
-    game loses more than 25% of its reference score (pooled spread, Holm over games).
-    The verdict line names the rule(s) that fired. `spread`: what the user vouches for
+    one number and `regression` bounds the difference (the aggregate rule). Beside it the
+    rules of analysis.verdicts.per_game: COLLAPSED games; from 2 games, a game that
+    loses more than 25% of its reference score (moderated spread, Holm over games) and
+    the untrimmed mean. The same three outcomes as `gate_rules` (module docstring); the
+    verdict line names the rule(s) that found a regression. `spread`: what the user vouches for
     (ReferenceSpread: equal spreads for a one-seed side).
 
     score: "final" or "auc". Both sides must cover the same games (AnalysisError naming
@@ -377,20 +435,37 @@ def regression_gate(
     check_same_games(new.tasks, ref.tasks)
     res = regression(metric(new.values, new.tasks), metric(ref.values, ref.tasks), delta,
                      confidence, spread)
+    res.identical = (new.values.shape == ref.values.shape and list(new.seeds) == list(ref.seeds)
+                     and bool(np.array_equal(new.values, ref.values)))
+    res.rules = []
+    res.verdict = str(three_way(res.lower_bound > -delta, False))
+    gone = collapsed_games(new.values, ref.values)
+    res.collapsed_games = [t for t, c in zip(new.tasks, gone, strict=True) if c]
+    if res.upper_bound < -delta:
+        res.rules.append(AGGREGATE_RULE)
     if len(new.tasks) >= PER_GAME_MIN_GAMES:
-        flagged, _, relative = per_game_drops(new.values, ref.values)
+        flagged, p, relative = per_game_drops(new.values, ref.values)
         res.flagged_games = [{"task": t, "relative": float(relative[j])}
                              for j, t in enumerate(new.tasks) if flagged[j]]
+        res.not_judged = [f"{t} (the reference did not clearly learn it: mean "
+                          f"{float(ref.values[:, j].mean()):.3g})"
+                          for j, t in enumerate(new.tasks) if np.isnan(p[j])]
         if res.flagged_games:
-            res.verdict = REGRESSION
             res.rules.append(PER_GAME_RULE)
         if min(len(new.seeds), len(ref.seeds)) >= 2:
-            regressed, res.mean_relative_diff = (
-                float(x) for x in mean_relative_drop(new.values, ref.values,
-                                                      confidence=confidence))
-            if regressed:
-                res.verdict = REGRESSION
+            diff, low, high = (float(x) for x in mean_relative_bounds(
+                new.values, ref.values, confidence=confidence))
+            res.mean_relative_diff, res.mean_relative_lower = diff, low
+            if high < -MEAN_MARGIN:
                 res.rules.append(MEAN_RULE)
+            elif not low > -MEAN_MARGIN and res.verdict == PASS:
+                res.verdict = UNDECIDED
+    if res.collapsed_games:
+        res.rules.append(COLLAPSE_RULE)
+    if res.rules:
+        res.verdict = REGRESSION
+    if res.identical:  # the identity is the evidence: new - reference is 0 on every seed
+        res.verdict, res.rules, res.flagged_games = PASS, [], []
     per_game: list[dict[str, Any]] = []
     for j, task in enumerate(new.tasks):
         a, b = new.values[:, j], ref.values[:, j]

@@ -41,7 +41,7 @@ SLURM_KEYS = {
     "gpus_per_node": "GPUs per job (default: the layout's devices per process if accelerator=gpu)",
     "cpus_per_task": "CPUs per Slurm task (default: resources.cpus_per_process)",
     "mem_gb": "memory per node in GB",
-    "timeout_min": "job time limit in minutes (default: resources.timeout_min or 60)",
+    "timeout_min": "job time limit in minutes (default: resources.timeout_min + 3 min grace, or 60)",
     "array_parallelism": "how many jobs of an array run at once",
     "use_array": "submit runs as job arrays (true) or one job per run (false)",
     "setup": "list of shell lines run before the job (module load ..., source venv)",

@@ -1,0 +1,101 @@
+"""Runs from other tools as run records: long tables (CSV, Parquet), TensorBoard event
+files, Monitor CSVs (SB3, gymnasium), W&B offline runs and W&B history CSV exports.
+
+`import_runs(format, SRC, OUT, protocol=..., ...)` is `python -m analysis import <format>
+SRC --out OUT ...`: it reads every run below SRC, refuses (AnalysisError, exit 2, nothing
+written) when a fact it cannot read is undeclared or the shape is wrong, and writes each
+run with runrecord's writer, provenance included (docs/analysis.md, "Your runs from
+elsewhere"). The readers import their format's library (tensorboard, pyarrow, wandb) only
+when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.errors import AnalysisError
+from analysis.importers.build import ImportedRun, ImportResult, write_records
+from analysis.importers.declare import Declared, check_positive, parse_protocol
+from analysis.importers.monitor import read_monitor_runs
+from analysis.importers.table import TableColumns, read_table_runs
+from analysis.importers.tensorboard import LENGTH_TAG, RETURN_TAG, read_tensorboard_runs
+from analysis.importers.wandb_runs import (
+    RETURN_KEY,
+    STEP_KEY,
+    read_wandb_csv_runs,
+    read_wandb_offline_runs,
+)
+
+FORMATS = ("table", "tensorboard", "monitor", "wandb", "wandb-csv")
+
+_PACKAGES = {"table": ("numpy", "pyarrow"), "tensorboard": ("numpy", "tensorboard"),
+             "monitor": ("numpy",), "wandb": ("numpy", "wandb"), "wandb-csv": ("numpy",)}
+
+
+def declare(src: Path | str, fmt: str, *, protocol: Sequence[str] | str,
+            frames_per_step: float | None = None, frames: float | None = None,
+            seed: int | None = None, task: str | None = None, system: str | None = None,
+            layout: str | None = None, path_pattern: str | None = None,
+            allow_many_seeds: bool = False) -> Declared:
+    """The user's declarations for one import, checked (AnalysisError names a bad one)."""
+    words = [protocol] if isinstance(protocol, str) else list(protocol)
+    proto, text = parse_protocol(words, f"{fmt}:{Path(src).name}")
+    check_positive(frames_per_step, "--frames-per-step")
+    check_positive(frames, "--frames")
+    return Declared(proto, text, frames_per_step, frames, seed, task, system, layout,
+                    path_pattern, allow_many_seeds)
+
+
+def read_runs(fmt: str, src: Path | str, declared: Declared, **options: Any
+              ) -> tuple[list[ImportedRun], dict[str, Any], list[str]]:
+    """(runs, what the reader read, notes) of one format. `options`: the format's own
+    (table: columns=TableColumns(...); tensorboard: tag, length_tag; wandb: metric, step,
+    config_task, config_seed, config_system; wandb-csv: metric, step, time)."""
+    if fmt == "table":
+        cols = options.pop("columns", TableColumns())
+        if options:
+            raise AnalysisError(f"table takes only columns=TableColumns(...), got {sorted(options)}")
+        return read_table_runs(src, declared, cols), {"columns": vars(cols)}, []
+    if fmt == "tensorboard":
+        opts = {"tag": RETURN_TAG, "length_tag": LENGTH_TAG, **options}
+        return read_tensorboard_runs(src, declared, **opts), opts, []
+    if fmt == "monitor":
+        if options:
+            raise AnalysisError(f"monitor takes no options, got {sorted(options)}")
+        return read_monitor_runs(src, declared), {"columns": ["r", "l", "t"]}, []
+    if fmt == "wandb":
+        opts = {"metric": RETURN_KEY, "step": STEP_KEY, **options}
+        runs, left_out = read_wandb_offline_runs(src, declared, **opts)
+        return runs, opts, left_out
+    if fmt == "wandb-csv":
+        opts = {"metric": RETURN_KEY, "step": STEP_KEY, **options}
+        return read_wandb_csv_runs(src, declared, **opts), opts, []
+    raise AnalysisError(f"unknown import format {fmt!r}; valid: {', '.join(FORMATS)}")
+
+
+def import_runs(fmt: str, src: Path | str, out: Path | str, *,
+                protocol: Sequence[str] | str, frames_per_step: float | None = None,
+                frames: float | None = None, seed: int | None = None, task: str | None = None,
+                system: str | None = None, layout: str | None = None,
+                path_pattern: str | None = None, allow_many_seeds: bool = False,
+                **options: Any) -> ImportResult:
+    """Import every run of `fmt` below `src` as run records under `out` (a sweep folder:
+    `out/runs/<run_id>/`). The declarations are those of the CLI flags of the same names;
+    `options` are the format's own (read_runs). Nothing is written when anything is
+    refused."""
+    if not Path(src).exists():
+        raise AnalysisError(f"{src}: no such file or folder")
+    declared = declare(src, fmt, protocol=protocol, frames_per_step=frames_per_step,
+                       frames=frames, seed=seed, task=task, system=system, layout=layout,
+                       path_pattern=path_pattern, allow_many_seeds=allow_many_seeds)
+    runs, reader, notes = read_runs(fmt, src, declared, **options)
+    result = write_records(runs, src, out, fmt=fmt, declared=declared, reader=reader,
+                           packages=_PACKAGES.get(fmt, ("numpy",)))
+    result.warnings = notes + result.warnings
+    return result
+
+
+__all__ = ["FORMATS", "Declared", "ImportResult", "ImportedRun", "TableColumns", "declare",
+           "import_runs", "read_runs"]

@@ -1,0 +1,242 @@
+"""Imported runs -> run records: shape checks, provenance, and runrecord's writer.
+
+Every importer reads its files into `ImportedRun`s (episodes in memory, the source files
+they came from); `write_records` checks the whole import first and writes nothing when a
+check fails, then writes one record per run with `runrecord.RunWriter` (the writer our
+trainers use), so summary, verdicts, report, cache and adaptive looks read them unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.errors import AnalysisError
+from analysis.importers.declare import MAX_SEED_VALUES, Declared
+from runrecord import RunWriter, schema
+from runrecord.ids import run_id as definition_id
+from runrecord.provenance import collect
+
+IMPORTED_LAYOUT_PREFIX = "imported:"
+
+
+@dataclass
+class ImportedRun:
+    """One run read from another tool's files, before it is written as a record."""
+
+    env_id: str
+    seed: int
+    system: str
+    layout: str
+    env_steps: np.ndarray  # agent steps when each episode ended (as logged)
+    frames: np.ndarray
+    episode_return: np.ndarray
+    wall_time_s: np.ndarray
+    sources: list[Path]  # the files it was read from
+    env_index: np.ndarray | None = None
+    episode_length: np.ndarray | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # what the format adds (tag, ...)
+
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.system, self.layout, self.env_id, self.seed)
+
+    def where(self, src: Path) -> str:
+        return ", ".join(_rel(p, src) for p in self.sources)
+
+
+def episodes_in_order(run: ImportedRun) -> ImportedRun:
+    """The run with episodes sorted by step (stable), NaN returns dropped."""
+    keep = np.isfinite(run.episode_return) & np.isfinite(run.env_steps)
+    order = np.argsort(run.env_steps[keep], kind="stable")
+
+    def pick(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else np.asarray(a, dtype=np.float64)[keep][order]
+
+    run.env_steps, run.frames = pick(run.env_steps), pick(run.frames)  # type: ignore[assignment]
+    run.episode_return, run.wall_time_s = pick(run.episode_return), pick(run.wall_time_s)  # type: ignore[assignment]
+    run.env_index, run.episode_length = pick(run.env_index), pick(run.episode_length)
+    return run
+
+
+def _rel(path: Path, src: Path) -> str:
+    try:
+        return path.resolve().relative_to(src.resolve()).as_posix() or "."
+    except ValueError:
+        return path.name
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- shape checks
+
+def check_shape(runs: Sequence[ImportedRun], src: Path, declared: Declared) -> list[str]:
+    """Refuse an import that cannot be a set of seeds; return warnings for odd shapes.
+
+    - no run, a run without an episode, a seed < 0: refused;
+    - two sources giving the same (system, layout, task, seed): refused (they would be one
+      seed counted twice, or a run split in two);
+    - more than MAX_SEED_VALUES seeds for one task and system: refused unless
+      declared.allow_many_seeds (it is almost surely episodes or steps read as seeds);
+    - a run whose episodes all end at one step: a warning (no curve; a table of final
+      scores gives this).
+    """
+    if not runs:
+        raise AnalysisError(f"{src}: no run found to import")
+    warnings: list[str] = []
+    seen: dict[tuple[str, str, str, int], ImportedRun] = {}
+    for r in runs:
+        where = r.where(src)
+        if len(r.episode_return) == 0:
+            raise AnalysisError(f"{where}: no episode with a return (check the column/tag "
+                                "names; nothing was written)")
+        if r.seed < 0:
+            raise AnalysisError(f"{where}: seed {r.seed} < 0; seeds are integers >= 0")
+        if r.key() in seen:
+            other = seen[r.key()].where(src)
+            raise AnalysisError(
+                f"two runs of {r.system} on {r.env_id} with seed {r.seed} (layout {r.layout}): "
+                f"{other} and {where}. One seed is one run: give each run its own seed (or "
+                "--layout to keep two settings apart); nothing was written")
+        seen[r.key()] = r
+        if len(r.episode_return) > 1 and np.all(r.env_steps == r.env_steps[0]):
+            warnings.append(
+                f"{where}: all {len(r.episode_return)} episodes of {r.env_id} seed {r.seed} "
+                f"end at one step ({r.env_steps[0]:g}): the run has no learning curve (AUC and "
+                "curves are flat); if these rows are seeds, name the seed column")
+    per_task = Counter((r.system, r.layout, r.env_id) for r in runs)
+    (system, layout, task), n = per_task.most_common(1)[0]
+    if n > MAX_SEED_VALUES and not declared.allow_many_seeds:
+        raise AnalysisError(
+            f"{n} seeds of {system} on {task} (layout {layout}): more than "
+            f"{MAX_SEED_VALUES} looks like episodes or steps read as seeds, which would "
+            "shrink every confidence interval. Check the seed column/pattern, or pass "
+            "--allow-many-seeds if they really are seeds; nothing was written")
+    return warnings
+
+
+# ---------------------------------------------------------------- records
+
+def record_definition(run: ImportedRun, declared: Declared, fmt: str,
+                      rel_sources: Sequence[str]) -> dict[str, Any]:
+    """What identifies an imported run (its run_id hashes it): the source paths, not
+    their contents, so a re-import of changed files is caught rather than added."""
+    return {"system": run.system, "architecture": None, "env_id": run.env_id,
+            "seed": run.seed, "layout": {"name": run.layout},
+            "hyperparameters": hyperparameters(declared),
+            "env_protocol": dict(declared.protocol),
+            "imported": {"format": fmt, "sources": list(rel_sources)}}
+
+
+def hyperparameters(declared: Declared) -> dict[str, Any]:
+    return {} if declared.frames is None else {"total_frames": declared.frames}
+
+
+def _summary(run: ImportedRun) -> dict[str, Any]:
+    def last(a: np.ndarray) -> float | None:
+        finite = a[np.isfinite(a)]
+        return float(finite.max()) if len(finite) else None
+
+    return {"env_steps": last(run.env_steps), "frames": last(run.frames),
+            "wall_time_s": last(run.wall_time_s), "mean_sps": None, "updates": 0,
+            "episodes": int(len(run.episode_return))}
+
+
+def _cell(v: float) -> Any:
+    if math.isnan(v):
+        return None
+    return int(v) if v.is_integer() and abs(v) < 2**53 else v
+
+
+def _episode_rows(run: ImportedRun) -> list[dict[str, Any]]:
+    n = len(run.episode_return)
+    nan = np.full(n, np.nan)
+    cols = {
+        "env_steps": run.env_steps, "frames": run.frames, "wall_time_s": run.wall_time_s,
+        "env_index": run.env_index if run.env_index is not None else np.zeros(n),
+        "episode_return": run.episode_return,
+        "episode_length": run.episode_length if run.episode_length is not None else nan,
+    }
+    lists = {c: np.asarray(v, dtype=np.float64).tolist() for c, v in cols.items()}
+    return [{c: _cell(lists[c][i]) for c in schema.EPISODE_COLUMNS} for i in range(n)]
+
+
+@dataclass
+class ImportResult:
+    written: list[Path] = field(default_factory=list)
+    unchanged: list[Path] = field(default_factory=list)  # imported before, same files
+    warnings: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return ([f"wrote {p}" for p in self.written]
+                + [f"already imported (same files): {p}" for p in self.unchanged])
+
+
+def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str, *,
+                  fmt: str, declared: Declared, reader: Mapping[str, Any],
+                  packages: Sequence[str] = ("numpy",)) -> ImportResult:
+    """Check the import (check_shape), then write each run as a completed record under
+    `<out>/runs/<run_id>/` with `imported` = {format, source root, source files relative
+    to it with SHA-256 and size, what the reader read (`reader`), what was declared}.
+
+    A run imported before from the same files is left as it is; from files that changed
+    since, the import is refused (nothing written) naming the record.
+    """
+    src, out = Path(src), Path(out)
+    result = ImportResult(warnings=check_shape(runs, src, declared) + list(declared.notes))
+    plans = []
+    for r in sorted(runs, key=lambda r: (r.system, r.layout, r.env_id, r.seed)):
+        rel = [_rel(p, src) for p in r.sources]
+        files = [{"path": q, "sha256": file_sha256(p), "bytes": p.stat().st_size}
+                 for q, p in zip(rel, r.sources, strict=True)]
+        definition = record_definition(r, declared, fmt, rel)
+        run_dir = out / "runs" / definition_id(definition)
+        old = run_dir / schema.MANIFEST_FILE
+        if old.exists():
+            try:
+                old_files = json.loads(old.read_text(encoding="utf-8"))["imported"]["files"]
+            except (OSError, ValueError, KeyError, TypeError):
+                old_files = None
+            if old_files == files:
+                result.unchanged.append(run_dir)
+                continue
+            raise AnalysisError(
+                f"{run_dir} holds an import of {', '.join(rel)} made from other file contents "
+                "(or another record): delete that folder to import again, or choose another "
+                "--out; nothing was written")
+        plans.append((r, definition, files, run_dir))
+    prov = collect(packages=packages) if plans else {}
+    for r, definition, files, run_dir in plans:
+        imported = {"format": fmt, "source_root": str(src.resolve()),
+                    "files": files, "reader": dict(reader), **r.details,
+                    "declared": declared.describe()}
+        manifest = {
+            "run_id": run_dir.name, "sweep": out.name, "system": r.system,
+            "architecture": None, "env_id": r.env_id, "seed": r.seed,
+            "layout": {k: (r.layout if k == "name" else None) for k in schema.LAYOUT_KEYS},
+            "hyperparameters": definition["hyperparameters"],
+            "env_protocol": definition["env_protocol"], "provenance": prov,
+            "determinism": None, "imported": imported,
+        }
+        w = RunWriter(run_dir, manifest)
+        try:
+            w.episodes.append_many(_episode_rows(r))
+        except BaseException as e:
+            w.finish(schema.FAILED, error=e)
+            raise
+        w.finish(schema.COMPLETED, summary=_summary(r))
+        result.written.append(run_dir)
+    return result

@@ -1,0 +1,125 @@
+"""Monitor CSV files (Stable-Baselines3's Monitor, and the same format written around
+gymnasium's RecordEpisodeStatistics) -> run records.
+
+A Monitor file is one env's episodes: a first line `#{"t_start": <unix time>, "env_id":
+"<id>"}`, then a CSV with columns r (return), l (length in the wrapped env's steps), t
+(seconds since t_start when the episode ended), and any extra info keys. A vectorised run
+writes one file per env (`0.monitor.csv`, `1.monitor.csv`, ... in one folder), of ragged
+lengths: each folder is one run, its files its envs, never seeds.
+
+The envs of a run are merged by time (t_start + t). The global step at which an episode
+ended is its env's own step count (the sum of its lengths so far) times the number of envs:
+exact for SB3's vectorised envs, which step every env together. frames = steps x the
+declared frames per step.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from analysis.errors import AnalysisError
+from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episodes_in_order
+from analysis.importers.declare import (
+    SEED_PATTERN,
+    Declared,
+    patterns_for,
+    require_frames_per_step,
+    resolve_seed,
+    resolve_task,
+    run_path_facts,
+)
+
+MONITOR_SUFFIX = "monitor.csv"
+
+
+def _env_order(path: Path) -> tuple[int, str]:
+    m = re.match(r"(\d+)", path.name)
+    return (int(m[1]) if m else -1, path.name)
+
+
+def read_monitor(path: Path) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    """(header, returns, lengths, end times since t_start) of one Monitor file."""
+    with open(path, newline="", encoding="utf-8") as f:
+        first = f.readline()
+        if not first.startswith("#"):
+            raise AnalysisError(f"{path}: not a Monitor file (its first line must be "
+                                '#{"t_start": ..., "env_id": ...})')
+        try:
+            header = json.loads(first[1:])
+        except json.JSONDecodeError as e:
+            raise AnalysisError(f"{path}: Monitor header is not JSON ({e})") from None
+        if not isinstance(header, dict) or "t_start" not in header:
+            raise AnalysisError(f"{path}: Monitor header has no t_start")
+        reader = csv.DictReader(f)
+        missing = [c for c in ("r", "l", "t") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise AnalysisError(f"{path}: Monitor columns {missing} missing; it has "
+                                f"{reader.fieldnames} (expected r, l, t)")
+        r, length, t = [], [], []
+        for i, row in enumerate(reader):
+            try:
+                r.append(float(row["r"]))
+                length.append(float(row["l"]))
+                t.append(float(row["t"]))
+            except (TypeError, ValueError):
+                # A run killed mid-write leaves a torn last line: drop it, refuse others.
+                if f.read(1) == "":
+                    break
+                raise AnalysisError(f"{path}: line {i + 3} is not numbers: {row}") from None
+    return header, np.array(r), np.array(length), np.array(t)
+
+
+def find_monitor_runs(src: Path) -> list[tuple[Path, list[Path]]]:
+    """(run folder, its Monitor files in env order) below `src`."""
+    if not src.is_dir():
+        raise AnalysisError(f"{src}: no such folder of Monitor files (*{MONITOR_SUFFIX})")
+    by_dir: dict[Path, list[Path]] = defaultdict(list)
+    for p in src.rglob(f"*{MONITOR_SUFFIX}"):
+        if p.is_file():
+            by_dir[p.parent].append(p)
+    return [(d, sorted(files, key=_env_order)) for d, files in sorted(by_dir.items())]
+
+
+def read_monitor_runs(src: Path | str, declared: Declared) -> list[ImportedRun]:
+    """Every folder of Monitor files below `src` as one run (its files: its envs)."""
+    src = Path(src)
+    fps = require_frames_per_step(declared, "Monitor step (a unit of l)")
+    found = find_monitor_runs(src)
+    if not found:
+        raise AnalysisError(f"{src}: no Monitor files (*{MONITOR_SUFFIX}) below it")
+    patterns = patterns_for(declared, [SEED_PATTERN])
+    runs = []
+    for run_dir, files in found:
+        where, facts = run_path_facts(src, run_dir, patterns)
+        parts = [read_monitor(p) for p in files]
+        env_ids = {str(h.get("env_id")) for h, *_ in parts if h.get("env_id")}
+        if len(env_ids) > 1:
+            raise AnalysisError(f"{where}: its Monitor files name different envs "
+                                f"{sorted(env_ids)}: one folder must be one run")
+        t0 = min(float(h["t_start"]) for h, *_ in parts)
+        n_envs = len(parts)
+        cols: dict[str, list[np.ndarray]] = defaultdict(list)
+        for i, (h, r, length, t) in enumerate(parts):
+            cols["ret"].append(r)
+            cols["len"].append(length)
+            cols["steps"].append(np.cumsum(length) * n_envs)
+            cols["wall"].append(float(h["t_start"]) - t0 + t)
+            cols["env"].append(np.full(len(r), float(i)))
+        cat = {k: np.concatenate(v) for k, v in cols.items()}
+        order = np.argsort(cat["wall"], kind="stable")  # merged by time
+        cat = {k: v[order] for k, v in cat.items()}
+        runs.append(episodes_in_order(ImportedRun(
+            env_id=resolve_task(declared, facts.task or next(iter(env_ids), None), where),
+            seed=resolve_seed(declared, facts.seed, where, len(found)),
+            system=declared.system or facts.system or "monitor",
+            layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}monitor",
+            env_steps=cat["steps"], frames=cat["steps"] * fps, episode_return=cat["ret"],
+            wall_time_s=cat["wall"], env_index=cat["env"], episode_length=cat["len"],
+            sources=files, details={"run_folder": where, "envs": n_envs})))
+    return runs

@@ -1,0 +1,324 @@
+"""Weights & Biases runs -> run records: offline run folders, and history CSV exports.
+
+An offline run folder (`wandb/offline-run-<time>-<id>/`, from `wandb.init(mode="offline")`
+or WANDB_MODE=offline) keeps everything in `run-<id>.wandb`: wandb's transaction log, a
+LevelDB-style log of 32 KiB blocks whose records are wandb's own protobuf `Record`s
+(run, config, history, exit, ...). wandb 0.31 no longer ships a Python reader for it (its
+Go core reads it), so the log framing is read here (checksums verified, as wandb's
+datastore did) and every record is decoded with wandb's protobuf classes
+(`wandb.proto.wandb_internal_pb2`). A run without an exit record (killed) or with a
+non-zero exit code is left out, with the reason.
+
+A history CSV export is one run's history as a table (run.history() or
+run.scan_history() written with pandas, as openrlbenchmark caches it): read with
+analysis.inputs.orb's reader; task and seed come from the path or flags.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.errors import AnalysisError
+from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episodes_in_order
+from analysis.importers.declare import (
+    CLEANRL_RUN_NAME,
+    SEED_PATTERN,
+    Declared,
+    PathFacts,
+    path_facts,
+    patterns_for,
+    require_frames_per_step,
+    require_library,
+    resolve_seed,
+    resolve_task,
+    run_path_facts,
+)
+from analysis.inputs.orb import ColumnMap, load_openrlbenchmark_csv
+
+BLOCK = 32768
+HEADER = struct.Struct("<4sHB")  # ":W&B", magic 0xBEE1, version 0
+RECORD = struct.Struct("<IHB")  # crc32 of type byte + data, data length, type
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+MAGIC = 0xBEE1
+RETURN_KEY = "charts/episodic_return"
+STEP_KEY = "global_step"
+
+
+def log_records(path: Path) -> Iterator[bytes]:
+    """The records of a wandb transaction log (`run-<id>.wandb`), reassembled across
+    blocks; a torn tail (a killed writer) ends the iteration."""
+    data = path.read_bytes()
+    if len(data) < HEADER.size:
+        raise AnalysisError(f"{path}: too short for a wandb log")
+    if not data.strip(b"\0"):
+        return  # created, nothing flushed yet: a run starting or killed at once
+    ident, magic, version = HEADER.unpack_from(data, 0)
+    if ident != b":W&B" or magic != MAGIC or version != 0:
+        raise AnalysisError(f"{path}: not a wandb transaction log (header {data[:7]!r})")
+    pos, pending = HEADER.size, b""
+    while pos + RECORD.size <= len(data):
+        left = BLOCK - pos % BLOCK
+        if left < RECORD.size:  # the block's tail is padding
+            pos += left
+            continue
+        crc, length, kind = RECORD.unpack_from(data, pos)
+        if kind == 0 and length == 0:
+            pos += left
+            continue
+        chunk = data[pos + RECORD.size: pos + RECORD.size + length]
+        if len(chunk) < length or zlib.crc32(chunk, zlib.crc32(bytes([kind]))) != crc:
+            return  # torn or corrupt tail: what came before stands
+        pos += RECORD.size + length
+        if kind == FULL:
+            yield chunk
+        elif kind == FIRST:
+            pending = chunk
+        elif kind == MIDDLE:
+            pending += chunk
+        elif kind == LAST:
+            yield pending + chunk
+            pending = b""
+
+
+def _item_key(item: Any) -> str:
+    return item.key or "/".join(item.nested_key)
+
+
+def _item_value(item: Any) -> Any:
+    which = item.WhichOneof("value")
+    if which == "json":
+        return json.loads(item.json)
+    if which is not None and which != "none":
+        return getattr(item, which)
+    return json.loads(item.value_json) if item.value_json else None
+
+
+HISTORY_FIELD, SUMMARY_FIELD = 2, 3  # Record's field numbers (wandb_internal.proto)
+
+
+def _field_of(raw: bytes) -> int | None:
+    """The field number of a serialized Record's first field after `num` (field 1): its
+    record type, as wandb writes fields in number order; None when it cannot tell."""
+    i = 0
+    if raw[:1] == b"\x08":  # num: skip its varint
+        i = 1
+        while i < len(raw) and raw[i] & 0x80:
+            i += 1
+        i += 1
+    if i >= len(raw) or raw[i] & 0x80:
+        return None
+    return raw[i] >> 3
+
+
+def _is_summary(raw: bytes) -> bool:
+    return _field_of(raw) == SUMMARY_FIELD
+
+
+def read_offline_run(path: Path, only_with: str | None = None) -> dict[str, Any]:
+    """{run_id, project, config, history: [dict], exit_code (None: no exit record)} of
+    one `run-<id>.wandb` log; `only_with`: keep only the history rows that hold this key
+    (the others' values are never decoded: most rows of a CleanRL run are losses)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    out: dict[str, Any] = {"run_id": None, "project": None, "config": {}, "history": [],
+                           "exit_code": None, "display_name": None}
+    # The key's last part is in the bytes of every row that holds it (nested or not).
+    mark = None if only_with is None else only_with.split("/")[-1].encode()
+    for raw in log_records(path):
+        if _is_summary(raw) or (mark is not None and mark not in raw
+                                and _field_of(raw) == HISTORY_FIELD):
+            continue  # never decoded: half a run's records are summary updates
+        rec = pb.Record.FromString(raw)  # type: ignore[attr-defined]
+        kind = rec.WhichOneof("record_type")
+        if kind == "run":
+            out["run_id"], out["project"] = rec.run.run_id, rec.run.project
+            out["display_name"] = rec.run.display_name or None
+            for c in rec.run.config.update:
+                out["config"][_item_key(c)] = json.loads(c.value_json)
+        elif kind == "config":
+            for c in rec.config.update:
+                out["config"][_item_key(c)] = json.loads(c.value_json)
+        elif kind == "history":
+            items = rec.history.item
+            if only_with is None or any(_item_key(i) == only_with for i in items):
+                out["history"].append({_item_key(i): _item_value(i) for i in items})
+        elif kind == "exit":
+            out["exit_code"] = int(rec.exit.exit_code)
+    return out
+
+
+def _config_value(config: dict[str, Any], key: str | None) -> Any:
+    if not key:
+        return None
+    value = config.get(key)
+    if isinstance(value, dict) and "value" in value:
+        value = value["value"]
+    return value
+
+
+def _int_or_none(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not (isinstance(value, int) or (
+            isinstance(value, str) and value.strip().lstrip("-").isdigit())):
+        raise AnalysisError(f"{where}: config seed {value!r} is not an integer")
+    return int(value)
+
+
+def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str = RETURN_KEY,
+                         step: str = STEP_KEY, config_task: str = "env_id",
+                         config_seed: str = "seed", config_system: str = "exp_name",
+                         ) -> tuple[list[ImportedRun], list[str]]:
+    """Every finished offline run (`run-*.wandb`) below `src`. Task, seed and system come
+    from the flags, else the path, else the run's config (keys config_task, ...).
+    Returns (runs, why each unfinished run was left out)."""
+    src = Path(src)
+    require_library("wandb", "W&B offline runs")
+    fps = require_frames_per_step(declared, f"{step!r} step")
+    logs = sorted(src.rglob("run-*.wandb")) if src.is_dir() else [src]
+    if not logs or not all(p.is_file() for p in logs):
+        raise AnalysisError(f"{src}: no wandb offline run (wandb/offline-run-*/run-*.wandb) "
+                            "below it")
+    patterns = patterns_for(declared, [SEED_PATTERN])
+    runs, left_out = [], []
+    for log in logs:
+        where, facts = run_path_facts(src, log.parent, patterns)
+        run = read_offline_run(log, only_with=metric)
+        if run["exit_code"] != 0:
+            left_out.append(f"{where}: left out: " + (
+                "no exit record (still running, or killed)" if run["exit_code"] is None
+                else f"exit code {run['exit_code']}"))
+            continue
+        cfg = run["config"]
+        rows = [r for r in run["history"] if r.get(metric) is not None]
+        if rows and any(r.get(step) is None for r in rows):
+            have = sorted({k for r in run["history"] for k in r})
+            raise AnalysisError(f"{where}: history rows with {metric!r} lack {step!r}; name "
+                                f"the step key with --step (keys: {have})")
+        steps = np.array([float(r[step]) for r in rows])
+        runtime = np.array([float(r.get("_runtime", np.nan)) for r in rows])
+        task = facts.task or _config_value(cfg, config_task)
+        seed = facts.seed if facts.seed is not None else _int_or_none(
+            _config_value(cfg, config_seed), where)
+        runs.append(episodes_in_order(ImportedRun(
+            env_id=resolve_task(declared, None if task is None else str(task), where),
+            seed=resolve_seed(declared, seed, where, len(logs)),
+            system=str(declared.system or facts.system or _config_value(cfg, config_system)
+                       or "wandb"),
+            layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}wandb",
+            env_steps=steps, frames=steps * fps,
+            episode_return=np.array([float(r[metric]) for r in rows]), wall_time_s=runtime,
+            sources=[log], details={"wandb_run_id": run["run_id"], "project": run["project"],
+                                    "name": run["display_name"], "run_folder": where})))
+    return runs, left_out
+
+
+PANEL_SEPARATOR = " - "
+"""W&B's panel export (a chart's "Export CSV") names its columns `<run name> - <metric>`,
+with `__MIN` / `__MAX` twins, one row per x-axis value."""
+
+
+def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RETURN_KEY,
+                        step: str = STEP_KEY, time: str = "_runtime") -> list[ImportedRun]:
+    """Every W&B CSV export below `src` (or the one file `src`): a run's history export
+    (columns = history keys: one run per file; task and seed from --task/--seed or
+    --path-pattern, default a seed_N in the path), or a chart's panel export (columns
+    `<run name> - <metric>`: one run per column; task, seed and system from the run name,
+    e.g. CleanRL's {env_id}__{exp_name}__{seed}__{time}, or --path-pattern over
+    `<file>/<run name>`). The step column must be env steps (`--step`), not W&B's `Step`."""
+    src = Path(src)
+    fps = require_frames_per_step(declared, f"{step!r} step")
+    files = sorted(src.rglob("*.csv")) if src.is_dir() else [src]
+    if not files or not all(p.is_file() for p in files):
+        raise AnalysisError(f"{src}: no W&B history CSV export below it")
+    patterns = patterns_for(declared, [CLEANRL_RUN_NAME, SEED_PATTERN])
+    base = src if src.is_dir() else src.parent
+    runs = []
+    for f in files:
+        where = f.resolve().relative_to(base.resolve()).as_posix()
+        with open(f, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+        suffix = PANEL_SEPARATOR + metric
+        panel = [c for c in header if c.endswith(suffix)]
+        if metric not in header and panel:
+            runs += _panel_runs(f, where, header, panel, suffix, declared, patterns, step, fps,
+                                n_files=len(files))
+            continue
+        facts = path_facts(where, patterns)
+        task = resolve_task(declared, facts.task, where)
+        seed = resolve_seed(declared, facts.seed, where, len(files))
+        run = load_openrlbenchmark_csv(f, env_id=task, system="wandb", seed=seed,
+                                       columns=ColumnMap(step, metric, time),
+                                       frames_per_step=1)
+        ep = run.episodes
+        runs.append(_csv_run(declared, facts, task, seed, np.asarray(ep["env_steps"]),
+                             np.asarray(ep["episode_return"]), np.asarray(ep["wall_time_s"]),
+                             fps, f, {"file": where}))
+    return runs
+
+
+def _csv_run(declared: Declared, facts: PathFacts, task: str, seed: int, steps: np.ndarray,
+             returns: np.ndarray, wall: np.ndarray, fps: float, f: Path,
+             details: dict[str, Any]) -> ImportedRun:
+    steps = steps.astype(np.float64)
+    return episodes_in_order(ImportedRun(
+        env_id=task, seed=seed, system=declared.system or facts.system or "wandb",
+        layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}wandb",
+        env_steps=steps, frames=steps * fps, episode_return=returns.astype(np.float64),
+        wall_time_s=wall.astype(np.float64), sources=[f], details=details))
+
+
+def _panel_runs(f: Path, where: str, header: list[str], panel: list[str], suffix: str,
+                declared: Declared, patterns: list[str], step: str, fps: float,
+                n_files: int) -> list[ImportedRun]:
+    """One run per `<run name> - <metric>` column of a panel export."""
+    if step not in header:
+        raise AnalysisError(
+            f"{where}: a W&B panel export without a {step!r} column (its x axis is "
+            f"{header[0]!r}). Export the chart with {step!r} as its x axis (W&B's Step counts "
+            "log calls, not env steps), or name the column with --step")
+    declared.notes.append(
+        f"{where}: a chart's export holds the points the chart drew, and W&B samples long "
+        "histories for charts: prefer the runs' history exports or offline runs, which hold "
+        "every episode")
+    cols = _read_columns(f)
+    steps = _floats(cols[step])
+    runs = []
+    for col in panel:
+        name = col[: -len(suffix)]
+        at = f"{where}/{name}"
+        facts = path_facts(at, patterns)
+        values = _floats(cols[col])
+        keep = np.isfinite(values)
+        runs.append(_csv_run(
+            declared, facts, resolve_task(declared, facts.task, at),
+            resolve_seed(declared, facts.seed, at, n_files * len(panel)), steps[keep],
+            values[keep], np.full(int(keep.sum()), np.nan), fps, f,
+            {"file": where, "run_name": name}))
+    return runs
+
+
+def _read_columns(path: Path) -> dict[str, list[str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        cols: list[list[str]] = [[] for _ in header]
+        for row in reader:
+            for c, cell in zip(cols, row, strict=False):
+                c.append(cell)
+    return dict(zip(header, cols, strict=True))
+
+
+def _floats(cells: list[str]) -> np.ndarray:
+    try:
+        return np.array([float(c) if c.strip() else np.nan for c in cells], dtype=np.float64)
+    except ValueError as e:
+        raise AnalysisError(f"a W&B export column holds a non-number ({e})") from None

@@ -1,0 +1,259 @@
+"""Waiting for the Slurm jobs of one `harness run`, until every run has an outcome.
+
+A job is finished when the controller says it ended (squeue/sacct, see slurm_queue) and
+its result file is there; a job that ended without one (cancelled while pending, killed,
+its node lost), or whose state stays unknown, is settled from its run record after a
+bounded wait: a record left `running` becomes `interrupted` with the reason. A requeued
+job is waited for until it ends again. A preempted run is resubmitted (no attempt spent).
+Ctrl-C or SIGTERM to the harness (`stop`) cancels the jobs and waits for their records.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.execute import BUSY, Outcome, busy_text
+from harness.retry import failure_kind
+from harness.slurm_queue import TERMINAL, Queue, cancel
+from harness.store import (
+    LOG_FILE,
+    RunLock,
+    Store,
+    lock_holder,
+    mark_interrupted,
+    read_manifest_or_none,
+)
+from harness.sweep import RunSpec
+from runrecord import schema
+
+RESULT_WAIT_S = 10.0  # a job that ended: how long its result file may take to appear
+UNKNOWN_WAIT_S = 120.0  # a job neither squeue nor sacct lists (no accounting, long gone)
+CANCEL_WAIT_S = 90.0  # after Ctrl-C: Slurm's KillWait (30 s) + the trainer's stop grace
+PENDING_NOTE_S = 10.0  # how often to look at why a pending job waits
+NOT_STARTED = "not-started"  # a cancelled job never ran its run: no outcome, no record
+MAX_PREEMPTIONS = 3  # resubmissions of one run in one `harness run`
+# Why a pending job waits that will not pass by itself (a drained or down node, a limit).
+STUCK_REASONS = ("ReqNodeNotAvail", "Nodes required", "PartitionDown", "PartitionInactive",
+                 "NodeDown", "launch failed", "JobHeldAdmin", "JobHeldUser")
+
+
+@dataclass
+class Watched:
+    spec: RunSpec
+    job: Any
+    submitted_at: float = field(default_factory=time.time)
+    ended_since: float | None = None
+    unknown_since: float | None = None
+    noted_at: float = 0.0
+    reason_shown: str = ""
+    preemptions: int = 0
+
+
+def job_error_text(e: BaseException) -> str:
+    """The exception a failed job raised, from submitit's error (which ends in log paths):
+    the last line of the traceback it quotes, else its first line."""
+    lines = [x.rstrip() for x in str(e).splitlines()]
+    rules = [i for i, x in enumerate(lines) if len(x.strip()) > 5 and set(x.strip()) == {"-"}]
+    if len(rules) >= 2:
+        quoted = [x for x in lines[rules[0] + 1:rules[1]] if x.strip()]
+        if quoted:
+            return quoted[-1].strip()
+    first = next((x.strip() for x in lines if x.strip()), "")
+    return f"{type(e).__name__}: {first}".rstrip(": ")
+
+
+def results_written(job: Any) -> bool:
+    """Whether every task of the job wrote its result (without asking the cluster)."""
+    return all(j.paths.result_pickle.exists() for j in (getattr(job, "_sub_jobs", None) or [job]))
+
+
+def settle_from_record(spec: RunSpec, store: Store, why: str, since: float,
+                       stopped: bool) -> Outcome:
+    """The outcome of a run whose job ended without a result, from its record; a record
+    still `running` with nobody holding its lock becomes `interrupted` because of `why`.
+    NOT_STARTED: the job never started it and the harness was stopped (the summary counts
+    it as not started)."""
+    run_dir = store.run_dir(spec.run_id)
+    out = Outcome(spec.run_id, spec.label(), schema.INTERRUPTED, cpus=spec.cpus_needed)
+    lock = RunLock(run_dir)
+    if not lock.acquire():
+        if stopped:  # its job is still stopping the trainer: it records `interrupted` itself
+            out.error = f"{why}; its job is still stopping it and records `interrupted`"
+            return out
+        out.status, out.error = BUSY, busy_text(lock_holder(run_dir))
+        return out
+    try:
+        manifest = read_manifest_or_none(run_dir)
+        touched = max((p.stat().st_mtime for p in (run_dir / schema.MANIFEST_FILE,
+                                                    run_dir / LOG_FILE) if p.exists()),
+                      default=0.0)
+        if manifest is None or touched < since:  # this job never ran it
+            if stopped:
+                out.status = NOT_STARTED
+                return out
+            out.error = f"{why} before it started; the next `harness run` runs it"
+            return out
+        status = manifest.get("status")
+        if status == schema.RUNNING:
+            mark_interrupted(run_dir, f"{why}; its record still said `running`")
+            out.error = f"Interrupted: {why}"
+            return out
+        error = manifest.get("error") or {}
+        out.status = status if status in (schema.COMPLETED, schema.FAILED,
+                                          schema.SKIPPED) else schema.INTERRUPTED
+        out.error = f"{error.get('type', '')}: {error.get('message', '')}".strip(": ")
+        if out.status == schema.FAILED:
+            out.kind = failure_kind(error)
+        return out
+    finally:
+        lock.release()
+
+
+class Watcher:
+    def __init__(self, store: Store, cluster: str, total: int, console: Any,
+                 stop: threading.Event | None, poll_s: float):
+        self.store, self.cluster, self.total = store, cluster, total
+        self.console, self.stop, self.poll_s = console, stop, poll_s
+        self.queue = Queue() if cluster == "slurm" else None
+        self.outcomes: list[Outcome] = []
+
+    def say(self, text: str) -> None:
+        if self.console is not None:
+            self.console.print(text, highlight=False, soft_wrap=True)
+
+    def watch(self, jobs: list[tuple[RunSpec, Any]],
+              resubmit: Callable[[list[RunSpec]], list[tuple[RunSpec, Any]]]) -> None:
+        pending = [Watched(spec, job) for spec, job in jobs]
+        cancelled_at: float | None = None
+        hurry = False
+        while pending:
+            try:
+                stopped = self.stop is not None and self.stop.is_set()
+                if stopped and cancelled_at is None:
+                    ids = [w.job.job_id for w in pending]
+                    self.say(f"harness: cancelling {len(ids)} job(s) ({' '.join(ids)}); "
+                             f"waiting up to {CANCEL_WAIT_S:.0f} s for their runs to record "
+                             "`interrupted`")
+                    self._cancel(pending)
+                    cancelled_at = time.monotonic()
+                give_up = cancelled_at is not None and (
+                    hurry or time.monotonic() - cancelled_at > CANCEL_WAIT_S)
+                states = (self.queue.states([w.job.job_id for w in pending])
+                          if self.queue is not None else None)
+                still, again = [], []
+                for w in pending:
+                    o = self._check(w, states, stopped, give_up)
+                    if o is None:
+                        still.append(w)
+                    elif (o.status == schema.INTERRUPTED and o.error.startswith("Preempted")
+                          and not stopped and w.preemptions < MAX_PREEMPTIONS):
+                        self.say(f"preempted: {o.run_id} {o.label} (job {w.job.job_id}): "
+                                 "resubmitted, no attempt spent")
+                        again.append(w)
+                    elif o.status != NOT_STARTED:
+                        self._record(w, o)
+                for w, (spec, job) in zip(again, resubmit([w.spec for w in again]),
+                                          strict=False):
+                    still.append(Watched(spec, job, preemptions=w.preemptions + 1))
+                pending = still
+                if pending:
+                    time.sleep(self.poll_s)
+            except KeyboardInterrupt:  # a second Ctrl-C: settle from the records now
+                if cancelled_at is None:
+                    raise
+                self.say("harness: second interrupt: not waiting any longer; the records "
+                         "say what happened")
+                hurry = True
+
+    def _cancel(self, pending: list[Watched]) -> None:
+        if self.cluster == "slurm":
+            if not cancel([w.job.job_id for w in pending]):
+                self.say("harness: scancel failed; the jobs may still be running "
+                         "(`squeue --me`)")
+            return
+        for w in pending:
+            try:
+                w.job.cancel(check=False)
+            except Exception:  # noqa: BLE001  (a local job that ended in the meantime)
+                pass
+
+    def _record(self, w: Watched, o: Outcome) -> None:
+        self.outcomes.append(o)
+        line = f"[{len(self.outcomes)}/{self.total}] {o.status} {o.run_id} {o.label} " \
+               f"(job {w.job.job_id})"
+        if o.status not in (schema.COMPLETED,) and o.error:
+            line += f": {o.error.splitlines()[0]}"
+        self.say(line)
+
+    def _check(self, w: Watched, states: dict[str, str] | None, stopped: bool,
+               give_up: bool) -> Outcome | None:
+        """The run's outcome once its job is over, else None (keep waiting)."""
+        job_id = w.job.job_id
+        now = time.monotonic()
+        if self.queue is None:  # submitit's local executors: it knows their processes
+            if w.job.done():
+                return self._result(w)
+            return self._give_up(w, "stopped", stopped) if give_up else None
+        state = None if states is None else states.get(job_id)
+        if state is not None and state not in TERMINAL and state != "COMPLETING":
+            w.unknown_since = w.ended_since = None
+            if state == "PENDING" and now - w.noted_at > PENDING_NOTE_S:
+                self._note_pending(w)
+            if give_up:
+                return self._give_up(w, f"Slurm job {job_id} was still {state} when the "
+                                     "harness stopped waiting", stopped)
+            return None
+        if results_written(w.job):
+            return self._result(w)
+        if give_up:
+            return self._give_up(w, f"Slurm job {job_id} was cancelled by the harness "
+                                 f"(Ctrl-C or SIGTERM){f', {state}' if state else ''}",
+                                 stopped)
+        if states is None:  # the controller does not answer: nothing can be concluded
+            return None
+        if state is None:
+            w.unknown_since = w.unknown_since or now
+            if now - w.unknown_since < UNKNOWN_WAIT_S:
+                return None
+            why = (f"Slurm job {job_id}: its state stayed unknown for {UNKNOWN_WAIT_S:.0f} s "
+                   "(neither squeue nor sacct lists it) and it left no result")
+        else:
+            w.ended_since = w.ended_since or now
+            if now - w.ended_since < RESULT_WAIT_S:
+                return None
+            why = f"Slurm job {job_id} ended {state}"
+        return settle_from_record(w.spec, self.store, why, w.submitted_at, stopped)
+
+    def _give_up(self, w: Watched, why: str, stopped: bool) -> Outcome:
+        return settle_from_record(w.spec, self.store, why, w.submitted_at, stopped)
+
+    def _note_pending(self, w: Watched) -> None:
+        w.noted_at = time.monotonic()
+        if self.queue is None:
+            return
+        reason = self.queue.pending_reason(w.job.job_id)
+        if reason and reason != w.reason_shown and any(r in reason for r in STUCK_REASONS):
+            w.reason_shown = reason
+            self.say(f"waiting: job {w.job.job_id} ({w.spec.run_id}) is pending: {reason}; "
+                     "it starts when Slurm can run it (`scontrol update nodename=... "
+                     "state=resume`), or stop the harness (Ctrl-C cancels its jobs)")
+
+    def _result(self, w: Watched) -> Outcome:
+        try:
+            return Outcome(**w.job.results()[0])
+        except Exception as e:  # noqa: BLE001  (the job died: its exception, not a log path)
+            text = job_error_text(e)
+            o = Outcome(w.spec.run_id, w.spec.label(), schema.FAILED,
+                        error=f"job {w.job.job_id}: {text} (log: {w.job.paths.stderr})")
+            try:  # a record the dead job left `running` says so
+                settled = settle_from_record(w.spec, self.store, f"Slurm job {w.job.job_id} "
+                                             f"failed: {text}", w.submitted_at, stopped=False)
+            except OSError:  # the run folder itself is what failed
+                return o
+            if settled.status == BUSY:
+                o.error += f"; {settled.error}"
+            return o
