@@ -1,8 +1,8 @@
-"""cleanba/networks.py's IMPALA ResNet actor-critic, written in PyTorch for the baselines.
+"""cleanba/numerics/networks.py's IMPALA ResNet actor-critic, written in PyTorch for the baselines.
 
 The paper ran every agent, baselines included, with IMPALA's ResNet; monobeast's stock
 network is the much cheaper Nature CNN (AtariNet). This module rebuilds, layer for layer,
-the network our trainers train on Atari (`cleanba.networks.make_network` for (C, H, W)
+the network our trainers train on Atari (`cleanba.numerics.networks.make_network` for (C, H, W)
 frames), so a baseline's throughput and scores compare like with like:
 
 - frames (N, C, H, W) uint8, scaled by 1/255;

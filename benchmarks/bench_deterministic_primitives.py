@@ -1,4 +1,4 @@
-"""Overhead of the deterministic primitives (cleanba/deterministic.py) on this machine.
+"""Overhead of the deterministic primitives (cleanba/numerics/deterministic.py) on this machine.
 
 Prints milliseconds per call (median of --repeats after one warm-up call) of
 - actor inference, IMPALA ResNet on (4, 84, 84) frames: plain `network.apply` vs
@@ -23,10 +23,10 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from cleanba import deterministic as det
-from cleanba.losses import normalized_advantages, ppo_loss, ppo_loss_sums
-from cleanba.networks import init_params, make_network
-from cleanba.xla_flags import apply_cpu_conv_flag
+from cleanba.core.xla_flags import apply_cpu_conv_flag
+from cleanba.numerics import deterministic as det
+from cleanba.numerics.losses import normalized_advantages, ppo_loss, ppo_loss_sums
+from cleanba.numerics.networks import init_params, make_network
 
 
 @dataclass

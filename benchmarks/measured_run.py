@@ -7,7 +7,7 @@ its own process so the suite's own process never starts a JAX backend (on a GPU 
 take the device's memory from the runs it measures) and so each run's peak RSS is its own.
 
 Tasks: `environment` (versions, devices, CPU), `envpool-raw` and `actor-overhead`
-(cleanba.throughput), `train` (our trainer, `python -m MODULE ARGS`) and `reference` (the
+(cleanba.tools.throughput), `train` (our trainer, `python -m MODULE ARGS`) and `reference` (the
 patched reference script). For the last two a sampler thread reads the device memory
 (`Device.memory_stats`, GPU) once the trainer has started JAX, and the wall-clock time of
 every learner update is recorded: our trainer's `RunWriter.log_update` calls (wrapped
@@ -176,7 +176,7 @@ def main(spec_path: str) -> None:
     if task == "environment":
         write_json(spec["out"], environment())
     elif task == "envpool-raw":
-        from cleanba import throughput
+        from cleanba.tools import throughput
 
         rate = throughput.envpool_raw_rate(spec["env_id"], spec["num_envs"],
                                            spec["num_threads"], spec["steps_per_thread"])
@@ -192,7 +192,7 @@ def main(spec_path: str) -> None:
 
 def actor_overhead(spec: dict[str, Any]) -> dict[str, Any]:
     """Raw EnvPool and no-op actor loop, alternated `repeats` times per (envs, threads)."""
-    from cleanba import throughput
+    from cleanba.tools import throughput
 
     rows = []
     for num_envs, num_threads in spec["grid"]:

@@ -2,20 +2,20 @@
 
 See docs/cleanba.md. When Python runs a trainer (`python -m cleanba.ppo|impala`), runpy
 imports this package before the trainer module and its seconds of JAX imports; the
-stop-signal watcher (cleanba/stopping.py) is installed here, first, so a signal at any
+stop-signal watcher (cleanba/core/stopping.py) is installed here, first, so a signal at any
 moment exits 130.
 
 A process started as one of cleanba's entry points (the trainers, `cleanba.bench`) also sets
-the XLA flag for fast CPU convolutions here (cleanba/xla_flags.py), before any JAX
+the XLA flag for fast CPU convolutions here (cleanba/core/xla_flags.py), before any JAX
 computation. Importing cleanba for anything else (the harness checking a run with
-cleanba.checks) leaves the process's environment, and so its children's, as it was;
-`cleanba.runtime.train` sets the flag for runs started from Python.
+cleanba.core.checks) leaves the process's environment, and so its children's, as it was;
+`cleanba.core.runtime.train` sets the flag for runs started from Python.
 """
 
 import sys
 
-from cleanba import stopping
-from cleanba.xla_flags import apply_cpu_conv_flag
+from cleanba.core import stopping
+from cleanba.core.xla_flags import apply_cpu_conv_flag
 
 TRAINER_MODULES = ("cleanba.ppo", "cleanba.impala")
 ENTRY_MODULES = (*TRAINER_MODULES, "cleanba.bench")

@@ -37,14 +37,14 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
-from cleanba.algorithm import Algorithm, UpdateFn
-from cleanba.cli import main
-from cleanba.config import CommonConfig, ConfigError
-from cleanba.deterministic import FixedOrderGradient, gradient_path_is_one_program
-from cleanba.layout import Plan
-from cleanba.losses import impala_loss
-from cleanba.networks import init_params
-from cleanba.parallel import LearnerMesh, learner_value_and_grad, mean_of_steps
+from cleanba.core.algorithm import Algorithm, UpdateFn
+from cleanba.core.cli import main
+from cleanba.core.config import CommonConfig, ConfigError
+from cleanba.core.layout import Plan
+from cleanba.numerics.deterministic import FixedOrderGradient, gradient_path_is_one_program
+from cleanba.numerics.losses import impala_loss
+from cleanba.numerics.networks import init_params
+from cleanba.numerics.parallel import LearnerMesh, learner_value_and_grad, mean_of_steps
 
 SYSTEM = "cleanba-impala"
 DESCRIPTION = (

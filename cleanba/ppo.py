@@ -29,19 +29,24 @@ import numpy as np
 import optax
 from flax.training.train_state import TrainState
 
-from cleanba.algorithm import Algorithm, UpdateFn
-from cleanba.cli import main
-from cleanba.config import CommonConfig, ConfigError
-from cleanba.deterministic import (
+from cleanba.core.algorithm import Algorithm, UpdateFn
+from cleanba.core.cli import main
+from cleanba.core.config import CommonConfig, ConfigError
+from cleanba.core.layout import Plan
+from cleanba.numerics.deterministic import (
     FixedOrderGradient,
     fixed_order_masked_mean_std,
     gradient_path_is_one_program,
     microbatched_apply,
 )
-from cleanba.layout import Plan
-from cleanba.losses import ADV_NORM_EPS, gae, ppo_loss, ppo_loss_sums
-from cleanba.networks import init_params
-from cleanba.parallel import LEARNER_AXIS, LearnerMesh, learner_value_and_grad, mean_of_steps
+from cleanba.numerics.losses import ADV_NORM_EPS, gae, ppo_loss, ppo_loss_sums
+from cleanba.numerics.networks import init_params
+from cleanba.numerics.parallel import (
+    LEARNER_AXIS,
+    LearnerMesh,
+    learner_value_and_grad,
+    mean_of_steps,
+)
 
 SYSTEM = "cleanba-ppo"
 DESCRIPTION = (

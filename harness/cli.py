@@ -17,8 +17,8 @@ from typing import Annotated, Literal
 
 import tyro
 
-from cleanba.determinism_check import CheckConfig
-from cleanba.determinism_check import check as check_determinism
+from cleanba.tools.determinism_check import CheckConfig
+from cleanba.tools.determinism_check import check as check_determinism
 from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, Outcome
 from harness.retry import failed_state_text
 from harness.store import CORRUPT, PENDING, STALE, Store, run_state

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.cache import refresh_run
-from cleanba.layout import free_port
+from cleanba.core.layout import free_port
 from harness.retry import failure_kind, will_retry
 from harness.store import (
     LOG_FILE,

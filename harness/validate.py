@@ -3,7 +3,7 @@
 `harness plan` and `harness run` build, for each distinct run shape, the exact command the
 harness would launch and hand it to the entry point's parser: for the Cleanba trainers
 tyro over their preset configs (types, ranges in __post_init__), then the trainers' own
-start-up check, cleanba.checks.check_run (env id, the layout split, discrete actions, the
+start-up check, cleanba.core.checks.check_run (env id, the layout split, discrete actions, the
 preset against the env, the algorithm's sizes), without starting JAX's backends or any
 env; for the baseline adapters their tyro Args and check(). A bad override fails the whole
 sweep with exit 2, naming the key, its line and the parser's words. Entry points given as
@@ -46,9 +46,9 @@ def _tidy(text: str) -> str:
 
 def check_cleanba(module: Any, spec: RunSpec) -> str | None:
     """The trainer's complaint about `spec`'s command line, or None when it would start: its
-    parser, then the trainer's own start-up check (cleanba.checks.check_run) for the
+    parser, then the trainer's own start-up check (cleanba.core.checks.check_run) for the
     processes and devices the harness would give it."""
-    from cleanba.checks import Topology, check_run, preset_choice
+    from cleanba.core.checks import Topology, check_run, preset_choice
 
     argv = spec.command(RUN_DIR_PLACEHOLDER)
     argv = argv[argv.index(spec.entry) + 1:]

@@ -1,6 +1,6 @@
 """The manifest's `determinism` block: the facts that decide whether two runs can give the
 same bits (docs/run-format.md, docs/deterministic.md). Pure: the trainer reads the values
-from JAX and its environment (cleanba.records.determinism_facts) and passes them here.
+from JAX and its environment (cleanba.core.records.determinism_facts) and passes them here.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The test process computes with cleanba in-process (networks, losses, whole runs through
-cleanba.runtime.train): give it the XLA CPU configuration the trainers give themselves
-(cleanba/xla_flags.py) before JAX creates its CPU backend, as `python -m cleanba.ppo` does
+cleanba.core.runtime.train): give it the XLA CPU configuration the trainers give themselves
+(cleanba/core/xla_flags.py) before JAX creates its CPU backend, as `python -m cleanba.ppo` does
 on import."""
 
-from cleanba.xla_flags import apply_cpu_conv_flag
+from cleanba.core.xla_flags import apply_cpu_conv_flag
 
 apply_cpu_conv_flag()

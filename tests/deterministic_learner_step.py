@@ -1,4 +1,4 @@
-"""A PPO learner step built only from cleanba/deterministic.py, shared by
+"""A PPO learner step built only from cleanba/numerics/deterministic.py, shared by
 tests/test_cleanba_deterministic_primitives.py (1, 2, 3, 4 devices in one process) and
 run as a script by its cross-process test (2 processes over jax.distributed, gloo):
 
@@ -25,9 +25,9 @@ from jax.sharding import PartitionSpec as P
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cleanba import deterministic as det  # noqa: E402
-from cleanba.losses import ppo_loss_sums  # noqa: E402
-from cleanba.networks import init_params, make_network  # noqa: E402
+from cleanba.numerics import deterministic as det  # noqa: E402
+from cleanba.numerics.losses import ppo_loss_sums  # noqa: E402
+from cleanba.numerics.networks import init_params, make_network  # noqa: E402
 
 AXIS = "learners"
 NUM_ACTIONS = 6
@@ -88,7 +88,7 @@ def pmean_step(network, tx, params, opt_state, local_batch, axis_name):
     """The usual data-parallel step, for contrast: each device's mean loss on its equal
     shard, pmean of the gradients. All samples valid and no advantage normalisation, so
     it is mathematically the same gradient on every layout: only float order differs."""
-    from cleanba.losses import ppo_loss
+    from cleanba.numerics.losses import ppo_loss
 
     def loss_fn(p):
         logits, values = network.apply(p, local_batch["obs"])

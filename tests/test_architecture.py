@@ -1,5 +1,6 @@
 """The import graph of the project's packages: no cycle anywhere, and imports only go
-down, between packages and between the layers of analysis/ and harness/.
+down, between packages, between the layers of analysis/ and harness/ and between the
+rooms of cleanba/.
 
 Every .py file of the packages is parsed with `ast`; each import (module level, inside
 functions, and under `if TYPE_CHECKING:`: a type-only import still ties the two modules
@@ -72,15 +73,36 @@ SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "
                     "adaptive_checks", "checks", "expand", "read")
 ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report", "run")
 
-CLEANBA_TOOLS = ("cleanba.bench", "cleanba.throughput", "cleanba.determinism_check",
-                 "cleanba.actor_hook")
+CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
+    # lowest first, as HARNESS_LAYERS: the trainer core imports the numerics, the
+    # algorithms the core, the tools all three; nothing imports a room above its own
+    ("numerics", ("cleanba.numerics",)),  # networks, losses, learner mesh, deterministic
+    ("core", ("cleanba.core",)),  # config, layout, record, actor/learner threads, runtime
+    ("algorithms", ("cleanba.ppo", "cleanba.impala")),  # `python -m cleanba.ppo|impala`
+    ("tools", ("cleanba.tools",)),  # benchmarks, the no-op forward pass, determinism check
+    # the tools' commands (`python -m cleanba.bench|determinism_check`) and the package's
+    # __init__ (the stop-signal watcher and XLA flag of an entry point, before JAX)
+    ("entry points", ("cleanba.bench", "cleanba.determinism_check", "cleanba")),
+]
+
+# cleanba/numerics/: the losses and the mesh before what combines them; cleanba/core/: a
+# run's settings before the threads that read them, the runtime that starts them on top
+NUMERICS_LAYERS = wing("cleanba.numerics", "losses networks parallel", "deterministic")
+CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers",
+                   "config", "layout records", "control channel", "algorithm checks",
+                   "context", "actor", "learner", "runtime", "cli")
+TOOLS_LAYERS = wing("cleanba.tools", "actor_hook", "throughput bench determinism_check")
+
+CLEANBA_TOOLS = "cleanba.tools"
 """Tools beside the trainer (benchmarks, the determinism check, the no-op forward pass):
 they import the trainer, never the other way round."""
 
 LAYERED = {"analysis": ANALYSIS_LAYERS, "harness": HARNESS_LAYERS,
-           "harness.sweep": SWEEP_LAYERS, "harness.adaptive": ADAPTIVE_LAYERS}
-"""Each layered package (or wing) and its layers: a module inside it may import modules of
-its own layer and of lower ones, never higher."""
+           "harness.sweep": SWEEP_LAYERS, "harness.adaptive": ADAPTIVE_LAYERS,
+           "cleanba": CLEANBA_ROOMS, "cleanba.numerics": NUMERICS_LAYERS,
+           "cleanba.core": CORE_LAYERS, "cleanba.tools": TOOLS_LAYERS}
+"""Each layered package (or wing, or room) and its layers: a module inside it may import
+modules of its own layer and of lower ones, never higher."""
 
 
 def module_name(path: Path) -> str:
@@ -251,14 +273,22 @@ def test_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def test_cleanba_rooms_import_only_downward():
+    graph = import_graph()
+    for package in ("cleanba", "cleanba.numerics", "cleanba.core", "cleanba.tools"):
+        assert upward_imports(graph, package) == ([], []), package
+
+
 def test_the_trainer_imports_none_of_its_tools():
     """A tool enters the trainer through a seam it owns (e.g. Context.actor_forward),
-    never by being imported by it."""
+    never by being imported by it; only the tools' own commands import them."""
     graph = import_graph()
-    assert set(CLEANBA_TOOLS) <= set(graph)
+    tools = {m for m in graph if in_package(m, CLEANBA_TOOLS)}
+    assert {"cleanba.tools.bench", "cleanba.tools.actor_hook"} <= tools
+    commands = {"cleanba.bench", "cleanba.determinism_check"}
     bad = [f"{m} imports {d}" for m, deps in graph.items()
-           if in_package(m, "cleanba") and m not in CLEANBA_TOOLS
-           for d in deps if d in CLEANBA_TOOLS]
+           if in_package(m, "cleanba") and m not in tools | commands
+           for d in deps if d in tools]
     assert bad == []
 
 

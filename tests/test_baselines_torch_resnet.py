@@ -12,7 +12,7 @@ torch = pytest.importorskip(
                     "(pip install 'cleanba-bench[baselines]')")
 
 from baselines import torch_resnet  # noqa: E402
-from cleanba import networks  # noqa: E402
+from cleanba.numerics import networks  # noqa: E402
 
 ATARI = (4, 84, 84)
 

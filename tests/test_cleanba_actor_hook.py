@@ -1,4 +1,4 @@
-"""cleanba.actor_hook (the benchmark-only no-op forward pass) and cleanba.throughput."""
+"""cleanba.tools.actor_hook (the benchmark-only no-op forward pass) and cleanba.tools.throughput."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import jax
 import numpy as np
 import pytest
 
-from cleanba import actor_hook, ppo, throughput
-from cleanba.actor import policy_network
-from cleanba.control import Control
-from cleanba.networks import init_params, make_network
-from cleanba.runtime import make_context, prepare
+from cleanba import ppo
+from cleanba.core.actor import policy_network
+from cleanba.core.control import Control
+from cleanba.core.runtime import make_context, prepare
+from cleanba.numerics.networks import init_params, make_network
+from cleanba.tools import actor_hook, throughput
 
 
 def test_noop_forward_has_the_real_shapes() -> None:

@@ -1,4 +1,4 @@
-"""cleanba.actor: the packed policy step gives the host exactly sample_step's outputs."""
+"""cleanba.core.actor: the packed policy step gives the host exactly sample_step's outputs."""
 
 from functools import partial
 
@@ -6,8 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from cleanba.actor import packed_sample_step, sample_step, unpack_policy_step
-from cleanba.networks import init_params, make_network
+from cleanba.core.actor import packed_sample_step, sample_step, unpack_policy_step
+from cleanba.numerics.networks import init_params, make_network
 
 
 @pytest.mark.parametrize(("obs_shape", "num_actions", "inference_envs"),

@@ -1,4 +1,4 @@
-"""One start-up check (cleanba.checks.check_run) for the trainers and the harness: the same
+"""One start-up check (cleanba.core.checks.check_run) for the trainers and the harness: the same
 bad run gets the same words from `python -m cleanba.ppo|impala` (exit 2, nothing written)
 and from `harness plan|run` (harness.validate), because both call it. Checking a run
 imports cleanba but leaves the harness's environment, and its children's, as the user set
@@ -86,7 +86,7 @@ from harness.sweep import parse_sweep
 runs = parse_sweep({SWEEP!r}).runs
 print(json.dumps({{
     "messages": [harness.validate.check_spec(r) for r in runs],
-    "checked_with_cleanba": "cleanba.checks" in sys.modules and "cleanba.ppo" in sys.modules,
+    "checked_with_cleanba": "cleanba.core.checks" in sys.modules and "cleanba.ppo" in sys.modules,
     "before": before, "after": os.environ["XLA_FLAGS"],
     "child": child_env(runs[0], None, None)["XLA_FLAGS"],
 }}))
@@ -94,7 +94,7 @@ print(json.dumps({{
 
 
 def test_checking_runs_leaves_the_harness_and_its_childrens_xla_flags_as_the_user_set_them():
-    from cleanba.xla_flags import CPU_CONV_FLAG
+    from cleanba.core.xla_flags import CPU_CONV_FLAG
 
     users = "--xla_cpu_enable_fast_math=false"
     env = {**os.environ, "XLA_FLAGS": users}

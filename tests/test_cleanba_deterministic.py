@@ -23,10 +23,10 @@ import pytest
 from cleanba_runs import command, free_port, trainer_env
 
 from analysis.verdicts.equivalence import records_identical
-from cleanba.config import ConfigError
-from cleanba.layout import make_plan
+from cleanba.core.config import ConfigError
+from cleanba.core.layout import make_plan
+from cleanba.core.xla_flags import AVX2_CAP_FLAG, isa_cap_available, with_flag
 from cleanba.ppo import PPOConfig, deterministic_minibatch_indices
-from cleanba.xla_flags import AVX2_CAP_FLAG, isa_cap_available, with_flag
 from runrecord import load_run, schema
 
 # (name, actor device ids, learner device ids, processes)

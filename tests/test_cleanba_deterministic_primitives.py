@@ -1,4 +1,4 @@
-"""Layout-independent numerics of cleanba/deterministic.py: bit-identical results for any
+"""Layout-independent numerics of cleanba/numerics/deterministic.py: bit-identical results for any
 split of the same work over calls, devices and processes (issue 6).
 
 The multi-device tests need XLA_FLAGS=--xla_force_host_platform_device_count=4 (set by
@@ -23,9 +23,9 @@ import pytest
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from cleanba import deterministic as det
-from cleanba.losses import gae, ppo_loss
-from cleanba.networks import init_params, make_network
+from cleanba.numerics import deterministic as det
+from cleanba.numerics.losses import gae, ppo_loss
+from cleanba.numerics.networks import init_params, make_network
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("deterministic_learner_step",
@@ -351,7 +351,7 @@ def test_fixed_order_gradient_is_the_pairwise_sum_of_group_gradients_on_any_mesh
     need_devices(learners)
     from flax.training.train_state import TrainState
 
-    from cleanba.parallel import LearnerMesh
+    from cleanba.numerics.parallel import LearnerMesh
 
     groups, per_group, dim = 4, 8, 16
     data = wide_floats((groups, per_group, dim), seed=5)
@@ -387,7 +387,7 @@ def test_fixed_order_gradient_is_the_pairwise_sum_of_group_gradients_on_any_mesh
 
 
 def test_fixed_order_gradient_refuses_a_non_power_of_two_block():
-    from cleanba.parallel import LearnerMesh
+    from cleanba.numerics.parallel import LearnerMesh
 
     with pytest.raises(ValueError, match="power-of-two number of env groups"):
         det.FixedOrderGradient(LearnerMesh([0]), lambda *a: None, lambda *a: None, (True,),

@@ -54,7 +54,7 @@ def test_nan_loss_fails_the_run_naming_the_update(tmp_path):
 
 
 def test_sigterm_marks_the_run_interrupted_and_keeps_its_rows(tmp_path):
-    # SIGINT goes through the same watcher (cleanba/stopping.py; tests/test_cleanba_signals.py).
+    # SIGINT goes through the same watcher (cleanba/core/stopping.py, test_cleanba_signals.py).
     sig = signal.SIGTERM
     proc = subprocess.Popen(
         command("ppo", "cartpole", tmp_path, *TINY, "--total-timesteps", str(BATCH * 100_000)),

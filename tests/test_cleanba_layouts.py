@@ -86,8 +86,8 @@ def test_two_processes_write_one_consistent_record(tmp_path):
 
 
 def test_the_coordinator_binds_to_its_own_address_unless_told_otherwise():
-    from cleanba.config import ConfigError
-    from cleanba.layout import BIND_ENV_VAR, coordinator_bind_address
+    from cleanba.core.config import ConfigError
+    from cleanba.core.layout import BIND_ENV_VAR, coordinator_bind_address
 
     # never JAX's default [::]:PORT: the coordinator address itself (loopback stays loopback)
     assert coordinator_bind_address("127.0.0.1:1234", None, {}) == "127.0.0.1:1234"

@@ -1,4 +1,4 @@
-"""Tests of cleanba/losses.py: hand-computed numbers first, then loops and invariances."""
+"""Tests of cleanba/numerics/losses.py: hand-computed numbers first, then loops and invariances."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from cleanba import losses
+from cleanba.numerics import losses
 
 LN2 = math.log(2.0)
 

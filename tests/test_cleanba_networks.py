@@ -1,4 +1,4 @@
-"""Tests of cleanba/networks.py: shapes, parameter counts by hand, head initialisation."""
+"""Tests of cleanba/numerics/networks.py: shapes, parameter counts by hand, head initialisation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from cleanba import networks
+from cleanba.numerics import networks
 
 ATARI_OBS = (4, 84, 84)
 
@@ -150,7 +150,7 @@ def test_max_pool_matches_flax_max_pool_and_its_gradient(shape, ties):
 
 
 def test_cpu_conv_flag_is_added_once_and_never_overrides_the_users_choice():
-    from cleanba.xla_flags import CPU_CONV_FLAG, GPU_DETERMINISM_FLAG, with_flag
+    from cleanba.core.xla_flags import CPU_CONV_FLAG, GPU_DETERMINISM_FLAG, with_flag
 
     def with_cpu_conv_flag(flags: str) -> str:
         return with_flag(flags, CPU_CONV_FLAG)

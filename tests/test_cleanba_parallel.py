@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from cleanba.parallel import LearnerMesh, learner_value_and_grad
+from cleanba.numerics.parallel import LearnerMesh, learner_value_and_grad
 
 
 @pytest.mark.parametrize("learner_ids", [[0], [0, 1], [0, 1, 2, 3]])

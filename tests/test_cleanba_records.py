@@ -12,12 +12,12 @@ from cleanba_runs import TINY, run
 from wandb_offline import check_openrlbenchmark_keys
 
 from cleanba import impala
-from cleanba.actor import Rollout
-from cleanba.channel import ParamChannel
-from cleanba.config import ConfigError, Fault, fault_from_env
-from cleanba.control import Control, Stopped
-from cleanba.learner import assemble_batch
-from cleanba.records import EpisodeTracker
+from cleanba.core.actor import Rollout
+from cleanba.core.channel import ParamChannel
+from cleanba.core.config import ConfigError, Fault, fault_from_env
+from cleanba.core.control import Control, Stopped
+from cleanba.core.learner import assemble_batch
+from cleanba.core.records import EpisodeTracker
 from runrecord import load_run, schema
 
 

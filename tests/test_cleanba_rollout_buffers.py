@@ -1,4 +1,5 @@
-"""cleanba.rollout_buffers: a rollout's memory is written again only once nothing refers to it."""
+"""cleanba.core.rollout_buffers: a rollout's memory is written again only once nothing
+refers to it."""
 
 import gc
 
@@ -6,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from cleanba.rollout_buffers import RolloutBuffers
+from cleanba.core.rollout_buffers import RolloutBuffers
 
 LAYOUT = {"obs": ((5, 3, 2), np.uint8), "values": ((4, 3), np.float32)}
 

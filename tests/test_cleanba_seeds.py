@@ -7,8 +7,8 @@ import pytest
 from cleanba_runs import STANDARD, cached_run, run
 
 from benchenv import MAX_ENVS, MAX_SEED, env_seeds, make_env, mix31
-from cleanba.config import CommonConfig
-from cleanba.layout import make_plan
+from cleanba.core.config import CommonConfig
+from cleanba.core.layout import make_plan
 from runrecord import load_run
 
 # STANDARD has two actor threads, so this also covers how threads' rollouts are combined.
@@ -103,7 +103,7 @@ def test_action_keys_of_different_seeds_differ():
     # threefry hashes of the run seed, so keys of different seeds do not collide
     import jax
 
-    from cleanba.deterministic import env_sampling_keys
+    from cleanba.numerics.deterministic import env_sampling_keys
 
     keys = set()
     for run_seed in range(1, 21):

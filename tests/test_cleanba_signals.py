@@ -1,7 +1,7 @@
 """Stop signals at any moment of a trainer's life, the coordinator's bind address, and a
 closed console: real `python -m cleanba.ppo|impala` processes, real signals.
 
-The rule under test (cleanba/stopping.py, docs/cleanba.md): SIGINT/SIGTERM always exits
+The rule under test (cleanba/core/stopping.py, docs/cleanba.md): SIGINT/SIGTERM always exits
 130; before the record exists nothing is written; after, the record says `interrupted`
 with the signal and the phase; once the final record is written it stands, and the exit
 code is its own.
@@ -20,7 +20,7 @@ import psutil
 import pytest
 from cleanba_runs import TINY, command, free_port, trainer_env
 
-from cleanba.stopping import HOLD_ENV_VAR
+from cleanba.core.stopping import HOLD_ENV_VAR
 from runrecord import load_run, schema
 
 BATCH = 4 * 16
@@ -212,8 +212,8 @@ def test_a_closed_console_never_decides_the_run_status(tmp_path):
 
 
 def test_the_first_of_failure_and_signal_decides_the_status():
-    from cleanba.control import Control, Stopped
-    from cleanba.runtime import final_status
+    from cleanba.core.control import Control, Stopped
+    from cleanba.core.runtime import final_status
 
     failed_first = Control()
     failed_first.fail(ValueError("boom"))

@@ -1,5 +1,5 @@
-"""The actor's step recording (cleanba.records.record_step + EpisodeTracker, what
-cleanba.actor.actor_loop calls on every env step) against real EnvPool envs: rewards,
+"""The actor's step recording (cleanba.core.records.record_step + EpisodeTracker, what
+cleanba.core.actor.actor_loop calls on every env step) against real EnvPool envs: rewards,
 dones, mask and episodes step by step, and raw (unclipped) Atari scores."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchenv import env_protocol, make_env
-from cleanba.records import EpisodeTracker, MissingRawReward, record_step
+from cleanba.core.records import EpisodeTracker, MissingRawReward, record_step
 
 # CartPole's pole angle and cart position limits (gymnasium's CartPole-v1)
 THETA_LIMIT = 12 * 2 * np.pi / 360

@@ -1,4 +1,4 @@
-"""The manifest's `determinism` block (runrecord.determinism, cleanba.records) and the
+"""The manifest's `determinism` block (runrecord.determinism, cleanba.core.records) and the
 bitwise tier `python -m analysis equivalence` and the report print from it
 (analysis.verdicts.determinism), on synthetic records with and without the block."""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cleanba_runs import trainer_env
 
-from cleanba.determinism_check import BITWISE, LAYOUTS, available, first_difference, tier
+from cleanba.tools.determinism_check import BITWISE, LAYOUTS, available, first_difference, tier
 from harness.cli import main as harness_main
 from runrecord import load_run
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import jax
 
-from cleanba.algorithm import Algorithm
-from cleanba.channel import ParamChannel
-from cleanba.checks import Checked
-from cleanba.config import CommonConfig, Fault
-from cleanba.control import Control
-from cleanba.layout import Plan
-from cleanba.records import Progress, WandbLogger
+from cleanba.core.algorithm import Algorithm
+from cleanba.core.channel import ParamChannel
+from cleanba.core.checks import Checked
+from cleanba.core.config import CommonConfig, Fault
+from cleanba.core.control import Control
+from cleanba.core.layout import Plan
+from cleanba.core.records import Progress, WandbLogger
 from runrecord import RunWriter
 
 
@@ -56,7 +56,7 @@ class Context:
     start_time: float
     actor_forward: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]] | None = None
     """The forward pass the actors' policy step runs, (params, obs) -> (logits, value);
-    None: the algorithm's network. Only benchmarks inject one (cleanba.actor_hook's no-op),
+    None: the algorithm's network. Only benchmarks inject one (cleanba.tools.actor_hook's no-op),
     through make_context; a run never does."""
     updates_done: int = 0
     episodes_written: int = 0

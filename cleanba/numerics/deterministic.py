@@ -42,9 +42,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cleanba.losses import categorical_logprob
-from cleanba.parallel import LEARNER_AXIS, per_device_params  # shared with the default learner
-from cleanba.parallel import checksum as params_checksum  # one checksum for the project
+from cleanba.numerics.losses import categorical_logprob
+from cleanba.numerics.parallel import LEARNER_AXIS, per_device_params  # shared with the learner
+from cleanba.numerics.parallel import checksum as params_checksum  # one checksum for the project
 
 
 def _all_gather(x: jax.Array, axis_name: str, *, tiled: bool = False) -> jax.Array:
@@ -277,7 +277,7 @@ def microbatch_grads(
     """Per-micro-batch gradients in one program: `lax.map` of value_and_grad.
 
     loss_fn(params, microbatch) -> (loss, aux): the micro-batch's SHARE of the minibatch
-    loss, i.e. a sum over its samples (see `cleanba.losses.ppo_loss_sums`), so the minibatch
+    loss, i.e. a sum over its samples (see `losses.ppo_loss_sums`), so the minibatch
     gradient is the sum of micro-batch gradients. microbatches: leaves (n, M, ...) (see
     `split_microbatches`). Returns (grads, aux), leaves stacked (n, ...); aux includes
     "loss". Micro-batch k's gradient is bit-identical whatever n is. Inside shard_map or

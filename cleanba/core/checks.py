@@ -1,10 +1,10 @@
 """Every start-up check of a Cleanba run, in one place.
 
-`check_run` is called by the trainers before they write anything (cleanba/runtime.py
+`check_run` is called by the trainers before they write anything (cleanba/core/runtime.py
 `prepare`) and by `harness plan|run` before they launch anything (harness/validate.py), so
 the two cannot disagree: the same checks, in the same order, raising the same errors
 (ConfigError, benchenv.EnvError: both ValueErrors) with the same words. In order: the env
-id, the layout split (cleanba.layout.make_plan), the env's spaces (discrete actions), the
+id, the layout split (cleanba.core.layout.make_plan), the env's spaces (discrete actions), the
 preset against the env (images vs vectors), the algorithm's own sizes (make_algorithm).
 None of them starts a JAX backend or makes an env; only the trainer's `topology` may start
 jax.distributed.
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 import benchenv
-from cleanba.algorithm import Algorithm, AlgorithmFactory
-from cleanba.config import CommonConfig, ConfigError
-from cleanba.layout import Plan, make_plan
+from cleanba.core.algorithm import Algorithm, AlgorithmFactory
+from cleanba.core.config import CommonConfig, ConfigError
+from cleanba.core.layout import Plan, make_plan
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import queue
 import threading
 from typing import Any
 
-from cleanba.control import WAIT_SLICE_S, Control
+from cleanba.core.control import WAIT_SLICE_S, Control
 
 
 class ParamChannel:

@@ -14,11 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import benchenv
-from cleanba.context import Context
-from cleanba.deterministic import microbatched_apply, sample_actions
-from cleanba.losses import categorical_logprob
-from cleanba.records import Episode, EpisodeTracker, record_step
-from cleanba.rollout_buffers import RolloutBuffers
+from cleanba.core.context import Context
+from cleanba.core.records import Episode, EpisodeTracker, record_step
+from cleanba.core.rollout_buffers import RolloutBuffers
+from cleanba.numerics.deterministic import microbatched_apply, sample_actions
+from cleanba.numerics.losses import categorical_logprob
 
 
 @dataclass
@@ -95,7 +95,7 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     prev_done = np.zeros(n, bool)
     version, params = 0, None
     # the rollouts' host memory, reused once the learner lets go of it: writing fresh pages
-    # step by step cost up to a tenth of an env step (cleanba/rollout_buffers.py)
+    # step by step cost up to a tenth of an env step (cleanba/core/rollout_buffers.py)
     buffers = RolloutBuffers({
         "obs": ((T + 1, n, *spec.obs_shape), spec.obs_dtype),
         "actions": ((T, n), np.int32),

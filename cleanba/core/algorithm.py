@@ -1,4 +1,4 @@
-"""What an algorithm contributes to the Cleanba architecture (cleanba/runtime.py runs it):
+"""What an algorithm contributes to the Cleanba architecture (cleanba/core/runtime.py runs it):
 its network, initial state, the rollout fields its update reads and the update itself."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import jax
 
-from cleanba.layout import Plan
-from cleanba.parallel import LearnerMesh
+from cleanba.core.layout import Plan
+from cleanba.numerics.parallel import LearnerMesh
 
 # Everything an actor records per env step (time-major). obs has one extra entry: the
 # observation after the last step, for bootstrapping.

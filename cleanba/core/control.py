@@ -4,7 +4,7 @@ interrupt flag.
 Every queue put/get and sleep waits in short slices and gives up when the event is set.
 The first exception of any thread is recorded (status `failed`); SIGINT/SIGTERM set status
 `interrupted` with the signal and the phase it arrived in (the signal policy of the whole
-process, from its first import, is cleanba/stopping.py).
+process, from its first import, is cleanba/core/stopping.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any
 
-from cleanba.records import console
+from cleanba.core.records import console
 
 WAIT_SLICE_S = 0.05  # granularity of every blocking wait, so a stop is noticed quickly
 

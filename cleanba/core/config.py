@@ -8,7 +8,7 @@ paper's settings, and `cartpole`, a small CPU preset). Every field is a document
 Sizes are global: `num_envs` is the total number of envs of the whole run (all actor
 threads, devices and processes), `num_steps` the rollout length, and the batch is
 num_envs x num_steps. The layout (device ids, threads, processes) only decides where the
-work runs; an impossible split is rejected before anything starts (cleanba.layout).
+work runs; an impossible split is rejected before anything starts (cleanba.core.layout).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class CommonConfig:
 
     def make_network(self, obs_shape: tuple[int, ...], num_actions: int):
         """The actor-critic for this env: IMPALA ResNet for images, MLP for vectors."""
-        from cleanba.networks import make_network
+        from cleanba.numerics.networks import make_network
 
         return make_network(obs_shape, num_actions, self.channels, self.hidden, self.mlp_hidden,
                             self.separate_critic)

@@ -1,13 +1,13 @@
 """A benchmark-only forward pass for the actors: a no-op (not a user flag).
 
-`benchmarks/gpu_suite.py` and `cleanba.throughput` measure what the actor loop itself
+`benchmarks/gpu_suite.py` and `cleanba.tools.throughput` measure what the actor loop itself
 costs: every env step still calls the jitted policy step (transfers, dispatch, sampling,
 recording, queues), but the network's forward pass is replaced by a function returning
 zeros of the network's output shapes (logits (E, A), value (E,)). Zero logits make the
 sampled actions uniform, like the random actions of EnvPool's raw stepping rate.
 
 It enters through the actor's own seam: `make_context(..., actor_forward=noop_forward(A))`
-puts it in `Context.actor_forward`, which `cleanba.actor.policy_network` reads once per
+puts it in `Context.actor_forward`, which `cleanba.core.actor.policy_network` reads once per
 actor thread. The trainer never imports this module.
 """
 

@@ -13,7 +13,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cleanba.config import CommonConfig, ConfigError
+from cleanba.core.config import CommonConfig, ConfigError
 from runrecord import Layout
 
 BIND_ENV_VAR = "JAX_COORDINATOR_BIND_ADDRESS"

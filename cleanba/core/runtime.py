@@ -2,16 +2,16 @@
 supervision, the final record and the exit code.
 
 Threads (per process):
-- actor threads (num_actor_threads per actor device; cleanba/actor.py): each owns a block
+- actor threads (num_actor_threads per actor device; cleanba/core/actor.py): each owns a block
   of envs with consecutive global indices, runs a Python loop over env steps calling one
   jitted policy step, and puts one rollout per iteration into its own rollout queue (size 1);
-- the learner thread (cleanba/learner.py): takes one rollout from every actor queue (in
+- the learner thread (cleanba/core/learner.py): takes one rollout from every actor queue (in
   thread order), runs the algorithm's update on the learner devices, publishes the new
   parameters and writes one updates.csv row (and the batch's finished episodes);
 - the main thread: supervises, prints progress, handles SIGINT/SIGTERM, finishes the record.
 
-How actors get parameters is the architecture (sync, cleanba, async: cleanba/channel.py).
-Failures stop every thread through one `Control` (cleanba/control.py); the record is always
+How actors get parameters is the architecture (sync, cleanba, async: cleanba/core/channel.py).
+Failures stop every thread through one `Control` (cleanba/core/control.py); the record is always
 finished.
 """
 
@@ -31,18 +31,17 @@ import jax
 import jax._src.distributed as jax_distributed  # the client, for the exit barrier (no public API)
 
 import benchenv
-from cleanba import stopping
-from cleanba.actor import actor_loop
-from cleanba.algorithm import AlgorithmFactory
-from cleanba.channel import ParamChannel
-from cleanba.checks import PresetChoice, Topology, check_run
-from cleanba.config import CommonConfig, ConfigError, fault_from_env
-from cleanba.context import Context, Prepared
-from cleanba.control import Control, Stopped
-from cleanba.layout import init_distributed
-from cleanba.learner import learner_loop
-from cleanba.parallel import LearnerMesh, first_replica
-from cleanba.records import (
+from cleanba.core import stopping
+from cleanba.core.actor import actor_loop
+from cleanba.core.algorithm import AlgorithmFactory
+from cleanba.core.channel import ParamChannel
+from cleanba.core.checks import PresetChoice, Topology, check_run
+from cleanba.core.config import CommonConfig, ConfigError, fault_from_env
+from cleanba.core.context import Context, Prepared
+from cleanba.core.control import Control, Stopped
+from cleanba.core.layout import init_distributed
+from cleanba.core.learner import learner_loop
+from cleanba.core.records import (
     Progress,
     WandbLogger,
     build_manifest,
@@ -51,7 +50,8 @@ from cleanba.records import (
     determinism_facts,
     make_run_id,
 )
-from cleanba.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
+from cleanba.core.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
+from cleanba.numerics.parallel import LearnerMesh, first_replica
 from runrecord import LayoutError, RecordError, RunWriter, error_entry, schema
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
@@ -80,7 +80,7 @@ def start_processes(config: CommonConfig) -> Topology:
 
 def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
             preset: PresetChoice | None = None, presets: Sequence[str] = ()) -> Prepared:
-    """Every check that can fail on bad arguments (cleanba.checks.check_run; raises
+    """Every check that can fail on bad arguments (cleanba.core.checks.check_run; raises
     ConfigError & co.), then the run's id, directory and manifest. Writes nothing."""
     fault = fault_from_env()
     checked = check_run(config, factory, start_processes, preset, presets)

@@ -31,7 +31,7 @@ def _apply(flag: str) -> None:
 
 def apply_cpu_conv_flag() -> None:
     """Add CPU_CONV_FLAG to this process's XLA_FLAGS. A process started as a cleanba entry
-    point does it when it imports `cleanba`; `cleanba.runtime.train` for runs started from
+    point does it when it imports `cleanba`; `cleanba.core.runtime.train` for runs started from
     Python; nothing else does, so a process that only imports cleanba (the harness) keeps
     its environment, and its children theirs."""
     _apply(CPU_CONV_FLAG)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from cleanba.config import config_dict, defining_hyperparameters
+from cleanba.core.config import config_dict, defining_hyperparameters
 from runrecord import Layout, provenance, run_folder, run_id
 from runrecord.determinism import determinism_block
 
@@ -77,7 +77,7 @@ def determinism_facts(deterministic: bool, groups: int | None) -> dict[str, Any]
     """The manifest's `determinism` block (runrecord.determinism) for this process, read
     from JAX (its default backend, the one the trainers use) and the environment; the
     determinism check prints the same facts. Call it after the trainer has set its XLA
-    flags (cleanba.xla_flags), so the block shows the flags in force."""
+    flags (cleanba.core.xla_flags), so the block shows the flags in force."""
     import jax
     import jaxlib
 

@@ -1,5 +1,5 @@
 """Actor-side throughput: EnvPool's raw stepping rate and the actor loop's rate with a
-no-op forward pass (`cleanba.actor_hook`), for the same envs and threads.
+no-op forward pass (`cleanba.tools.actor_hook`), for the same envs and threads.
 
 - `envpool_raw_rate`: K Python threads, each stepping its own EnvPool of E / K envs (the
   trainer's env blocks: same protocol, same env seeds) with uniform random actions and
@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 import benchenv
-from cleanba import actor_hook, ppo
-from cleanba.control import Control, Stopped
-from cleanba.runtime import actor_threads, make_context, prepare
+from cleanba import ppo
+from cleanba.core.control import Control, Stopped
+from cleanba.core.runtime import actor_threads, make_context, prepare
+from cleanba.tools import actor_hook
 
 WARMUP_STEPS = 16  # raw stepping: steps per thread before the clock starts (pool start-up)
 # actor loop: rollouts per thread before the clock starts (1: compilation; 2: the second
@@ -121,7 +122,7 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
     env steps of rollouts `warmup_rollouts` + 1 .. `rollouts` over the time between the main
     thread holding every thread's rollout `warmup_rollouts` and holding every thread's last.
     The warm-up covers the policy step's compilation (rollout 1) and the first allocation of
-    the rollout buffers a training run reuses from then on (cleanba/rollout_buffers.py)."""
+    the rollout buffers a training run reuses from then on (cleanba/core/rollout_buffers.py)."""
 
     check_split(num_envs, num_threads)
     if warmup_rollouts < 1 or rollouts <= warmup_rollouts:

@@ -13,10 +13,10 @@ import jax
 import numpy as np
 
 import benchenv
-from cleanba.actor import Rollout
-from cleanba.context import Context
-from cleanba.parallel import LearnerMesh, checksum, first_replica
-from cleanba.records import Episode
+from cleanba.core.actor import Rollout
+from cleanba.core.context import Context
+from cleanba.core.records import Episode
+from cleanba.numerics.parallel import LearnerMesh, checksum, first_replica
 
 
 def assemble_batch(rollouts: Sequence[Rollout], fields: Sequence[str], num_devices: int):

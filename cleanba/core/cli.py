@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from cleanba import stopping
-from cleanba.algorithm import AlgorithmFactory
-from cleanba.checks import preset_choice
-from cleanba.config import ConfigError
-from cleanba.records import console
-from cleanba.runtime import exit_after, train
+from cleanba.core import stopping
+from cleanba.core.algorithm import AlgorithmFactory
+from cleanba.core.checks import preset_choice
+from cleanba.core.config import ConfigError
+from cleanba.core.records import console
+from cleanba.core.runtime import exit_after, train
 from runrecord.exits import EXIT_BAD_INPUT
 
 
