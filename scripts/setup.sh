@@ -3,6 +3,8 @@
 # Usage: scripts/setup.sh [--dev] [--browser]
 #   --dev      test tools (pytest, ruff, mypy, rliable as a test oracle)
 #   --browser  Debian chromium + chromium-driver for the HTML report test (needs root)
+# PYTHON: the interpreter of a new venv (default python3); VENV: its folder (default .venv;
+# the Python 3.12 CI leg uses .venv312, scripts/test_py312.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dev=0; browser=0
@@ -14,20 +16,21 @@ for a in "$@"; do
   esac
 done
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  echo "setup.sh: creating .venv"
-  "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip
+VENV=${VENV:-.venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup.sh: creating $VENV"
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
 fi
 hash=$(sha256sum pyproject.toml | cut -c1-16)
-stamp=".venv/.installed-$hash-$dev"
+stamp="$VENV/.installed-$hash-$dev"
 # A --dev install (stamp -1) includes the plain one: no reinstall for benchmark.sh.
-if [ ! -f "$stamp" ] && { [ "$dev" = 1 ] || [ ! -f ".venv/.installed-$hash-1" ]; }; then
+if [ ! -f "$stamp" ] && { [ "$dev" = 1 ] || [ ! -f "$VENV/.installed-$hash-1" ]; }; then
   # train: JAX, EnvPool and the harness's packages (the core install is the analysis only)
   if [ "$dev" = 1 ]; then extras="[train,dev]"; else extras="[train]"; fi
-  echo "setup.sh: installing the project${extras} into .venv (pip; minutes on a first run)"
-  .venv/bin/python -m pip install -q -e ".$extras" 2>&1 | grep -vE "^WARNING: Location|ignored: it is neither" || true
-  .venv/bin/python -c "import jax, envpool, flax, optax, tyro" || { echo "setup.sh: install failed" >&2; exit 1; }
+  echo "setup.sh: installing the project${extras} into $VENV (pip; minutes on a first run)"
+  "$VENV/bin/python" -m pip install -q -e ".$extras" 2>&1 | grep -vE "^WARNING: Location|ignored: it is neither" || true
+  "$VENV/bin/python" -c "import jax, envpool, flax, optax, tyro" || { echo "setup.sh: install failed" >&2; exit 1; }
   touch "$stamp"
 fi
 if [ "$browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then

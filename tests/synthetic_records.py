@@ -41,10 +41,13 @@ def write_synthetic_run(
     score_range: tuple[float, float] | None = None,
     run_dir: Path | str | None = None,
     determinism: dict | None = None,
+    packages: dict | None = None,
+    devices: tuple[str, ...] = ("cpu",),
 ) -> Path:
     """Write one run under <root>/runs/<run_id>/ (or `run_dir`, whose name is then the run
     id) and return its folder. `determinism`: the manifest's block (none when None, as in
-    records written before it).
+    records written before it). `packages`: the provenance's package versions (none when
+    None); `devices`: the layout's device kinds.
 
     Final normalised score is about skill + shift (noise: sd of per-episode normalised
     returns; a per-seed offset of sd noise/2 makes seeds differ). status other than
@@ -63,9 +66,10 @@ def write_synthetic_run(
     manifest = {
         "run_id": rid, "sweep": sweep, "system": system, "architecture": architecture,
         "env_id": env_id, "seed": seed,
-        "layout": {**lay.to_dict(), "devices": ["cpu"], "num_cpus": 2},
+        "layout": {**lay.to_dict(), "devices": list(devices), "num_cpus": 2},
         "hyperparameters": {"total_frames": total_frames, "skill": skill},
-        "env_protocol": {"frame_skip": frames_per_step}, "provenance": {"synthetic": True},
+        "env_protocol": {"frame_skip": frames_per_step},
+        "provenance": {"synthetic": True, **({"packages": packages} if packages else {})},
         **({"determinism": determinism} if determinism is not None else {}),
     }
     run_dir = Path(run_dir) if run_dir is not None else Path(root) / "runs" / rid

@@ -13,6 +13,7 @@ from synthetic_records import write_synthetic_run
 from analysis.cli import main as analysis_main
 from analysis.output.report import build_report_assets
 from analysis.verdicts.determinism import MEANINGFUL, UNKNOWN, determinism_tier
+from analysis.verdicts.stacks import run_stack
 from runrecord import load_run
 from runrecord.determinism import DETERMINISM_KEYS, determinism_block, max_isa
 from runrecord.provenance import cpu_signature, cpu_signature_of
@@ -112,7 +113,7 @@ def test_equivalence_and_report_print_the_tier(tmp_path, capsys, case):
             if v["kind"] == "equivalence"] == tiers
     # synthetic records depend on the seed only: both layouts' records are identical
     assert analysis_main(["equivalence", str(runs), "--bitwise-only"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == tiers[0]
+    assert capsys.readouterr().out.splitlines()[-2] == tiers[0]  # then the stack line
 
 
 def test_trainer_manifest_carries_the_block(tmp_path):
@@ -130,6 +131,10 @@ def test_trainer_manifest_carries_the_block(tmp_path):
     assert "--xla_force_host_platform_device_count=2" in got["xla_flags"].split()
     assert got["max_isa"] is None and got["default_matmul_precision"] is None
     assert got["cpu"] == cpu_signature() and got["cpu"]  # this Linux host's signature
+    # what `analysis equivalence` compares across sides: this environment's versions
+    assert run_stack(load_run(run_dir).manifest) == {
+        "jax": version("jax"), "jaxlib": version("jaxlib"), "envpool": version("envpool"),
+        "device_kind": "cpu"}
     old = load_run(write_synthetic_run(tmp_path)).manifest
     assert old.get("determinism") is None
     assert determinism_tier([got], [old.get("determinism")]) == f"{UNKNOWN} (1 of 2 runs)"

@@ -110,7 +110,8 @@ def build_report_assets(
     {"figures": [{"name", "title", "caption", "png", "pdf"}],
      "tables": [{"name", "title", "markdown", "csv"}],
      "verdicts": [{"kind", "subject", "verdict", "line", "json"}] (equivalence: and
-                  "determinism", the bitwise tier line),
+                  "determinism", the bitwise tier line, and "stacks", whether both sides
+                  ran the same jax, jaxlib, EnvPool and device kind),
      "runs": {"included": int, "left_out": [{"run_id", "status", "reason"}]},
      "warnings": [str]}
 
@@ -203,7 +204,8 @@ def build_report_assets(
         result["tables"] += [{**t, "title": pre + t["title"], "suite": suite_name}
                              for t in part["tables"]]
         result["verdicts"] += [{**v, "subject": pre + v["subject"], "line": pre + v["line"],
-                                "suite": suite_name, **_prefixed(pre, v, "determinism")}
+                                "suite": suite_name, **_prefixed(pre, v, "determinism"),
+                                **_prefixed(pre, v, "stacks")}
                                for v in part["verdicts"]]
         warnings += [pre + w for w in part["warnings"]]
     return result
@@ -288,6 +290,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
         result["verdicts"].append({"kind": "equivalence", "subject": subject,
                                    "verdict": res.label, "line": res.line(),
                                    "determinism": res.determinism_line(),
+                                   "stacks": res.stack_line(),
                                    "json": str(path)})
     if len(suite) < 2:
         warnings.append(

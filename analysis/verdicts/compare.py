@@ -21,6 +21,7 @@ from analysis.verdicts.equivalence import (
 from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.pairing import SuitePair, analysis_pairs
 from analysis.verdicts.seed_metrics import SEED_METRICS
+from analysis.verdicts.stacks import group_stacks
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 
@@ -91,9 +92,12 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
                              f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} "
                              f"({bw.detail})")
             tier = group_determinism_tier(ga, gb)
-            out.lines.append(p.prefix + determinism_line(ga.group, gb.group, tier))
+            stacks = group_stacks(ga, gb)
+            out.lines += [p.prefix + determinism_line(ga.group, gb.group, tier),
+                          p.prefix + stacks.line(ga.group, gb.group)]
             out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
-                                "determinism": tier})
+                                "determinism": tier, "stacks": stacks.as_dict(),
+                                "stack_line": stacks.line(ga.group, gb.group)})
             out.exit_code = max(out.exit_code, EXIT_OK if bw.identical else EXIT_FAILED)
         return out
     for v in pair_verdicts(pairs, lambda suite: margin(suite, delta, normalisers), metric):
@@ -101,7 +105,7 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
             raise AnalysisError(v.error)
         p, res = v.pair, v.result
         out.lines += [metrics_table(res).markdown(), p.prefix + res.line(),
-                      p.prefix + res.determinism_line()]
+                      p.prefix + res.determinism_line(), p.prefix + res.stack_line()]
         out.lines += [f"note: {n}" for n in res.notes]
         out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})
         out.exit_code = max(out.exit_code, res.exit_code)

@@ -33,6 +33,7 @@ from analysis.scoring.tables import ONE_SEED
 from analysis.stats.welch import WelchInterval, t_quantile, welch_interval
 from analysis.verdicts.determinism import group_determinism_tier
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
+from analysis.verdicts.stacks import StackComparison, group_stacks
 from runrecord import Run, schema
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
@@ -175,6 +176,11 @@ class EquivalenceResult:
     margin: str = ""  # how delta was chosen, e.g. "0.16 HNS (Atari default)"
     metric: str = "iqm"  # the per-seed metric (SEED_METRICS name)
     determinism: str = ""  # the bitwise tier the records allow (verdicts.determinism)
+    stacks: StackComparison | None = None  # jax/jaxlib/EnvPool/device kind per side
+
+    def stack_line(self) -> str:
+        """Whether both sides ran the same jax, jaxlib, EnvPool and device kind."""
+        return self.stacks.line(self.group_a, self.group_b) if self.stacks else ""
 
     def __post_init__(self) -> None:
         self.reference = self.reference or self.group_b
@@ -220,6 +226,8 @@ class EquivalenceResult:
         d = asdict(self)
         d["label"] = self.label
         d["line"] = self.line()
+        d["stacks"] = self.stacks.as_dict() if self.stacks else None
+        d["stack_line"] = self.stack_line()
         return d
 
 
@@ -254,7 +262,8 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
     return EquivalenceResult(verdict, a.group, b.group, float(delta), final, auc, bitwise,
                              list(a.seeds), list(b.seeds), list(a.tasks), per_game, notes,
                              margin=margin, metric=metric_name,
-                             determinism=group_determinism_tier(a, b))
+                             determinism=group_determinism_tier(a, b),
+                             stacks=group_stacks(a, b))
 
 
 def determinism_line(group_a: str, reference: str, tier: str) -> str:

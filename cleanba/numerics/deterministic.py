@@ -46,10 +46,13 @@ from cleanba.numerics.losses import categorical_logprob
 from cleanba.numerics.parallel import LEARNER_AXIS, per_device_params  # shared with the learner
 from cleanba.numerics.parallel import checksum as params_checksum  # one checksum for the project
 
-try:  # all_gather whose result is typed device-invariant, so shard_map's out_specs=P() holds
-    from jax._src.lax.parallel import all_gather_invariant as _all_gather
-except ImportError:  # pragma: no cover - older/newer jax: needs shard_map(check_vma=False)
-    _all_gather = jax.lax.all_gather
+
+def _all_gather(x: jax.Array, axis_name: str, *, tiled: bool = False) -> jax.Array:
+    """all_gather whose result is typed device-invariant, so shard_map's out_specs=P()
+    holds. Public since jax 0.10 (`to="invarying"`); jax 0.12 made the private
+    `all_gather_invariant` this module used before underscored."""
+    return jax.lax.all_gather(x, axis_name, tiled=tiled, to="invarying")
+
 
 __all__ = [
     "FixedOrderGradient",
