@@ -179,10 +179,13 @@ start() {
   fi
   install_packages "$accounting"
   start_munge
-  [ "$accounting" = yes ] && start_database
-  # slurmctld reads AccountingStorageType only at start: a mode change restarts it.
+  # slurmctld reads AccountingStorageType only at start: a mode change restarts it. The
+  # conf is written before slurmdbd starts: sacctmgr, which tells when slurmdbd answers,
+  # finds slurmdbd through it (with a conf of the other mode, or none on a fresh machine,
+  # it never answers).
   stop_pid slurmd; stop_pid slurmctld
   write_slurm_conf "$accounting" "$cpus"
+  [ "$accounting" = yes ] && start_database
   /usr/sbin/slurmctld || die "slurmctld did not start (see $LOG/slurmctld.log)"
   /usr/sbin/slurmd || die "slurmd did not start (see $LOG/slurmd.log)"
   echo "$mode" > "$STATE/mode"

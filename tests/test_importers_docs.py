@@ -149,4 +149,5 @@ def test_worked_example_runs_as_documented(fmt, tmp_path, monkeypatch, capsys):
     assert "regression: PASS" in capsys.readouterr().out
     assert main(reproduce) == 0
     out = capsys.readouterr().out
-    assert "REPRODUCED; 2 consistent" in out
+    assert re.search(r"vs 'Cleanba IMPALA, 1 A100, 10 CPU': REPRODUCED; ", out), out
+    assert "Per game: 2 consistent, 0 higher, 0 lower, 0 collapsed" in out
