@@ -10,7 +10,8 @@ import importlib.util
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,14 @@ def require_library(module: str, fmt: str) -> None:
     if not found:
         raise AnalysisError(f"importing {fmt} needs the {module} package: pip install "
                             f"'cleanba-bench[imports]' (or pip install {module})")
+
+
+def files_by_folder(src: Path, pattern: str, order: Callable[[Path], Any] | None = None
+                    ) -> list[tuple[Path, list[Path]]]:
+    """(folder, its files matching the glob `pattern`, sorted by `order` or by name) for
+    every folder below `src` holding such files, folders in name order: one run each."""
+    by_dir: dict[Path, list[Path]] = defaultdict(list)
+    for p in src.rglob(pattern):
+        if p.is_file():
+            by_dir[p.parent].append(p)
+    return [(d, sorted(files, key=order)) for d, files in sorted(by_dir.items())]

@@ -28,6 +28,7 @@ from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episod
 from analysis.importers.declare import (
     SEED_PATTERN,
     Declared,
+    files_by_folder,
     patterns_for,
     require_frames_per_step,
     resolve_seed,
@@ -79,11 +80,7 @@ def find_monitor_runs(src: Path) -> list[tuple[Path, list[Path]]]:
     """(run folder, its Monitor files in env order) below `src`."""
     if not src.is_dir():
         raise AnalysisError(f"{src}: no such folder of Monitor files (*{MONITOR_SUFFIX})")
-    by_dir: dict[Path, list[Path]] = defaultdict(list)
-    for p in src.rglob(f"*{MONITOR_SUFFIX}"):
-        if p.is_file():
-            by_dir[p.parent].append(p)
-    return [(d, sorted(files, key=_env_order)) for d, files in sorted(by_dir.items())]
+    return files_by_folder(src, f"*{MONITOR_SUFFIX}", _env_order)
 
 
 def read_monitor_runs(src: Path | str, declared: Declared) -> list[ImportedRun]:

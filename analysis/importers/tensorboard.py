@@ -33,6 +33,7 @@ from analysis.importers.declare import (
     CLEANRL_RUN_NAME,
     SEED_PATTERN,
     Declared,
+    files_by_folder,
     patterns_for,
     require_frames_per_step,
     require_library,
@@ -53,11 +54,7 @@ def find_event_runs(src: Path) -> list[tuple[Path, list[Path]]]:
         return [(src.parent, [src])]
     if not src.is_dir():
         raise AnalysisError(f"{src}: no such file or folder of TensorBoard event files")
-    by_dir: dict[Path, list[Path]] = defaultdict(list)
-    for p in src.rglob(f"events.out.{EVENT_FILE_MARK}.*"):
-        if p.is_file():
-            by_dir[p.parent].append(p)
-    return [(d, sorted(files)) for d, files in sorted(by_dir.items())]
+    return files_by_folder(src, f"events.out.{EVENT_FILE_MARK}.*")
 
 
 def tf_records(path: Path) -> Iterator[bytes]:
