@@ -149,6 +149,10 @@ class Run(Select):
     to 9; equivalence (and the gate when [regression] names a reference). A sweep with
     an [adaptive] table runs this way without the flag."""
 
+    strict: bool = False
+    """Adaptive: exit 1 when it stops UNDECIDED AT CAP (default: exit 4,
+    runrecord.exits.EXIT_UNDECIDED; 0 only when every verdict passed)."""
+
     def load(self, until_decided: bool = False) -> Sweep:
         return super().load(until_decided or self.until_decided)
 
@@ -328,6 +332,11 @@ def save_plan(sweep: Sweep, store: Store, until_decided: bool = False) -> None:
 
 
 def do_run(cmd: Run, sweep: Sweep) -> int:
+    if cmd.strict and sweep.adaptive is None:
+        print("error: --strict is for adaptive runs (--until-decided, or a sweep with an "
+              "[adaptive] table): a fixed sweep's verdicts are `harness report` and "
+              "`harness regress --strict`", file=sys.stderr)
+        return EXIT_BAD_INPUT
     store = cmd.store(sweep)
     save_plan(sweep, store, cmd.until_decided)
     stop = threading.Event()
@@ -346,7 +355,7 @@ def do_run(cmd: Run, sweep: Sweep) -> int:
 
         return run_until_decided(sweep, store, lambda runs: run_runs(cmd, sweep, store, runs,
                                                                      stop),
-                                 stop, max_attempts=cmd.max_attempts)
+                                 stop, max_attempts=cmd.max_attempts, strict=cmd.strict)
     return run_runs(cmd, sweep, store, sweep.runs, stop)
 
 
@@ -399,7 +408,8 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
 
     counts = Counter(o.status for o in outcomes)
     print()
-    print(f"sweep {sweep.name}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"sweep {sweep.name}: " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+                                     or "no run ran"))
     if "wall_time_s" in perf:
         line = (f"wall time {perf['wall_time_s']:.1f} s; sum of run times "
                 f"{perf.get('run_wall_time_sum_s', 0):.1f} s")

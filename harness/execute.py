@@ -87,6 +87,15 @@ class Outcome:
     """Failed runs: 'transient' (retried) or 'deterministic' (not), see harness.retry."""
 
 
+def process_gpus(gpu_ids: Sequence[int] | None, per_process: int,
+                 index: int) -> list[int] | None:
+    """The GPUs of the run's index-th process on this machine: its own `per_process` of
+    the run's (every process seeing all of them, each would take the first ones)."""
+    if gpu_ids is None:
+        return None
+    return list(gpu_ids[index * per_process:(index + 1) * per_process])
+
+
 def child_env(
     spec: RunSpec, cpu_ids: Sequence[int] | None, gpu_ids: Sequence[int] | None,
     base: dict[str, str] | None = None,
@@ -106,6 +115,9 @@ def child_env(
         ).strip()
     elif gpu_ids is not None:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
+        # jax.distributed keeps them all (inside a Slurm allocation it would keep only
+        # the GPU numbered SLURM_LOCALID; see cleanba.core.layout.local_device_ids)
+        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(len(gpu_ids))))
     env.setdefault("WANDB_MODE", "offline")
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(
@@ -171,10 +183,11 @@ def launch_and_wait(
         for i, pid in enumerate(process_ids):
             argv = spec.command(run_dir, process_id=pid, coordinator=coordinator, python=python)
             my_cpus = list(cpu_ids[i * cpp:(i + 1) * cpp]) if cpu_ids else None
+            my_gpus = process_gpus(gpu_ids, spec.layout.devices_per_process, i)
             shim = [python, "-m", "harness._child"]
             if my_cpus:
                 shim += ["--cpus", ",".join(map(str, my_cpus))]
-            env = child_env(spec, my_cpus, gpu_ids)
+            env = child_env(spec, my_cpus, my_gpus)
             env["HARNESS_PARENT_PID"] = str(os.getpid())
             log.write(f"=== process {pid}: {' '.join(argv)}\n".encode())
             log.flush()

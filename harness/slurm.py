@@ -35,6 +35,7 @@ from harness.execute import (
     run_peer_process,
 )
 from harness.retry import will_retry
+from harness.slurm_wait import Watcher, signals_held
 from harness.store import Store, run_state
 from harness.sweep import RunSpec, Sweep
 from runrecord import schema
@@ -217,8 +218,6 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
     records to settle as `interrupted` and returns what happened to each run."""
     from rich.console import Console
 
-    from harness.slurm_wait import Watcher
-
     console = Console()
     folder = store.sweep_dir / "slurm"
     folder.mkdir(parents=True, exist_ok=True)
@@ -242,43 +241,64 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
         else:
             todo.append(spec)
 
-    def submit(specs: list[RunSpec]) -> list[tuple[RunSpec, Any]]:
-        """Submit `specs`: one executor (and, with use_array, one array) per job shape."""
+    def submit(specs: list[RunSpec],
+               into: list[tuple[RunSpec, Any]] | None = None) -> list[tuple[RunSpec, Any]]:
+        """Submit `specs`: one executor (and, with use_array, one array) per job shape;
+        each job goes into `into` as soon as it is submitted. A stop ends the submitting."""
         groups: dict[str, list[RunSpec]] = defaultdict(list)
         for spec in specs:
             params = slurm_parameters(spec, sweep.slurm)
             params.pop("job_name")
             groups[repr(sorted(params.items()))].append(spec)
-        jobs: list[tuple[RunSpec, Any]] = []
+        jobs: list[tuple[RunSpec, Any]] = [] if into is None else into
         use_array = bool(sweep.slurm.get("use_array", True))
+        stopped = lambda: stop is not None and stop.is_set()  # noqa: E731
         for group in groups.values():
-            if stop is not None and stop.is_set():
+            if stopped():
                 break
             executor = make_executor(folder, cluster, group[0], sweep.slurm)
             limit = float(job_shape(group[0], sweep.slurm)["timeout_min"])
-            n = len(group)
-            if use_array and n > 1:
-                if cluster == "slurm":
-                    executor.update_parameters(job_name=f"{sweep.name}-array")
-                submitted = executor.map_array(slurm_job, group, [str(store.root)] * n,
-                                               [max_attempts] * n, [retry_skipped] * n,
-                                               [limit] * n)
-            else:
-                submitted = []
-                for spec in group:
-                    if cluster == "slurm":
-                        executor.update_parameters(job_name=f"{spec.sweep}-{spec.run_id}")
-                    submitted.append(executor.submit(slurm_job, spec, str(store.root),
-                                                     max_attempts, retry_skipped, limit))
-            for spec, job in zip(group, submitted, strict=True):
-                jobs.append((spec, job))
-                if progress:
-                    console.print(f"submitted {spec.run_id} {spec.label()} as job "
-                                  f"{job.job_id}", highlight=False, soft_wrap=True)
+            batches = [group] if use_array and len(group) > 1 else [[spec] for spec in group]
+            for batch in batches:
+                if stopped():
+                    break
+                with signals_held():  # a job sbatch made is in `jobs` before Ctrl-C acts
+                    if len(batch) > 1:
+                        if cluster == "slurm":
+                            executor.update_parameters(job_name=f"{sweep.name}-array")
+                        k = len(batch)
+                        submitted = executor.map_array(
+                            slurm_job, batch, [str(store.root)] * k, [max_attempts] * k,
+                            [retry_skipped] * k, [limit] * k)
+                    else:
+                        if cluster == "slurm":
+                            executor.update_parameters(
+                                job_name=f"{batch[0].sweep}-{batch[0].run_id}")
+                        submitted = [executor.submit(slurm_job, batch[0], str(store.root),
+                                                     max_attempts, retry_skipped, limit)]
+                    for spec, job in zip(batch, submitted, strict=True):
+                        jobs.append((spec, job))
+                        if progress:
+                            console.print(f"submitted {spec.run_id} {spec.label()} as job "
+                                          f"{job.job_id}", highlight=False, soft_wrap=True)
         return jobs
 
     watcher = Watcher(store, cluster, len(sweep.runs), console if progress else None,
                       stop, poll_s)
     watcher.outcomes = outcomes
-    watcher.watch(submit(todo), submit)
+    jobs: list[tuple[RunSpec, Any]] = []
+    hurry = False
+    try:
+        submit(todo, into=jobs)
+    except KeyboardInterrupt:  # a second Ctrl-C while submitting: cancel what was submitted
+        if stop is None:
+            raise
+        stop.set()
+        if progress:
+            console.print("harness: second interrupt while submitting: cancelling the "
+                          f"{len(jobs)} job(s) submitted; the records say what happened",
+                          highlight=False, soft_wrap=True)
+        hurry = True
+    watcher.watch(jobs, submit, hurry=hurry)
     return watcher.outcomes
+

@@ -1,18 +1,21 @@
 """Waiting for the Slurm jobs of one `harness run`, until every run has an outcome.
 
 A job is finished when the controller says it ended (squeue/sacct, see slurm_queue) and
-its result file is there; a job that ended without one (cancelled while pending, killed,
-its node lost), or whose state stays unknown, is settled from its run record after a
-bounded wait: a record left `running` becomes `interrupted` with the reason. A requeued
+its result file is there (a COMPLETING job first shows whether it was requeued: its result
+file is then the stopped attempt's); a job that ended without one (cancelled while pending,
+killed, its node lost), or whose state stays unknown, is settled from its run record after
+a bounded wait: a record left `running` becomes `interrupted` with the reason. A requeued
 job is waited for until it ends again. A preempted run is resubmitted (no attempt spent).
 Ctrl-C or SIGTERM to the harness (`stop`) cancels the jobs and waits for their records.
 """
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,9 @@ from runrecord import schema
 RESULT_WAIT_S = 10.0  # a job that ended: how long its result file may take to appear
 UNKNOWN_WAIT_S = 120.0  # a job neither squeue nor sacct lists (no accounting, long gone)
 CANCEL_WAIT_S = 90.0  # after Ctrl-C: Slurm's KillWait (30 s) + the trainer's stop grace
+# A COMPLETING job may be on its way to PENDING (requeued: its result file is the stopped
+# attempt's, to be overwritten): its result counts once the state is final, or after this.
+COMPLETING_WAIT_S = 90.0
 PENDING_NOTE_S = 10.0  # how often to look at why a pending job waits
 NOT_STARTED = "not-started"  # a cancelled job never ran its run: no outcome, no record
 MAX_PREEMPTIONS = 3  # resubmissions of one run in one `harness run`
@@ -48,9 +54,25 @@ class Watched:
     submitted_at: float = field(default_factory=time.time)
     ended_since: float | None = None
     unknown_since: float | None = None
+    completing_since: float | None = None
     noted_at: float = 0.0
     reason_shown: str = ""
     preemptions: int = 0
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is left (the harness's handlers then run),
+    in the main thread and in the sbatch or scancel it starts (they inherit the mask): a
+    Ctrl-C never lands between Slurm's taking a job and the harness's noting it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def job_error_text(e: BaseException) -> str:
@@ -126,10 +148,12 @@ class Watcher:
             self.console.print(text, highlight=False, soft_wrap=True)
 
     def watch(self, jobs: list[tuple[RunSpec, Any]],
-              resubmit: Callable[[list[RunSpec]], list[tuple[RunSpec, Any]]]) -> None:
+              resubmit: Callable[[list[RunSpec]], list[tuple[RunSpec, Any]]],
+              hurry: bool = False) -> None:
+        """Until every job's run has an outcome. `hurry` (the user pressed Ctrl-C twice
+        already): cancel the jobs and settle from the records without waiting."""
         pending = [Watched(spec, job) for spec, job in jobs]
         cancelled_at: float | None = None
-        hurry = False
         while pending:
             try:
                 stopped = self.stop is not None and self.stop.is_set()
@@ -144,30 +168,36 @@ class Watcher:
                     hurry or time.monotonic() - cancelled_at > CANCEL_WAIT_S)
                 states = (self.queue.states([w.job.job_id for w in pending])
                           if self.queue is not None else None)
-                still, again = [], []
-                for w in pending:
-                    o = self._check(w, states, stopped, give_up)
-                    if o is None:
-                        still.append(w)
-                    elif (o.status == schema.INTERRUPTED and o.error.startswith("Preempted")
-                          and not stopped and w.preemptions < MAX_PREEMPTIONS):
-                        self.say(f"preempted: {o.run_id} {o.label} (job {w.job.job_id}): "
-                                 "resubmitted, no attempt spent")
-                        again.append(w)
-                    elif o.status != NOT_STARTED:
-                        self._record(w, o)
-                for w, (spec, job) in zip(again, resubmit([w.spec for w in again]),
-                                          strict=False):
-                    still.append(Watched(spec, job, preemptions=w.preemptions + 1))
-                pending = still
+                with signals_held():  # a Ctrl-C here would record an outcome twice
+                    pending = self._step(pending, states, stopped, give_up, resubmit)
                 if pending:
                     time.sleep(self.poll_s)
-            except KeyboardInterrupt:  # a second Ctrl-C: settle from the records now
-                if cancelled_at is None:
+            except KeyboardInterrupt:  # a second Ctrl-C: cancel (again) and settle now
+                if self.stop is None or not self.stop.is_set():
                     raise
                 self.say("harness: second interrupt: not waiting any longer; the records "
                          "say what happened")
                 hurry = True
+
+    def _step(self, pending: list[Watched], states: dict[str, str] | None, stopped: bool,
+              give_up: bool, resubmit: Callable[[list[RunSpec]], list[tuple[RunSpec, Any]]]
+              ) -> list[Watched]:
+        """Record the outcomes of the jobs that are over; those still to wait for."""
+        still, again = [], []
+        for w in pending:
+            o = self._check(w, states, stopped, give_up)
+            if o is None:
+                still.append(w)
+            elif (o.status == schema.INTERRUPTED and o.error.startswith("Preempted")
+                  and not stopped and w.preemptions < MAX_PREEMPTIONS):
+                self.say(f"preempted: {o.run_id} {o.label} (job {w.job.job_id}): "
+                         "resubmitted, no attempt spent")
+                again.append(w)
+            elif o.status != NOT_STARTED:
+                self._record(w, o)
+        for w, (spec, job) in zip(again, resubmit([w.spec for w in again]), strict=False):
+            still.append(Watched(spec, job, preemptions=w.preemptions + 1))
+        return still
 
     def _cancel(self, pending: list[Watched]) -> None:
         if self.cluster == "slurm":
@@ -199,6 +229,12 @@ class Watcher:
                 return self._result(w)
             return self._give_up(w, "stopped", stopped) if give_up else None
         state = None if states is None else states.get(job_id)
+        if state == "COMPLETING":
+            w.completing_since = w.completing_since or now
+            if now - w.completing_since < COMPLETING_WAIT_S and not give_up:
+                return None
+        else:
+            w.completing_since = None
         if state is not None and state not in TERMINAL and state != "COMPLETING":
             w.unknown_since = w.ended_since = None
             if state == "PENDING" and now - w.noted_at > PENDING_NOTE_S:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -115,9 +116,11 @@ def ledger(sweep: Path, name: str) -> list[str]:
 class Harness:
     """`harness run --backend slurm` in the background; its console read line by line."""
 
-    def __init__(self, sweep: Path, root: Path, *extra: str):
+    def __init__(self, sweep: Path, root: Path, *extra: str, path_first: Path | None = None):
         env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "offline",
                "PYTHONUNBUFFERED": "1"}
+        if path_first is not None:  # commands found there before Slurm's own
+            env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "harness", "run", "--sweep", str(sweep), "--results-root",
              str(root), "--backend", "slurm", *extra],
@@ -163,6 +166,17 @@ class Harness:
             raise AssertionError(f"harness still running after {timeout} s:\n{self.text}") from None
         self._reader.join(timeout=10)
         return rc
+
+
+def slow_sbatch(folder: Path, delay_s: float) -> Path:
+    """A folder whose `sbatch` waits `delay_s`, then is Slurm's own: a busy controller,
+    so that a test can interrupt a submission half-way."""
+    folder.mkdir(parents=True, exist_ok=True)
+    real = shutil.which("sbatch") or "/usr/bin/sbatch"
+    script = folder / "sbatch"
+    script.write_text(f'#!/bin/sh\nsleep {delay_s}\nexec {real} "$@"\n')
+    script.chmod(0o755)
+    return folder
 
 
 def run_harness(sweep: Path, root: Path, *extra: str, timeout: float = 180) -> tuple[int, str]:

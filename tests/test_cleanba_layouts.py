@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -99,3 +100,40 @@ def test_the_coordinator_binds_to_its_own_address_unless_told_otherwise():
                                     {BIND_ENV_VAR: "10.0.0.5:1234"}) == "10.0.0.5:1234"
     with pytest.raises(ConfigError, match="is not HOST:PORT"):
         coordinator_bind_address("node01:1234", "node01", {})
+
+
+def test_a_slurm_task_asks_jax_for_its_own_slice_of_the_nodes_gpus():
+    """Inside a Slurm step JAX gave every process of a d>1 run the one GPU numbered
+    SLURM_LOCALID, however many its layout uses (issue 32's half-avoided pitfall)."""
+    from cleanba.core.config import CommonConfig, ConfigError
+    from cleanba.core.layout import local_device_ids
+
+    two = CommonConfig(actor_device_ids=(0,), learner_device_ids=(0, 1))
+    assert local_device_ids(two, {}) is None  # outside Slurm: every device stays visible
+    assert local_device_ids(two, {"SLURM_LOCALID": "0"}) == [0, 1]
+    assert local_device_ids(two, {"SLURM_LOCALID": "1"}) == [2, 3]
+    assert local_device_ids(CommonConfig(), {"SLURM_LOCALID": "3"}) == [3]  # JAX's answer
+    assert local_device_ids(two, {"SLURM_LOCALID": "1", "JAX_LOCAL_DEVICE_IDS": "5,6"}) == [5, 6]
+    with pytest.raises(ConfigError, match="JAX_LOCAL_DEVICE_IDS='a,b' is not"):
+        local_device_ids(two, {"JAX_LOCAL_DEVICE_IDS": "a,b"})
+
+
+def test_jax_distributed_under_slurm_variables_keeps_the_layouts_gpus():
+    """The real jax.distributed.initialize with a Slurm step's variables (a one-process
+    group on localhost): the GPUs it makes visible are the task's slice."""
+    script = (
+        "import jax\n"
+        "from cleanba.core.config import CommonConfig\n"
+        "from cleanba.core.layout import init_distributed\n"
+        "c = CommonConfig(actor_device_ids=(0,), learner_device_ids=(0, 1), distributed=True,"
+        f" coordinator_address='127.0.0.1:{free_port()}', num_processes=1, process_id=0)\n"
+        "init_distributed(c)\n"
+        "print('visible', jax.config.values['jax_cuda_visible_devices'])\n"
+        "jax.distributed.shutdown()\n"
+    )
+    slurm = {"SLURM_JOB_ID": "4242", "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2",
+             "SLURM_PROCID": "1", "SLURM_LOCALID": "1", "SLURM_NODEID": "0"}
+    p = subprocess.run([sys.executable, "-c", script], env=trainer_env(1, **slurm),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "visible 2,3" in p.stdout, p.stdout  # JAX alone: "visible 1"

@@ -19,6 +19,7 @@ from harness.adaptive.store import LOOKS_FILE, adaptive_dir, append_look, read_l
 from harness.store import Store
 from harness.sweep import SweepError, load_sweep, parse_sweep
 from harness.sweep.model import AdaptiveConfig, adaptive_seeds
+from runrecord.exits import EXIT_UNDECIDED
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
@@ -206,10 +207,14 @@ def test_hard_comparison_runs_to_the_cap_and_the_report_shows_every_look(tmp_pat
     sweep = fake_sweep(tmp_path, delta=0.0005, offset=0.1)
     root = tmp_path / "res"
     p = harness(*run_args(sweep, root))
-    assert p.returncode == 0, p.stdout + p.stderr
+    # UNDECIDED AT CAP is neither a pass nor a failure: the verdicts' own exit code
+    assert p.returncode == EXIT_UNDECIDED, p.stdout + p.stderr
     assert "reached the cap at look 3 without a decision" in p.stdout, p.stdout
     assert look_indexes(root) == [1, 2, 3]
     assert len(ledger(tmp_path)) == 8
+    p = harness(*run_args(sweep, root), "--strict")  # the looks reused, nothing run
+    assert p.returncode == 1 and "reached the cap at look 3" in p.stdout, p.stdout + p.stderr
+    assert look_indexes(root) == [1, 2, 3] and len(ledger(tmp_path)) == 8
     p = harness("report", "--sweep", str(sweep), "--results-root", str(root))
     assert p.returncode == 0, p.stdout + p.stderr
     page = (root / "ad" / "report" / "index.html").read_text()
@@ -220,6 +225,15 @@ def test_hard_comparison_runs_to_the_cap_and_the_report_shows_every_look(tmp_pat
         < page.index("id='figures'")
     for n in (2, 3, 4):  # seeds per side at each look
         assert f"a0-l0-d1 {n}" in page and f"a0-l1-d1 {n}" in page
+
+
+def test_strict_on_a_fixed_sweep_is_refused_and_writes_nothing(tmp_path):
+    sweep = fake_sweep(tmp_path, delta=0.2)
+    sweep.write_text(sweep.read_text().replace(f"[adaptive]\n{DESIGN}", ""))
+    root = tmp_path / "res"
+    p = harness(*run_args(sweep, root), "--strict")
+    assert p.returncode == 2 and "--strict is for adaptive runs" in p.stderr, p.stderr
+    assert not root.exists() and not (tmp_path / "ledger.txt").exists()
 
 
 def test_failed_run_stops_the_look_and_the_next_run_retries_it(tmp_path):
@@ -270,7 +284,7 @@ def test_killed_adaptive_sweep_resumes_at_the_right_look(tmp_path, sig, when):
     recorded_before = look_indexes(root)
     assert recorded_before == [1], out
     p = harness(*run_args(sweep, root))
-    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.returncode == EXIT_UNDECIDED, p.stdout + p.stderr  # the cap, undecided
     assert "look 1 of 3 (2 seeds per side) was recorded by an earlier run; reused" in p.stdout
     assert look_indexes(root) == [1, 2, 3]  # each look once
     completions = ledger(tmp_path)
@@ -299,9 +313,25 @@ def test_batches_go_through_the_slurm_backend_one_submission_per_look(tmp_path):
     sweep = fake_sweep(tmp_path, delta=0.0005, offset=0.1, extra="[slurm]\ntimeout_min = 5")
     root = tmp_path / "res"
     p = harness(*run_args(sweep, root, "--backend", "slurm", "--slurm-cluster", "local"))
-    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.returncode == EXIT_UNDECIDED, p.stdout + p.stderr
     assert "reached the cap at look 3" in p.stdout, p.stdout
     assert look_indexes(root) == [1, 2, 3] and len(ledger(tmp_path)) == 8
     batches = [json.loads(x) for x in (root / "ad" / "harness-runs.jsonl").read_text().splitlines()]
     assert [(e["backend"], e["runs"]) for e in batches] == [("slurm", 4), ("slurm", 2),
                                                            ("slurm", 2)]
+
+
+def test_the_exit_code_of_the_last_looks_decisions():
+    """0 only when every verdict passed; a decided failure 1; UNDECIDED AT CAP 4 (1 under
+    --strict), as `analysis equivalence` and `harness regress` give them."""
+    from analysis.sequential import UNDECIDED, Look
+    from harness.adaptive.run import decisions_exit
+
+    def look(decision: str) -> Look:
+        return Look("equivalence", "g", 3, {"a": 4, "b": 4}, 0.0, 1.0, decision, "")
+
+    assert decisions_exit([look("PASS"), look("PASS")]) == 0
+    assert decisions_exit([look("PASS"), look(UNDECIDED)]) == EXIT_UNDECIDED
+    assert decisions_exit([look("PASS"), look(UNDECIDED)], strict=True) == 1
+    assert decisions_exit([look("DIFFERENT"), look(UNDECIDED)]) == 1
+    assert decisions_exit([look("REGRESSION")]) == 1

@@ -14,6 +14,7 @@ import pytest
 
 from harness.adaptive.store import read_lines
 from harness.store import Store
+from runrecord.exits import EXIT_FAILED, EXIT_UNDECIDED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,10 +82,15 @@ def test_cartpole_easy_comparison_stops_early_hard_one_runs_to_its_cap(tmp_path)
     hard = tmp_path / "hard.toml"
     hard.write_text(HARD.format(reference=root / "easy"))
     p = harness("run", "--sweep", str(hard), "--results-root", str(root), "--no-progress")
-    assert p.returncode == 0, p.stdout + p.stderr
     assert "reached the cap at look 2 without a decision" in p.stdout, p.stdout
     assert "needs:" in p.stdout, p.stdout
-    assert [e["index"] for e in read_lines(Store(root, "hard"))] == [1, 2]
+    lines = read_lines(Store(root, "hard"))
+    assert [e["index"] for e in lines] == [1, 2]
+    # The exit code is the verdicts' own: a decided failure 1, else UNDECIDED AT CAP 4.
+    last = [e["look"]["decision"] for e in lines if e["index"] == 2]
+    failed = any(d in ("DIFFERENT", "REGRESSION") for d in last)
+    assert "UNDECIDED AT CAP" in last, last
+    assert p.returncode == (EXIT_FAILED if failed else EXIT_UNDECIDED), p.stdout + p.stderr
 
     for sweep, name in ((easy, "easy"), (hard, "hard")):
         p = harness("report", "--sweep", str(sweep), "--results-root", str(root))

@@ -10,11 +10,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from harness.execute import child_env
+from harness.execute import child_env, process_gpus
 from harness.store import RunLock, lock_holder, read_manifest_or_none, run_state
 from harness.sweep import load_sweep
 from runrecord import find_run_dirs, load_run, read_manifest
@@ -211,6 +212,20 @@ def test_child_env_gives_every_cpu_run_the_sweeps_largest_device_count(tmp_path)
     assert child_env(one.runs[0], [0], None, base=base)["XLA_FLAGS"].endswith("device_count=1")
     env = child_env(sw.runs[0], [0, 1], None, base={})
     assert env["OMP_NUM_THREADS"] == "2" and env["JAX_PLATFORMS"] == "cpu"
+
+
+def test_each_process_of_a_gpu_run_gets_its_own_gpus(tmp_path):
+    """A d2 run on 4 local GPUs: process i sees its own two (both saw all four, and each
+    took the first two), and jax.distributed keeps both (not the SLURM_LOCALID one)."""
+    sw = load_sweep(write_sweep(tmp_path, layouts=("a0-l0,1-d2",)))
+    spec = replace(sw.runs[0], resources=replace(sw.runs[0].resources, accelerator="gpu"))
+    assert spec.gpus_needed == 4
+    mine = [process_gpus([4, 5, 6, 7], spec.layout.devices_per_process, i) for i in (0, 1)]
+    assert mine == [[4, 5], [6, 7]]
+    env = child_env(spec, None, mine[1], base={"SLURM_LOCALID": "0"})
+    assert env["CUDA_VISIBLE_DEVICES"] == "6,7" and env["JAX_LOCAL_DEVICE_IDS"] == "0,1"
+    assert process_gpus(None, 2, 1) is None
+    assert "CUDA_VISIBLE_DEVICES" not in child_env(spec, None, None, base={})
 
 
 def test_status_and_plan_report_states(tmp_path):

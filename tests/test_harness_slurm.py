@@ -143,3 +143,42 @@ def test_job_in_unknown_state_is_settled_after_the_bounded_wait(tmp_path, monkey
     assert o_died.status == "interrupted" and "job 999992" in o_died.error
     st = run_state(store.run_dir(died.run_id))
     assert st.state == "interrupted" and st.failures == 0, st
+
+
+def test_a_requeued_jobs_stale_result_is_not_its_outcome(tmp_path, monkeypatch):
+    """Issue 32, 5 (CI, stop 35): `scontrol requeue` stops the attempt, whose job writes its
+    result (`interrupted`) while Slurm shows it COMPLETING on its way back to PENDING. The
+    harness took that result as the run's outcome; it now waits for a final state and
+    takes the result the job writes when it ends again."""
+    import pickle
+
+    import submitit
+
+    from harness import slurm_wait
+    from harness.store import Store
+
+    sw = parse_sweep(GPU_SWEEP, "gpu.toml")
+    store = Store(tmp_path, sw.name)
+    spec = sw.runs[0]
+    job = submitit.SlurmJob(tmp_path / "slurm", job_id="999993")
+    job.paths.folder.mkdir(parents=True)
+
+    def result(status: str) -> None:
+        with job.paths.result_pickle.open("wb") as f:
+            pickle.dump(("success", {"run_id": spec.run_id, "label": spec.label(),
+                                     "status": status}), f)
+
+    monkeypatch.setattr(slurm_wait, "PENDING_NOTE_S", 1e9)  # no squeue for the reason
+    watcher = slurm_wait.Watcher(store, "slurm", 1, None, None, poll_s=0)
+    w = slurm_wait.Watched(spec, job, submitted_at=0.0)
+    result("interrupted")  # the stopped attempt's
+    for state in ("COMPLETING", "REQUEUED", "PENDING", "RUNNING", "COMPLETING"):
+        assert watcher._check(w, {"999993": state}, False, False) is None, state
+    result("completed")
+    assert watcher._check(w, {"999993": "COMPLETED"}, False, False).status == "completed"
+    # A job stuck COMPLETING (an epilog that hangs) is not waited for for ever.
+    monkeypatch.setattr(slurm_wait, "COMPLETING_WAIT_S", 0.2)
+    w = slurm_wait.Watched(spec, job, submitted_at=0.0)
+    assert watcher._check(w, {"999993": "COMPLETING"}, False, False) is None
+    time.sleep(0.3)
+    assert watcher._check(w, {"999993": "COMPLETING"}, False, False).status == "completed"

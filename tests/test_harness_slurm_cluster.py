@@ -31,6 +31,7 @@ from slurm_cluster import (
     ledger,
     node,
     run_harness,
+    slow_sbatch,
     slurm,
     sweep_file,
     wait_until,
@@ -184,6 +185,33 @@ def second_sigint(d: Path) -> dict[str, Any]:
             "after": snapshot(root, "twice", [run_id])[run_id]}
 
 
+SUBMITTING = 16  # runs, one job each; sbatch takes 0.3 s: submitting them takes ~5 s
+
+
+def sigint_twice_while_submitting(d: Path) -> dict[str, Any]:
+    """Ctrl-C at the first job submitted, and again once the harness says it stops, one
+    job per run (held: none runs). The second lands while it submits, before it cancels or
+    while it waits: each must end the same way."""
+    sweep = sweep_file(d / "s.toml", "midsubmit", list(range(1, SUBMITTING + 1)),
+                       slurm_extra=f"use_array = false\n{HOLD}", overrides=LONG)
+    root = d / "res"
+    h = Harness(sweep, root, path_first=slow_sbatch(d / "bin", 0.3))
+    h.wait_line(r"^submitted ")
+    h.signal(signal.SIGINT)
+    h.wait_line(r"^harness: SIGINT: stopping the runs in flight")
+    h.signal(signal.SIGINT)
+    rc = h.wait(timeout=120)
+    jobs = dict(re.findall(r"^submitted (\w+) .* as job (\S+)$", h.text, re.M))
+    states = {j: job_state(j) for j in jobs.values()}
+    after = snapshot(root, "midsubmit", jobs)
+    sweep_file(sweep, "midsubmit", list(range(1, SUBMITTING + 1)),
+               slurm_extra="use_array = false", overrides=LONG)
+    go_fast(sweep)
+    second = run_harness(sweep, root)
+    return {"d": d, "sweep": sweep, "rc": rc, "text": h.text, "jobs": jobs, "states": states,
+            "after": after, "second": second}
+
+
 def slurm_time_limit(d: Path) -> dict[str, Any]:
     """[slurm] timeout_min = 1 (Slurm's least) and a run that needs 100 s."""
     sweep = sweep_file(d / "s.toml", "limit", [1], slurm_extra="timeout_min = 1",
@@ -256,6 +284,7 @@ def without_accounting(tmp_path_factory):
     return Scenarios(tmp_path_factory.mktemp("plain"), {
         "normal": normal_path, "scancel": scancel_running_and_pending,
         "sigint": stop_harness(signal.SIGINT), "twice": second_sigint,
+        "midsubmit": sigint_twice_while_submitting,
         "limit": slurm_time_limit,
         "own": own_timeout_first, "preempt": usr2_preemption, "raises": job_raises,
     })
@@ -361,6 +390,27 @@ class TestWithoutAccounting:
         assert job_state(r["job"]) in ("CANCELLED", ""), r["job"]
         st, failures, err = r["after"]
         assert st == schema.INTERRUPTED and failures == 0 and "SIGTERM" in err["message"]
+
+    def test_sigint_twice_while_submitting(self, without_accounting):
+        """Ctrl-C twice during submission ended in a KeyboardInterrupt traceback, and the
+        jobs sbatch had made kept running: now submitting stops, what was submitted is
+        cancelled, the summary and log line are written, exit 130."""
+        r = without_accounting.get("midsubmit")
+        assert r["rc"] == 130, r["text"]
+        no_traceback(r["text"])
+        assert "harness: SIGINT: stopping the runs in flight" in r["text"], r["text"]
+        assert 1 <= len(r["jobs"]) < SUBMITTING, r["text"]  # submitting stopped
+        assert all(s in ("CANCELLED", "") for s in r["states"].values()), r["states"]
+        assert all(st != schema.RUNNING and failures == 0
+                   for st, failures, _ in r["after"].values()), r["after"]
+        assert re.search(r"^sweep midsubmit: no run ran$", r["text"], re.M), r["text"]
+        assert f"{SUBMITTING} run(s) not started: the next `harness run` runs them" in r["text"]
+        assert log_line(r["d"] / "res", "midsubmit", 0)["exit_code"] == 130
+        rc2, text2 = r["second"]
+        assert rc2 == 0 and f"{SUBMITTING} completed" in text2, text2
+        assert sorted(ledger(r["sweep"], "midsubmit")) == sorted(
+            set(ledger(r["sweep"], "midsubmit")))  # each run completed once
+        assert len(ledger(r["sweep"], "midsubmit")) == SUBMITTING
 
     def test_slurm_time_limit_records_timeout_and_spends_an_attempt(self, without_accounting):
         """Issue 32, 1: at Slurm's limit the record stayed `running`, then `stale`."""

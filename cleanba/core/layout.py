@@ -58,6 +58,31 @@ def slurm_coordinator_address() -> str:
     return str(address)
 
 
+def local_device_ids(config: CommonConfig,
+                     environ: Mapping[str, str] = os.environ) -> list[int] | None:
+    """The GPUs this process asks jax.distributed for (its `local_device_ids`).
+
+    JAX_LOCAL_DEVICE_IDS when set (the user's choice; the harness's local launcher sets it
+    to its CUDA_VISIBLE_DEVICES). Inside a Slurm step, the slice of the node's GPUs that
+    this task's local rank owns, as many as its layout uses: layout devices 0..k-1 are the
+    node's GPUs r*k .. r*k+k-1, r = SLURM_LOCALID (the harness asks `--gpus-per-node` = k
+    x tasks on the node, every GPU visible to every task). Left to itself, JAX's Slurm
+    detection gives each process the one GPU numbered SLURM_LOCALID whatever its layout
+    uses (the same answer when k = 1). None outside Slurm: every device stays visible.
+    """
+    if ids := environ.get("JAX_LOCAL_DEVICE_IDS", "").strip():
+        try:
+            return [int(x) for x in ids.split(",")]
+        except ValueError:
+            raise ConfigError(f"JAX_LOCAL_DEVICE_IDS={ids!r} is not a comma-separated list "
+                              "of GPU numbers (e.g. 0,1)") from None
+    if "SLURM_LOCALID" not in environ:
+        return None
+    per_process = max((*config.actor_device_ids, *config.learner_device_ids)) + 1
+    rank = int(environ["SLURM_LOCALID"])
+    return list(range(rank * per_process, (rank + 1) * per_process))
+
+
 def init_distributed(config: CommonConfig) -> None:
     """Start jax.distributed when asked: explicit coordinator, or Slurm's variables. The
     coordinator (process 0) listens only on `coordinator_bind_address`."""
@@ -74,6 +99,7 @@ def init_distributed(config: CommonConfig) -> None:
             process_id=config.process_id,
             coordinator_bind_address=coordinator_bind_address(
                 config.coordinator_address, config.coordinator_bind_address),
+            local_device_ids=local_device_ids(config),
         )
     else:
         if "SLURM_JOB_ID" not in os.environ:
@@ -83,7 +109,8 @@ def init_distributed(config: CommonConfig) -> None:
                 "--num-processes N --process-id I"
             )
         jax.distributed.initialize(coordinator_bind_address=coordinator_bind_address(
-            slurm_coordinator_address(), config.coordinator_bind_address))
+            slurm_coordinator_address(), config.coordinator_bind_address),
+            local_device_ids=local_device_ids(config))
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ from runrecord.exits import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNAVAILABLE,
+    verdict_exit,
+    worst_exit,
 )
 
 if TYPE_CHECKING:
@@ -55,10 +57,13 @@ def say(text: str) -> None:
 
 
 def run_until_decided(sweep: Sweep, store: Store, run_batch: RunBatch,
-                      stop: threading.Event, max_attempts: int = 2) -> int:
+                      stop: threading.Event, max_attempts: int = 2,
+                      strict: bool = False) -> int:
     """Run the sweep's looks from the first one not recorded; the exit code says why it
-    stopped: 0 decided or at the cap, 1 a run failed, 3 a run was skipped (unavailable),
-    2 the analysis refused the runs, 130 interrupted."""
+    stopped. Stopped on its looks: the verdicts' own three outcomes (decisions_exit: 0
+    every verdict passed, 1 one failed, 4 UNDECIDED AT CAP, 1 under `strict`). Else 1 a
+    run failed, 3 a run was skipped (unavailable), 2 the analysis refused the runs, 130
+    interrupted."""
     assert sweep.adaptive is not None
     lock = adaptive_lock(store)
     if not lock.acquire():
@@ -66,7 +71,7 @@ def run_until_decided(sweep: Sweep, store: Store, run_batch: RunBatch,
               f"({lock_holder(lock.path.parent)}); wait for it", file=sys.stderr)
         return EXIT_FAILED
     try:
-        return _looks(_Adaptive(sweep, store, run_batch, stop, max_attempts))
+        return _looks(_Adaptive(sweep, store, run_batch, stop, max_attempts, strict))
     finally:
         lock.release()
 
@@ -80,6 +85,7 @@ class _Adaptive:
     run_batch: RunBatch
     stop: threading.Event
     max_attempts: int
+    strict: bool = False
 
     @property
     def config(self) -> AdaptiveConfig:
@@ -119,10 +125,24 @@ def _looks(ad: _Adaptive) -> int:
                 say(line)
         if all(look.decided for look in looks) or index == total:
             say(stop_reason(ad.sweep, prog))
-            return EXIT_OK
+            return decisions_exit(looks, ad.strict)
         if ad.stop.is_set():
             return _interrupted(index + 1)
     raise AssertionError("unreachable: the last look always ends the loop")
+
+
+def decisions_exit(looks: list[Look], strict: bool = False) -> int:
+    """The exit code of the last look's decisions, as each verdict's own command would
+    give it: PASS 0, DIFFERENT or REGRESSION 1, UNDECIDED AT CAP (or a verdict still
+    open) runrecord.exits.EXIT_UNDECIDED, EXIT_FAILED under `strict`; the worst wins."""
+    from analysis.sequential import UNDECIDED
+    from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
+
+    assert all(look.decision in (PASS, DIFFERENT, REGRESSION, UNDECIDED, "CONTINUE")
+               for look in looks), [look.decision for look in looks]
+    return worst_exit(EXIT_OK, *(verdict_exit(look.decision == PASS,
+                                              look.decision in (DIFFERENT, REGRESSION),
+                                              strict) for look in looks))
 
 
 def _new_look(ad: _Adaptive, index: int, seeds: int, reference_runs: list[Run] | None,
