@@ -301,4 +301,3 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
         hurry = True
     watcher.watch(jobs, submit, hurry=hurry)
     return watcher.outcomes
-
