@@ -252,16 +252,13 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
             groups[repr(sorted(params.items()))].append(spec)
         jobs: list[tuple[RunSpec, Any]] = [] if into is None else into
         use_array = bool(sweep.slurm.get("use_array", True))
-        stopped = lambda: stop is not None and stop.is_set()  # noqa: E731
         for group in groups.values():
-            if stopped():
-                break
             executor = make_executor(folder, cluster, group[0], sweep.slurm)
             limit = float(job_shape(group[0], sweep.slurm)["timeout_min"])
             batches = [group] if use_array and len(group) > 1 else [[spec] for spec in group]
             for batch in batches:
-                if stopped():
-                    break
+                if stop is not None and stop.is_set():
+                    return jobs
                 with signals_held():  # a job sbatch made is in `jobs` before Ctrl-C acts
                     if len(batch) > 1:
                         if cluster == "slurm":

@@ -135,10 +135,10 @@ def decisions_exit(looks: list[Look], strict: bool = False) -> int:
     """The exit code of the last look's decisions, as each verdict's own command would
     give it: PASS 0, DIFFERENT or REGRESSION 1, UNDECIDED AT CAP (or a verdict still
     open) runrecord.exits.EXIT_UNDECIDED, EXIT_FAILED under `strict`; the worst wins."""
-    from analysis.sequential import UNDECIDED
+    from analysis.sequential import CONTINUE, UNDECIDED
     from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
 
-    assert all(look.decision in (PASS, DIFFERENT, REGRESSION, UNDECIDED, "CONTINUE")
+    assert all(look.decision in (PASS, DIFFERENT, REGRESSION, UNDECIDED, CONTINUE)
                for look in looks), [look.decision for look in looks]
     return worst_exit(EXIT_OK, *(verdict_exit(look.decision == PASS,
                                               look.decision in (DIFFERENT, REGRESSION),
