@@ -43,6 +43,10 @@ class Equivalence(RecordArgs):
     """Per-seed value: the IQM over games, or the Atari-5 estimate of the 57-game median
     HNS from BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert (Atari suite only;
     docs/atari5.md)."""
+    unpaired: bool = False
+    """Welch's unpaired t even where the pairing by seed holds (same seeds, system and
+    env protocol on both sides; the line says which was used). Decide before looking:
+    pairing loses power at few seeds where the runs of a seed drift apart."""
 
     def run(self) -> int:
         from analysis.verdicts.compare import equivalence_verdicts
@@ -52,7 +56,8 @@ class Equivalence(RecordArgs):
         res = equivalence_verdicts(a, group=self.a, reference=self.reference,
                                    delta=self.delta,
                                    normalisers=parse_normalisers(self.normaliser),
-                                   metric=self.metric, bitwise_only=self.bitwise_only)
+                                   metric=self.metric, bitwise_only=self.bitwise_only,
+                                   unpaired=self.unpaired)
         print_warnings(res.warnings)
         print("\n".join(res.lines))
         if self.json_out:
@@ -105,6 +110,9 @@ class Regression(RunFilter, ScoreOptions):
     """Write the verdict as JSON here."""
     strict: bool = False
     """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
+    unpaired: bool = False
+    """Welch's unpaired bound even where the pairing by seed holds (same seeds, system and
+    env protocol on both sides; the line says which was used). Decide before looking."""
 
     def _runs(self, path: Path) -> list[Run]:
         rs = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n).runset()
@@ -128,7 +136,7 @@ class Regression(RunFilter, ScoreOptions):
                    allow_protocol_mismatch=self.allow_protocol_mismatch,
                    spread=ReferenceSpread(self.reference_sd, self.reference_seeds,
                                           self.reference_exact, self.assume_equal_spread),
-                   strict=self.strict)
+                   strict=self.strict, unpaired=self.unpaired)
         print_warnings(out.warnings)
         print("\n".join(out.lines(self.worst)))
         if self.json_out:

@@ -33,6 +33,7 @@ class WelchInterval:
     n_b: int
     mean_a: float
     mean_b: float
+    paired: bool = False  # the paired t of per-seed differences (analysis.stats.paired)
 
 
 def welch_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

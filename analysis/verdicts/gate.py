@@ -129,6 +129,7 @@ def gate(
     allow_protocol_mismatch: bool = False,
     spread: ReferenceSpread = ReferenceSpread(),
     strict: bool = False,
+    unpaired: bool = False,
 ) -> GateOutcome:
     """The regression gate of `new` against `reference` (run records, or a published
     number in the same normalised units); checks and their order in the module docstring.
@@ -137,7 +138,8 @@ def gate(
     delta None: the suite's margin (analysis.verdicts.margins). spread: what the user
     vouches for where a spread is unknown (a published number's sd and seeds, or exact;
     equal spreads for a one-seed side): analysis.verdicts.regression.ReferenceSpread.
-    strict: UNDECIDED exits EXIT_FAILED instead of EXIT_UNDECIDED."""
+    strict: UNDECIDED exits EXIT_FAILED instead of EXIT_UNDECIDED. unpaired: Welch even
+    where the pairing by seed holds (analysis.verdicts.seed_pairing)."""
     if metric not in GATE_METRICS:
         raise AnalysisError(f"regression metric {metric!r}; valid: {', '.join(GATE_METRICS)}")
     score, seed_metric = GATE_METRICS[metric]
@@ -165,7 +167,7 @@ def gate(
         res = regression_gate(_chosen(new_groups, selected), _chosen(ref_groups, selected),
                               m.value, confidence=confidence, score=score,
                               margin=m.describe(), metric=SEED_METRICS[seed_metric],
-                              metric_name=seed_metric, spread=spread)
+                              metric_name=seed_metric, spread=spread, unpaired=unpaired)
     else:  # a published number: one-sample bound on the new seeds
         selected = list(layouts) if layouts is not None else sorted(new_groups)
         _check_layouts(new_groups, selected, "new runs", system, _games(new), warnings)
