@@ -51,7 +51,9 @@ def aggregate_intervals(
 
 
 def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
-    """Paper-style table: raw final score mean ± std (ddof=0) over seeds per game."""
+    """Paper-style table: raw final score mean ± sd over seeds per game, the sample sd
+    (ddof=1): the sd `regression --reference-sd` takes (the paper's own tables print
+    the ddof=0 std, sqrt((n - 1) / n) of it)."""
     groups = list(suite)
     tasks = sorted({t for gs in suite.values() for t in gs.tasks})
     rows = []
@@ -63,12 +65,13 @@ def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
                 v = gs.final_raw[:, gs.tasks.index(t)]
                 # One seed has no spread: say so rather than print "± 0.00".
                 row.append(f"{v.mean():.2f} (1 seed)" if len(v) < 2
-                           else f"{v.mean():.2f} ± {v.std():.2f}")
+                           else f"{v.mean():.2f} ± {v.std(ddof=1):.2f}")
             else:
                 row.append("-")
         rows.append(row)
-    return TableData(name, "Final score per game: mean ± std over seeds of the mean return of "
-                     "each run's last 100 episodes (raw game score)", ["env", *groups], rows)
+    return TableData(name, "Final score per game: mean ± sd (ddof=1) over seeds of the mean "
+                     "return of each run's last 100 episodes (raw game score; the gate's "
+                     "--reference-unit return)", ["env", *groups], rows)
 
 
 def runtime_minutes(gs: GroupScores) -> tuple[float, float]:

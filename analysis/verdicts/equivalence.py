@@ -31,6 +31,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.inputs.cache import stored_digest, update_layout
+from analysis.inputs.env_versions import version_hint
 from analysis.inputs.facts import EPISODES, UPDATES
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
@@ -302,7 +303,7 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
     if a.tasks != b.tasks:
         raise AnalysisError(
             f"groups {a.group!r} and {b.group!r} cover different tasks: {a.tasks} vs {b.tasks}"
-        )
+            + version_hint(a.tasks, b.tasks))
     if a.frame_grid.shape != b.frame_grid.shape or not np.allclose(a.frame_grid, b.frame_grid):
         raise AnalysisError("groups must share one frame grid (build them with scores_by_group)")
     design = seed_design(list(a.runs.values()), list(b.runs.values()), a.seeds, b.seeds,

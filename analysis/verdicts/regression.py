@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
+from analysis.inputs.env_versions import version_hint
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
 from analysis.stats.paired import paired_stats
@@ -260,6 +261,7 @@ class RegressionResult:
     undecided: str = ""  # why UNDECIDED, and the seeds that would decide it
     strict: bool = False  # UNDECIDED exits EXIT_FAILED
     design: str = ""  # paired by seed, or Welch and why (analysis.verdicts.seed_pairing)
+    unit: str = ""  # the unit of the numbers, e.g. "HNS (...)" (analysis.scales.units)
 
     @property
     def upper_bound(self) -> float:
@@ -287,6 +289,7 @@ class RegressionResult:
             f" vs -delta {-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"
             + (f"; {self.design}" if self.design else "")
+            + (f"; numbers in {self.unit}" if self.unit else "")
         )
 
     def rules_text(self) -> list[str]:
@@ -409,7 +412,7 @@ def regression(
     res.identical = bool(np.ndim(reference_scores) > 0 and np.all(new == new[0]) and
                          np.all(np.asarray(reference_scores) == new[0]))
     if variance == PUBLISHED:
-        res.reference_seeds = f"published mean ± sd {spread.sd:g} of {n_ref} seeds"
+        res.reference_seeds = f"published mean ± sd {spread.sd:.4g} of {n_ref} seeds"
     return res
 
 
@@ -424,6 +427,7 @@ def check_same_games(new: Sequence[str], reference: Sequence[str]) -> None:
             + "; ".join(x for x in (f"missing in the reference: {only_new}" if only_new else "",
                                     f"missing in the new runs: {only_ref}" if only_ref else "")
                         if x)
+            + version_hint(new, reference)
             + ". A gate over different games compares nothing; select common games")
 
 
