@@ -220,6 +220,22 @@ def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
                              "markdown": table.markdown(), "csv": str(csv_path)})
 
 
+def _runtime_references(suite: dict[str, GroupScores], reference: str | None
+                        ) -> list[int] | None:
+    """Per group, the index of the group its runtime ratio is taken against: its
+    equivalence reference (analysis.verdicts.pairing), so the figure and the verdicts name
+    the same reference; None (the fastest bar) when the suite has no pair."""
+    try:
+        pairs = pair_groups(suite, reference=reference).pairs
+    except AnalysisError:
+        return None
+    if not pairs:
+        return None
+    index = {g: i for i, g in enumerate(suite)}
+    ref_of = {a.group: index[b.group] for a, b in pairs}
+    return [ref_of.get(g, i) for i, g in enumerate(suite)]
+
+
 def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sfx: str,
                   label: str, score: str, *, group_by: list[str], delta: Margin, seed: int,
                   reps: int, aggregate_reps: int, reference: str | None) -> None:
@@ -234,13 +250,14 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     _add_table(result, t, out_dir)
     add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
                                             score_label=score).as_dict())
-    # Curves
-    for metric in ("median", "iqm"):
-        curves = [efficiency_curve(gs, metrics=(metric,), reps=reps, seed=seed)
-                  for gs in suite.values()]
+    # Curves: one figure per aggregate, or one for aggregates whose curves coincide
+    curves = [efficiency_curve(gs, metrics=("median", "iqm"), reps=reps, seed=seed)
+              for gs in suite.values()]
+    for metric, *same in figs.coinciding({m: [c.metrics[m] for c in curves]
+                                          for m in ("median", "iqm")}):
         add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
                                               name=f"{metric}_vs_frames{sfx}",
-                                              score_label=score).as_dict())
+                                              score_label=score, same_as=same).as_dict())
     timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
     if len(timed) < len(suite):
         warnings.append(f"{label}: {len(suite) - len(timed)} group(s) lack wall times: "
@@ -248,10 +265,12 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     if timed:
         curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),
                                    reps=reps, seed=seed) for gs in timed]
-        for metric in ("median", "iqm"):
+        for metric, *same in figs.coinciding({m: [c.metrics[m] for c in curves]
+                                              for m in ("median", "iqm")}):
             add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
                                                   name=f"{metric}_vs_time{sfx}",
-                                                  score_label=score).as_dict())
+                                                  score_label=score,
+                                                  same_as=same).as_dict())
     add_fig(figs.performance_profile_figure(suite, out_dir, reps=reps, seed=seed,
                                             name=f"performance_profile{sfx}",
                                             score_label=score).as_dict())
@@ -268,7 +287,9 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                          [s for _, s in times], out_dir,
                                          name=f"runtimes{sfx}",
                                          what="training wall time per run, mean over runs",
-                                         error_what="std over runs").as_dict())
+                                         error_what="std over runs",
+                                         reference=_runtime_references(suite, reference))
+                .as_dict())
     # Per-game curves of each (system, architecture) with two groups or more.
     for family, fam in by_family(suite).items():
         if len(fam) < 2:
