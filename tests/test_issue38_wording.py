@@ -60,7 +60,7 @@ def test_equivalence_headings_bitwise_table_and_significance(capsys):
                  "--reference", f"{PPO} / a0-l0-d1"]) == 0
     out = capsys.readouterr().out
     assert "PASS (equivalent within ±0.2; the difference is significant)" in out
-    assert "significant inside the margin: 97.5% CI final IQM [-0.134" in out
+    assert "significant inside the margin: 97.5% CI IQM final [-0.134" in out
     assert "Welch (unpaired: different systems" in out
     assert "note: the default margin is the one for layouts of one system" in out
 

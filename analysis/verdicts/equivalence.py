@@ -227,9 +227,9 @@ class EquivalenceResult:
         return "IQM" if self.metric == "iqm" else self.metric
 
     def metrics(self) -> list[tuple[str, WelchInterval]]:
-        """The tested metrics by name: [("final IQM", ...), ("AUC IQM", ...)]."""
-        return [(f"final {self.metric_label}", self.final),
-                (f"AUC {self.metric_label}", self.auc)]
+        """The tested metrics by name: [("IQM final", ...), ("IQM AUC", ...)]."""
+        return [(f"{self.metric_label} final", self.final),
+                (f"{self.metric_label} AUC", self.auc)]
 
     def significant(self) -> list[str]:
         """The metrics whose difference is significant: its two-sided CI at
