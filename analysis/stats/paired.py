@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.stats.welch import WelchInterval, t_quantile
+from analysis.stats.welch import WelchInterval, t_interval
 
 
 def paired_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -57,13 +57,5 @@ def paired_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nda
         nan2 = (math.nan, math.nan)
         return WelchInterval(diff, math.nan, math.nan, nan2, nan2, 1, 1, float(a[0]),
                              float(b[0]), paired=True)
-    _, se_a, df_a = paired_stats(a, b)
-    se, df = float(se_a), float(df_a)
-    if se == 0:
-        ci90 = ci95 = (diff, diff)
-    else:
-        t90, t95 = float(t_quantile(0.95, df)), float(t_quantile(0.975, df))
-        ci90 = (diff - t90 * se, diff + t90 * se)
-        ci95 = (diff - t95 * se, diff + t95 * se)
-    return WelchInterval(diff, se, df, ci90, ci95, n, n, float(a.mean()), float(b.mean()),
-                         paired=True)
+    _, se, df = paired_stats(a, b)
+    return t_interval(a, b, diff, float(se), float(df), paired=True)
