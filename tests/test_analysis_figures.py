@@ -17,6 +17,7 @@ from analysis.output import figures as figs
 from analysis.output.report import aggregate_intervals
 from analysis.scoring.curves import efficiency_curve
 from analysis.scoring.grouping import analyse
+from analysis.stats.metrics import AGGREGATE_LABELS
 from analysis.verdicts.staleness import audit
 
 LAYOUTS = ("a0-l0-d1", "a0-l1-d1", "a0-l0,1-d1", "a0-l0-d2")
@@ -188,7 +189,12 @@ def test_runtime_labels_clear_of_whiskers_and_bars(tmp_path):
 def test_aggregate_axes_leave_room_for_the_extremes(cartpole, tmp_path):
     agg = aggregate_intervals(_groups(cartpole), reps=300)
     info = figs.aggregate_intervals_figure(agg, tmp_path)
-    for ax, metric in zip(info.figure.axes, next(iter(agg.values())), strict=True):
+    # aggregates with the same intervals share a panel (one task: median = IQM = mean)
+    key = {label: m for m, label in AGGREGATE_LABELS.items()}
+    panels = [ax for ax in info.figure.axes if ax.get_title()]
+    assert len(panels) < len(next(iter(agg.values())))
+    for ax in panels:
+        metric = key[ax.get_title().split(" = ")[0]]
         lo, hi = ax.get_xlim()
         values = [float(v) for iv in agg.values()
                   for v in (iv[metric].low, iv[metric].high, iv[metric].point)]

@@ -51,8 +51,12 @@ def test_cartpole_layout_sweep_through_figures_cli(layout_sweep, tmp_path, capsy
     res = json.loads((tmp_path / "index.json").read_text())
     _check_files(res)
     names = {f["name"] for f in res["figures"]}
-    assert {"aggregates", "median_vs_frames", "iqm_vs_frames", "median_vs_time",
+    assert {"aggregates", "median_vs_frames", "median_vs_time",
             "performance_profile", "runtimes", "staleness"} <= names
+    # one task, 3 seeds: the median and IQM curves are one curve, drawn once (issue 38)
+    assert "iqm_vs_frames" not in names
+    median = next(f for f in res["figures"] if f["name"] == "median_vs_frames")
+    assert median["title"].startswith("Median = IQM") and "drawn once" in median["caption"]
     assert any(n.startswith("per_game_curves") for n in names)
     assert any(n.startswith("sync_vs_cleanba") for n in names)
     eq = [v for v in res["verdicts"] if v["kind"] == "equivalence"]

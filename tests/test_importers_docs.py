@@ -144,7 +144,7 @@ def test_worked_example_runs_as_documented(fmt, tmp_path, monkeypatch, capsys):
     assert main(aggregate) == 0
     assert "3 independent seeds x 2 task(s)" in capsys.readouterr().out
     assert main(equivalence) == 0
-    assert "PASS (equivalent)" in capsys.readouterr().out
+    assert "PASS (equivalent within ±" in capsys.readouterr().out
     assert main(regression) == 0
     assert "regression: PASS" in capsys.readouterr().out
     assert main(reproduce) == 0

@@ -122,7 +122,7 @@ def test_imported_vs_same_data_as_native_records_is_pass(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "PASS" in text and "3 vs 3 independent seeds" in text and "2 task(s)" in text
     assert "note: power: if yours truly equals the published runs, PASS has probability" in text
-    assert f"vs reference {EXP} / None / imported:{ENTITY}/{PROJECT}" in text
+    assert f"vs reference {EXP} / imported:{ENTITY}/{PROJECT}" in text and "/ None /" not in text
     assert text.count("imported: wandb:") == 6
     data = json.loads((out / "reproduce_runs.json").read_text())
     assert data["comparisons"][0]["verdict"] == "PASS" and data["frames_note"] == ""

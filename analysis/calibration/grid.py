@@ -9,6 +9,7 @@ from pathlib import Path
 from analysis.calibration.cells import Cell, markdown
 from analysis.calibration.columns import default_paper_data, published_columns
 from analysis.calibration.draws import COLLAPSE, NORMAL, T3
+from analysis.calibration.paired_cells import paired_cells
 from analysis.calibration.pairs import (
     equivalence_pair_cells,
     gate_pair_cells,
@@ -44,6 +45,7 @@ class Grid:
     sequential_wide: tuple[tuple[str, float], ...] = ()  # (spending, sd ratio): equivalence
     # at WIDE_DELTA_SD, normal noise (the repeated bound's worst case)
     real_sims: int = 0  # draws per published-column cell (analysis.calibration.real_cells)
+    paired_seeds: tuple[int, ...] = ()  # seeds per side of the paired-by-seed rows
 
 
 SEQUENTIAL_DESIGN = SequentialDesign(3, 2, 9)
@@ -57,11 +59,11 @@ FULL = Grid(FULL_SIMS, (1, 2, 3, 5, 10), (1, 3, 12), (0.5, 1.0, 2.0),
                   for r, d in ((1.0, NORMAL), (2.0, NORMAL), (1.0, T3), (1.0, COLLAPSE))),
             (3, 9),
             tuple((sp, r) for sp in ("obrien-fleming", "pocock") for r in (1.0, 0.5, 2.0)),
-            2_000)
+            2_000, (3, 5, 10))
 REDUCED = Grid(REDUCED_SIMS, (1, 2, 3, 10), (1, 3, 12), (0.5, 2.0), ((3, 3),), (3, 10),
                ((3, 3),), (1, 3, 10), 1_000,
                (("obrien-fleming", 1.0, NORMAL), ("obrien-fleming", 1.0, T3),
-                ("pocock", 1.0, NORMAL)), (9,), (("obrien-fleming", 1.0),), 300)
+                ("pocock", 1.0, NORMAL)), (9,), (("obrien-fleming", 1.0),), 300, (3,))
 
 
 @dataclass
@@ -118,6 +120,7 @@ def calibrate(reduced: bool = False, seed: int = 0, paper_data: Path | None = No
     for n in g.published_new:
         for r in g.ratios:
             cells += gate_published_cells(g.sims, n, 3, r, seed)
+    cells += paired_cells(g.sims, g.paired_seeds, seed)
     for n, m in g.suite_seeds:
         cells += suite_gate_cells(g.headline_sims, n, m, seed)
     for n in g.reproduce_seeds:

@@ -11,6 +11,7 @@ from pathlib import Path
 import tyro
 
 from analysis.errors import AnalysisError
+from analysis.inputs.env_versions import parse_env_map
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.inputs.orb import (
     ColumnMap,
@@ -36,6 +37,10 @@ class RunFilter:
     system=cleanba-ppo. Repeatable; all must match."""
     last_n: int = DEFAULT_LAST_N
     """Final score of a run = mean return of its last N episodes."""
+    env_map: tuple[str, ...] = ()
+    """FROM=TO: score runs on env FROM as env TO, e.g. BreakoutNoFrameskip-v4=Breakout-v5.
+    Without it different env ids are different tasks, versions of one game included (one
+    rule in every command; a line says when it applied). Repeatable."""
 
 
 @dataclass(kw_only=True)
@@ -95,7 +100,7 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
             self.step_column, self.return_column, self.time_column),
             frames_per_step=self.frames_per_step,
             declared=declaration(self.orb_protocol, self.orb_frames), where=self.where,
-            use_cache=not self.no_cache)
+            use_cache=not self.no_cache, env_map=parse_env_map(self.env_map))
 
     def analysis(self, separate_systems: bool = True) -> Analysis:
         rs = self.runset()

@@ -181,7 +181,8 @@ class Reproduce(RunFilter):
         if (self.published is None) == (not self.orb):
             raise AnalysisError("give either --published TABLE --column NAME (the paper's "
                                 "tables) or --orb CACHE_DIR (its per-seed runs)")
-        mine = RecordArgs(inputs=self.runs, where=self.where, last_n=self.last_n).runset()
+        mine = RecordArgs(inputs=self.runs, where=self.where, last_n=self.last_n,
+                          env_map=self.env_map).runset()
         print_left_out(mine)
         if self.published is not None:
             if self.column is None:

@@ -72,7 +72,8 @@ class Aggregate(RecordArgs):
     method: Literal["percentile", "basic"] = "percentile"
     """Bootstrap CI method."""
     out: Path | None = None
-    """Folder for aggregates.md/.csv/.json (printed only when not given)."""
+    """Also write the tables here: aggregates.md/.csv, probability_of_improvement.md/.csv
+    and aggregates.json (they are printed either way)."""
     reference: str | None = None
     """P(X > Y) of every group against this group (label or layout name); default the
     smallest hardware of each system, e.g. a0-l0-d1."""

@@ -43,6 +43,10 @@ class Equivalence(RecordArgs):
     """Per-seed value: the IQM over games, or the Atari-5 estimate of the 57-game median
     HNS from BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert (Atari suite only;
     docs/atari5.md)."""
+    unpaired: bool = False
+    """Welch's unpaired t even where the pairing by seed holds (same seeds, system and
+    env protocol on both sides; the line says which was used). Decide before looking:
+    pairing loses power at few seeds where the runs of a seed drift apart."""
 
     def run(self) -> int:
         from analysis.verdicts.compare import equivalence_verdicts
@@ -52,7 +56,8 @@ class Equivalence(RecordArgs):
         res = equivalence_verdicts(a, group=self.a, reference=self.reference,
                                    delta=self.delta,
                                    normalisers=parse_normalisers(self.normaliser),
-                                   metric=self.metric, bitwise_only=self.bitwise_only)
+                                   metric=self.metric, bitwise_only=self.bitwise_only,
+                                   unpaired=self.unpaired)
         print_warnings(res.warnings)
         print("\n".join(res.lines))
         if self.json_out:
@@ -74,7 +79,14 @@ class Regression(RunFilter, ScoreOptions):
     new: Path
     """Run/sweep folder of the new version (one system; --where to select one)."""
     reference: str
-    """Run/sweep folder of the reference, or a published number (same units)."""
+    """Run/sweep folder of the reference, or a published number in the gate's unit: the
+    per-seed metric in normalised units (HNS on Atari; (return - low) / (high - low)
+    elsewhere, e.g. CartPole-v1 (return - 22.1) / 477.9), not a raw return (see
+    --reference-unit). A number the metric cannot take is refused (exit 2)."""
+    reference_unit: Literal["normalised", "return"] = "normalised"
+    """Unit of a reference number and its --reference-sd: normalised (the gate's), or
+    return (a raw final return of a one-game suite, as per_game.md prints it; converted
+    with the game's normaliser)."""
     delta: float | None = None
     """Tolerated drop in normalised units; default: the suite's margin (0.16 HNS on
     Atari, 0.2 of the normalised range elsewhere; analysis.verdicts.margins)."""
@@ -89,8 +101,9 @@ class Regression(RunFilter, ScoreOptions):
     confidence: float = 0.95
     """One-sided confidence level of the lower bound."""
     reference_sd: float | None = None
-    """With a published reference number: its sd (ddof=1) over its seeds, e.g. the
-    table's '± sd' in the same units. The number's own noise then enters the bound."""
+    """With a published reference number: its sample sd over its seeds (ddof=1, as
+    per_game.md and reproduce print it; a table's ddof=0 std x sqrt(n / (n - 1))), in
+    the unit of --reference-unit. The number's own noise then enters the bound."""
     reference_seeds: int | None = None
     """With a published reference number: how many seeds its mean is over (3 in the
     paper's tables)."""
@@ -105,9 +118,14 @@ class Regression(RunFilter, ScoreOptions):
     """Write the verdict as JSON here."""
     strict: bool = False
     """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
+    unpaired: bool = False
+    """Welch's unpaired bound even where the pairing by seed holds (same seeds, system and
+    env protocol on both sides; the line says which was used). Decide before looking."""
 
     def _runs(self, path: Path) -> list[Run]:
-        rs = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n).runset()
+        rs = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n,
+                        env_map=self.env_map).runset()
+        print_warnings(rs.warnings)
         if not rs.included:
             print_left_out(rs)
             raise AnalysisError("no completed runs with episodes to analyse")
@@ -128,7 +146,8 @@ class Regression(RunFilter, ScoreOptions):
                    allow_protocol_mismatch=self.allow_protocol_mismatch,
                    spread=ReferenceSpread(self.reference_sd, self.reference_seeds,
                                           self.reference_exact, self.assume_equal_spread),
-                   strict=self.strict)
+                   strict=self.strict, unpaired=self.unpaired,
+                   reference_unit=self.reference_unit)
         print_warnings(out.warnings)
         print("\n".join(out.lines(self.worst)))
         if self.json_out:

@@ -67,10 +67,13 @@ def manifest_get(manifest: dict[str, Any], dotted: str) -> Any:
 
 
 def group_key(run: Run, group_by: str | Sequence[str]) -> str:
-    """The group label of a run: manifest values of the dotted keys, joined by ' / '."""
+    """The group label of a run: manifest values of the dotted keys, joined by ' / ';
+    a key the run does not have (an imported run's architecture) is left out, never
+    printed as None."""
     keys = [group_by] if isinstance(group_by, str) else list(group_by)
     keys = [k.strip() for key in keys for k in key.split(",") if k.strip()]
-    return " / ".join(str(manifest_get(run.manifest, k)) for k in keys)
+    values = [manifest_get(run.manifest, k) for k in keys]
+    return " / ".join(str(v) for v in values if v is not None) or "(no " + ", ".join(keys) + ")"
 
 
 def _reason(run: Run) -> str:

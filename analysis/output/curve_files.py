@@ -29,9 +29,11 @@ def write_curves(a: Analysis, out: Path, *, axis: str = "frames",
         pre = f"{name}: " if multi else ""
         curves = [efficiency_curve(gs, axis=axis, metrics=tuple(metrics), reps=reps,
                                    seed=seed) for gs in suite.values()]
-        for metric in metrics:
-            written.append(figs.efficiency_curves_figure(curves, out, metric=metric,
-                                                         name=f"{metric}_vs_{axis}{sfx}"))
+        for first, *same in figs.coinciding({m: [c.metrics[m] for c in curves]
+                                             for m in metrics}):
+            written.append(figs.efficiency_curves_figure(curves, out, metric=first,
+                                                         name=f"{first}_vs_{axis}{sfx}",
+                                                         same_as=same))
         rows += [[pre + c.group, axis, float(x), m, float(p), float(lo), float(hi)]
                  for c in curves for m, iv in c.metrics.items()
                  for x, p, lo, hi in zip(c.grid, iv.point, iv.low, iv.high, strict=True)]

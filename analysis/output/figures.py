@@ -121,11 +121,45 @@ def _time_label(grid: np.ndarray) -> tuple[float, str]:
     return 1.0, "wall time (seconds)"
 
 
+METRIC_DEFINITIONS = {
+    "median": "median over tasks of the per-task mean over runs",
+    "mean": "mean over tasks of the per-task mean over runs",
+    "iqm": "interquartile mean of all runs x tasks pooled",
+    "optimality_gap": "optimality gap (1 - mean of min(score, 1)) of all runs x tasks",
+}
+"""What each aggregate is, for captions (rliable's definitions: analysis.stats.metrics)."""
+
+
+def coinciding(values: Mapping[str, Sequence[Any]]) -> list[list[str]]:
+    """Metrics grouped by identical values (e.g. median, IQM and mean of a one-task suite
+    at 3 seeds: one number), in order; each value a sequence of arrays or Intervals."""
+    def same(a: Sequence[Any], b: Sequence[Any]) -> bool:
+        return len(a) == len(b) and all(
+            np.array_equal(np.asarray(getattr(x, k)), np.asarray(getattr(y, k)),
+                           equal_nan=True) for x, y in zip(a, b, strict=True)
+            for k in ("point", "low", "high"))
+    groups: list[list[str]] = []
+    for m, v in values.items():
+        for g in groups:
+            if same(values[g[0]], v):
+                g.append(m)
+                break
+        else:
+            groups.append([m])
+    return groups
+
+
+def _names(metrics: Sequence[str]) -> str:
+    return " = ".join(AGGREGATE_LABELS.get(m, m) for m in metrics)
+
+
 def efficiency_curves_figure(
     curves: Sequence[Curve], out_dir: Path, *, metric: str = "median",
     name: str | None = None, score_label: str = "normalised score",
+    same_as: Sequence[str] = (),
 ) -> FigureInfo:
-    """One line per group with its pointwise CI band (median or IQM vs frames/time)."""
+    """One line per group with its pointwise CI band (median or IQM vs frames/time).
+    same_as: other metrics whose curves are identical here (one figure says so)."""
     axis = curves[0].axis
     with _style():
         fig, ax = plt.subplots(figsize=(6.4, 4.2 + 0.22 * len(curves)), layout="constrained")
@@ -137,14 +171,20 @@ def efficiency_curves_figure(
                     marker=MARKERS[i % len(MARKERS)], markevery=max(1, len(x) // 8))
             ax.fill_between(x, iv.low, iv.high, color=colour(i), alpha=0.15, lw=0)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(f"{AGGREGATE_LABELS[metric]} {score_label}")
+        label = _names([metric, *same_as])
+        ax.set_ylabel(f"{label} {score_label}")
         _legend_below(fig, *ax.get_legend_handles_labels())
         what = "frames" if axis == "frames" else "wall-clock time"
-        title = f"{AGGREGATE_LABELS[metric]} {score_label} vs {what}"
+        title = f"{label} {score_label} vs {what}"
         ax.set_title(title)
-    caption = (f"{AGGREGATE_LABELS[metric]} over runs x tasks of the {score_label} of episodes "
-               f"finishing in each bin, vs {what}; shaded: pointwise 95% stratified bootstrap "
-               "CI (no band for a group of one seed).")
+    defined = "; ".join(f"{AGGREGATE_LABELS.get(m, m)}: {METRIC_DEFINITIONS.get(m, m)}"
+                        for m in (metric, *same_as))
+    caption = (f"{label} of the {score_label} of episodes finishing in each bin, vs {what} "
+               f"({defined}); shaded: pointwise 95% stratified bootstrap CI (no band for a "
+               "group of one seed)."
+               + (" The curves of these aggregates are identical here (e.g. one task: its "
+                  "median and mean over tasks are its mean, and at 3 or fewer seeds the IQM "
+                  "trims nothing), so they are drawn once." if same_as else ""))
     return _save(fig, out_dir, name or f"{metric}_vs_{axis}", title, caption)
 
 
@@ -164,7 +204,9 @@ def aggregate_intervals_figure(
 ) -> FigureInfo:
     """rliable-style interval plot: one panel per metric, one bar (CI) per group."""
     groups = list(results)
-    metrics = list(next(iter(results.values())))
+    panels = coinciding({m: [results[g][m] for g in groups]
+                         for m in next(iter(results.values()))})
+    metrics = [p[0] for p in panels]
     # Two panels per row: a row of four is too wide to read at a page's width.
     ncols = min(2, len(metrics))
     nrows = math.ceil(len(metrics) / ncols)
@@ -189,7 +231,7 @@ def aggregate_intervals_figure(
                 ax.set_xlim(*_padded_limits(min(finite), max(finite)))
             ax.set_yticks(range(len(groups)))
             ax.set_yticklabels(groups if k % ncols == 0 else [])
-            ax.set_title(AGGREGATE_LABELS.get(m, m))
+            ax.set_title(_names(panels[k]))
             ax.invert_yaxis()
             ax.grid(axis="y", visible=False)
         fig.supxlabel(score_label)
@@ -197,7 +239,11 @@ def aggregate_intervals_figure(
     caption = ("Median, IQM and mean (higher is better) and optimality gap (lower is better) "
                f"of the final {score_label} (mean of each run's last 100 episodes); bars are "
                "95% stratified bootstrap CIs, black ticks the point estimates (a group of one "
-               "seed has no interval: only its tick).")
+               "seed has no interval: only its tick)."
+               + (" Aggregates that are the same numbers here (e.g. one task: its median and "
+                  "mean are its mean, and at 3 or fewer seeds the IQM trims nothing) share a "
+                  "panel."
+                  if any(len(p) > 1 for p in panels) else ""))
     return _save(fig, out_dir, name, title, caption)
 
 
@@ -326,19 +372,26 @@ def _duration_text(minutes: float, suffix: str, k: float) -> str:
 def runtime_bars_figure(
     labels: Sequence[str], minutes_mean: Sequence[float], minutes_err: Sequence[float] | None,
     out_dir: Path, *, name: str = "runtimes", what: str = "mean training time",
-    error_what: str = "standard deviation over runs", reference: int | None = None,
+    error_what: str = "standard deviation over runs",
+    reference: int | Sequence[int] | None = None,
 ) -> FigureInfo:
     """Horizontal bars of runtime per group/column, each labelled with its time and its
-    ratio to the `reference` bar (default: the fastest), the label right of the error bar.
+    ratio to the `reference` bar (default: the fastest; a sequence: each bar's own
+    reference, e.g. its system's equivalence reference), the label right of the error bar.
     The axis label says what the error bars are."""
     minutes = np.asarray(minutes_mean, dtype=np.float64)
     err = (np.zeros_like(minutes) if minutes_err is None
            else np.nan_to_num(np.asarray(minutes_err, dtype=np.float64)))
     unit, suffix, k = _duration_unit(float(np.nanmax(minutes)) if len(minutes) else 1.0)
-    if reference is None:
-        reference = int(np.nanargmin(minutes)) if len(minutes) else 0
-    base = float(minutes[reference]) if len(minutes) else 1.0
-    ref_text = labels[reference] if len(labels) else ""
+    fastest = int(np.nanargmin(minutes)) if len(minutes) else 0
+    refs = ([fastest if reference is None else int(reference)] * len(minutes)
+            if reference is None or isinstance(reference, int) else list(reference))
+    ref_names = sorted({labels[r] for r in refs}) if len(labels) else []
+    ref_text = (f"{ref_names[0]} (the reference, "
+                + ("the fastest bar)" if refs[0] == fastest else "1.00x)")
+                if len(ref_names) == 1 else
+                "its system's reference group (" + ", ".join(ref_names) + "; the group "
+                "the equivalence verdicts compare with)") if ref_names else ""
     with _style():
         fig, ax = plt.subplots(figsize=(7.4, 0.5 * len(labels) + 1.6), layout="constrained")
         y = np.arange(len(labels))
@@ -348,8 +401,9 @@ def runtime_bars_figure(
         ends = (minutes + err) * k
         right = float(np.nanmax(ends)) if len(ends) else 1.0
         for i, m in enumerate(minutes):
+            base = float(minutes[refs[i]])
             ratio = m / base if base > 0 else math.nan
-            tag = " (reference)" if i == reference else f" ({ratio:.2f}x)"
+            tag = " (reference)" if i == refs[i] else f" ({ratio:.2f}x)"
             ax.annotate(f"{_duration_text(m, suffix, k)}{tag}", (float(ends[i]), i),
                         xytext=(6, 0), textcoords="offset points", va="center", fontsize=10)
         ax.set_yticks(y)
@@ -362,8 +416,7 @@ def runtime_bars_figure(
         ax.set_title(title)
         ax.grid(axis="y", visible=False)
     caption = (f"{what}" + (f"; error bars: {error_what}" if minutes_err is not None else "")
-               + f". Each label gives the time and its ratio to {ref_text} (the reference, "
-               + ("the fastest bar)." if reference == int(np.nanargmin(minutes)) else "1.00x)."))
+               + f". Each label gives the time and its ratio to {ref_text}.")
     return _save(fig, out_dir, name, title, caption)
 
 

@@ -51,7 +51,9 @@ def aggregate_intervals(
 
 
 def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
-    """Paper-style table: raw final score mean ± std (ddof=0) over seeds per game."""
+    """Paper-style table: raw final score mean ± sd over seeds per game, the sample sd
+    (ddof=1): the sd `regression --reference-sd` takes (the paper's own tables print
+    the ddof=0 std, sqrt((n - 1) / n) of it)."""
     groups = list(suite)
     tasks = sorted({t for gs in suite.values() for t in gs.tasks})
     rows = []
@@ -63,12 +65,13 @@ def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
                 v = gs.final_raw[:, gs.tasks.index(t)]
                 # One seed has no spread: say so rather than print "± 0.00".
                 row.append(f"{v.mean():.2f} (1 seed)" if len(v) < 2
-                           else f"{v.mean():.2f} ± {v.std():.2f}")
+                           else f"{v.mean():.2f} ± {v.std(ddof=1):.2f}")
             else:
                 row.append("-")
         rows.append(row)
-    return TableData(name, "Final score per game: mean ± std over seeds of the mean return of "
-                     "each run's last 100 episodes (raw game score)", ["env", *groups], rows)
+    return TableData(name, "Final score per game: mean ± sd (ddof=1) over seeds of the mean "
+                     "return of each run's last 100 episodes (raw game score; the gate's "
+                     "--reference-unit return)", ["env", *groups], rows)
 
 
 def runtime_minutes(gs: GroupScores) -> tuple[float, float]:
@@ -217,6 +220,22 @@ def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
                              "markdown": table.markdown(), "csv": str(csv_path)})
 
 
+def _runtime_references(suite: dict[str, GroupScores], reference: str | None
+                        ) -> list[int] | None:
+    """Per group, the index of the group its runtime ratio is taken against: its
+    equivalence reference (analysis.verdicts.pairing), so the figure and the verdicts name
+    the same reference; None (the fastest bar) when the suite has no pair."""
+    try:
+        pairs = pair_groups(suite, reference=reference).pairs
+    except AnalysisError:
+        return None
+    if not pairs:
+        return None
+    index = {g: i for i, g in enumerate(suite)}
+    ref_of = {a.group: index[b.group] for a, b in pairs}
+    return [ref_of.get(g, i) for i, g in enumerate(suite)]
+
+
 def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sfx: str,
                   label: str, score: str, *, group_by: list[str], delta: Margin, seed: int,
                   reps: int, aggregate_reps: int, reference: str | None) -> None:
@@ -231,13 +250,14 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     _add_table(result, t, out_dir)
     add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
                                             score_label=score).as_dict())
-    # Curves
-    for metric in ("median", "iqm"):
-        curves = [efficiency_curve(gs, metrics=(metric,), reps=reps, seed=seed)
-                  for gs in suite.values()]
+    # Curves: one figure per aggregate, or one for aggregates whose curves coincide
+    curves = [efficiency_curve(gs, metrics=("median", "iqm"), reps=reps, seed=seed)
+              for gs in suite.values()]
+    for metric, *same in figs.coinciding({m: [c.metrics[m] for c in curves]
+                                          for m in ("median", "iqm")}):
         add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
                                               name=f"{metric}_vs_frames{sfx}",
-                                              score_label=score).as_dict())
+                                              score_label=score, same_as=same).as_dict())
     timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
     if len(timed) < len(suite):
         warnings.append(f"{label}: {len(suite) - len(timed)} group(s) lack wall times: "
@@ -245,10 +265,12 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     if timed:
         curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),
                                    reps=reps, seed=seed) for gs in timed]
-        for metric in ("median", "iqm"):
+        for metric, *same in figs.coinciding({m: [c.metrics[m] for c in curves]
+                                              for m in ("median", "iqm")}):
             add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
                                                   name=f"{metric}_vs_time{sfx}",
-                                                  score_label=score).as_dict())
+                                                  score_label=score,
+                                                  same_as=same).as_dict())
     add_fig(figs.performance_profile_figure(suite, out_dir, reps=reps, seed=seed,
                                             name=f"performance_profile{sfx}",
                                             score_label=score).as_dict())
@@ -265,7 +287,9 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                          [s for _, s in times], out_dir,
                                          name=f"runtimes{sfx}",
                                          what="training wall time per run, mean over runs",
-                                         error_what="std over runs").as_dict())
+                                         error_what="std over runs",
+                                         reference=_runtime_references(suite, reference))
+                .as_dict())
     # Per-game curves of each (system, architecture) with two groups or more.
     for family, fam in by_family(suite).items():
         if len(fam) < 2:

@@ -48,15 +48,16 @@ from analysis.reproduce.judge import (
     HIGHER,
     INCONCLUSIVE,
     LOWER,
-    MAX_SEEDS_ADVICE,
     NOT_LEARNED,
     NOT_REPRODUCED,
     NOT_SHOWN,
+    PUBLISHED_TOO_NOISY,
     REPRODUCED,
     Judgement,
     headline,
     judge,
 )
+from analysis.reproduce.notes import game_notes
 from analysis.reproduce.summary_stats import (
     detectable_shift,
     power_consistent,
@@ -182,6 +183,10 @@ def user_scores(runs: Sequence[Run], games: Sequence[str], *, last_n: int = DEFA
             warnings.append(f"run {r.run_id}: {env} is not in the published table: left out"
                             + (f" (nearest: {', '.join(close)})" if close else ""))
             continue
+        if env != gid:  # one rule for env versions (analysis.inputs.env_versions)
+            warnings.append(f"run {r.run_id}: {env} is another version of the table's {gid}, "
+                            f"a different task unless mapped (--env-map {env}={gid}): left out")
+            continue
         if keep is not None and gid not in keep:
             continue
         by_game.setdefault(gid, []).append(r)
@@ -220,6 +225,7 @@ class GameResult:
     power: float  # P(CONSISTENT) at true difference 0 with the published spread
     detectable: float  # HNS shift flagged with 80% power
     notes: list[str] = field(default_factory=list)
+    noisy: bool = False  # PUBLISHED TOO NOISY (judged on its own spread; judge.noisy_games)
 
     def as_dict(self) -> dict[str, Any]:
         w = self.welch
@@ -230,7 +236,7 @@ class GameResult:
                 "diff_hns": w.diff, "ci90": list(w.ci90), "ci95": list(w.ci95), "df": w.df,
                 "margin_hns": self.margin, "verdict": self.verdict,
                 "power_consistent": self.power, "detectable_shift_hns": self.detectable,
-                "notes": self.notes}
+                "published_too_noisy": self.noisy, "notes": self.notes}
 
 
 @dataclass
@@ -304,7 +310,8 @@ class ReproduceResult:
                 f"{w.diff:+.3f} [{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"
                 if g.verdict != NOT_LEARNED else "n/a (not judged)",
                 f"{g.margin:.3f}" if g.verdict != NOT_LEARNED else "n/a",
-                f"{g.power:.0%}", g.verdict + self.budget_text])
+                f"{g.power:.0%}", g.verdict + (f" ({PUBLISHED_TOO_NOISY})" if g.noisy else "")
+                + self.budget_text])
         return TableData(
             "reproduce_per_game",
             f"Yours ({self.system}) vs published '{self.published.column}' "
@@ -342,8 +349,10 @@ class ReproduceResult:
         return (f"reproduce {self.system} vs '{self.published.column}'{self.budget_text}: "
                 f"{self.headline}; {self.why()}. Per game: {c[CONSISTENT]} consistent, "
                 f"{c[HIGHER]} higher, {c[LOWER]} lower, {c[COLLAPSED]} collapsed, "
-                f"{c[INCONCLUSIVE]} inconclusive of {judged} judged game(s), "
-                f"{c[NOT_LEARNED]} not learned by the published agent (not judged). "
+                f"{c[INCONCLUSIVE]} inconclusive of {judged} judged game(s) "
+                f"({sum(g.noisy for g in self.games)} of them {PUBLISHED_TOO_NOISY}: on their "
+                f"own spread), {c[NOT_LEARNED]} at random in the published agent (NOT "
+                "LEARNED, not judged). "
                 f"Aggregate: yours - published {self.aggregate_diff:+.1%} of the published "
                 f"score above random (precision-weighted over the judged games, both sides' "
                 f"noise), 90% CI [{lo:+.1%}, {hi:+.1%}] vs +-{AGGREGATE_MARGIN:.0%}")
@@ -468,8 +477,10 @@ def compare_all(user: UserScores, pub: PublishedColumn, *, relative: float,
                           (float(lo90[i]), float(hi90[i])), (float(lo95[i]), float(hi95[i])),
                           int(n[i]), pub.n_seeds, float(um[i]), float(ph[i]))
         verdict, margin = str(jd.verdict[i]), float(jd.margin[i])
+        noisy = bool(jd.noisy is not None and jd.noisy[i])
         notes = game_notes(verdict, w, margin, float(jd.p[i]), int(jd.seeds_needed[i])
-                           if np.isfinite(jd.seeds_needed[i]) else -1, judged)
+                           if np.isfinite(jd.seeds_needed[i]) else -1, judged, noisy=noisy,
+                           absolute=absolute)
         if values.n_runs != values.n_seeds:
             notes.append(f"{values.n_runs} runs are {values.n_seeds} seeds (layout copies "
                          "averaged per seed)")
@@ -478,36 +489,8 @@ def compare_all(user: UserScores, pub: PublishedColumn, *, relative: float,
             list(values.copies), [float(v) for v in values.values[:, 0]], float(ph[i]),
             float(um[i]), w, margin, verdict,
             power_consistent(float(psd[i]), int(n[i]), pub.n_seeds, margin),
-            detectable_shift(float(psd[i]), int(n[i]), pub.n_seeds), notes))
+            detectable_shift(float(psd[i]), int(n[i]), pub.n_seeds), notes, noisy))
     return out, jd
-
-
-def game_notes(verdict: str, w: WelchInterval, margin: float, p: float, seeds: int,
-               judged: int) -> list[str]:
-    """Why a game got its verdict, in words."""
-    if verdict == NOT_LEARNED:
-        return ["the published agent did not learn this game (not clearly above the "
-                "random score): not judged, not in the headline"]
-    if verdict == COLLAPSED:
-        return [f"every seed of yours is within {COLLAPSE_LEVEL:.0%} of the random score "
-                "where the published agent learned this game on every seed: fails the "
-                "headline"]
-    if verdict in (HIGHER, LOWER):
-        return [f"p = {p:.2g}, significant after Holm over {judged} judged games"]
-    if verdict == CONSISTENT:
-        if w.ci95[0] > 0 or w.ci95[1] < 0:
-            return ["differs from the published score (95% CI excludes 0), but inside the "
-                    "margin"]
-        return []
-    half = (w.ci90[1] - w.ci90[0]) / 2
-    why = (f"INCONCLUSIVE: the 90% CI (half-width {half:.3f}) is wider than the margin "
-           f"{margin:.3f} allows, and no difference is significant after Holm")
-    if seeds < 0 or seeds > MAX_SEEDS_ADVICE:
-        return [why + f"; a 90% half-width of half the margin is out of reach even with "
-                f"{MAX_SEEDS_ADVICE} of your seeds: the published side's own seeds are too "
-                "noisy at this margin"]
-    return [why + f"; about {seeds} of your seeds would settle it at the published spread "
-            "(a 90% half-width of half the margin)"]
 
 
 def aggregate(user: UserScores, pub: PublishedColumn, *, reps: int, seed: int
@@ -564,7 +547,7 @@ def reproduce(
     warnings = list(runset.warnings)
     user = user_scores(runs, published.games, last_n=last_n, only=games)
     warnings += user.warnings
-    chosen = [r for r in runs if atari_env_id(str(r.manifest.get("env_id"))) in user.per_game]
+    chosen = [r for r in runs if str(r.manifest.get("env_id")) in user.per_game]
     warnings += check_paper_protocol(chosen, allow_mismatch=allow_protocol_mismatch)
     budget, budget_warnings = check_frame_budget(chosen, PAPER_FRAMES,
                                                  allow_mismatch=allow_budget_mismatch)

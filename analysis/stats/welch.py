@@ -33,6 +33,7 @@ class WelchInterval:
     n_b: int
     mean_a: float
     mean_b: float
+    paired: bool = False  # the paired t of per-seed differences (analysis.stats.paired)
 
 
 def welch_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -89,8 +90,15 @@ def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndar
         nan2 = (math.nan, math.nan)
         return WelchInterval(diff, math.nan, math.nan, nan2, nan2, len(a), len(b),
                              float(a.mean()), float(b.mean()))
-    d, se_a, df_a = welch_stats(a, b)
-    se, df = float(se_a), float(df_a)
+    _, se, df = welch_stats(a, b)
+    return t_interval(a, b, diff, float(se), float(df))
+
+
+def t_interval(a: np.ndarray, b: np.ndarray, diff: float, se: float, df: float,
+               paired: bool = False) -> WelchInterval:
+    """The 90% and 95% t intervals of `diff` with standard error `se` and `df` (width 0
+    at se 0), for sides a and b: Welch's (welch_interval) or the paired t's
+    (analysis.stats.paired)."""
     if se == 0:
         ci90 = ci95 = (diff, diff)
     else:
@@ -98,7 +106,7 @@ def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndar
         ci90 = (diff - t90 * se, diff + t90 * se)
         ci95 = (diff - t95 * se, diff + t95 * se)
     return WelchInterval(diff, se, df, ci90, ci95, len(a), len(b), float(a.mean()),
-                         float(b.mean()))
+                         float(b.mean()), paired)
 
 
 def tost_passes(a: np.ndarray, b: np.ndarray, delta: float) -> np.ndarray:

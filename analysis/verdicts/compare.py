@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.errors import AnalysisError
-from analysis.scoring.grouping import Analysis
+from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.tables import TableData
-from analysis.verdicts.determinism import group_determinism_tier
+from analysis.verdicts.determinism import UNKNOWN, group_determinism_tier
 from analysis.verdicts.equivalence import (
+    DIFFERENT_LEVEL,
     EquivalenceResult,
     bitwise_identical,
     determinism_line,
+    different_ci,
     equivalence,
 )
 from analysis.verdicts.margins import Margin, margin
@@ -38,13 +40,36 @@ class Comparisons:
 
 
 def metrics_table(res: EquivalenceResult) -> TableData:
-    """Both metrics of one verdict: means, difference and its 90% and 95% Welch CIs."""
+    """Both metrics of one verdict: means, difference and its 90% CI (what PASS reads)
+    and its CI at the level DIFFERENT reads, paired or Welch as the verdict is."""
+    pct = f"{DIFFERENT_LEVEL:.1%}"
     rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
-             f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]", f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"]
-            for name, w in ((f"{res.metric_label} final", res.final),
-                            (f"{res.metric_label} AUC", res.auc))]
+             f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
+             "[{:+.3f}, {:+.3f}]".format(*different_ci(w))]
+            for name, w in res.metrics()]
     return TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
-                                  "90% CI", "95% CI"], rows)
+                                  "90% CI", f"{pct} CI"], rows)
+
+
+def heading(p: SuitePair) -> str:
+    """The heading of one comparison's block (a markdown heading: the block is the table,
+    the verdict line and the lines under it)."""
+    return f"### {p.prefix}{p.group.group} against reference {p.reference.group}"
+
+
+CROSS_SYSTEM_MARGIN = (
+    "the default margin is the one for layouts of one system, set from the spread of "
+    "their seeds (docs/analysis.md, Margins); between two systems or architectures "
+    "nothing makes it the difference that matters: fix one with --delta before looking")
+"""Noted under a verdict between two families at the default margin."""
+
+
+BITWISE_WITHOUT_BLOCK = (
+    "the bitwise identity shows that these runs, with the software and device of the "
+    "next line, gave the same records on every seed; without a determinism block it does "
+    "not show that they would on other software, another device kind or another run "
+    "(docs/deterministic.md: runs with --deterministic record what must match)")
+"""Said under an identical pair whose records predate (or lack) the determinism block."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +87,7 @@ class PairVerdict:
 
 
 def pair_verdicts(pairs: Iterable[SuitePair], margin_of: Callable[[str], Margin],
-                  metric: str = "iqm") -> Iterator[PairVerdict]:
+                  metric: str = "iqm", unpaired: bool = False) -> Iterator[PairVerdict]:
     """Welch TOST of each pair at the margin of its suite (`margin_of(suite name)`) on the
     per-seed `metric` (a SEED_METRICS key), in the pairs' order. The one loop over pairs:
     the CLI (compare_pairs, where a pair without a verdict is an error) and the report
@@ -71,7 +96,8 @@ def pair_verdicts(pairs: Iterable[SuitePair], margin_of: Callable[[str], Margin]
         m = margin_of(p.suite)
         try:
             res = equivalence(p.group, p.reference, m.value, margin=m.describe(),
-                              metric=SEED_METRICS[metric], metric_name=metric)
+                              metric=SEED_METRICS[metric], metric_name=metric,
+                              unpaired=unpaired)
         except AnalysisError as e:
             yield PairVerdict(p, None, str(e))
             continue
@@ -80,32 +106,45 @@ def pair_verdicts(pairs: Iterable[SuitePair], margin_of: Callable[[str], Margin]
 
 def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
                   normalisers: Mapping[str, tuple[float, float]] | None = None,
-                  metric: str = "iqm", bitwise_only: bool = False) -> Comparisons:
-    """Welch TOST of each pair at its suite's margin (or `delta`) on the per-seed
-    `metric` (a SEED_METRICS key); bitwise_only: only whether the records are identical."""
+                  metric: str = "iqm", bitwise_only: bool = False,
+                  unpaired: bool = False) -> Comparisons:
+    """TOST of each pair at its suite's margin (or `delta`) on the per-seed `metric` (a
+    SEED_METRICS key), paired by seed where the pairing holds (`unpaired`: Welch);
+    bitwise_only: only whether the records are identical."""
     out = Comparisons()
     if bitwise_only:
         for p in pairs:
             ga, gb = p.group, p.reference
             bw = bitwise_identical(ga, gb)
+            out.lines.append(heading(p))
             out.lines.append(f"{p.prefix}bitwise {ga.group} vs reference {gb.group}: "
                              f"{'IDENTICAL' if bw.identical else 'NOT IDENTICAL'} "
                              f"({bw.detail})")
             tier = group_determinism_tier(ga, gb)
             stacks = group_stacks(ga, gb)
-            out.lines += [p.prefix + determinism_line(ga.group, gb.group, tier),
+            det = determinism_line(ga.group, gb.group, tier)
+            if bw.identical and tier.startswith(UNKNOWN):
+                det += f"; {BITWISE_WITHOUT_BLOCK}"
+            out.lines += [p.prefix + det,
                           p.prefix + stacks.line(ga.group, gb.group)]
             out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
                                 "determinism": tier, "stacks": stacks.as_dict(),
                                 "stack_line": stacks.line(ga.group, gb.group)})
             out.exit_code = max(out.exit_code, EXIT_OK if bw.identical else EXIT_FAILED)
         return out
-    for v in pair_verdicts(pairs, lambda suite: margin(suite, delta, normalisers), metric):
+    for v in pair_verdicts(pairs, lambda suite: margin(suite, delta, normalisers), metric,
+                           unpaired):
         if v.result is None:  # the command cannot answer what it was asked: exit 2
             raise AnalysisError(v.error)
         p, res = v.pair, v.result
-        out.lines += [metrics_table(res).markdown(), p.prefix + res.line(),
-                      p.prefix + res.determinism_line(), p.prefix + res.stack_line()]
+        if delta is None and manifest_family(p.group) != manifest_family(p.reference):
+            res.notes.append(CROSS_SYSTEM_MARGIN)
+        det = res.determinism_line()
+        if res.bitwise.identical and res.determinism.startswith(UNKNOWN):
+            det += f"; {BITWISE_WITHOUT_BLOCK}"
+        out.lines += [*([""] if out.lines else []), heading(p), metrics_table(res).markdown(),
+                      p.prefix + res.line(),
+                      p.prefix + det, p.prefix + res.stack_line()]
         out.lines += [f"note: {n}" for n in res.notes]
         out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})
         out.exit_code = max(out.exit_code, res.exit_code)
@@ -115,7 +154,8 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
 def equivalence_verdicts(a: Analysis, *, group: str | None = None,
                          reference: str | None = None, delta: float | None = None,
                          normalisers: Mapping[str, tuple[float, float]] | None = None,
-                         metric: str = "iqm", bitwise_only: bool = False) -> Comparisons:
+                         metric: str = "iqm", bitwise_only: bool = False,
+                         unpaired: bool = False) -> Comparisons:
     """Every equivalence verdict of an analysis: the pairs of analysis_pairs (only the
     Atari suite for metric atari5-median, a warning naming the others), compared by
     compare_pairs. AnalysisError when there is nothing to compare."""
@@ -124,6 +164,6 @@ def equivalence_verdicts(a: Analysis, *, group: str | None = None,
                for name in a.suite_names if suites and name not in suites]
     pairs, warnings = analysis_pairs(a, group, reference, suites)
     out = compare_pairs(pairs, delta=delta, normalisers=normalisers, metric=metric,
-                        bitwise_only=bitwise_only)
+                        bitwise_only=bitwise_only, unpaired=unpaired)
     out.warnings = skipped + warnings
     return out

@@ -7,8 +7,12 @@ UNDECIDED (runrecord.exits.EXIT_UNDECIDED; 1 under --strict), 2 usage or data er
 Equivalence of groups A and B (e.g. two layouts) at margin delta, fixed beforehand:
 the per-seed value is the IQM over games of the final normalised score (and, separately,
 of the normalised AUC) of that seed; with one game it is that game's score. For each of
-the two metrics, Welch's t gives the mean difference A - B with Welch-Satterthwaite df.
-- PASS (equivalent): both 90% CIs lie inside (-delta, +delta) (two one-sided tests at 5%);
+the two metrics, the mean difference A - B with its t interval: paired by seed (the
+per-seed differences, n - 1 df) where the pairing holds (analysis.verdicts.seed_pairing:
+same seeds, same system, same env protocol), else Welch's (Welch-Satterthwaite df).
+- PASS (equivalent within +-delta): both 90% CIs lie inside (-delta, +delta) (two
+  one-sided tests at 5%); "the difference is significant" besides when a metric's CI at
+  the level DIFFERENT uses excludes 0;
 - DIFFERENT: otherwise, when a metric's two-sided CI at 1 - 0.05 / (number of metrics)
   excludes 0 (Bonferroni: the two metrics share the 5% false-alarm rate; a 95% CI per
   metric said DIFFERENT 7-9% of the time with no true difference);
@@ -27,12 +31,15 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.inputs.cache import stored_digest, update_layout
+from analysis.inputs.env_versions import version_hint
 from analysis.inputs.facts import EPISODES, UPDATES
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
+from analysis.stats.paired import paired_interval
 from analysis.stats.welch import WelchInterval, t_quantile, welch_interval
 from analysis.verdicts.determinism import group_determinism_tier
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
+from analysis.verdicts.seed_pairing import SeedDesign, seed_design
 from analysis.verdicts.stacks import StackComparison, group_stacks
 from runrecord import Run, schema
 from runrecord.exits import EXIT_FAILED, EXIT_OK
@@ -158,6 +165,22 @@ def ci_text(ci: tuple[float, float], fewest_seeds: int) -> str:
     return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
 
+DIFFERENT_LEVEL = 1 - DIFFERENT_ALPHA / 2
+"""The two-sided CI level of each metric that DIFFERENT (and "significant") reads:
+1 - 0.05 / 2 metrics (Bonferroni)."""
+
+
+def different_ci(w: WelchInterval) -> tuple[float, float]:
+    """The DIFFERENT_LEVEL CI of one metric's difference (width 0 at se 0; nan when
+    undefined)."""
+    if math.isnan(w.se):
+        return (math.nan, math.nan)
+    if w.se == 0:
+        return (w.diff, w.diff)
+    h = float(t_quantile(1 - (1 - DIFFERENT_LEVEL) / 2, w.df)) * w.se
+    return (w.diff - h, w.diff + h)
+
+
 @dataclass
 class EquivalenceResult:
     verdict: str
@@ -177,6 +200,7 @@ class EquivalenceResult:
     metric: str = "iqm"  # the per-seed metric (SEED_METRICS name)
     determinism: str = ""  # the bitwise tier the records allow (verdicts.determinism)
     stacks: StackComparison | None = None  # jax/jaxlib/EnvPool/device kind per side
+    design: SeedDesign | None = None  # paired by seed, or Welch and why (seed_pairing)
 
     def stack_line(self) -> str:
         """Whether both sides ran the same jax, jaxlib, EnvPool and device kind."""
@@ -193,30 +217,58 @@ class EquivalenceResult:
     def label(self) -> str:
         if self.bitwise.identical:
             return "PASS (bitwise identical)"
-        return {PASS: "PASS (equivalent)", DIFFERENT: "DIFFERENT",
-                INCONCLUSIVE: "INCONCLUSIVE"}[self.verdict]
+        if self.verdict == PASS:
+            significant = "; the difference is significant" if self.significant() else ""
+            return f"PASS (equivalent within ±{self.delta:g}{significant})"
+        return {DIFFERENT: "DIFFERENT", INCONCLUSIVE: "INCONCLUSIVE"}[self.verdict]
 
     @property
     def metric_label(self) -> str:
         return "IQM" if self.metric == "iqm" else self.metric
 
+    def metrics(self) -> list[tuple[str, WelchInterval]]:
+        """The tested metrics by name: [("IQM final", ...), ("IQM AUC", ...)]."""
+        return [(f"{self.metric_label} final", self.final),
+                (f"{self.metric_label} AUC", self.auc)]
+
+    def significant(self) -> list[str]:
+        """The metrics whose difference is significant: its two-sided CI at
+        DIFFERENT_LEVEL (the level DIFFERENT uses) excludes 0."""
+        out = []
+        for name, w in self.metrics():
+            lo, hi = different_ci(w)
+            if lo > 0 or hi < 0:
+                out.append(name)
+        return out
+
+    def seeds_text(self) -> str:
+        """`3 seeds paired by seed (...)` or `3 vs 3 independent seeds, Welch (...)`."""
+        if self.design is not None and self.design.paired:
+            return self.design.text()
+        why = f", {self.design.text()}" if self.design is not None else ""
+        return (f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds (one run per "
+                f"seed and group){why}")
+
     def line(self) -> str:
-        if self.bitwise.identical:  # the identity is the evidence: no interval beside it
+        if self.bitwise.identical:  # the identity is the evidence: the differences are 0
             return (f"equivalence {self.group_a} vs reference {self.group_b}: PASS (bitwise "
                     f"identical): every paired record matches bit for bit, so the "
                     f"difference is exactly 0 on every seed (final and AUC "
-                    f"{self.metric_label}); "
-                    f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds, "
+                    f"{self.metric_label}); {len(self.seeds_a)} seeds on both sides, "
                     f"{len(self.tasks)} task(s)")
         f, u = self.final, self.auc
         fewest = min(len(self.seeds_a), len(self.seeds_b))
+        sig = [f"{name} {ci_text(different_ci(w), fewest)}" for name, w in self.metrics()
+               if name in self.significant()] if self.verdict == PASS else []
+        significant = (f"; significant inside the margin: {DIFFERENT_LEVEL:.1%} CI "
+                       f"{', '.join(sig)} exclude{'s' if len(sig) == 1 else ''} 0"
+                       if sig else "")
         return (
             f"equivalence {self.group_a} vs reference {self.group_b}: {self.label}; "
             f"delta {self.margin or f'{self.delta:g}'}; "
             f"final {self.metric_label} diff {f.diff:+.3f} 90% CI {ci_text(f.ci90, fewest)}; "
-            f"AUC {self.metric_label} diff {u.diff:+.3f} 90% CI {ci_text(u.ci90, fewest)}; "
-            f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds (one run per seed "
-            f"and group), {len(self.tasks)} task(s)"
+            f"AUC {self.metric_label} diff {u.diff:+.3f} 90% CI {ci_text(u.ci90, fewest)}"
+            f"{significant}; {self.seeds_text()}, {len(self.tasks)} task(s)"
         )
 
     def determinism_line(self) -> str:
@@ -228,25 +280,44 @@ class EquivalenceResult:
         d["line"] = self.line()
         d["stacks"] = self.stacks.as_dict() if self.stacks else None
         d["stack_line"] = self.stack_line()
+        d["design"] = self.design.as_dict() if self.design else None
+        d["significant"] = self.significant()
         return d
+
+
+def _seed_order(g: GroupScores, paired: bool) -> np.ndarray:
+    """Row indices of a group in seed order when paired (the rows of both sides then
+    line up seed by seed), else as they are."""
+    return np.argsort(g.seeds, kind="stable") if paired else np.arange(len(g.seeds))
 
 
 def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
                 metric: SeedMetric = iqm_over_tasks, metric_name: str = "iqm",
-                margin: str = "") -> EquivalenceResult:
-    """Welch TOST of group a vs b (the reference) on per-seed `metric` (default: IQM over
+                margin: str = "", unpaired: bool = False) -> EquivalenceResult:
+    """TOST of group a vs b (the reference) on per-seed `metric` (default: IQM over
     tasks) of final score and of normalised AUC; differences are a - b. A group's rows
     are distinct seeds (one run per seed and env), so the test counts seeds, never
-    layout copies. `margin` describes delta in the verdict line (analysis.verdicts.margins)."""
+    layout copies. Paired by seed where the pairing holds (analysis.verdicts.seed_pairing;
+    `unpaired`: Welch all the same), else Welch. `margin` describes delta in the verdict
+    line (analysis.verdicts.margins)."""
     if a.tasks != b.tasks:
         raise AnalysisError(
             f"groups {a.group!r} and {b.group!r} cover different tasks: {a.tasks} vs {b.tasks}"
-        )
+            + version_hint(a.tasks, b.tasks))
     if a.frame_grid.shape != b.frame_grid.shape or not np.allclose(a.frame_grid, b.frame_grid):
         raise AnalysisError("groups must share one frame grid (build them with scores_by_group)")
-    final = welch_interval(metric(a.final, a.tasks), metric(b.final, b.tasks))
-    auc = welch_interval(metric(a.auc, a.tasks), metric(b.auc, b.tasks))
+    design = seed_design(list(a.runs.values()), list(b.runs.values()), a.seeds, b.seeds,
+                         unpaired=unpaired)
+    interval = paired_interval if design.paired else welch_interval
+    # paired: rows in seed order on both sides (GroupScores rows follow its seeds)
+    ia, ib = _seed_order(a, design.paired), _seed_order(b, design.paired)
+    final = interval(metric(a.final[ia], a.tasks), metric(b.final[ib], b.tasks))
+    auc = interval(metric(a.auc[ia], a.tasks), metric(b.auc[ib], b.tasks))
     bitwise = bitwise_identical(a, b)
+    if bitwise.identical and not design.paired:  # same seeds, same scores: show it so
+        ia, ib = _seed_order(a, True), _seed_order(b, True)
+        final = paired_interval(metric(a.final[ia], a.tasks), metric(b.final[ib], b.tasks))
+        auc = paired_interval(metric(a.auc[ia], a.tasks), metric(b.auc[ib], b.tasks))
     verdict = tost_verdict([final, auc], delta)
     notes = []
     if bitwise.identical and verdict != PASS:
@@ -263,7 +334,7 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
                              list(a.seeds), list(b.seeds), list(a.tasks), per_game, notes,
                              margin=margin, metric=metric_name,
                              determinism=group_determinism_tier(a, b),
-                             stacks=group_stacks(a, b))
+                             stacks=group_stacks(a, b), design=design)
 
 
 def determinism_line(group_a: str, reference: str, tier: str) -> str:

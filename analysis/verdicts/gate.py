@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.inputs.protocol import check_same_protocol
+from analysis.scales.units import check_reference_number, return_to_normalised, unit_name
 from analysis.scoring.grouping import analyse, layout_names, manifest_family
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores, runs_by_suite, suite_name
@@ -129,6 +130,8 @@ def gate(
     allow_protocol_mismatch: bool = False,
     spread: ReferenceSpread = ReferenceSpread(),
     strict: bool = False,
+    unpaired: bool = False,
+    reference_unit: str = "normalised",
 ) -> GateOutcome:
     """The regression gate of `new` against `reference` (run records, or a published
     number in the same normalised units); checks and their order in the module docstring.
@@ -137,7 +140,11 @@ def gate(
     delta None: the suite's margin (analysis.verdicts.margins). spread: what the user
     vouches for where a spread is unknown (a published number's sd and seeds, or exact;
     equal spreads for a one-seed side): analysis.verdicts.regression.ReferenceSpread.
-    strict: UNDECIDED exits EXIT_FAILED instead of EXIT_UNDECIDED."""
+    strict: UNDECIDED exits EXIT_FAILED instead of EXIT_UNDECIDED. unpaired: Welch even
+    where the pairing by seed holds (analysis.verdicts.seed_pairing). reference_unit: a
+    reference number's unit, "normalised" (the gate's, checked against the range the
+    metric can take: analysis.scales.units) or "return" (a raw return of a one-game suite,
+    converted with its sd)."""
     if metric not in GATE_METRICS:
         raise AnalysisError(f"regression metric {metric!r}; valid: {', '.join(GATE_METRICS)}")
     score, seed_metric = GATE_METRICS[metric]
@@ -165,16 +172,22 @@ def gate(
         res = regression_gate(_chosen(new_groups, selected), _chosen(ref_groups, selected),
                               m.value, confidence=confidence, score=score,
                               margin=m.describe(), metric=SEED_METRICS[seed_metric],
-                              metric_name=seed_metric, spread=spread)
+                              metric_name=seed_metric, spread=spread, unpaired=unpaired)
     else:  # a published number: one-sample bound on the new seeds
         selected = list(layouts) if layouts is not None else sorted(new_groups)
         _check_layouts(new_groups, selected, "new runs", system, _games(new), warnings)
         seeds = collapse_seed_copies(_chosen(new_groups, selected), "new", attr=score)
+        number, spread = _reference_number(float(reference), spread, reference_unit, suite,
+                                           seeds.tasks, metric, normalisers)
         res = regression(SEED_METRICS[seed_metric](seeds.values, seeds.tasks),
-                         float(reference), m.value, confidence, spread)
+                         number, m.value, confidence, spread)
         res.new_seeds, res.margin, res.games = seeds.describe(), m.describe(), seeds.tasks
         res.metric = seed_metric
+        if reference_unit == RETURN_UNIT:
+            res.notes.append(f"--reference {float(reference):g} is a raw {seeds.tasks[0]} "
+                             f"return: {number:.4g} in {unit_name(suite, normalisers)}")
     res.notes += notes
+    res.unit = unit_name(suite, normalisers)
     res.subject = (f"{system} on {suite} ({len(selected)} layout(s), {len(res.games)} "
                    "game(s))")
     res.strict = strict
@@ -184,6 +197,28 @@ def gate(
         res.undecided = gate_undecided(res.lower_bound, res.upper_bound, res.delta, res.se,
                                        res.n_new, res.n_reference, mean_lower, MEAN_MARGIN)
     return GateOutcome(res, warnings)
+
+
+RETURN_UNIT = "return"
+REFERENCE_UNITS = ("normalised", RETURN_UNIT)
+
+
+def _reference_number(value: float, spread: ReferenceSpread, unit: str, suite: str,
+                      games: Sequence[str], metric: str,
+                      normalisers: Mapping[str, tuple[float, float]] | None
+                      ) -> tuple[float, ReferenceSpread]:
+    """A reference number (and its sd) in the gate's normalised units, refused (exit 2)
+    when it cannot be in them (analysis.scales.units)."""
+    if unit not in REFERENCE_UNITS:
+        raise AnalysisError(f"reference unit {unit!r}; valid: {', '.join(REFERENCE_UNITS)}")
+    if unit == RETURN_UNIT:
+        if metric not in ("iqm", "final"):
+            raise AnalysisError(f"--reference-unit return is a final return: it needs "
+                                f"--metric iqm (or final), not {metric}")
+        value, sd = return_to_normalised(value, spread.sd, games, normalisers)
+        spread = replace(spread, sd=sd)
+    check_reference_number(value, spread.sd, suite, games, normalisers)
+    return value, spread
 
 
 def _check_layouts(groups: Mapping[str, GroupScores], selected: Sequence[str], side: str,

@@ -37,6 +37,7 @@ from scipy import stats
 
 from analysis.stats.moderated import moderated_variance, prior_variance
 from analysis.stats.multiplicity import holm_reject
+from analysis.stats.paired import paired_stats
 from analysis.stats.welch import t_quantile, welch_stats
 
 RELATIVE_MARGIN = 0.25
@@ -133,15 +134,16 @@ def relative_scale(new: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, 
 
 
 def mean_relative_bounds(new: np.ndarray, reference: np.ndarray, *,
-                         confidence: float = 0.95
+                         confidence: float = 0.95, paired: bool = False
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The untrimmed rule: new (..., n, games), reference (..., m, games), n, m >= 2 ->
     (new - reference mean relative score, its one-sided lower and upper `confidence`
-    bounds), each (...). Zero spread: both bounds are the difference."""
+    bounds), each (...). Zero spread: both bounds are the difference. `paired`: row s of
+    both sides is the same seed (paired t of the per-seed differences), else Welch."""
     x, y = relative_scale(new, reference)
     with np.errstate(all="ignore"):
         a, b = np.nanmean(x, axis=-1), np.nanmean(y, axis=-1)
-    diff, se, df = welch_stats(a, b)
+    diff, se, df = paired_stats(a, b) if paired else welch_stats(a, b)
     with np.errstate(invalid="ignore"):
         half = np.where(se > 0, t_quantile(confidence, df) * se, 0.0)
     return diff, diff - half, diff + half

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from analysis.errors import AnalysisError
+from analysis.inputs.env_versions import version_hint
 from analysis.scoring.grouping import Analysis, match_groups
 from analysis.scoring.scores import GroupScores
 from analysis.verdicts.pairing import analysis_pairs
@@ -58,8 +59,12 @@ def choose_pairs(
         return [], "no pair (one group)"
     found, _ = analysis_pairs(a, reference=reference)
     pairs = [(p.prefix + p.group.group, p.prefix + p.reference.group) for p in found]
+    apart = [f"{x} vs {y} (different tasks{version_hint(groups[x].tasks, groups[y].tasks)})"
+             for x, y in pairs if (x, y) not in same_tasks]
+    pairs = [p for p in pairs if p in same_tasks]
     refs = sorted({y for _, y in pairs})
     return pairs, (f"{len(pairs)} pair(s), each group against its reference "
-                   f"({', '.join(refs)}; --reference, --pair 'X vs Y' or --all-pairs for "
-                   "others)")
+                   f"({', '.join(refs) or 'none'}; --reference, --pair 'X vs Y' or "
+                   "--all-pairs for others)"
+                   + (f"; not compared: {'; '.join(apart)}" if apart else ""))
 

@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
+from analysis.inputs.env_versions import version_hint
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
+from analysis.stats.paired import paired_stats
 from analysis.stats.welch import t_quantile, welch_df, welch_stats
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.per_game import (
@@ -33,11 +35,14 @@ from analysis.verdicts.per_game import (
     per_game_drops,
 )
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
+from analysis.verdicts.seed_pairing import seed_design
 from runrecord.exits import verdict_exit
 
 # ---------------------------------------------------------------- regression gate
 
 WELCH = "Welch (both sides' variances; Hsu df when the seed counts differ)"
+PAIRED = ("paired by seed (the same seeds on both sides: the bound of the mean per-seed "
+          "difference, n - 1 df; analysis.verdicts.seed_pairing)")
 REFERENCE_SIDE = ("reference-side variance (1 new seed; equal spread vouched for by "
                   "--assume-equal-spread: the rate holds only then)")
 NEW_SIDE = ("new-side variance (1 reference seed; equal spread vouched for by "
@@ -59,7 +64,7 @@ BARE_NUMBER_REFUSAL = (
 
 
 def regression_variance(n_new: int, n_ref: int, *, assume_equal_spread: bool = False,
-                        reference_exact: bool = False) -> str:
+                        reference_exact: bool = False, paired: bool = False) -> str:
     """Which variance the gate uses for n_new vs n_ref independent seeds (n_ref 0: a
     published number taken as exact). Raises AnalysisError (exit 2) for the cases whose
     error rate the gate cannot keep:
@@ -68,9 +73,16 @@ def regression_variance(n_new: int, n_ref: int, *, assume_equal_spread: bool = F
       other's variance: Student t with n_other - 1 df, exact only at equal spreads);
     - a bare published number, unless `reference_exact` (use `published_lower_bound`
       with the number's sd and seed count instead).
+    `paired`: the sides ran the same seeds (analysis.verdicts.seed_pairing): PAIRED, from
+    2 seeds a side.
     """
     if n_new < 1:
         raise AnalysisError("regression needs at least one new seed")
+    if paired:
+        if n_new != n_ref or n_new < 2:
+            raise AnalysisError(f"a paired gate needs the same >= 2 seeds on both sides, "
+                                f"got {n_new} new and {n_ref} reference")
+        return PAIRED
     if n_ref == 0:
         if n_new < 2:
             raise AnalysisError(
@@ -94,7 +106,7 @@ def regression_variance(n_new: int, n_ref: int, *, assume_equal_spread: bool = F
 
 def regression_lower_bound(new: np.ndarray, reference: np.ndarray | float,
                            confidence: float = 0.95, *, assume_equal_spread: bool = False,
-                           reference_exact: bool = False
+                           reference_exact: bool = False, paired: bool = False
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised gate: new (..., n), reference (..., m) per-seed values (or a number
     taken as exact) -> (diff, lower, se, df), each (...): the one-sided `confidence` lower
@@ -111,8 +123,11 @@ def regression_lower_bound(new: np.ndarray, reference: np.ndarray | float,
     else:
         ref = np.asarray(reference, dtype=np.float64)
         m = ref.shape[-1]
-        kind = regression_variance(n, m, assume_equal_spread=assume_equal_spread)
-        if kind == WELCH:
+        kind = regression_variance(n, m, assume_equal_spread=assume_equal_spread,
+                                   paired=paired)
+        if kind == PAIRED:  # new[..., s] and ref[..., s] are the same seed
+            diff, se, df = paired_stats(new, ref)
+        elif kind == WELCH:
             diff, se, df = welch_stats(new, ref)
         else:
             other = ref if kind == REFERENCE_SIDE else new
@@ -186,16 +201,19 @@ def three_way(passed: np.ndarray | bool, failed: np.ndarray | bool) -> np.ndarra
 
 def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], delta: float,
                *, confidence: float = 0.95, metric: SeedMetric = iqm_over_tasks,
-               new_metric_shift: float = 0.0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+               new_metric_shift: float = 0.0, paired: bool = False
+               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Vectorised gate on (..., n, games) and (..., m, games) score matrices ->
     (verdicts (...), {rule: bool (...) True where that rule found evidence of a
     REGRESSION}); the module docstring's three outcomes. `regression_gate` and the
     calibration suite decide through it. new_metric_shift: added to the new side's
     per-seed metric (the calibration suite's way to set a true difference of exactly
-    that much in the metric's own units)."""
+    that much in the metric's own units). paired: row s of both sides is the same seed
+    (the aggregate and untrimmed-mean bounds are then paired t's; the per-game and
+    COLLAPSED rules stay as they are)."""
     a = metric_per_seed(new, tasks, metric) + new_metric_shift
     b = metric_per_seed(reference, tasks, metric)
-    diff, lower, _, _ = regression_lower_bound(a, b, confidence)
+    diff, lower, _, _ = regression_lower_bound(a, b, confidence, paired=paired)
     fired: dict[str, np.ndarray] = {AGGREGATE_RULE: np.asarray(upper_bound(diff, lower) < -delta)}
     passed = lower > -delta
     fired[COLLAPSE_RULE] = np.asarray(collapsed_games(new, reference).any(axis=-1))
@@ -203,7 +221,8 @@ def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], del
         flagged, _, _ = per_game_drops(new, reference)
         fired[PER_GAME_RULE] = np.asarray(flagged.any(axis=-1))
         if min(np.shape(new)[-2], np.shape(reference)[-2]) >= 2:
-            _, m_low, m_high = mean_relative_bounds(new, reference, confidence=confidence)
+            _, m_low, m_high = mean_relative_bounds(new, reference, confidence=confidence,
+                                                    paired=paired)
             fired[MEAN_RULE] = np.asarray(m_high < -MEAN_MARGIN)
             passed = passed & ~(m_low <= -MEAN_MARGIN)
     failed = np.logical_or.reduce(list(fired.values()))
@@ -241,6 +260,8 @@ class RegressionResult:
     identical: bool = False  # every seed's score equal on both sides (bit-identical)
     undecided: str = ""  # why UNDECIDED, and the seeds that would decide it
     strict: bool = False  # UNDECIDED exits EXIT_FAILED
+    design: str = ""  # paired by seed, or Welch and why (analysis.verdicts.seed_pairing)
+    unit: str = ""  # the unit of the numbers, e.g. "HNS (...)" (analysis.scales.units)
 
     @property
     def upper_bound(self) -> float:
@@ -267,6 +288,8 @@ class RegressionResult:
             f"{self.confidence:.0%} bounds [{self.lower_bound:+.4f}, {self.upper_bound:+.4f}]"
             f" vs -delta {-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"
+            + (f"; {self.design}" if self.design else "")
+            + (f"; numbers in {self.unit}" if self.unit else "")
         )
 
     def rules_text(self) -> list[str]:
@@ -336,6 +359,8 @@ def regression(
     delta: float,
     confidence: float = 0.95,
     spread: ReferenceSpread = ReferenceSpread(),
+    *,
+    paired: bool = False,
 ) -> RegressionResult:
     """PASS when the one-sided `confidence` lower bound of mean(new) - reference > -delta.
 
@@ -344,6 +369,8 @@ def regression(
     reference_scores: per-seed values of the reference, or one published number (with
     `spread.sd` and `spread.seeds`: Welch against its own noise; or `spread.exact`).
     Variance: `regression_variance` (which refuses, exit 2, what the gate cannot decide).
+    paired: new_scores[s] and reference_scores[s] are the same seed (the caller decides:
+    analysis.verdicts.seed_pairing), the bound is the paired t's.
     """
     spread.check()
     new = np.asarray(new_scores, dtype=np.float64).ravel()
@@ -368,13 +395,13 @@ def regression(
                 raise AnalysisError("reference has no (finite) scores")
             ref_mean, n_ref = float(ref.mean()), len(ref)
         variance = regression_variance(len(new), n_ref, assume_equal_spread=spread.equal_spread,
-                                       reference_exact=spread.exact)
+                                       reference_exact=spread.exact, paired=paired)
         diff, lower, se, df = regression_lower_bound(
             new, ref, confidence, assume_equal_spread=spread.equal_spread,
-            reference_exact=spread.exact)
+            reference_exact=spread.exact, paired=paired)
     upper = float(upper_bound(diff, lower))
     verdict = str(three_way(float(lower) > -delta, upper < -delta))
-    notes = [] if variance == WELCH else [f"variance: {variance}"]
+    notes = [] if variance in (WELCH, PAIRED) else [f"variance: {variance}"]
     if variance == PUBLISHED or (variance == ONE_SAMPLE and np.ndim(reference_scores) == 0):
         notes.append("a published number has no per-game scores: only the aggregate rule "
                      "is tested")
@@ -385,7 +412,7 @@ def regression(
     res.identical = bool(np.ndim(reference_scores) > 0 and np.all(new == new[0]) and
                          np.all(np.asarray(reference_scores) == new[0]))
     if variance == PUBLISHED:
-        res.reference_seeds = f"published mean ± sd {spread.sd:g} of {n_ref} seeds"
+        res.reference_seeds = f"published mean ± sd {spread.sd:.4g} of {n_ref} seeds"
     return res
 
 
@@ -400,6 +427,7 @@ def check_same_games(new: Sequence[str], reference: Sequence[str]) -> None:
             + "; ".join(x for x in (f"missing in the reference: {only_new}" if only_new else "",
                                     f"missing in the new runs: {only_ref}" if only_ref else "")
                         if x)
+            + version_hint(new, reference)
             + ". A gate over different games compares nothing; select common games")
 
 
@@ -414,6 +442,7 @@ def regression_gate(
     metric_name: str = "iqm",
     margin: str = "",
     spread: ReferenceSpread = ReferenceSpread(),
+    unpaired: bool = False,
 ) -> RegressionResult:
     """The regression gate on run records: each side's groups (e.g. a system's layouts)
     are reduced to ONE value per independent seed (the mean of its layout copies:
@@ -427,14 +456,21 @@ def regression_gate(
 
     score: "final" or "auc". Both sides must cover the same games (AnalysisError naming
     the games each side lacks). The result lists per game new - reference, worst first.
+    Paired by seed where the pairing holds (analysis.verdicts.seed_pairing: the same seeds,
+    system and env protocol on both sides; `unpaired`: Welch all the same); the line
+    says which.
     """
     if score not in ("final", "auc"):
         raise AnalysisError(f"score must be 'final' or 'auc', got {score!r}")
     new = collapse_seed_copies(new_groups, "new", attr=score)
     ref = collapse_seed_copies(reference_groups, "reference", attr=score)
     check_same_games(new.tasks, ref.tasks)
+    design = seed_design([r for g in new_groups for r in g.runs.values()],
+                         [r for g in reference_groups for r in g.runs.values()],
+                         new.seeds, ref.seeds, unpaired=unpaired)
     res = regression(metric(new.values, new.tasks), metric(ref.values, ref.tasks), delta,
-                     confidence, spread)
+                     confidence, spread, paired=design.paired)
+    res.design = design.text()
     res.identical = (new.values.shape == ref.values.shape and list(new.seeds) == list(ref.seeds)
                      and bool(np.array_equal(new.values, ref.values)))
     res.rules = []
@@ -454,7 +490,7 @@ def regression_gate(
             res.rules.append(PER_GAME_RULE)
         if min(len(new.seeds), len(ref.seeds)) >= 2:
             diff, low, high = (float(x) for x in mean_relative_bounds(
-                new.values, ref.values, confidence=confidence))
+                new.values, ref.values, confidence=confidence, paired=design.paired))
             res.mean_relative_diff, res.mean_relative_lower = diff, low
             if high < -MEAN_MARGIN:
                 res.rules.append(MEAN_RULE)

@@ -59,6 +59,7 @@ class Spread:
     correlation: float
     source: str
     df: int | None = None
+    df_detail: str = ""  # where df comes from, e.g. ": 2 systems x (3 - 1)"
 
     def upper_sd(self, level: float = 0.9) -> float | None:
         """One-sided `level` upper confidence bound of sd_seed (chi-square), None if given."""
@@ -71,7 +72,8 @@ class Spread:
                 f"correlation {self.correlation:.2f}; {self.sd_seed:.4g} per seed after "
                 f"averaging layout copies (gate); {self.source}")
         if self.df:
-            text += f"; {self.df} df, 90% upper bound of the gate's sd {self.upper_sd():.4g}"
+            text += (f"; the gate's sd has {self.df} df (the sum over systems of their "
+                     f"seeds - 1{self.df_detail}), 90% upper bound {self.upper_sd():.4g}")
         return text
 
 
@@ -130,11 +132,14 @@ def spread_from_analysis(a: Analysis, metric=None) -> Spread:
                                          metric(auc.values, auc.tasks)], axis=1))
     cov_g, _ = _pooled(group_blocks)
     cov_s, df_s = _pooled(seed_blocks)
+    per_system = sorted(len(b) - 1 for b in seed_blocks)
+    detail = (f": {len(per_system)} system(s) x ({per_system[0] + 1} - 1)"
+              if len(set(per_system)) == 1 else f": {' + '.join(map(str, per_system))}")
     sd_f, sd_a = math.sqrt(cov_g[0, 0]), math.sqrt(cov_g[1, 1])
     rho = float(cov_g[0, 1] / (sd_f * sd_a)) if sd_f > 0 and sd_a > 0 else 0.0
     source = (f"pooled from {n_groups} distinct group(s) of the pilot runs ({n_runs} runs, "
               f"{len(seed_blocks)} system(s))")
-    return Spread(sd_f, math.sqrt(cov_s[0, 0]), sd_a, rho, source, df_s)
+    return Spread(sd_f, math.sqrt(cov_s[0, 0]), sd_a, rho, source, df_s, detail)
 
 
 def _draw(rng: np.random.Generator, sims: int, n: int, sd: float, sd2: float, rho: float,

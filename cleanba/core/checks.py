@@ -76,10 +76,11 @@ def _spaces(env_id: str) -> tuple[tuple[int, ...], Any, str, int | None]:
     import envpool
 
     with warnings.catch_warnings():
-        # gymnasium warns about EnvPool's float64 Box bounds; it means nothing here.
+        # gymnasium warns (with raw ANSI colour codes) about EnvPool's float64 Box bounds
+        # when the spaces are built, on first access: it means nothing here.
         warnings.filterwarnings("ignore", message=".*precision lowered.*")
         spec = envpool.make_spec(env_id, **benchenv.env_protocol(env_id))
-    obs, act = spec.observation_space, spec.action_space
+        obs, act = spec.observation_space, spec.action_space
     obs_dtype = np.uint8 if obs.dtype == np.uint8 else np.float32
     return tuple(obs.shape), obs_dtype, type(act).__name__, getattr(act, "n", None)
 
