@@ -89,7 +89,8 @@ def claim_entries(specs: Sequence[ClaimSpec], bindings: Mapping[str, Path],
     """(claims, claims left out): each claim run now, with its inputs and output. A
     claims-file claim that errors (exit 2) is bad input; a report claim that does (e.g. no
     equivalence with one group) is left out with the reason."""
-    claims, left_out = [], []
+    claims: list[dict[str, Any]] = []
+    left_out: list[dict[str, Any]] = []
     for spec in specs:
         out = run_claim(spec.args, bindings)
         if out.exit_code == EXIT_BAD_INPUT:

@@ -29,13 +29,13 @@ class Leaf:
 
     path: str
     sha256: str
-    bytes: int
+    size: int
 
     def encoded(self) -> bytes:
-        return f"{self.path}\n{self.sha256}\n{self.bytes}".encode()
+        return f"{self.path}\n{self.sha256}\n{self.size}".encode()
 
     def as_dict(self) -> dict[str, str | int]:
-        return {"path": self.path, "sha256": self.sha256, "bytes": self.bytes}
+        return {"path": self.path, "sha256": self.sha256, "bytes": self.size}
 
 
 def file_digest(path: Path) -> tuple[str, int]:

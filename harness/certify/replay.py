@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -102,7 +103,8 @@ def replay_env(device: Mapping[str, Any], checkout: Path,
 
 
 def _checksums(updates_csv: Path, limit: int) -> list[tuple[int, str]]:
-    rows = []
+    """(update, params checksum) of the first `limit` rows of an updates.csv."""
+    rows: list[tuple[int, str]] = []
     try:
         with open(updates_csv, newline="", encoding="utf-8") as f:
             for row in csv.DictReader(f):
@@ -130,21 +132,56 @@ def block_differences(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) 
     return out
 
 
-def _cpu_sets(device: Mapping[str, Any], processes: int) -> list[list[int] | None]:
-    cores = device.get("usable_cpus")
+def available_cores() -> list[int]:
     try:
-        mine = sorted(os.sched_getaffinity(0))
-    except AttributeError:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this OS
+        return list(range(os.cpu_count() or 1))
+
+
+class CorePool:
+    """This process's cores, handed out to concurrent replays: each CPU replay takes the
+    cores its record ran on (usable cores x processes), pinned as the harness pins runs; a
+    GPU replay takes them all (one at a time on the GPUs)."""
+
+    def __init__(self, cores: Sequence[int]) -> None:
+        self.free = list(cores)
+        self.total = len(self.free)
+        self.cond = threading.Condition()
+
+    def need(self, device: Mapping[str, Any], processes: int) -> int:
+        cores = device.get("usable_cpus")
+        if device.get("platform") != "cpu" or not isinstance(cores, int):
+            return self.total
+        return max(1, min(self.total, cores * processes))
+
+    def take(self, n: int) -> list[int]:
+        with self.cond:
+            self.cond.wait_for(lambda: len(self.free) >= n)
+            mine, self.free = self.free[:n], self.free[n:]
+            return mine
+
+    def give(self, cores: Sequence[int]) -> None:
+        with self.cond:
+            self.free += cores
+            self.cond.notify_all()
+
+
+def cpu_sets(device: Mapping[str, Any], processes: int, cores: Sequence[int],
+             ) -> list[list[int] | None]:
+    """Each process's cores (its recorded usable count) among `cores`; None: not pinned
+    (GPUs, or a record without the count)."""
+    per = device.get("usable_cpus")
+    if device.get("platform") != "cpu" or not isinstance(per, int) or not cores:
         return [None] * processes
-    if device.get("platform") != "cpu" or not isinstance(cores, int) or cores > len(mine):
-        return [None] * processes
-    return [[mine[(i * cores + j) % len(mine)] for j in range(cores)] for i in range(processes)]
+    return [[cores[(i * per + j) % len(cores)] for j in range(per)] for i in range(processes)]
 
 
 def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], records: Path,
-               updates: int, checkout: Path = PROJECT_ROOT,
+               updates: int, checkout: Path = PROJECT_ROOT, cores: Sequence[int] = (),
                timeout_s: float = REPLAY_TIMEOUT_S) -> Replay:
-    """Replay one run's first `updates` updates and compare, or say why it cannot."""
+    """Replay one run's first `updates` updates on `cores` (default: this process's) and
+    compare, or say why it cannot."""
     device = cert["devices"].get(run.get("device"), {})
     stack = cert["stacks"].get(run.get("stack"), {})
     processes = int(run.get("processes") or 1)
@@ -176,7 +213,8 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
         env = replay_env(device, checkout)
         env["HARNESS_PARENT_PID"] = str(os.getpid())
         log = open(tmp / "replay.log", "wb")  # noqa: SIM115 - closed below
-        for pid, cpus in enumerate(_cpu_sets(device, processes)):
+        for pid, cpus in enumerate(cpu_sets(device, processes,
+                                            list(cores) or available_cores())):
             argv = replay_argv(recorded_cmd, run_dir, pid, coordinator, updates)
             shim = [sys.executable, "-m", "harness._child"]
             if cpus:

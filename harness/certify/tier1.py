@@ -82,36 +82,37 @@ def check_files(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Pat
             fc.changed[rid] = "added"
             continue
         now.update({leaf.path: leaf for leaf in folder_leaves(folder, f"{RECORDS}/{rid}")})
-    for name, path in inputs.items():
-        now.update({leaf.path: leaf for leaf in input_leaves(name, path)})
+    for name, where_input in inputs.items():
+        now.update({leaf.path: leaf for leaf in input_leaves(name, where_input)})
     now[sweep_leaf(cert["sweep"]["text"]).path] = sweep_leaf(cert["sweep"]["text"])
     for rid, entry in runs.items():
         if rid not in folders and entry["files"]:
             fc.changed[rid] = "deleted"
             out.mismatch(f"run {rid} ({entry['label']}, {entry['status']}): its folder is "
                          f"gone ({len(entry['files'])} bound file(s))")
-    for path, f in certified.items():
-        rid = _by_run(path)
-        if rid is not None and fc.changed.get(rid) == "deleted":
+    for cert_path, f in certified.items():
+        owner = _by_run(cert_path)
+        if owner is not None and fc.changed.get(owner) == "deleted":
             continue
-        leaf = now.get(path)
-        where = f" (run {rid})" if rid else ""
+        leaf = now.get(cert_path)
+        where = f" (run {owner})" if owner else ""
         if leaf is None:
-            out.mismatch(f"file {path}: missing{where}")
-        elif leaf.sha256 != f["sha256"] or leaf.bytes != f["bytes"]:
-            out.mismatch(f"file {path}: SHA-256 differs{where}: certified "
+            out.mismatch(f"file {cert_path}: missing{where}")
+        elif leaf.sha256 != f["sha256"] or leaf.size != f["bytes"]:
+            out.mismatch(f"file {cert_path}: SHA-256 differs{where}: certified "
                          f"{f['sha256'][:16]}.., now {leaf.sha256[:16]}..")
         else:
             continue
-        if rid is not None:
-            fc.changed.setdefault(rid, "files changed")
-    for path in sorted(set(now) - set(certified)):
-        rid = _by_run(path)
-        if rid is not None and fc.changed.get(rid) == "added":
+        if owner is not None:
+            fc.changed.setdefault(owner, "files changed")
+    for new_path in sorted(set(now) - set(certified)):
+        owner = _by_run(new_path)
+        if owner is not None and fc.changed.get(owner) == "added":
             continue
-        out.mismatch(f"file {path}: not in the certificate" + (f" (run {rid})" if rid else ""))
-        if rid is not None:
-            fc.changed.setdefault(rid, "files added")
+        out.mismatch(f"file {new_path}: not in the certificate"
+                     + (f" (run {owner})" if owner else ""))
+        if owner is not None:
+            fc.changed.setdefault(owner, "files added")
     out.checked.append(f"{len(certified)} bound file(s): SHA-256 of each "
                        f"({len(runs)} run(s), {len(inputs)} input(s), the sweep file)")
     return fc
@@ -197,11 +198,10 @@ def check_plan(cert: Mapping[str, Any], records: Path, code_here: Mapping[str, A
         fresh = run_section(RunEntry(rid, entry["label"], entry["planned"], entry["status"],
                                      manifest, []), intern)
         for key in ("deterministic", "command", "updates", "wall_time_s", "device", "stack"):
-            was = entry.get(key)
-            new = fresh.get(key)
+            was, new = entry.get(key), fresh.get(key)
             if key in ("device", "stack"):
                 was = cert[f"{key}s"].get(was) if isinstance(was, str) else was
-                new = intern.tables[key].get(new)
+                new = intern.tables[key].get(str(new))
             if was != new:
                 out.mismatch(f"run {rid}: the certificate's {key} differs from its record")
     out.checked.append(f"completeness: the sweep file (SHA-256) expands to the plan's "

@@ -10,7 +10,9 @@ import json
 import secrets
 import socket
 import sys
+import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,14 @@ from harness.certify.certificate import (
     load_certificate,
     verify_log,
 )
-from harness.certify.replay import VERIFIED, Replay, draw, run_replay
+from harness.certify.replay import (
+    VERIFIED,
+    CorePool,
+    Replay,
+    available_cores,
+    draw,
+    run_replay,
+)
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE, Findings, tier1
 from runrecord import PROJECT_ROOT, resolve_path, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
@@ -58,13 +67,13 @@ def _locate(cert: Mapping[str, Any], args: VerifyArgs) -> tuple[Path, dict[str, 
     if not records.is_dir():
         raise CertificateError(f"records {records}: no such folder; give --records DIR (the "
                                "certified runs, one folder per run id)")
-    inputs = {}
+    inputs: dict[str, Path] = {}
     for name, spec in cert["inputs"].items():
-        path = given.get(name) or resolve_path(spec["path"])
-        if not path.exists():
-            raise CertificateError(f"input {name}: {path} does not exist; give --input "
+        where = given.get(name) or resolve_path(spec["path"])
+        if not where.exists():
+            raise CertificateError(f"input {name}: {where} does not exist; give --input "
                                    f"{name}=PATH")
-        inputs[name] = path
+        inputs[name] = where
     return records, inputs
 
 
@@ -90,16 +99,30 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
           f"): {len(drawn)} of {len(eligible)} deterministic run(s): {', '.join(drawn)}")
     print(f"  repeat this draw: python -m harness verify {args.cert} --replay {args.replay} "
           f"--updates {args.updates} --draw-seed {seed}")
-    replays = []
+    todo = []
     for rid in drawn:
-        run = cert["runs"][rid]
         if rid in out.changed_runs:
             text = f"tier 2: run {rid}: {out.changed_runs[rid]} since certified: not replayed"
             print(f"  {NOT_CHECKABLE}: {text}")
             out.cannot(text)
-            continue
-        r = run_replay(rid, run, cert, records, args.updates, checkout=args.checkout)
-        replays.append(r)
+        else:
+            todo.append(rid)
+    pool = CorePool(available_cores())
+
+    def one(rid: str) -> Replay:  # concurrent where the cores allow, each on its own
+        run = cert["runs"][rid]
+        device = cert["devices"].get(run.get("device"), {})
+        cores = pool.take(pool.need(device, int(run.get("processes") or 1)))
+        try:
+            return run_replay(rid, run, cert, records, args.updates, checkout=args.checkout,
+                              cores=cores)
+        finally:
+            pool.give(cores)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as ex:
+        replays = list(ex.map(one, todo))
+    for r in replays:
+        rid, run = r.run_id, cert["runs"][r.run_id]
         line = f"run {rid} ({run['label']}): {r.outcome}: {r.text} [{r.seconds:.1f} s]"
         print(f"  {line}")
         if r.outcome == MISMATCH:
@@ -121,18 +144,17 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
     return replays
 
 
-def cost_lines(cert: Mapping[str, Any], replays: list[Replay]) -> list[str]:
+def cost_lines(cert: Mapping[str, Any], replays: list[Replay], wall: float) -> list[str]:
     """The replay's cost in seconds and as a fraction of the original compute
     (process-seconds of training of every certified run)."""
     original = sum(float(r.get("wall_time_s") or 0) * int(r.get("processes") or 1)
                    for r in cert["runs"].values())
     spent = sum(r.seconds * r.processes for r in replays)
-    wall = sum(r.seconds for r in replays)
     frac = f"{100 * spent / original:.2f}%" if original > 0 else "n/a (no training time recorded)"
-    return [f"replay cost: {wall:.1f} s wall, {spent:.1f} process-seconds = {frac} of the "
-            f"original compute ({original:.1f} process-seconds of training over "
-            f"{len(cert['runs'])} run(s); the replay's seconds include start-up and "
-            "compilation)"]
+    return [f"replay cost: {wall:.1f} s wall ({len(replays)} replay(s), concurrent where the "
+            f"cores allow), {spent:.1f} process-seconds = {frac} of the original compute "
+            f"({original:.1f} process-seconds of training over {len(cert['runs'])} run(s); "
+            "a replay's seconds include start-up and compilation, the records' do not)"]
 
 
 NEVER_CHECKED = (
@@ -178,9 +200,10 @@ def verify(args: VerifyArgs) -> int:
         print(f"  {outcome}: {text}")
     replays: list[Replay] = []
     if args.replay > 0:
+        t0 = time.perf_counter()
         replays = tier2(cert, records, args, found)
         if replays:
-            for line in cost_lines(cert, replays):
+            for line in cost_lines(cert, replays, time.perf_counter() - t0):
                 print(line)
     else:
         found.not_checked.append("tier 2: no run replayed (--replay K --updates N replays "
