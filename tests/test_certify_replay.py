@@ -103,6 +103,12 @@ def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
     title, html = certificate_section(cert.parent)
     assert title == "Certificate" and doc["root"] in html
     assert "VERIFIED (tier 1 + tier 2 (2 run(s) replayed, first 3 updates each))" in html
+    t0 = time.perf_counter()
+    assert harness_main(["report", "--sweep", str(tmp / "cert.toml"), "--results-root",
+                         str(tmp / "res")]) == EXIT_OK
+    print(f"report: {time.perf_counter() - t0:.1f} s")
+    page = (cert.parent / "report" / "index.html").read_text()
+    assert "<h2 id='certificate'>Certificate</h2>" in page and html in page
 
 
 def test_the_failed_run_deleted(sweep, tmp_path, capsys):
