@@ -267,3 +267,34 @@ def test_bad_input_exits_2_and_writes_nothing(certified, tmp_path, capsys):
     assert harness_main(_certify(tmp_path, records, "--claims", str(failing), "--out",
                                  str(out))) == EXIT_BAD_INPUT
     assert "failed: error: no completed runs" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_claim_over_a_bound_input(tmp_path, capsys):
+    """A regression claim against a reference folder bound under [inputs]: its files are in
+    the tree, verify finds them by --input, and a changed one is named with the claim."""
+    records = tmp_path / "records"
+    shutil.copytree(REFERENCE, records)
+    claims = tmp_path / "claims.toml"
+    claims.write_text('[inputs]\nreference = "results/reference/smoke-cartpole"\n[[claim]]\n'
+                      'name = "no regression"\ncommand = "regression --new {runs} --reference '
+                      '{reference} --where system=cleanba-ppo --delta 0.3"\n')
+    cert = tmp_path / "c.json"
+    assert harness_main(_certify(tmp_path, records, "--claims", str(claims), "--out",
+                                 str(cert))) == EXIT_OK
+    doc = json.loads(cert.read_text())
+    assert doc["inputs"] == {"reference": {"path": "results/reference/smoke-cartpole",
+                                           "kind": "folder"}}
+    assert sum(f["path"].startswith("inputs/reference/") for f in doc["files"]) == 72
+    assert "regression" in doc["claims"][0]["output"]["stdout"]
+    moved = tmp_path / "ref"
+    shutil.copytree(REFERENCE, moved)
+    capsys.readouterr()
+    code, text = verify(capsys, cert, "--input", f"reference={moved}")
+    assert code == EXIT_OK, text
+    _one_byte(moved / "5be696be7488" / "episodes.csv")
+    code, text = verify(capsys, cert, "--input", f"reference={moved}")
+    assert code == EXIT_FAILED
+    assert "file inputs/reference/5be696be7488/episodes.csv: SHA-256 differs" in text
+    assert re.search(r"MISMATCH: claim C1 \(no regression\): stdout line 1: recorded "
+                     r"\"regression: PASS \(bitwise identical\).*caused by input reference "
+                     r"\(files changed\)", text), text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -161,3 +162,28 @@ def test_replay_under_another_xla_flag_or_jax_version_is_not_checkable(sweep, mo
     assert code == EXIT_UNDECIDED
     assert f"NOT CHECKABLE HERE: jax {version('jax')} (recorded) vs 0.9.0 (here)" in out
 
+
+
+def test_ctrl_c_during_a_replay_stops_it(sweep, tmp_path):
+    """SIGINT while a replay runs: its processes are killed, its temporary folder removed,
+    nothing logged, exit 130."""
+    tmp, cert, doc, failed = sweep
+    log = cert.with_name(cert.name + ".verify.jsonl")
+    lines = log.read_text().count("\n") if log.exists() else 0
+    env = {**facts.os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp_path)}
+    p = subprocess.Popen([sys.executable, "-m", "harness", "verify", str(cert), "--replay",
+                          "1"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    assert p.stdout is not None
+    for line in p.stdout:
+        if line.startswith("tier 2: draw seed"):
+            break
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("cleanba-replay-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # the trainer is starting
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "interrupted (replays stopped, nothing logged)" in err
+    assert not list(tmp_path.glob("cleanba-replay-*"))
+    assert (log.read_text().count("\n") if log.exists() else 0) == lines

@@ -33,7 +33,7 @@ from harness.certify.claims import (
 from harness.certify.merkle import Leaf, merkle_root
 from harness.sweep import Sweep
 from runrecord import portable_path, utc_now
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from runrecord.provenance import package_versions
 from runrecord.writer import atomic_write_text
 
@@ -180,6 +180,9 @@ def certify(sweep: Sweep, options: Mapping[str, Any], records: Path, out: Path,
     except CertificateError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("certify: interrupted; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
     size = write_certificate(cert, out)
     for line in summary_lines(cert):
         print(line)

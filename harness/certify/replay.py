@@ -10,10 +10,12 @@ party repeats the draw with `--draw-seed`.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -177,11 +179,38 @@ def cpu_sets(device: Mapping[str, Any], processes: int, cores: Sequence[int],
     return [[cores[(i * per + j) % len(cores)] for j in range(per)] for i in range(processes)]
 
 
+def _launch(argvs: Sequence[tuple[list[str], list[int] | None]], env: Mapping[str, str],
+            checkout: Path, log: Any) -> list[subprocess.Popen]:
+    """Start each process (pinned, dying with this one) through the harness's exec shim."""
+    procs = []
+    for argv, cpus in argvs:
+        shim = [sys.executable, "-m", "harness._child"]
+        if cpus:
+            shim += ["--cpus", ",".join(map(str, cpus))]
+        procs.append(subprocess.Popen([*shim, "--", *argv], stdout=log,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      env=dict(env), cwd=checkout, start_new_session=True))
+    return procs
+
+
+def _wait(procs: Sequence[subprocess.Popen], deadline: float,
+          stop: threading.Event | None) -> str | None:
+    """Wait for every process; why it stopped waiting early (None: all ended)."""
+    while any(p.poll() is None for p in procs):
+        if stop is not None and stop.is_set():
+            return "stopped (interrupted)"
+        if time.monotonic() > deadline:
+            return "did not finish in time"
+        time.sleep(0.2)
+    return None
+
+
 def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], records: Path,
                updates: int, checkout: Path = PROJECT_ROOT, cores: Sequence[int] = (),
-               timeout_s: float = REPLAY_TIMEOUT_S) -> Replay:
+               timeout_s: float = REPLAY_TIMEOUT_S,
+               stop: threading.Event | None = None) -> Replay:
     """Replay one run's first `updates` updates on `cores` (default: this process's) and
-    compare, or say why it cannot."""
+    compare, or say why it cannot. `stop` set: the replay's processes are killed."""
     device = cert["devices"].get(run.get("device"), {})
     stack = cert["stacks"].get(run.get("stack"), {})
     processes = int(run.get("processes") or 1)
@@ -205,44 +234,33 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
     recorded_cmd = [str(resolve_path(w, project_root=checkout)) if w.endswith(".py") else w
                     for w in command]
     tmp = Path(tempfile.mkdtemp(prefix="cleanba-replay-"))
-    run_dir = tmp / "run"
     coordinator = f"127.0.0.1:{free_port()}"
+    env = {**replay_env(device, checkout), "HARNESS_PARENT_PID": str(os.getpid())}
+    argvs = [(replay_argv(recorded_cmd, tmp / "run", pid, coordinator, updates), cpus)
+             for pid, cpus in enumerate(cpu_sets(device, processes,
+                                                 list(cores) or available_cores()))]
     t0 = time.perf_counter()
-    procs = []
+    procs: list[subprocess.Popen] = []
     try:
-        env = replay_env(device, checkout)
-        env["HARNESS_PARENT_PID"] = str(os.getpid())
-        log = open(tmp / "replay.log", "wb")  # noqa: SIM115 - closed below
-        for pid, cpus in enumerate(cpu_sets(device, processes,
-                                            list(cores) or available_cores())):
-            argv = replay_argv(recorded_cmd, run_dir, pid, coordinator, updates)
-            shim = [sys.executable, "-m", "harness._child"]
-            if cpus:
-                shim += ["--cpus", ",".join(map(str, cpus))]
-            procs.append(subprocess.Popen([*shim, "--", *argv], stdout=log,
-                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=env, cwd=checkout, start_new_session=True))
-        deadline = time.monotonic() + timeout_s
-        for p in procs:
-            p.wait(timeout=max(1.0, deadline - time.monotonic()))
-        log.close()
+        with open(tmp / "replay.log", "wb") as log:
+            procs = _launch(argvs, env, checkout, log)
+            why = _wait(procs, time.monotonic() + timeout_s, stop)
         base.seconds = time.perf_counter() - t0
-        return compare(base, run_dir, recorded, cert["runs"][run_id], records / run_id,
-                       tmp / "replay.log")
-    except subprocess.TimeoutExpired:
-        base.seconds = time.perf_counter() - t0
-        base.text = f"the replay did not finish within {timeout_s:.0f} s"
-        return base
+        if why is not None:
+            base.text = f"the replay {why} after {base.seconds:.0f} s"
+            return base
+        return compare(base, tmp / "run", recorded, records / run_id, tmp / "replay.log")
     finally:
         for p in procs:
             if p.poll() is None:
-                p.kill()
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def compare(base: Replay, run_dir: Path, recorded: list[tuple[int, str]],
-            run: Mapping[str, Any], record_dir: Path, log: Path) -> Replay:
+def compare(base: Replay, run_dir: Path, recorded: list[tuple[int, str]], record_dir: Path,
+            log: Path) -> Replay:
     """The replay's record against the certified one: the determinism block first (a
     difference: NOT CHECKABLE), then the checksum of every update."""
     manifest = read_manifest_or_none(run_dir)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.certify.bind import (
+    INPUTS,
     MISSING,
     RECORDS,
     BindError,
@@ -22,7 +23,7 @@ from harness.certify.bind import (
     run_section,
 )
 from harness.certify.certificate import Interner, analysis_stack, sweep_leaf
-from harness.certify.claims import RUNS, ClaimOutput, input_runs, run_claim
+from harness.certify.claims import RUNS, ClaimOutput, input_runs, placeholders, run_claim
 from harness.certify.merkle import Leaf, merkle_root
 from harness.store import PENDING, run_state
 from harness.sweep import SweepError, parse_list, parse_seeds, parse_sweep
@@ -57,6 +58,12 @@ class FileCheck:
     """Per run: what happened to its files since certification."""
 
     changed: dict[str, str] = field(default_factory=dict)  # run id -> how
+    inputs: set[str] = field(default_factory=set)  # bound inputs with a file changed
+
+
+def _input_of(path: str) -> str | None:
+    parts = path.split("/")
+    return parts[1] if parts[0] == INPUTS and len(parts) > 1 else None
 
 
 def _by_run(path: str) -> str | None:
@@ -105,6 +112,8 @@ def check_files(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Pat
             continue
         if owner is not None:
             fc.changed.setdefault(owner, "files changed")
+        if _input_of(cert_path) is not None:
+            fc.inputs.add(str(_input_of(cert_path)))
     for new_path in sorted(set(now) - set(certified)):
         owner = _by_run(new_path)
         if owner is not None and fc.changed.get(owner) == "added":
@@ -113,6 +122,8 @@ def check_files(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Pat
                      + (f" (run {owner})" if owner else ""))
         if owner is not None:
             fc.changed.setdefault(owner, "files added")
+        if _input_of(new_path) is not None:
+            fc.inputs.add(str(_input_of(new_path)))
     out.checked.append(f"{len(certified)} bound file(s): SHA-256 of each "
                        f"({len(runs)} run(s), {len(inputs)} input(s), the sweep file)")
     return fc
@@ -221,14 +232,15 @@ def check_claims(cert: Mapping[str, Any], bindings: Mapping[str, Path], fc: File
         recorded = ClaimOutput(**claim["output"])
         now = run_claim(args, bindings)
         inputs_now = input_runs(args, bindings)
-        causes = sorted({r for r in (*claim["inputs"], *inputs_now) if r in fc.changed})
+        causes = [f"run {r} ({fc.changed[r]})" for r in sorted(
+            {r for r in (*claim["inputs"], *inputs_now) if r in fc.changed})]
+        causes += [f"input {n} (files changed)" for n in placeholders(args) if n in fc.inputs]
         label = f"claim {claim['id']} ({claim['name']})"
         diff = recorded.first_difference(now)
         if diff is None and inputs_now == claim["inputs"]:
             continue
         if causes:
-            out.mismatch(f"{label}: {diff or 'same output'}; caused by "
-                         + ", ".join(f"run {r} ({fc.changed[r]})" for r in causes))
+            out.mismatch(f"{label}: {diff or 'same output'}; caused by {', '.join(causes)}")
         elif inputs_now != claim["inputs"]:
             out.mismatch(f"{label}: reads other runs than certified")
         elif stack_diff:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import secrets
+import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +35,13 @@ from harness.certify.replay import (
 )
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE, Findings, tier1
 from runrecord import PROJECT_ROOT, resolve_path, utc_now
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
+from runrecord.exits import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNDECIDED,
+)
 
 EXIT_CODES = {VERIFIED: EXIT_OK, MISMATCH: EXIT_FAILED, NOT_CHECKABLE: EXIT_UNDECIDED}
 
@@ -109,18 +117,25 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
             todo.append(rid)
     pool = CorePool(available_cores())
 
+    stop = threading.Event()
+
     def one(rid: str) -> Replay:  # concurrent where the cores allow, each on its own
         run = cert["runs"][rid]
         device = cert["devices"].get(run.get("device"), {})
         cores = pool.take(pool.need(device, int(run.get("processes") or 1)))
         try:
             return run_replay(rid, run, cert, records, args.updates, checkout=args.checkout,
-                              cores=cores)
+                              cores=cores, stop=stop)
         finally:
             pool.give(cores)
 
     with ThreadPoolExecutor(max_workers=max(1, len(todo))) as ex:
-        replays = list(ex.map(one, todo))
+        try:
+            replays = list(ex.map(one, todo))
+        except KeyboardInterrupt:  # SIGINT/SIGTERM: kill the replays, then say so
+            stop.set()
+            ex.shutdown(wait=True, cancel_futures=True)
+            raise
     for r in replays:
         rid, run = r.run_id, cert["runs"][r.run_id]
         line = f"run {rid} ({run['label']}): {r.outcome}: {r.text} [{r.seconds:.1f} s]"
@@ -180,6 +195,19 @@ def _log(cert_path: Path, entry: dict[str, Any]) -> None:
 
 
 def verify(args: VerifyArgs) -> int:
+    """Verify a certificate; the exit code (EXIT_INTERRUPTED on SIGINT/SIGTERM: replays
+    killed, nothing logged)."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return _verify(args)
+    except KeyboardInterrupt:
+        print("verify: interrupted (replays stopped, nothing logged)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _verify(args: VerifyArgs) -> int:
     if args.replay < 0 or args.updates < 1:
         print("error: --replay K needs K >= 0 and --updates N needs N >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
