@@ -298,3 +298,12 @@ def test_a_claim_over_a_bound_input(tmp_path, capsys):
     assert re.search(r"MISMATCH: claim C1 \(no regression\): stdout line 1: recorded "
                      r"\"regression: PASS \(bitwise identical\).*caused by input reference "
                      r"\(files changed\)", text), text
+
+
+def test_stop_after_updates_is_bookkeeping():
+    """The replay's flag is checked and left out of the run id (a replay keeps the id)."""
+    from cleanba.core.config import BOOKKEEPING_FIELDS, CommonConfig, ConfigError
+
+    assert "stop_after_updates" in BOOKKEEPING_FIELDS
+    with pytest.raises(ConfigError, match="--stop-after-updates must be >= 1"):
+        CommonConfig(stop_after_updates=0)

@@ -5,6 +5,7 @@ file is written atomically (temp file, fsync, rename)."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -96,7 +97,7 @@ def claim_entries(specs: Sequence[ClaimSpec], bindings: Mapping[str, Path],
         if out.exit_code == EXIT_BAD_INPUT:
             reason = (out.stderr.strip().splitlines() or ["exit 2"])[-1]
             if spec.source == "claims file":
-                raise CertificateError(f"claim {spec.name!r} ({' '.join(spec.args)}) "
+                raise CertificateError(f"claim {spec.name!r} ({shlex.join(spec.args)}) "
                                        f"failed: {reason}")
             left_out.append({"name": spec.name, "command": ["python", "-m", "analysis",
                                                             *spec.args], "reason": reason})
@@ -207,7 +208,7 @@ def summary_lines(cert: Mapping[str, Any]) -> list[str]:
     lines.append(f"runs tier 2 can replay (deterministic, with an update): "
                  f"{len(eligible_runs(cert)[0])} of {len(cert['runs'])}")
     for c in cert["claims"]:
-        lines.append(f"claim {c['id']}: {c['name']}: {' '.join(c['command'][3:])} "
+        lines.append(f"claim {c['id']}: {c['name']}: {shlex.join(c['command'][3:])} "
                      f"(exit {c['output']['exit_code']}, {len(c['inputs'])} input run(s))")
     for c in cert["claims_left_out"]:
         lines.append(f"left out: {c['name']}: {c['reason']}")

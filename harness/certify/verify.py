@@ -81,6 +81,11 @@ def _locate(cert: Mapping[str, Any], args: VerifyArgs) -> tuple[Path, dict[str, 
         if not where.exists():
             raise CertificateError(f"input {name}: {where} does not exist; give --input "
                                    f"{name}=PATH")
+        certified_name = Path(spec["path"]).name
+        if spec.get("kind") == "file" and where.name != certified_name:
+            raise CertificateError(f"--input {name}: the certified file was named "
+                                   f"{certified_name} (claims print file names); give a path "
+                                   f"ending in {certified_name}")
         inputs[name] = where
     return records, inputs
 
