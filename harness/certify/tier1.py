@@ -254,11 +254,13 @@ def check_claims(cert: Mapping[str, Any], bindings: Mapping[str, Path], fc: File
 
 
 def tier1(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Path],
-          expect_root: str | None = None) -> Findings:
-    """Every tier-1 check of `cert` against the records and inputs found here."""
+          expect_root: str | None = None, code_here: Mapping[str, Any] | None = None,
+          ) -> Findings:
+    """Every tier-1 check of `cert` against the records and inputs found here
+    (`code_here`: bind.code_state of this checkout, read when not given)."""
     out = Findings()
     t0 = time.perf_counter()
-    code_here = code_state()
+    code_here = code_here if code_here is not None else code_state()
     try:
         fc = check_files(cert, records, inputs, out)
         check_root(cert, expect_root, out)

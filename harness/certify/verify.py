@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.certify.bind import code_state
 from harness.certify.certificate import (
     CertificateError,
     eligible_runs,
@@ -33,7 +34,7 @@ from harness.certify.replay import (
     draw,
     run_replay,
 )
-from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE, Findings, tier1
+from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE, Findings, same_code, tier1
 from runrecord import PROJECT_ROOT, resolve_path, utc_now
 from runrecord.exits import (
     EXIT_BAD_INPUT,
@@ -227,7 +228,12 @@ def _verify(args: VerifyArgs) -> int:
           f"run(s), {len(cert['claims'])} claim(s), made {cert.get('created_at')} at commit "
           f"{code.get('git_sha')}{' (dirty)' if code.get('dirty') else ''}")
     print(f"root: {cert['root']}")
-    found = tier1(cert, records, inputs, args.expect_root)
+    here = code_state(args.checkout)
+    same = same_code(code, here)
+    print(f"code here: {here.get('git_sha')}{' (dirty)' if here.get('dirty') else ''}: "
+          + ("the certified code" if same else "not the certified code (claims and replays "
+             "run the code here; a difference they show may come from it)"))
+    found = tier1(cert, records, inputs, args.expect_root, here)
     print(f"tier 1: {len(found.found)} finding(s) in {found.seconds:.2f} s")
     for outcome, text in found.found:
         print(f"  {outcome}: {text}")
