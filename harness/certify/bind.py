@@ -157,8 +157,9 @@ def run_section(entry: RunEntry, intern: Any) -> dict[str, Any]:
 
 
 def code_state(root: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """The checkout's commit, whether tracked files differ from it, and the SHA-256 of
-    `git diff HEAD` (tracked changes; null when clean or not a checkout)."""
+    """The checkout's commit, whether it differs from it (tracked changes, or untracked
+    files git does not ignore), and the SHA-256 of `git diff HEAD --binary` followed by
+    each such untracked file's path and SHA-256 (null when clean or not a checkout)."""
     def git(*args: str) -> bytes | None:
         try:
             return subprocess.run(["git", "-C", str(root), *args], capture_output=True,
@@ -170,6 +171,11 @@ def code_state(root: Path = PROJECT_ROOT) -> dict[str, Any]:
     if sha is None:
         return {"git_sha": None, "dirty": None, "diff_sha256": None}
     diff = git("diff", "HEAD", "--binary") or b""
+    untracked = (git("ls-files", "--others", "--exclude-standard", "-z") or b"").split(b"\0")
+    for name in sorted(n for n in untracked if n):
+        file = root / name.decode()
+        digest = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else "-"
+        diff += b"\nuntracked " + name + b" " + digest.encode()
     return {"git_sha": sha.decode().strip(), "dirty": bool(diff),
             "diff_sha256": hashlib.sha256(diff).hexdigest() if diff else None}
 
