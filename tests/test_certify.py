@@ -307,3 +307,15 @@ def test_stop_after_updates_is_bookkeeping():
     assert "stop_after_updates" in BOOKKEEPING_FIELDS
     with pytest.raises(ConfigError, match="--stop-after-updates must be >= 1"):
         CommonConfig(stop_after_updates=0)
+
+
+def test_the_draw_is_repeatable_from_its_printed_seed():
+    from harness.certify.replay import draw
+
+    runs = [f"{i:012x}" for i in range(40)]
+    first = draw(runs, 5, 123456789)
+    assert draw(list(reversed(runs)), 5, 123456789) == first  # order of the list: no matter
+    assert len(set(first)) == 5 and set(first) <= set(runs)
+    ranked = sorted(runs, key=lambda r: hashlib.sha256(f"123456789:{r}".encode()).hexdigest())
+    assert first == ranked[:5]  # the documented rule, repeatable with sha256sum
+    assert draw(runs, 5, 987654321) != first and sorted(draw(runs, 99, 1)) == runs
