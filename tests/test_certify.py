@@ -319,3 +319,20 @@ def test_the_draw_is_repeatable_from_its_printed_seed():
     ranked = sorted(runs, key=lambda r: hashlib.sha256(f"123456789:{r}".encode()).hexdigest())
     assert first == ranked[:5]  # the documented rule, repeatable with sha256sum
     assert draw(runs, 5, 987654321) != first and sorted(draw(runs, 99, 1)) == runs
+
+
+def test_the_reports_section(certified, tmp_path, capsys):
+    from harness.certify import certificate_section
+
+    _, cert, _ = certified
+    assert certificate_section(tmp_path / "no-sweep") is None  # no certificate: no section
+    sweep_dir = tmp_path / "sweep"
+    sweep_dir.mkdir()
+    shutil.copy(cert, sweep_dir / "certificate.json")
+    title, html = certificate_section(sweep_dir)
+    root = json.loads(cert.read_text())["root"]
+    assert title == "Certificate" and root in html and "not verified yet" in html
+    assert verify(capsys, sweep_dir / "certificate.json")[0] == EXIT_OK
+    assert "VERIFIED (tier 1) at " in certificate_section(sweep_dir)[1]
+    (sweep_dir / "certificate.json").write_text("{}")
+    assert "not a cleanba-bench certificate" in certificate_section(sweep_dir)[1]

@@ -39,9 +39,12 @@ def verification_text(cert: dict, entry: dict | None, cert_path: Path) -> str:
     tier2 = entry.get("tier2") or {}
     tiers = "tier 1"
     if tier2.get("replay"):
-        runs = tier2.get("runs") or {}
-        tiers += (f" + tier 2 ({len(runs)} run(s) replayed, first {tier2.get('updates')} "
-                  "updates each)")
+        outcomes: dict[str, int] = {}
+        for outcome in (tier2.get("runs") or {}).values():
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        tiers += (f" + tier 2: first {tier2.get('updates')} updates of "
+                  f"{sum(outcomes.values())} drawn run(s): "
+                  + (", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "none"))
     text = f"{entry.get('verdict')} ({tiers}) at {entry.get('verified_at')} on {entry.get('host')}"
     if entry.get("root") != cert["root"]:
         text += " -- of another certificate (root differs): verify this one"
