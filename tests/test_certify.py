@@ -169,6 +169,8 @@ def test_reference_certified_and_verified(certified, capsys):
     assert stack["jax"] == "0.10.2" and stack["xla_flags"] == "not recorded"
     code, text = verify(capsys, cert)
     assert code == EXIT_OK and "verdict: VERIFIED" in text, text
+    # no analysis cache read or written (`python -m analysis summary DIR` writes DIR's)
+    assert not (records / ".analysis-cache").exists()
     assert "4 claim" not in text and "2 claim(s) recomputed" in text
     assert "tier 2: no run replayed" in text  # what was not checked
     # Asked to replay: none of these runs was made with --deterministic
