@@ -38,26 +38,23 @@ DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
 def run_facts(manifest: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(device, stack) of one run from its manifest; NOT_RECORDED for what it lacks (a
-    baseline has no jax, a record from before the determinism block no XLA flags). The
-    CUDA entry is null on CPU."""
+    """(device, stack) of one run from its manifest: NOT_RECORDED for a fact it lacks (a
+    baseline has no jax, a record from before the determinism block no XLA flags); a
+    block's null stays null (no CUDA on CPU, the backend's default matmul precision)."""
     prov = manifest.get("provenance") or {}
     packages = prov.get("packages") or {}
     block = manifest.get("determinism") or {}
-    layout = manifest.get("layout") or {}
-    stack: dict[str, Any] = {"python": prov.get("python")}
+
+    def from_block(key: str) -> Any:
+        return block[key] if key in block else NOT_RECORDED
+
+    stack: dict[str, Any] = {"python": prov.get("python") or NOT_RECORDED}
     for name in PACKAGES:
-        stack[name] = packages.get(name) or block.get(name)
+        stack[name] = packages.get(name) or block.get(name) or NOT_RECORDED
     for key in ("cuda", "xla_flags", "prng_impl", "default_matmul_precision"):
-        stack[key] = block.get(key)
-    device: dict[str, Any] = {key: block.get(key) for key in DEVICE_KEYS[:-1]}
-    device["processes"] = layout.get("num_processes")
-    has_block = bool(block)
-    for facts in (stack, device):
-        for key, value in facts.items():
-            if value is None and not (has_block and key in ("cuda", "default_matmul_precision")
-                                      and key in block):
-                facts[key] = NOT_RECORDED
+        stack[key] = from_block(key)
+    device: dict[str, Any] = {key: from_block(key) for key in DEVICE_KEYS[:-1]}
+    device["processes"] = (manifest.get("layout") or {}).get("num_processes") or NOT_RECORDED
     return device, stack
 
 
