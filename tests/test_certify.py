@@ -338,3 +338,26 @@ def test_the_reports_section(certified, tmp_path, capsys):
     assert "VERIFIED (tier 1) at " in certificate_section(sweep_dir)[1]
     (sweep_dir / "certificate.json").write_text("{}")
     assert "not a cleanba-bench certificate" in certificate_section(sweep_dir)[1]
+
+
+def test_a_replays_environment_and_what_it_compares():
+    """CPU: the recorded virtual device count and cores; GPU: each process its own GPUs,
+    and the host's CPU and cores are not compared."""
+    from harness.certify.replay import block_differences, replay_env
+
+    cpu = replay_env({"platform": "cpu", "device_count": 1, "usable_cpus": 1}, Path("/x"),
+                     environ={"XLA_FLAGS": "--xla_force_host_platform_device_count=4 --f=1"})
+    assert cpu["XLA_FLAGS"] == "--f=1 --xla_force_host_platform_device_count=1"
+    assert cpu["JAX_PLATFORMS"] == "cpu" and cpu["OMP_NUM_THREADS"] == "1"
+    assert cpu["PYTHONPATH"].split(":")[0] == "/x"
+    gpu = replay_env({"platform": "gpu", "device_count": 2, "usable_cpus": 16}, Path("/x"), 1,
+                     environ={"CUDA_VISIBLE_DEVICES": "0,1,2,3", "CLEANBA_FAULT": "nan:1"})
+    assert gpu["CUDA_VISIBLE_DEVICES"] == "2,3" and gpu["JAX_LOCAL_DEVICE_IDS"] == "0,1"
+    assert "JAX_PLATFORMS" not in gpu and "CLEANBA_FAULT" not in gpu
+    rec = {"platform": "gpu", "usable_cpus": 16, "cpu": "A", "jax": "0.10.2",
+           "xla_flags": "--a=1 --b=2"}
+    assert block_differences(rec, {**rec, "usable_cpus": 2, "cpu": "B",
+                                   "xla_flags": "--b=2 --a=1"}) == []
+    on_cpu = {**rec, "platform": "cpu"}
+    assert block_differences(on_cpu, {**on_cpu, "usable_cpus": 2, "jax": "0.9.0"}) == [
+        "usable_cpus 16 (recorded) vs 2 (replay)", "jax 0.10.2 (recorded) vs 0.9.0 (replay)"]

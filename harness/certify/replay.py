@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanba.core.layout import free_port
-from harness.certify.facts import differences, here_facts, replay_base_flags
+from harness.certify.facts import CPU_ONLY, differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
 from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
 from runrecord.determinism import DETERMINISM_KEYS
@@ -84,11 +84,18 @@ def replay_argv(recorded: Sequence[str], run_dir: Path, process_id: int, coordin
     return argv
 
 
-def replay_env(device: Mapping[str, Any], checkout: Path,
+def replay_env(device: Mapping[str, Any], checkout: Path, process: int = 0,
                environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """A replay process's environment: this one's, with the recorded virtual device count
-    on CPU and thread counts of the recorded cores (as the harness gives its runs)."""
+    """Process `process`'s environment in a replay: this one's, with the recorded virtual
+    device count on CPU and thread counts of the recorded cores; on GPUs its own
+    `device_count` GPUs of those visible (as the harness gives its runs)."""
     env = dict(environ)
+    count = device.get("device_count")
+    if device.get("platform") == "gpu" and isinstance(count, int):
+        visible = [g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g] or \
+            [str(i) for i in range(64)]
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(visible[process * count:(process + 1) * count])
+        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(count)))
     env.pop("CLEANBA_FAULT", None)  # a test hook, not part of any recorded command
     env["XLA_FLAGS"] = replay_base_flags(env.get("XLA_FLAGS", ""), device)
     if device.get("platform") == "cpu":
@@ -122,9 +129,13 @@ def _checksums(updates_csv: Path, limit: int) -> list[tuple[int, str]]:
 
 
 def block_differences(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> list[str]:
-    """What differs between the certified run's determinism block and the replay's."""
+    """What differs between the certified run's determinism block and the replay's (on
+    GPUs, not the host's CPU and cores: they do not enter the bits)."""
     out = []
+    on_cpu = recorded.get("platform") == "cpu"
     for key in DETERMINISM_KEYS:
+        if key in CPU_ONLY and not on_cpu:
+            continue
         was, now = recorded.get(key, "not recorded"), replayed.get(key, "not recorded")
         if key == "xla_flags":
             if set(str(was).split()) != set(str(now).split()):
@@ -179,17 +190,18 @@ def cpu_sets(device: Mapping[str, Any], processes: int, cores: Sequence[int],
     return [[cores[(i * per + j) % len(cores)] for j in range(per)] for i in range(processes)]
 
 
-def _launch(argvs: Sequence[tuple[list[str], list[int] | None]], env: Mapping[str, str],
+def _launch(argvs: Sequence[tuple[list[str], list[int] | None]], device: Mapping[str, Any],
             checkout: Path, log: Any) -> list[subprocess.Popen]:
     """Start each process (pinned, dying with this one) through the harness's exec shim."""
     procs = []
-    for argv, cpus in argvs:
+    for process, (argv, cpus) in enumerate(argvs):
+        env = {**replay_env(device, checkout, process), "HARNESS_PARENT_PID": str(os.getpid())}
         shim = [sys.executable, "-m", "harness._child"]
         if cpus:
             shim += ["--cpus", ",".join(map(str, cpus))]
         procs.append(subprocess.Popen([*shim, "--", *argv], stdout=log,
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      env=dict(env), cwd=checkout, start_new_session=True))
+                                      env=env, cwd=checkout, start_new_session=True))
     return procs
 
 
@@ -235,7 +247,6 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
                     for w in command]
     tmp = Path(tempfile.mkdtemp(prefix="cleanba-replay-"))
     coordinator = f"127.0.0.1:{free_port()}"
-    env = {**replay_env(device, checkout), "HARNESS_PARENT_PID": str(os.getpid())}
     argvs = [(replay_argv(recorded_cmd, tmp / "run", pid, coordinator, updates), cpus)
              for pid, cpus in enumerate(cpu_sets(device, processes,
                                                  list(cores) or available_cores()))]
@@ -243,7 +254,7 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
     procs: list[subprocess.Popen] = []
     try:
         with open(tmp / "replay.log", "wb") as log:
-            procs = _launch(argvs, env, checkout, log)
+            procs = _launch(argvs, device, checkout, log)
             why = _wait(procs, time.monotonic() + timeout_s, stop)
         base.seconds = time.perf_counter() - t0
         if why is not None:
