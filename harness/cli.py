@@ -1,7 +1,9 @@
-"""`python -m harness {plan,run,status,report,regress}`: sweeps from one file to a report.
+"""`python -m harness {plan,run,status,report,regress,certify,verify}`: sweeps from one
+file to a report, and a certificate anyone can check.
 
-Exit codes: 0 everything asked for completed (or passed), 1 some run failed (or a
-regression), 2 bad input (sweep file, options, data).
+Exit codes: 0 everything asked for completed (or passed, or VERIFIED), 1 some run failed
+(or a regression, or a MISMATCH), 4 undecided (or NOT CHECKABLE), 2 bad input (sweep file,
+options, data).
 """
 
 from __future__ import annotations
@@ -229,6 +231,46 @@ class Regress(Inspect):
     """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
 
 
+@dataclass
+class Certify(Inspect):
+    """Write a certificate of the sweep's runs (docs/certificate.md): every record file by
+    SHA-256 in a Merkle tree (its root printed), the plan with each run's status, the code,
+    each run's device and stack, and every claim as a query over the records."""
+
+    out: Path | None = None
+    """Certificate file; default <root>/<sweep>/certificate.json (the report shows it)."""
+    records: Path | None = None
+    """Folder of the run folders to certify; default <root>/<sweep>/runs."""
+    claims: Path | None = None
+    """Claims file (TOML, docs/certificate.md); default: what `harness report` shows."""
+    include_unplanned: tuple[str, ...] = ()
+    """Run ids in the records folder that the plan does not hold, certified as unplanned
+    (any other unplanned run folder is refused)."""
+
+
+@dataclass
+class Verify:
+    """Check a certificate: tier 1 (hashes, Merkle root, completeness, every claim
+    recomputed) and, with --replay K, tier 2 (K runs drawn with fresh randomness, their
+    first --updates N re-run with --deterministic, params checksums compared bit for bit).
+    Exit 0 VERIFIED, 1 MISMATCH, 4 NOT CHECKABLE, 2 bad input."""
+
+    cert: tyro.conf.Positional[Path]
+    """The certificate file."""
+    records: Path | None = None
+    """Folder of the certified run folders; default the path the certificate records."""
+    input: tuple[str, ...] = ()
+    """NAME=PATH: where a bound input of the claims is here (default: its recorded path)."""
+    replay: int = 0
+    """Tier 2: replay this many runs, drawn among the deterministic ones."""
+    updates: int = 3
+    """Tier 2: updates replayed per run (the first N)."""
+    draw_seed: int | None = None
+    """Tier 2: repeat a printed draw (default: fresh randomness from the OS)."""
+    expect_root: str | None = None
+    """The root you were given (a paper, a signature): a different root is a MISMATCH."""
+
+
 Command = (
     Annotated[Plan, tyro.conf.subcommand("plan")]
     | Annotated[Run, tyro.conf.subcommand("run")]
@@ -236,6 +278,8 @@ Command = (
     | Annotated[Report, tyro.conf.subcommand("report")]
     | Annotated[Regress, tyro.conf.subcommand("regress")]
     | Annotated[CheckConfig, tyro.conf.subcommand("determinism-check")]
+    | Annotated[Certify, tyro.conf.subcommand("certify")]
+    | Annotated[Verify, tyro.conf.subcommand("verify")]
 )
 
 
@@ -243,6 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     cmd = tyro.cli(Command, args=argv, prog="python -m harness")  # type: ignore[call-overload]
     if isinstance(cmd, CheckConfig):  # no sweep: what bit-identity this machine gives
         return check_determinism(cmd)
+    if isinstance(cmd, Verify):  # no sweep: the certificate holds it
+        from harness.certify import VerifyArgs, verify
+
+        return verify(VerifyArgs(cmd.cert, cmd.records, cmd.input, cmd.replay, cmd.updates,
+                                 cmd.draw_seed, cmd.expect_root))
     try:
         sweep = cmd.load()
     except SweepError as e:
@@ -270,6 +319,16 @@ def main(argv: list[str] | None = None) -> int:
         from harness.report import do_regress
 
         return do_regress(cmd, sweep)
+    if isinstance(cmd, Certify):
+        from harness.certify import DEFAULT_NAME, certify
+
+        store = cmd.store(sweep)
+        options = {**{k: sweep.filters.get(k) for k in ("frames", "games", "seeds")},
+                   "name": cmd.name, "accelerator": cmd.accelerator,
+                   "until_decided": sweep.adaptive is not None}
+        return certify(sweep, options, cmd.records or store.runs_dir,
+                       cmd.out or store.sweep_dir / DEFAULT_NAME, cmd.claims,
+                       cmd.include_unplanned)
     raise AssertionError(cmd)
 
 

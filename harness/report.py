@@ -31,6 +31,7 @@ from analysis import (
     suite_gates,
 )
 from harness.adaptive.report import adaptive_section, needed_runs, status_lines
+from harness.certify.report_section import certificate_section
 from harness.store import Store, run_state
 from harness.sweep import Sweep
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
@@ -327,8 +328,9 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE
     tmp = page.with_suffix(".html.tmp")
+    certificate = certificate_section(store.sweep_dir)  # None: the sweep has no certificate
     tmp.write_text(build_html(assets, sweep, store, extra,
-                              leading=[adaptive] if adaptive else []),
+                              leading=[s for s in (adaptive, certificate) if s]),
                    encoding="utf-8")
     tmp.replace(page)
     atomic_write_json(out_dir / "assets.json", assets)

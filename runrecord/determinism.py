@@ -23,6 +23,8 @@ DETERMINISM_KEYS = (
     "xla_flags",  # XLA_FLAGS in force when the run started ("" when unset)
     "max_isa",  # the instruction-set cap --xla_cpu_max_isa of xla_flags, or null
     "default_matmul_precision",  # jax_default_matmul_precision, null: backend default
+    "prng_impl",  # jax's default PRNG and whether threefry is partitionable (later key)
+    "cuda",  # CUDA runtime, cuDNN and driver versions on GPUs, else null (later key)
 )
 
 
@@ -40,8 +42,11 @@ def max_isa(xla_flags: str) -> str | None:
 def determinism_block(*, deterministic: bool, groups: int | None, platform: str,
                       device_kind: str, device_count: int, usable_cpus: int | None, cpu: str | None,
                       jax_version: str, jaxlib_version: str, xla_flags: str,
-                      matmul_precision: str | None) -> dict[str, Any]:
-    """The block as the manifest holds it (keys: DETERMINISM_KEYS)."""
+                      matmul_precision: str | None, prng_impl: str | None = None,
+                      cuda: str | None = None) -> dict[str, Any]:
+    """The block as the manifest holds it (keys: DETERMINISM_KEYS). `prng_impl`, e.g.
+    "threefry2x32 (partitionable)"; `cuda`, e.g. "runtime 12080, cuDNN 91000" (None off
+    GPUs): keys added later, null where a caller does not know them."""
     block = {
         "deterministic": deterministic,
         "deterministic_groups": groups if deterministic else None,
@@ -55,5 +60,7 @@ def determinism_block(*, deterministic: bool, groups: int | None, platform: str,
         "xla_flags": xla_flags,
         "max_isa": max_isa(xla_flags),
         "default_matmul_precision": matmul_precision,
+        "prng_impl": prng_impl,
+        "cuda": cuda,
     }
     return block

@@ -57,6 +57,7 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
     ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
                    "harness.slurm", "harness.slurm_queue", "harness.slurm_wait")),
+    ("certify", ("harness.certify",)),  # certificates: certify, verify (tiers 1 and 2)
     ("report", ("harness.report",)),
     ("entry points", ("harness.cli", "harness.__main__", "harness")),
 ]
@@ -72,6 +73,9 @@ def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
 SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "checker",
                     "adaptive_checks", "checks", "expand", "read")
 ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report", "run")
+# harness/certify/: the pure hashing and facts, what is bound, the file, then its checks
+CERTIFY_LAYERS = wing("harness.certify", "merkle facts", "claims bind", "certificate",
+                      "tier1", "replay", "verify report_section")
 
 CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
     # lowest first, as HARNESS_LAYERS: the trainer core imports the numerics, the
@@ -99,6 +103,7 @@ they import the trainer, never the other way round."""
 
 LAYERED = {"analysis": ANALYSIS_LAYERS, "harness": HARNESS_LAYERS,
            "harness.sweep": SWEEP_LAYERS, "harness.adaptive": ADAPTIVE_LAYERS,
+           "harness.certify": CERTIFY_LAYERS,
            "cleanba": CLEANBA_ROOMS, "cleanba.numerics": NUMERICS_LAYERS,
            "cleanba.core": CORE_LAYERS, "cleanba.tools": TOOLS_LAYERS}
 """Each layered package (or wing, or room) and its layers: a module inside it may import

@@ -24,6 +24,10 @@ from analysis.inputs.facts import episode_x
 from runrecord import RecordError, Run, find_run_dirs, schema
 
 DEFAULT_LAST_N = 100
+NO_CACHE_ENV = "CLEANBA_ANALYSIS_NO_CACHE"
+"""Set (to anything but empty): every command parses every record, as with --no-cache, and
+neither reads nor writes a cache. `harness verify` recomputes claims so: a cache shipped
+beside the records would otherwise answer for them."""
 IMPORTED_PROTOCOL = {"recorded_by": "openrlbenchmark export (protocol not declared)"}
 """The env protocol given to openrlbenchmark imports, which record none."""
 
@@ -96,6 +100,7 @@ def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet
     `use_cache=False` parses every record). Unreadable records and runs that are not `completed` (running, failed, interrupted,
     skipped) or have no finished episode are left out, with the reason.
     """
+    use_cache = use_cache and not os.environ.get(NO_CACHE_ENV)
     out = RunSet()
     roots = [Path(r) for r in inputs]
     seen: set[str] = set()

@@ -18,12 +18,13 @@ UNKNOWN = "unknown: records without a determinism block (written before it, or i
 SAME_EVERYWHERE = (("deterministic_groups", "deterministic groups"),
                    ("platform", "platform"), ("device_kind", "device kind"),
                    ("jax", "jax"), ("jaxlib", "jaxlib"), ("xla_flags", "XLA flags"),
-                   ("default_matmul_precision", "default matmul precision"))
+                   ("default_matmul_precision", "default matmul precision"),
+                   ("prng_impl", "PRNG implementation"), ("cuda", "CUDA/cuDNN"))
 SAME_ON_CPU = (("device_count", "device count"), ("usable_cpus", "usable CPU cores"),
                ("cpu", "CPU"))
 # Keys added to the block after it was introduced: a record without one says nothing about
 # it (compared only among the records that have it).
-LATER_KEYS = frozenset({"cpu"})
+LATER_KEYS = frozenset({"cpu", "prng_impl", "cuda"})
 
 
 def _differs(name: str, key: str, values: list[Any]) -> str | None:

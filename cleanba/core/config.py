@@ -99,6 +99,10 @@ class CommonConfig:
     """Write a SHA-256 digest of the params after each update (bitwise checks; ~ms)."""
     progress_interval_s: float = 10.0
     """Seconds between console progress lines (0 turns them off)."""
+    stop_after_updates: int | None = None
+    """Stop after this many updates, with the learning-rate schedule and everything else of
+    the whole run (status `interrupted`, the reason naming the flag): the prefix replay of
+    `harness verify --replay` (docs/certificate.md). Not part of the run id."""
     track: bool = False
     """Also log to Weights & Biases (honours WANDB_MODE=offline)."""
     wandb_project: str = "cleanba"
@@ -123,6 +127,8 @@ class CommonConfig:
             raise ConfigError(str(exc)) from None
         if self.num_envs > MAX_ENVS:
             raise ConfigError(f"--num-envs must be <= {MAX_ENVS}, got {self.num_envs}")
+        if self.stop_after_updates is not None and self.stop_after_updates < 1:
+            raise ConfigError(f"--stop-after-updates must be >= 1, got {self.stop_after_updates}")
         if self.learner_delay_s < 0:
             raise ConfigError(f"--learner-delay-s must be >= 0, got {self.learner_delay_s}")
         if self.architecture not in ("sync", "cleanba", "async"):
@@ -172,6 +178,7 @@ BOOKKEEPING_FIELDS = (
     "run_id",
     "params_checksum",
     "progress_interval_s",
+    "stop_after_updates",
     "track",
     "wandb_project",
     "wandb_entity",

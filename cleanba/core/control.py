@@ -51,6 +51,15 @@ class Control:
         console(f"[cleanba] {signal_name}: stopping (during {self.phase})", sys.stderr)
         self.stop.set()
 
+    def stop_early(self, reason: str) -> None:
+        """A stop the run asked for itself (--stop-after-updates): `interrupted`, with
+        `reason`, unless a thread failed first."""
+        with self._lock:
+            if self.error is None and not self.interrupted:
+                self.interrupted = True
+                self.interrupt_reason = reason
+        self.stop.set()
+
     def check(self) -> None:
         if self.stop.is_set():
             raise Stopped

@@ -155,5 +155,9 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         ctx.control.phase = (f"training (after update {k} of {plan.num_updates})"
                              if k < plan.num_updates else
                              f"finishing (all {k} updates done, before the final write)")
+        if cfg.stop_after_updates == k and k < plan.num_updates:
+            ctx.control.stop_early(f"--stop-after-updates {k}: stopped after update {k} of "
+                                   f"{plan.num_updates}")
+            return
         if cfg.learner_delay_s > 0 and k < plan.num_updates:
             ctx.control.sleep(cfg.learner_delay_s)

@@ -90,7 +90,36 @@ def determinism_facts(deterministic: bool, groups: int | None) -> dict[str, Any]
         device_kind=jax.devices()[0].device_kind, device_count=jax.local_device_count(),
         usable_cpus=usable_cpus, cpu=provenance.cpu_signature(), jax_version=jax.__version__,
         jaxlib_version=jaxlib.__version__, xla_flags=os.environ.get("XLA_FLAGS", ""),
-        matmul_precision=_text_or_none(jax.config.values["jax_default_matmul_precision"]))
+        matmul_precision=_text_or_none(jax.config.values["jax_default_matmul_precision"]),
+        prng_impl=prng_impl_text(jax.config.values), cuda=cuda_versions_text())
+
+
+def prng_impl_text(values: Any) -> str:
+    """jax's default PRNG implementation and the threefry partitioning flag, both of which
+    change the random bits: "threefry2x32 (partitionable)"."""
+    part = "partitionable" if values.get("jax_threefry_partitionable") else "not partitionable"
+    return f"{values.get('jax_default_prng_impl')} ({part})"
+
+
+def cuda_versions_text() -> str | None:
+    """The CUDA runtime, cuDNN and driver versions JAX's CUDA plugin reports, on a GPU
+    backend ("runtime 12080, cuDNN 91000, driver 12090"); None elsewhere."""
+    import jax
+
+    if jax.default_backend() != "gpu":
+        return None
+    try:
+        from jax._src.lib import cuda_versions  # the plugin's version getters (no public API)
+    except ImportError:
+        return None
+    parts = []
+    for name, getter in (("runtime", "cuda_runtime_get_version"), ("cuDNN", "cudnn_get_version"),
+                         ("driver", "cuda_driver_get_version")):
+        try:
+            parts.append(f"{name} {getattr(cuda_versions, getter)()}")
+        except Exception:  # noqa: BLE001 - a getter this plugin lacks, or no driver
+            continue
+    return ", ".join(parts) or None
 
 
 def _text_or_none(value: Any) -> str | None:

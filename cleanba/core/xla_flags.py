@@ -48,6 +48,14 @@ def apply_gpu_determinism_flag() -> None:
     _apply(GPU_DETERMINISM_FLAG)
 
 
+def trainer_xla_flags(flags: str, deterministic: bool) -> str:
+    """The XLA_FLAGS a trainer runs under when started with `flags`: what
+    `apply_cpu_conv_flag` and (with --deterministic) `apply_gpu_determinism_flag` make of
+    them, in that order (a replay predicts its flags with it, harness.certify)."""
+    flags = with_flag(flags, CPU_CONV_FLAG)
+    return with_flag(flags, GPU_DETERMINISM_FLAG) if deterministic else flags
+
+
 # XLA's CPU backend compiles for the host's instruction set; this caps it (the flag exists
 # in jax 0.10's XLA; an unknown flag in XLA_FLAGS aborts the process). Tests use it to check
 # determinism on the AVX2 code path of an AVX-512 host (issue 22).

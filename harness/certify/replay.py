@@ -1,0 +1,306 @@
+"""Tier 2 of `harness verify`: re-run the first N updates of K drawn runs with their
+recorded command and --deterministic, and compare the params checksum of every update bit
+for bit; only where the device kind and the stack match (else NOT CHECKABLE, naming what
+differs; never a tolerance).
+
+The draw: K runs among the deterministic ones, ranked by SHA-256("<seed>:<run id>"), the
+K lowest; the seed comes from the OS's entropy unless given, and is printed, so a third
+party repeats the draw with `--draw-seed`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cleanba.core.layout import free_port
+from harness.certify.facts import CPU_ONLY, differences, here_facts, replay_base_flags
+from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
+from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
+from runrecord.determinism import DETERMINISM_KEYS
+
+VERIFIED = "VERIFIED"
+REPLAY_TIMEOUT_S = 1800.0
+
+
+@dataclass
+class Replay:
+    """One drawn run's replay: its outcome and what it cost."""
+
+    run_id: str
+    outcome: str  # VERIFIED, MISMATCH, NOT CHECKABLE
+    text: str
+    seconds: float = 0.0  # wall time of the replay (start-up and compilation included)
+    processes: int = 1
+    original_seconds: float | None = None  # the certified run's training wall time
+
+
+def draw(eligible: Sequence[str], k: int, seed: int) -> list[str]:
+    """The K runs of `eligible` with the lowest SHA-256("<seed>:<run id>")."""
+    ranked = sorted(eligible, key=lambda r: hashlib.sha256(f"{seed}:{r}".encode()).hexdigest())
+    return ranked[:k]
+
+
+def _set_flag(argv: list[str], flag: str, value: str | None) -> None:
+    """Set `flag` to `value` (None: a bare switch) in place, or append it."""
+    for i, word in enumerate(argv):
+        if word == flag:
+            if value is not None:
+                argv[i + 1] = value
+            return
+        if word.startswith(flag + "="):
+            argv[i] = flag if value is None else f"{flag}={value}"
+            return
+    argv += [flag] if value is None else [flag, value]
+
+
+def replay_argv(recorded: Sequence[str], run_dir: Path, process_id: int, coordinator: str,
+                updates: int, python: str = sys.executable) -> list[str]:
+    """The recorded command of process 0, for process `process_id` of a replay into
+    `run_dir` that stops after `updates` updates; the interpreter is this one (its
+    versions are the stack compared)."""
+    argv = [python, *recorded[1:]]
+    _set_flag(argv, "--run-dir", str(run_dir))
+    if "--coordinator-address" in argv or any(w.startswith("--coordinator-address=")
+                                              for w in argv):
+        _set_flag(argv, "--coordinator-address", coordinator)
+        _set_flag(argv, "--process-id", str(process_id))
+    _set_flag(argv, "--deterministic", None)
+    _set_flag(argv, "--stop-after-updates", str(updates))
+    _set_flag(argv, "--progress-interval-s", "0")
+    return argv
+
+
+def replay_env(device: Mapping[str, Any], checkout: Path, process: int = 0,
+               environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Process `process`'s environment in a replay: this one's, with the recorded virtual
+    device count on CPU and thread counts of the recorded cores; on GPUs its own
+    `device_count` GPUs of those visible (as the harness gives its runs)."""
+    env = dict(environ)
+    count = device.get("device_count")
+    if device.get("platform") == "gpu" and isinstance(count, int):
+        visible = [g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g] or \
+            [str(i) for i in range(64)]
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(visible[process * count:(process + 1) * count])
+        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(count)))
+    env.pop("CLEANBA_FAULT", None)  # a test hook, not part of any recorded command
+    env["XLA_FLAGS"] = replay_base_flags(env.get("XLA_FLAGS", ""), device)
+    if device.get("platform") == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    cores = device.get("usable_cpus")
+    if isinstance(cores, int):
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = str(cores)
+    env.setdefault("WANDB_MODE", "offline")
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), env.get("PYTHONPATH", ""))
+                                        if p)
+    return env
+
+
+def _checksums(updates_csv: Path, limit: int) -> list[tuple[int, str]]:
+    """(update, params checksum) of the first `limit` rows of an updates.csv."""
+    rows: list[tuple[int, str]] = []
+    try:
+        with open(updates_csv, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                if len(rows) >= limit:
+                    break
+                try:
+                    rows.append((int(row["update"]), row.get("params_checksum") or ""))
+                except (KeyError, TypeError, ValueError):
+                    break  # a torn last line
+    except OSError:
+        return []
+    return rows
+
+
+def block_differences(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> list[str]:
+    """What differs between the certified run's determinism block and the replay's (on
+    GPUs, not the host's CPU and cores: they do not enter the bits)."""
+    out = []
+    on_cpu = recorded.get("platform") == "cpu"
+    for key in DETERMINISM_KEYS:
+        if key in CPU_ONLY and not on_cpu:
+            continue
+        was, now = recorded.get(key, "not recorded"), replayed.get(key, "not recorded")
+        if key == "xla_flags":
+            if set(str(was).split()) != set(str(now).split()):
+                out.append(f"XLA flags {was!r} (recorded) vs {now!r} (replay)")
+        elif was != now:
+            out.append(f"{key} {was} (recorded) vs {now} (replay)")
+    return out
+
+
+def available_cores() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this OS
+        return list(range(os.cpu_count() or 1))
+
+
+class CorePool:
+    """This process's cores, handed out to concurrent replays: each CPU replay takes the
+    cores its record ran on (usable cores x processes), pinned as the harness pins runs; a
+    GPU replay takes them all (one at a time on the GPUs)."""
+
+    def __init__(self, cores: Sequence[int]) -> None:
+        self.free = list(cores)
+        self.total = len(self.free)
+        self.cond = threading.Condition()
+
+    def need(self, device: Mapping[str, Any], processes: int) -> int:
+        cores = device.get("usable_cpus")
+        if device.get("platform") != "cpu" or not isinstance(cores, int):
+            return self.total
+        return max(1, min(self.total, cores * processes))
+
+    def take(self, n: int) -> list[int]:
+        with self.cond:
+            self.cond.wait_for(lambda: len(self.free) >= n)
+            mine, self.free = self.free[:n], self.free[n:]
+            return mine
+
+    def give(self, cores: Sequence[int]) -> None:
+        with self.cond:
+            self.free += cores
+            self.cond.notify_all()
+
+
+def cpu_sets(device: Mapping[str, Any], processes: int, cores: Sequence[int],
+             ) -> list[list[int] | None]:
+    """Each process's cores (its recorded usable count) among `cores`; None: not pinned
+    (GPUs, or a record without the count)."""
+    per = device.get("usable_cpus")
+    if device.get("platform") != "cpu" or not isinstance(per, int) or not cores:
+        return [None] * processes
+    return [[cores[(i * per + j) % len(cores)] for j in range(per)] for i in range(processes)]
+
+
+def _launch(argvs: Sequence[tuple[list[str], list[int] | None]], device: Mapping[str, Any],
+            checkout: Path, log: Any) -> list[subprocess.Popen]:
+    """Start each process (pinned, dying with this one) through the harness's exec shim."""
+    procs = []
+    for process, (argv, cpus) in enumerate(argvs):
+        env = {**replay_env(device, checkout, process), "HARNESS_PARENT_PID": str(os.getpid())}
+        shim = [sys.executable, "-m", "harness._child"]
+        if cpus:
+            shim += ["--cpus", ",".join(map(str, cpus))]
+        procs.append(subprocess.Popen([*shim, "--", *argv], stdout=log,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      env=env, cwd=checkout, start_new_session=True))
+    return procs
+
+
+def _wait(procs: Sequence[subprocess.Popen], deadline: float,
+          stop: threading.Event | None) -> str | None:
+    """Wait for every process; why it stopped waiting early (None: all ended)."""
+    while any(p.poll() is None for p in procs):
+        if stop is not None and stop.is_set():
+            return "stopped (interrupted)"
+        if time.monotonic() > deadline:
+            return "did not finish in time"
+        time.sleep(0.2)
+    return None
+
+
+def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], records: Path,
+               updates: int, checkout: Path = PROJECT_ROOT, cores: Sequence[int] = (),
+               timeout_s: float = REPLAY_TIMEOUT_S,
+               stop: threading.Event | None = None) -> Replay:
+    """Replay one run's first `updates` updates on `cores` (default: this process's) and
+    compare, or say why it cannot. `stop` set: the replay's processes are killed."""
+    device = cert["devices"].get(run.get("device"), {})
+    stack = cert["stacks"].get(run.get("stack"), {})
+    processes = int(run.get("processes") or 1)
+    base = Replay(run_id, NOT_CHECKABLE, "", processes=processes,
+                  original_seconds=run.get("wall_time_s"))
+    recorded = _checksums(records / run_id / schema.UPDATES_FILE, updates)
+    if not recorded:
+        base.text = "it recorded no update"
+        return base
+    if not all(c for _, c in recorded):
+        base.text = "its updates.csv holds no params checksums (made with --no-params-checksum)"
+        return base
+    differ = differences(device, stack, here_facts(device, True), cores_at_least=True)
+    if differ:
+        base.text = "NOT CHECKABLE HERE: " + "; ".join(differ)
+        return base
+    command = run.get("command")
+    if not command:
+        base.text = "no recorded command"
+        return base
+    recorded_cmd = [str(resolve_path(w, project_root=checkout)) if w.endswith(".py") else w
+                    for w in command]
+    tmp = Path(tempfile.mkdtemp(prefix="cleanba-replay-"))
+    coordinator = f"127.0.0.1:{free_port()}"
+    argvs = [(replay_argv(recorded_cmd, tmp / "run", pid, coordinator, updates), cpus)
+             for pid, cpus in enumerate(cpu_sets(device, processes,
+                                                 list(cores) or available_cores()))]
+    t0 = time.perf_counter()
+    procs: list[subprocess.Popen] = []
+    try:
+        with open(tmp / "replay.log", "wb") as log:
+            procs = _launch(argvs, device, checkout, log)
+            why = _wait(procs, time.monotonic() + timeout_s, stop)
+        base.seconds = time.perf_counter() - t0
+        if why is not None:
+            base.text = f"the replay {why} after {base.seconds:.0f} s"
+            return base
+        return compare(base, tmp / "run", recorded, records / run_id, tmp / "replay.log")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def compare(base: Replay, run_dir: Path, recorded: list[tuple[int, str]], record_dir: Path,
+            log: Path) -> Replay:
+    """The replay's record against the certified one: the determinism block first (a
+    difference: NOT CHECKABLE), then the checksum of every update."""
+    manifest = read_manifest_or_none(run_dir)
+    if manifest is None:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+        base.outcome = MISMATCH
+        base.text = ("the recorded command did not start a run here: "
+                     + " | ".join(tail))
+        return base
+    certified = read_manifest_or_none(record_dir) or {}
+    differ = block_differences(certified.get("determinism") or {},
+                               manifest.get("determinism") or {})
+    if differ:
+        base.text = "NOT CHECKABLE HERE (the replay's own record): " + "; ".join(differ)
+        return base
+    replayed = dict(_checksums(run_dir / schema.UPDATES_FILE, len(recorded)))
+    for update, checksum in recorded:
+        got = replayed.get(update)
+        if got is None:
+            err = manifest.get("error") or {}
+            base.outcome = MISMATCH
+            base.text = (f"update {update}: the replay stopped before it "
+                         f"({manifest.get('status')}: {err.get('message', '')})")
+            return base
+        if got != checksum:
+            base.outcome = MISMATCH
+            base.text = (f"update {update}: params checksum {got} (replay) vs {checksum} "
+                         "(certified)")
+            return base
+    base.outcome = VERIFIED
+    base.text = f"params checksum identical at updates 1-{len(recorded)}"
+    return base

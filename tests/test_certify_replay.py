@@ -1,0 +1,189 @@
+"""Certificates, tier 2, on a fresh --deterministic sweep made here (tiny CartPole PPO, two
+seeds that complete and one run that fails at its first update): the CI round trip
+(certify, then verify with 2 runs replayed for 3 updates: exit 0, and the report shows the
+root and the verdict), and the tampers that need real runs: the failed run deleted, a
+replay with changed code (a hyperparameter default: mismatch at update 1), a replay under
+another XLA flag or jax version (NOT CHECKABLE). The committed reference records were made
+on another machine, before the determinism block: they cannot be replayed here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+
+import pytest
+
+import harness.certify.facts as facts
+from harness.certify import VerifyArgs, certificate_section, verify
+from harness.cli import main as harness_main
+from runrecord import PROJECT_ROOT
+from runrecord.exits import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
+
+TINY = "deterministic = true, num-envs = 4, num-steps = 16, num-minibatches = 2, update-epochs = 1"
+SWEEP = f"""\
+name = "cert"
+description = "certificate round trip: tiny deterministic CartPole PPO, and a run that fails"
+seeds = [1, 2]
+
+[resources]
+cpus_per_process = 1
+timeout_min = 8
+
+[report]
+group_by = "layout.name"
+reps = 200
+seed = 0
+
+[[matrix]]
+name = "ok"
+systems = ["cleanba-ppo"]
+architectures = ["cleanba"]
+layouts = ["a0-l0-d1"]
+games = ["CartPole-v1"]
+frames = 256
+
+overrides = {{ {TINY} }}
+
+[[matrix]]
+name = "fails"  # the loss is infinite at update 1: a failed run in the plan
+systems = ["cleanba-ppo"]
+architectures = ["cleanba"]
+layouts = ["a0-l0-d1"]
+games = ["CartPole-v1"]
+seeds = [3]
+frames = 256
+overrides = {{ {TINY}, learning-rate = 1e30 }}
+"""
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """The sweep run by the harness (4 updates per run), and its certificate."""
+    tmp = tmp_path_factory.mktemp("cert")
+    (tmp / "cert.toml").write_text(SWEEP)
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "--sweep", str(tmp / "cert.toml"),
+                        "--results-root", str(tmp / "res"), "--no-progress",
+                        "--max-attempts", "1"], cwd=PROJECT_ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == EXIT_FAILED and "2 completed, 1 failed" in p.stdout, p.stdout
+    print(f"sweep: {time.perf_counter() - t0:.1f} s")
+    assert harness_main(["certify", "--sweep", str(tmp / "cert.toml"), "--results-root",
+                         str(tmp / "res")]) == EXIT_OK
+    cert = tmp / "res" / "cert" / "certificate.json"
+    doc = json.loads(cert.read_text())
+    failed = [r for r, v in doc["runs"].items() if v["status"] == "failed"]
+    assert len(failed) == 1 and doc["completeness"]["statuses"] == {"completed": 2, "failed": 1}
+    print(f"certificate of the 3-run sweep: {cert.stat().st_size:,} bytes")
+    return tmp, cert, doc, failed[0]
+
+
+def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
+    tmp, cert, doc, failed = sweep
+    t0 = time.perf_counter()
+    code = harness_main(["verify", str(cert), "--replay", "2", "--updates", "3"])
+    text = capsys.readouterr().out
+    print(f"verify with 2 replays of 3 updates: {time.perf_counter() - t0:.1f} s")
+    assert code == EXIT_OK and "verdict: VERIFIED" in text, text
+    completed = sorted(r for r, v in doc["runs"].items() if v["status"] == "completed")
+    for rid in completed:
+        assert f"run {rid} " in text and ": VERIFIED: params checksum identical at updates " \
+            "1-3" in text
+    assert "repeat this draw: python -m harness verify" in text and "--draw-seed" in text
+    assert f"tier 2 n/a, failed before its first update: {failed}" in text
+    assert "replay cost:" in text and "% of the original compute" in text
+    assert "the updates after 3 of the replayed runs (2 of 8 updates)" in text
+    # the report's section: root and verification status
+    title, html = certificate_section(cert.parent)
+    assert title == "Certificate" and doc["root"] in html
+    assert "VERIFIED (tier 1 + tier 2: first 3 updates of 2 drawn run(s): 2 VERIFIED)" in html
+    t0 = time.perf_counter()
+    assert harness_main(["report", "--sweep", str(tmp / "cert.toml"), "--results-root",
+                         str(tmp / "res")]) == EXIT_OK
+    print(f"report: {time.perf_counter() - t0:.1f} s")
+    page = (cert.parent / "report" / "index.html").read_text()
+    assert "<h2 id='certificate'>Certificate</h2>" in page and html in page
+
+
+def test_the_failed_run_deleted(sweep, tmp_path, capsys):
+    tmp, cert, doc, failed = sweep
+    records = tmp_path / "runs"
+    shutil.copytree(cert.parent / "runs", records)
+    shutil.rmtree(records / failed)
+    code = harness_main(["verify", str(cert), "--records", str(records)])
+    text = capsys.readouterr().out
+    assert code == EXIT_FAILED
+    assert f"MISMATCH: run {failed} (cleanba-ppo cleanba CartPole-v1 s3 a0-l0-d1, failed): " \
+        "its folder is gone" in text
+    assert f"caused by run {failed} (deleted)" in text  # it was listed as left out
+
+
+def test_replay_with_changed_code_mismatches_at_update_1(sweep, tmp_path, capsys):
+    """The checkout changed after certifying: Adam's epsilon default 1e-5 -> 1e-4."""
+    tmp, cert, doc, failed = sweep
+    checkout = tmp_path / "checkout"
+    for package in ("cleanba", "runrecord", "benchenv", "harness"):
+        shutil.copytree(PROJECT_ROOT / package, checkout / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    ppo = checkout / "cleanba" / "ppo.py"
+    text = ppo.read_text()
+    assert "    adam_eps: float = 1e-5\n" in text
+    ppo.write_text(text.replace("    adam_eps: float = 1e-5\n", "    adam_eps: float = 1e-4\n"))
+    code = verify(VerifyArgs(cert, replay=1, updates=3, checkout=checkout))
+    out = capsys.readouterr().out
+    assert code == EXIT_FAILED and "verdict: MISMATCH" in out, out
+    assert ": MISMATCH: update 1: params checksum " in out
+
+
+def test_replay_under_another_xla_flag_or_jax_version_is_not_checkable(sweep, monkeypatch,
+                                                                       capsys):
+    tmp, cert, doc, failed = sweep
+    monkeypatch.setenv("XLA_FLAGS", f"{facts.os.environ.get('XLA_FLAGS', '')} "
+                                    "--xla_cpu_max_isa=AVX2")
+    code = harness_main(["verify", str(cert), "--replay", "1"])
+    out = capsys.readouterr().out
+    assert code == EXIT_UNDECIDED and "verdict: NOT CHECKABLE" in out
+    assert "NOT CHECKABLE HERE: XLA flags differ (--xla_cpu_max_isa=AVX2 here only)" in out
+    monkeypatch.undo()
+    # Another jax here (a stand-in: installing a second jax costs minutes; the lookup is
+    # the one the replay's check makes)
+    real = facts.package_versions
+    monkeypatch.setattr(facts, "package_versions",
+                        lambda names: {**real(names), "jax": "0.9.0"})
+    code = harness_main(["verify", str(cert), "--replay", "1"])
+    out = capsys.readouterr().out
+    assert code == EXIT_UNDECIDED
+    assert f"NOT CHECKABLE HERE: jax {version('jax')} (recorded) vs 0.9.0 (here)" in out
+
+
+
+def test_ctrl_c_during_a_replay_stops_it(sweep, tmp_path):
+    """SIGINT while a replay runs: its processes are killed, its temporary folder removed,
+    nothing logged, exit 130."""
+    tmp, cert, doc, failed = sweep
+    log = cert.with_name(cert.name + ".verify.jsonl")
+    lines = log.read_text().count("\n") if log.exists() else 0
+    env = {**facts.os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp_path)}
+    p = subprocess.Popen([sys.executable, "-m", "harness", "verify", str(cert), "--replay",
+                          "1"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    assert p.stdout is not None
+    for line in p.stdout:
+        if line.startswith("tier 2: draw seed"):
+            break
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("cleanba-replay-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # the trainer is starting
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "interrupted (replays stopped, nothing logged)" in err
+    assert not list(tmp_path.glob("cleanba-replay-*"))
+    assert (log.read_text().count("\n") if log.exists() else 0) == lines
