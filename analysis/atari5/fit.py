@@ -1,7 +1,6 @@
 """`python -m analysis.atari5.fit`: fit the Atari-5 and Atari-3 models and store them.
 
-Reads the paper's dataset (../shared/published-scores/atari5-dataset.csv, left where it
-is), fits both subsets (analysis.atari5.fit_model), validates them (held-out coverage,
+Reads the paper's dataset (shipped: analysis/data/published/atari5/dataset.csv), fits both subsets (analysis.atari5.fit_model), validates them (held-out coverage,
 out-of-sample error, reproduction of the paper's own fit) and writes
 analysis/data/atari5.json, which analysis.atari5.load_model reads. Re-running it on the
 same dataset writes the same file (up to the last bits of floating point on another
