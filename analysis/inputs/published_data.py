@@ -36,7 +36,7 @@ def published_table_names() -> list[str]:
 def is_published_name(text: str | Path) -> bool:
     """Whether `text` is written as a name (`<source>:<table>` with a known source)."""
     m = _NAME.fullmatch(str(text))
-    return bool(m) and m["source"] in SOURCES
+    return m is not None and m["source"] in SOURCES
 
 
 def resolve_published_table(table: str | Path, base: Path | None = None) -> Path:
