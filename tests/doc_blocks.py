@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", *sorted(p.relative_to(ROOT).as_posix()
                              for p in (ROOT / "docs").glob("*.md")), "results/README.md")
 SHELL_LANGS = ("bash", "sh", "shell", "console")
-COMMAND_START = re.compile(r"^(\$ )?(python[0-9.]*|\./|scripts/|pip|sudo|bash|\.venv/|"
+COMMAND_START = re.compile(r"^(\$ )?(python[0-9.]*|\./|scripts/|pip|uv|git|curl|conda|apt-get|sudo|bash|\.venv/|"
                            r"export|rm|mkdir|cd|nvidia-smi|for|\. )")
 MARKER = re.compile(r"<!-- doc-commands: (skip|run-by|exit)\b\s*(.*?)\s*-->")
 
