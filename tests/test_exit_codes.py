@@ -33,7 +33,8 @@ DECIDING = ("python -m analysis", "python -m harness",
             *(f"python -m analysis {s}" for s in ("equivalence", "regression", "staleness",
                                                     "reproduce", "calibrate")),
             *(f"python -m harness {s}" for s in ("run", "status", "regress",
-                                                   "determinism-check")))
+                                                   "determinism-check")),
+            "python -m cleanba.determinism_check", "python -m analysis.atari5.fit")
 """Commands whose --help must end with the table (their exit code reports an outcome)."""
 
 VERDICT_CODES = {

@@ -21,7 +21,7 @@ import tyro
 
 from analysis.atari5.model import DATASET, MODEL_FILE, SUBSETS, fit_report, read_dataset
 from analysis.errors import AnalysisError
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
 
 
 @dataclass(kw_only=True)
@@ -92,7 +92,7 @@ PAPER_SET = "44 algorithms with >= 40 games"
 
 def main(argv: list[str] | None = None) -> int:
     args = tyro.cli(FitArgs, args=argv, prog="python -m analysis.atari5.fit",
-                    description=__doc__)
+                    description=command_help(__doc__ or "", decides=True))
     try:
         report = fit_report(read_dataset(args.data))
     except AnalysisError as e:
