@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.atari5 import estimate_analysis, load_model
     from analysis.errors import AnalysisError
     from analysis.importers import import_runs
+    from analysis.inputs.published_data import published_table_names, resolve_published_table
     from analysis.inputs.records import load_records, select_where
     from analysis.output.curve_files import write_curves
     from analysis.output.report import build_report_assets
@@ -64,6 +65,9 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     "load_model": "analysis.atari5",
     "estimate_analysis": "analysis.atari5",
     "published_column": "analysis.reproduce",
+    # the published tables the project ships: names (cleanba:main_10CPU) -> files
+    "published_table_names": "analysis.inputs.published_data",
+    "resolve_published_table": "analysis.inputs.published_data",
     # (not "reproduce": that is the subpackage analysis.reproduce)
     "reproduce_published": "analysis.reproduce:reproduce",
     "reproduce_runs": "analysis.reproduce",
@@ -94,9 +98,11 @@ __all__ = [  # the names of _API (tests/test_analysis_api.py checks they match)
     "load_records",
     "pair_verdicts",
     "published_column",
+    "published_table_names",
     "reproduce_published",
     "reproduce_report_assets",
     "reproduce_runs",
+    "resolve_published_table",
     "seed_plan_lines",
     "select_where",
     "spread_from_analysis",

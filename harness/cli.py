@@ -1,13 +1,16 @@
 """`python -m harness {plan,run,status,report,regress,certify,verify}`: sweeps from one
 file to a report, and a certificate anyone can check.
 
-Exit codes: 0 everything asked for completed (or passed, or VERIFIED), 1 some run failed
-(or a regression, or a MISMATCH), 4 undecided (or NOT CHECKABLE), 2 bad input (sweep file,
-options, data).
+Exit codes: runrecord.exits.EXIT_CODES, shown at the end of this help and of every
+deciding subcommand's (DECIDING): `run` 0 every run completed (adaptive: every verdict
+passed), 1 a run failed, 4 UNDECIDED AT CAP, 130 interrupted; `status` 0 unless a run
+failed; `regress` 0 PASS, 1 REGRESSION, 4 UNDECIDED; `verify` 0 VERIFIED, 1 MISMATCH,
+4 NOT CHECKABLE; 2 bad input (sweep file, options, data).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import signal
 import sys
@@ -15,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import tyro
 
@@ -35,7 +38,7 @@ from harness.sweep import (
 )
 from harness.sweep import preset_path as _preset_path
 from runrecord import atomic_write_json, schema, utc_now
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
 
 
 @dataclass
@@ -185,7 +188,8 @@ def last_run_until_decided(store: Store) -> bool:
 
 @dataclass
 class Status(Inspect):
-    """Table of the sweep's runs by state, with progress and ETA."""
+    """Table of the sweep's runs by state, with progress and ETA. Exit 0 unless a run
+    failed (pending, running or interrupted runs are not failures), 1 when one did."""
 
     all_runs: bool = False
     """List every run, not only the unfinished and failed ones."""
@@ -283,8 +287,35 @@ Command = (
 )
 
 
+DECIDING = ("run", "status", "regress", "determinism-check", "verify")
+"""The subcommands whose exit code reports an outcome: their --help ends with the table."""
+HELP = "`python -m harness <subcommand>`: sweeps from one file to a report."
+
+
+def _subcommands() -> dict[str, type]:
+    """{name: config class} of every subcommand in Command."""
+    out = {}
+    for member in get_args(Command):
+        cls, *meta = get_args(member)
+        out[next(m.name for m in meta if hasattr(m, "name"))] = cls
+    return out
+
+
+def _parse(argv: list[str] | None) -> object:
+    """The subcommand's config; one subcommand is parsed on its own, with its description
+    and (DECIDING) the exit codes, as `python -m analysis` does."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    sub = _subcommands()
+    if args and args[0] in sub:
+        cls = sub[args[0]]
+        return tyro.cli(cls, args=args[1:], prog=f"python -m harness {args[0]}",  # type: ignore[call-overload]
+                        description=command_help(inspect.getdoc(cls) or "", args[0] in DECIDING))
+    return tyro.cli(Command, args=args, prog="python -m harness",  # type: ignore[call-overload]
+                    description=command_help(HELP, decides=True))
+
+
 def main(argv: list[str] | None = None) -> int:
-    cmd = tyro.cli(Command, args=argv, prog="python -m harness")  # type: ignore[call-overload]
+    cmd: Any = _parse(argv)
     if isinstance(cmd, CheckConfig):  # no sweep: what bit-identity this machine gives
         return check_determinism(cmd)
     if isinstance(cmd, Verify):  # no sweep: the certificate holds it
@@ -581,5 +612,6 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     for line in adaptive_lines:
         print(line)
     print(json.dumps({k: counts.get(k, 0) for k in sorted(counts)}))
-    return EXIT_OK if counts.get("completed", 0) + counts.get("skipped", 0) == len(rows) \
-        else EXIT_FAILED
+    # What `status` decides is whether something failed: a fresh sweep (all pending) or
+    # one still running is not a failure (it exited 1 before, which the docs said meant one).
+    return EXIT_FAILED if counts.get("failed", 0) else EXIT_OK

@@ -28,6 +28,7 @@ from analysis import (
     build_report_assets,
     load_records,
     reproduce_report_assets,
+    resolve_published_table,
     suite_gates,
 )
 from harness.adaptive.report import adaptive_section, needed_runs, status_lines
@@ -319,7 +320,7 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
         pub["allow_protocol_mismatch"] = bool(pub.get("allow_protocol_mismatch")
                                               or allow_protocol_mismatch)
         extra_assets = reproduce_report_assets(planned_run_dirs(sweep, store), out_dir,
-                                     table=project_path(pub.pop("table")),
+                                     table=resolve_published_table(pub.pop("table"), base=PROJECT_ROOT),
                                      column=pub.pop("column"),
                                      reps=opts.get("aggregate_reps", 50_000), **pub)
         for key, entries in extra_assets.items():

@@ -24,6 +24,11 @@ def verdict_exit(passed: bool, failed: bool, strict: bool = False) -> int:
     return EXIT_FAILED if strict else EXIT_UNDECIDED
 
 
+def strict_exit(code: int, strict: bool) -> int:
+    """`code`, with an undecided verdict turned into a failure under --strict."""
+    return EXIT_FAILED if strict and code == EXIT_UNDECIDED else code
+
+
 _PRECEDENCE = (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_UNDECIDED)
 """Several verdicts in one command: an error outranks a failure, a failure an undecided
 verdict, and an undecided verdict a pass."""
@@ -36,3 +41,51 @@ def worst_exit(*codes: int) -> int:
         if code in codes:
             return code
     return max(codes, default=EXIT_OK)
+
+
+# The one exit-code table: `python -m analysis --help`, `python -m harness --help`, every
+# deciding command's --help, README.md and the docs show it as these functions render it
+# (tests/test_exit_codes.py compares them).
+EXIT_CODES: tuple[tuple[int, str, str], ...] = (
+    (EXIT_OK, "PASS or done",
+     "a verdict passed (PASS, REPRODUCED, IDENTICAL), or the command did what it was asked"),
+    (EXIT_FAILED, "FAIL",
+     "a verdict failed (DIFFERENT, REGRESSION, NOT REPRODUCED, NOT IDENTICAL, a staleness "
+     "violation), or a run failed; also an UNDECIDED verdict under --strict"),
+    (EXIT_BAD_INPUT, "usage or data error",
+     "bad arguments or input, or data a verdict refuses (different games or protocols): "
+     "the message on stderr, nothing written"),
+    (EXIT_UNAVAILABLE, "baseline unavailable",
+     "a baseline's checkout or build is not usable here (recorded as skipped)"),
+    (EXIT_UNDECIDED, "UNDECIDED",
+     "the evidence decides neither way (INCONCLUSIVE, UNDECIDED, NOT SHOWN, UNDECIDED AT "
+     "CAP): more seeds decide it; --strict makes it 1"),
+    (EXIT_INTERRUPTED, "interrupted",
+     "SIGINT/SIGTERM: the record says interrupted, naming the signal"),
+)
+"""(code, outcome, when) for every exit code the project's commands use."""
+
+
+def exit_code_text(width: int = 79) -> str:
+    """The table as plain text, for --help screens (lines of at most `width`)."""
+    import textwrap
+
+    width_outcome = max(len(outcome) for _, outcome, _ in EXIT_CODES)
+    lines = ["Exit codes:"]
+    for code, outcome, when in EXIT_CODES:
+        head = f"  {code:>3}  {outcome:<{width_outcome}}  "
+        lines += textwrap.wrap(when, width, initial_indent=head,
+                               subsequent_indent=" " * len(head))
+    return "\n".join(lines)
+
+
+def command_help(doc: str, decides: bool) -> str:
+    """A command's --help description: its docstring, then, for a command whose exit code
+    reports an outcome, the exit-code table (indented: tyro keeps its lines)."""
+    return doc.strip() + ("\n\n" + exit_code_text() if decides else "")
+
+
+def exit_code_markdown() -> str:
+    """The table as markdown, for README.md and the docs."""
+    return "\n".join(["| exit | outcome | when |", "|---|---|---|",
+                      *(f"| {code} | {outcome} | {when} |" for code, outcome, when in EXIT_CODES)])

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shared_data import shared_path
 from synthetic_records import write_synthetic_run
 
 from analysis import atari5
@@ -18,33 +17,24 @@ from analysis.atari5 import fit as atari5_fit
 from analysis.cli import main as cli_main
 from analysis.errors import AnalysisError
 from analysis.inputs.protocol import ProtocolMismatch
+from analysis.inputs.published_data import ATARI5_DATASET, CLEANBA_TABLES
 from analysis.output.report import build_report_assets
 from analysis.scoring.grouping import analyse
 from analysis.scoring.replicates import SeedValues
 
-
-def _shared(*parts: str) -> Path | None:
-    path = shared_path(*parts)
-    return path if path.exists() else None
-
-
-DATASET = _shared("published-scores", "atari5-dataset.csv")
-MAIN_10CPU = _shared("paper-data", "main_10CPU.csv")
-needs_dataset = pytest.mark.skipif(
-    DATASET is None, reason="../shared/published-scores/atari5-dataset.csv is absent")
+DATASET = ATARI5_DATASET  # shipped (analysis/data/published/)
+MAIN_10CPU = CLEANBA_TABLES / "main_10CPU.csv"
 GAMES = list(atari5.SUBSETS[atari5.ATARI5])
 
 
 @pytest.fixture(scope="module")
 def scores() -> atari5.PublishedScores:
-    assert DATASET is not None
     return atari5.read_dataset(DATASET)
 
 
 # ---------------------------------------------------------------- the fit
 
 
-@needs_dataset
 def test_stored_model_equals_a_fresh_fit(scores, tmp_path, capsys):
     stored = json.loads(atari5.MODEL_FILE.read_text())
     fresh = json.loads(json.dumps(atari5.fit_report(scores), sort_keys=True))
@@ -66,7 +56,6 @@ def test_stored_model_equals_a_fresh_fit(scores, tmp_path, capsys):
     assert "DIFFERS" in capsys.readouterr().out
 
 
-@needs_dataset
 def test_training_set_is_the_algorithms_with_all_57_games(scores):
     model = atari5.load_model()
     counts = dict(zip(scores.algorithms, scores.games_per_algorithm(), strict=True))
@@ -90,7 +79,6 @@ def test_loo_residuals_equal_explicit_refits():
             assert loo[i] == pytest.approx(y[i] - x[i] @ c_i - b_i, abs=1e-12)
 
 
-@needs_dataset
 def test_the_papers_own_fit_is_reproduced(scores):
     # Same method on the paper's training set (all algorithms with >= 40 of the 57 games)
     # gives the authors' published coefficients.
@@ -101,7 +89,6 @@ def test_the_papers_own_fit_is_reproduced(scores):
                                                    abs=1e-6)
 
 
-@needs_dataset
 def test_loo_error_within_the_papers_figure(scores):
     model = atari5.load_model()
     paper = atari5.PAPER[atari5.ATARI5]["relative_error_percent"]
@@ -119,7 +106,6 @@ def test_loo_error_within_the_papers_figure(scores):
     assert mean < 1.5 * paper
 
 
-@needs_dataset
 def test_interval_covers_held_out_medians_about_90_percent(scores):
     model = atari5.load_model()
     _, x, y, _ = atari5.training_set(scores, model.env_ids)
@@ -135,8 +121,6 @@ def test_interval_covers_held_out_medians_about_90_percent(scores):
     assert 0.85 <= pooled <= 0.97
 
 
-@needs_dataset
-@pytest.mark.skipif(MAIN_10CPU is None, reason="../shared/paper-data/main_10CPU.csv is absent")
 def test_estimate_on_the_published_cleanba_table_within_model_error():
     model = atari5.load_model()
     rows = atari5.estimate_published_table(MAIN_10CPU, model)

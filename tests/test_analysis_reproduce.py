@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
-from shared_data import PAPER_DATA as PAPER
 from synthetic_records import final_score_history, write_final_score_run
 
 from analysis.cli import main
 from analysis.inputs.load import RunSet
 from analysis.inputs.protocol import PAPER_FRAMES, ProtocolMismatch, paper_protocol
+from analysis.inputs.published_data import CLEANBA_TABLES as PAPER
 from analysis.reproduce import (
     CONSISTENT,
     HIGHER,
@@ -33,8 +33,6 @@ from runrecord import Run, Table, schema
 
 TABLE = PAPER / "main_10CPU.csv"
 COLUMN = "Cleanba IMPALA, 1 A100, 10 CPU"
-pytestmark = pytest.mark.skipif(not TABLE.exists(), reason="published tables not found")
-
 
 def _run(game: str, seed: int, final: float, *, layout: str = "a0-l0-d1",
          protocol: dict | None = None, frames: float = PAPER_FRAMES) -> Run:

@@ -144,6 +144,10 @@ def test_core_only_venv(tmp_path):
     r = subprocess.run([py, "-m", "analysis", "--help"], cwd=elsewhere, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and "summary" in r.stdout and "equivalence" in r.stdout
+    # The published tables are package data: named without a path, read from the wheel.
+    r = subprocess.run([py, "-m", "analysis", "paper-tables", "--table", "cleanba:main_10CPU"],
+                       cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "165.8%" in r.stdout, r.stdout + r.stderr
     out = probe(py, elsewhere, record_runs(tmp_path / "runs"))
     check_probe(out)
     assert out["runs"]["summary"][0] == 0

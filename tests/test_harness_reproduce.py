@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from shared_data import PAPER_DATA as PAPER
 from synthetic_records import write_final_score_run
 
+from analysis.inputs.published_data import CLEANBA_TABLES as PAPER
 from analysis.reproduce.published import published_column
 from harness.report import build_report
 from harness.store import Store
@@ -16,8 +16,6 @@ from harness.sweep import SweepError, parse_sweep
 
 TABLE = PAPER / "main_10CPU.csv"
 COLUMN = "Cleanba IMPALA, 1 A100, 10 CPU"
-pytestmark = pytest.mark.skipif(not TABLE.exists(), reason="published tables not found")
-
 
 def sweep_text(column: str = COLUMN) -> str:
     return f"""\
@@ -29,7 +27,7 @@ seeds = [1, 2, 3]
 frames = 200000000
 [report]
 reps = 100
-published = {{table = "{TABLE}", column = "{column}"}}
+published = {{table = "cleanba:main_10CPU", column = "{column}"}}
 """
 
 

@@ -3,7 +3,7 @@
 PASS / REGRESSION / UNDECIDED for the gate, REPRODUCED / NOT REPRODUCED / NOT SHOWN for
 `reproduce`; a COLLAPSED game fails both; exit codes 0 / 1 / 4 (1 under --strict).
 Rates are measured on the published columns' own per-game means and spreads
-(../shared/paper-data) through the verdicts' vectorised cores; the records-level cases
+(the shipped tables, analysis/data/published/cleanba) through the verdicts' vectorised cores; the records-level cases
 go through the real entry points.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from shared_data import PAPER_DATA
 from synthetic_records import write_final_score_run
 
 from analysis.calibration.columns import (
@@ -22,6 +21,7 @@ from analysis.calibration.columns import (
 )
 from analysis.cli import main
 from analysis.inputs.load import load_runs
+from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
 from analysis.reproduce import published_column, reproduce
 from analysis.reproduce.judge import (
     COLLAPSED,
@@ -46,7 +46,6 @@ from runrecord.exits import (
 
 TABLE = PAPER_DATA / "main_10CPU.csv"
 COLUMN = "Cleanba IMPALA, 1 A100, 10 CPU"
-needs_tables = pytest.mark.skipif(not TABLE.exists(), reason="published tables not found")
 DELTA = 0.16
 
 
@@ -82,7 +81,6 @@ def test_exit_codes_of_three_outcomes():
 
 # ---------------------------------------------------------------- the gate, vectorised
 
-@needs_tables
 def test_an_improvement_is_never_regression(columns):
     """Every seed of every game 20% better than the reference's same seed: no rule can
     find a regression, on any published column, in any draw."""
@@ -94,7 +92,6 @@ def test_an_improvement_is_never_regression(columns):
             assert not np.any(verdicts == REGRESSION), col.name
 
 
-@needs_tables
 def test_no_change_at_3_seeds_is_undecided_not_regression(columns):
     """Both sides drawn from the same published column, 3 seeds a side: REGRESSION in
     <= 5% (+3 MC SE) of seeded draws on every column (13 of 20 draws before issue 33);
@@ -115,7 +112,6 @@ def test_no_change_at_3_seeds_is_undecided_not_regression(columns):
     assert np.any(verdicts == UNDECIDED)
 
 
-@needs_tables
 def test_one_collapsed_game_fails_the_gate_at_5_seeds(columns):
     rng = np.random.default_rng(5)
     sims = 300
@@ -135,7 +131,6 @@ def _judge(user, pub):
                  user_min=user.min(1))
 
 
-@needs_tables
 def test_reproduce_headline_rates_on_the_issue_column(columns):
     """Faithful: NOT REPRODUCED <= 5% (+3 MC SE) at 3 seeds, REPRODUCED >= 50% at 5;
     one learned game collapsed: NOT REPRODUCED >= 95% (0% before issue 33)."""
@@ -154,7 +149,6 @@ def test_reproduce_headline_rates_on_the_issue_column(columns):
     assert np.mean(five == REPRODUCED) >= 0.5
 
 
-@needs_tables
 def test_collapse_rule_is_rare_on_faithful_draws_of_every_column(columns):
     rng = np.random.default_rng(11)
     sims = 500
@@ -171,7 +165,6 @@ def _column_finals(col, rng, n: int, games=None, sd_scale: float = 1.0):
             for j, g in enumerate(col.games) if games is None or g in games}
 
 
-@needs_tables
 def test_single_collapsed_game_fails_both_verdicts_on_records(tmp_path, capsys):
     """Breakout at its random score on every seed (published 482 ± 9): the gate says
     REGRESSION (rule: COLLAPSED) and `reproduce` NOT REPRODUCED, both exit 1."""
@@ -191,7 +184,6 @@ def test_single_collapsed_game_fails_both_verdicts_on_records(tmp_path, capsys):
     assert "COLLAPSED to the random score" in res.summary_line()
 
 
-@needs_tables
 def test_the_issues_breakout_collapse_is_not_reproduced(tmp_path):
     """Issue 33's case: Breakout published 300 ± 99 (3 seeds, HNS 10.4), yours at the
     random score on every seed. It was INCONCLUSIVE and the headline REPRODUCED, exit 0;
@@ -207,7 +199,6 @@ def test_the_issues_breakout_collapse_is_not_reproduced(tmp_path):
     assert res.headline == NOT_REPRODUCED and res.exit_code == EXIT_FAILED
 
 
-@needs_tables
 def test_gate_exit_codes_on_records(tmp_path, capsys):
     """PASS 0 (bit-identical: said first, no interval), UNDECIDED 4 (1 with --strict,
     with the seeds that would decide it), REGRESSION 1."""
@@ -236,7 +227,6 @@ def test_gate_exit_codes_on_records(tmp_path, capsys):
     assert ": REGRESSION" in capsys.readouterr().out
 
 
-@needs_tables
 def test_reproduce_exit_codes_on_records(tmp_path, capsys):
     """REPRODUCED 0 (10 faithful seeds), NOT SHOWN 4 (2 noisy seeds on three games; 1 with
     --strict, with the seeds that would show it)."""

@@ -1,7 +1,7 @@
 """Issue 21: the verdicts keep their error rates in the cases a reviewer would try.
 
 Each case is built from the project's own record writer (tests/synthetic_records.py)
-and, where it needs one, a published column of ../shared/paper-data; rates are measured
+and, where it needs one, a published column of the shipped tables (analysis/data/published/cleanba); rates are measured
 through the verdicts' own vectorised cores. The reduced calibration grid runs as a CI
 test that fails when a cell leaves its bound (nominal + 3 Monte Carlo SE).
 """
@@ -9,13 +9,12 @@ test that fails when a cell leaves its bound (nominal + 3 Monte Carlo SE).
 from __future__ import annotations
 
 import numpy as np
-import pytest
-from shared_data import PAPER_DATA
 from synthetic_records import write_final_score_run
 
 from analysis.calibration import calibrate
 from analysis.cli import main
 from analysis.inputs.load import load_runs
+from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
 from analysis.reproduce import (
     CONSISTENT,
     LOWER,
@@ -33,7 +32,6 @@ from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 TABLE = PAPER_DATA / "main_10CPU.csv"
 COLUMN = "Cleanba IMPALA, 1 A100, 10 CPU"
-needs_table = pytest.mark.skipif(not TABLE.exists(), reason="published tables not found")
 
 
 def test_reduced_calibration_grid_keeps_every_bound():
@@ -101,7 +99,6 @@ def test_published_reference_enters_with_its_own_noise(tmp_path, capsys):
     assert float(np.mean(exact > -1.0)) > 0.15
 
 
-@needs_table
 def test_halving_the_top_games_fails_the_gate_and_names_the_rule(tmp_path):
     """The nine highest-scoring games of a published column halved: the IQM over games
     barely moves, but the untrimmed or per-game rule fires and the line says which."""
@@ -135,7 +132,6 @@ def _published_draws(col, rng, sims: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return mean, sd, mean + sd * rng.standard_normal((sims, 3, mean.size))
 
 
-@needs_table
 def test_faithful_57_game_reproduction_passes_at_least_95_percent():
     """Truth = the published column; 2,000 seeded draws of both the published side and
     3 seeds of yours, decided by the judge `reproduce` uses: NOT REPRODUCED (exit 1) in
@@ -152,7 +148,6 @@ def test_faithful_57_game_reproduction_passes_at_least_95_percent():
     assert fail <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / sims), fail
 
 
-@needs_table
 def test_faithful_reproduction_from_records_exits_0(tmp_path, capsys):
     """End to end on records: 3 seeds per game drawn from the published column."""
     col = published_column(TABLE, COLUMN)
@@ -167,7 +162,6 @@ def test_faithful_reproduction_from_records_exits_0(tmp_path, capsys):
         "inside" in out, out[-2000:]
 
 
-@needs_table
 def test_collapsed_games_are_flagged_never_consistent_and_exit_1(tmp_path):
     """Seaquest, Frostbite and Breakout collapse to their random score: never CONSISTENT
     (the margin cannot reach the whole published score), COLLAPSED or LOWER after Holm,
@@ -194,7 +188,6 @@ def test_collapsed_games_are_flagged_never_consistent_and_exit_1(tmp_path):
     assert all(verdicts[g] != CONSISTENT for g in collapsed)
 
 
-@needs_table
 def test_atari5_validation_counts_distinct_systems_once():
     from analysis.atari5.published_check import check_published
     res = check_published(PAPER_DATA)

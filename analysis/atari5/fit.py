@@ -1,7 +1,6 @@
 """`python -m analysis.atari5.fit`: fit the Atari-5 and Atari-3 models and store them.
 
-Reads the paper's dataset (../shared/published-scores/atari5-dataset.csv, left where it
-is), fits both subsets (analysis.atari5.fit_model), validates them (held-out coverage,
+Reads the paper's dataset (shipped: analysis/data/published/atari5/dataset.csv), fits both subsets (analysis.atari5.fit_model), validates them (held-out coverage,
 out-of-sample error, reproduction of the paper's own fit) and writes
 analysis/data/atari5.json, which analysis.atari5.load_model reads. Re-running it on the
 same dataset writes the same file (up to the last bits of floating point on another
@@ -22,7 +21,7 @@ import tyro
 
 from analysis.atari5.model import DATASET, MODEL_FILE, SUBSETS, fit_report, read_dataset
 from analysis.errors import AnalysisError
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
 
 
 @dataclass(kw_only=True)
@@ -93,7 +92,7 @@ PAPER_SET = "44 algorithms with >= 40 games"
 
 def main(argv: list[str] | None = None) -> int:
     args = tyro.cli(FitArgs, args=argv, prog="python -m analysis.atari5.fit",
-                    description=__doc__)
+                    description=command_help(__doc__ or "", decides=True))
     try:
         report = fit_report(read_dataset(args.data))
     except AnalysisError as e:

@@ -2,7 +2,7 @@
 
 Method (Aitchison, Sweetser and Hutter, "Atari-5: Distilling the Arcade Learning
 Environment down to Five Games", ICML 2023, arXiv 2210.02019), refitted here on their
-published dataset (../shared/published-scores/atari5-dataset.csv) by
+published dataset (shipped: analysis/data/published/atari5/dataset.csv) by
 `python -m analysis.atari5.fit`, which stores the model in analysis/data/atari5.json:
 
 - transform: z = log10(1 + max(HNS%, 0)) of each game's score (HNS in percent);
@@ -44,6 +44,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.errors import AnalysisError
+from analysis.inputs.published_data import ATARI5_DATASET
 from analysis.scales.normalize import atari_env_id
 from runrecord.paths import PROJECT_ROOT as PROJECT_ROOT  # re-exported by analysis.atari5
 
@@ -57,8 +58,9 @@ LABELS = {ATARI5: "Atari-5", ATARI3: "Atari-3 (development subset: larger error)
 
 # The fitted model ships with the package (pyproject package-data: analysis/data/).
 MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "atari5.json"
-DATASET = PROJECT_ROOT.parent / "shared" / "published-scores" / "atari5-dataset.csv"
-"""The paper's dataset; it stays in shared/ (../shared/... from the project root)."""
+DATASET = ATARI5_DATASET
+"""The paper's dataset (MIT licence), shipped as package data:
+analysis/data/published/atari5/dataset.csv (its README.md says where from)."""
 
 # What the authors report for their fit (44 algorithms with >= 40 of the 57 games, no
 # intercept): coefficients and the 10-fold cross-validated mean absolute error of the log
@@ -137,8 +139,8 @@ def read_dataset(path: Path | str = DATASET) -> PublishedScores:
     In57). Rows outside the 57 games are ignored; a pair published twice is averaged."""
     path = Path(path)
     if not path.exists():
-        raise AnalysisError(f"{path}: no such file (the Atari-5 dataset, see "
-                            "../shared/published-scores/README.md)")
+        raise AnalysisError(f"{path}: no such file (the Atari-5 dataset; the project ships "
+                            "it as analysis/data/published/atari5/dataset.csv)")
     data = path.read_bytes()
     reader = csv.DictReader(data.decode("utf-8").splitlines())
     need = {"Algorithm", "Game", "Normalized", "Random", "Human"}
@@ -376,7 +378,7 @@ def fit_report(scores: PublishedScores) -> dict[str, Any]:
     the reproduction of the paper's own fit (>= 40 games)."""
     out: dict[str, Any] = {
         "made_by": "python -m analysis.atari5.fit",
-        "dataset": {"file": "../shared/published-scores/atari5-dataset.csv",
+        "dataset": {"file": "analysis/data/published/atari5/dataset.csv",
                     "sha256": scores.sha256, "rows": scores.rows,
                     "algorithms": len(scores.algorithms),
                     "duplicate_rows_averaged": scores.duplicates},

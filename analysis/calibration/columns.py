@@ -1,8 +1,8 @@
 """The published tables' own columns as calibration scenarios: per game the mean and the
 per-seed spread (sample sd, ddof=1, from the table's ddof=0 std of 3 seeds) on the HNS
-scale, for every column of every `mean ± std` table in the paper-data folder
-(../shared/paper-data; never copied into the repository). These columns have what the
-synthetic one lacks: per-game coefficients of variation from 0 to over 100%, games near
+scale, for every column of every `mean ± std` table in the paper-data folder (default:
+the Cleanba paper's tables the project ships, analysis/data/published/cleanba). These
+columns have what the synthetic one lacks: per-game coefficients of variation from 0 to over 100%, games near
 or below the random score, negative random scores and published spreads of exactly 0.
 Pure NumPy draws; no verdict logic here.
 """
@@ -17,15 +17,12 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_published_table
+from analysis.inputs.published_data import CLEANBA_TABLES
 from analysis.scales.normalize import get_normaliser
 from analysis.verdicts.per_game import COLLAPSE_T, LEARNED_MIN
 
 PUBLISHED_SEEDS = 3
 """Seeds behind every published cell."""
-REPO = Path(__file__).resolve().parents[2]
-PAPER_DATA_CANDIDATES = (REPO.parent / "shared" / "paper-data",
-                         REPO.parents[1] / "shared" / "paper-data")
-"""Where the tables are: ../shared beside the clone (CI), or one folder up (a worktree)."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +39,8 @@ class Column:
 
 
 def default_paper_data() -> Path | None:
-    """The first candidate folder that exists, or None."""
-    return next((p for p in PAPER_DATA_CANDIDATES if p.is_dir()), None)
+    """The shipped tables' folder (package data), or None where an install left it out."""
+    return CLEANBA_TABLES if CLEANBA_TABLES.is_dir() else None
 
 
 def published_columns(folder: Path) -> list[Column]:

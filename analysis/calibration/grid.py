@@ -96,9 +96,8 @@ class Calibration:
 
 def calibrate(reduced: bool = False, seed: int = 0, paper_data: Path | None = None
               ) -> Calibration:
-    """The grid; paper_data: the published tables' folder (None: ../shared/paper-data
-    beside the clone, when there; without it the real-column rows are left out, and a
-    note says so)."""
+    """The grid; paper_data: the published tables' folder (None: the shipped Cleanba
+    tables; where there are none the real-column rows are left out, and a note says so)."""
     g = REDUCED if reduced else FULL
     t0 = time.perf_counter()
     cells: list[Cell] = []

@@ -24,8 +24,8 @@ class Calibrate:
     markdown_out: Path | None = None
     """Also write the table as markdown here."""
     paper_data: Path | None = None
-    """The published tables' folder for the real-column rows (default: ../shared/
-    paper-data beside the clone, when there)."""
+    """The published tables' folder for the real-column rows (default: the Cleanba paper's
+    tables the project ships, analysis/data/published/cleanba)."""
 
     def run(self) -> int:
         # Imported here: the suite pulls in scipy.stats and matplotlib (~1.4 s), which
@@ -34,7 +34,7 @@ class Calibrate:
 
         if self.paper_data is not None and not self.paper_data.is_dir():
             print(f"error: --paper-data {self.paper_data}: no such folder (the published "
-                  "tables, e.g. ../shared/paper-data)", file=sys.stderr)
+                  "tables, e.g. analysis/data/published/cleanba)", file=sys.stderr)
             return EXIT_BAD_INPUT
         res = calibrate(reduced=self.reduced, seed=self.seed, paper_data=self.paper_data)
         table = res.markdown()

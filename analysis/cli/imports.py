@@ -158,6 +158,12 @@ class WandbCsvImport(ImportArgs):
         return self._import("wandb-csv", metric=self.metric, step=self.step, time=self.time)
 
 
+IMPORT_HELP = ("Runs from other tools as run records: `import <format> SRC --out SWEEP "
+               "--protocol ...` with <format> one of table, tensorboard, monitor, wandb, "
+               "wandb-csv (docs/analysis.md, \"Your runs from elsewhere\").")
+"""What `python -m analysis --help` and `import --help` say of `import` (a union of
+formats has no docstring of its own: without this, tyro shows typing.Union's)."""
+
 Import = (
     Annotated[TableImport, tyro.conf.subcommand("table")]
     | Annotated[TensorboardImport, tyro.conf.subcommand("tensorboard")]

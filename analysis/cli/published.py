@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import tyro
@@ -30,11 +30,15 @@ from analysis.inputs.orb import (
     load_orb_cache,
     write_imported_records,
 )
+from analysis.inputs.published_data import resolve_published_table
 from analysis.inputs.records import parse_key_values
 from analysis.json_file import write_json
 from analysis.scoring.aggregates import AGGREGATE_REPS
 from analysis.scoring.tables import paper_table
-from runrecord.exits import EXIT_OK
+from runrecord.exits import EXIT_OK, strict_exit
+
+PublishedTableArg = Annotated[str, tyro.conf.arg(metavar="NAME|FILE")]
+"""A shipped table's name (cleanba:main_10CPU) or a path (analysis.inputs.published_data)."""
 
 
 @dataclass(kw_only=True)
@@ -42,15 +46,17 @@ class PaperTables:
     """Recompute a published table and its _runtimes twin: median HNS per column (%) and
     mean runtime relative to the Cleanba IMPALA column, next to the paper's claims."""
 
-    table: Path
-    """A published `mean ± std` CSV, e.g. ../shared/paper-data/main_10CPU.csv."""
+    table: PublishedTableArg
+    """A published `mean ± std` table: a shipped one by name (cleanba:main_10CPU,
+    cleanba:spec_out, ...: docs/reproduce.md) or a CSV file."""
     out: Path | None = None
     """Folder for the table (.md/.csv) and a runtime bar figure."""
 
     def run(self) -> int:
         from analysis.output import figures as figs
 
-        res = paper_table(self.table)
+        table = resolve_published_table(self.table)
+        res = paper_table(table)
         t = res.table_data()
         print(t.title)
         print(t.markdown())
@@ -59,7 +65,7 @@ class PaperTables:
         if self.out:
             t.write(self.out)
             if not all(np.isnan(res.runtime_ratio)):
-                info = figs.paper_runtimes_figure(res, self.table, self.out)
+                info = figs.paper_runtimes_figure(res, table, self.out)
                 print(f"wrote {info.png} and {info.pdf}")
         return EXIT_OK
 
@@ -83,9 +89,9 @@ class Atari5(RecordArgs):
     averaged into one row) instead of one per group."""
     allow_protocol_mismatch: bool = False
     """Estimate groups whose runs mix env protocols anyway (the output says so)."""
-    table: Path | None = None
-    """Instead of runs: a published `mean ± std` table (e.g.
-    ../shared/paper-data/main_10CPU.csv): estimate per column vs its own median."""
+    table: PublishedTableArg | None = None
+    """Instead of runs: a published `mean ± std` table, shipped (e.g. cleanba:main_10CPU)
+    or a CSV file: estimate per column vs its own median."""
     json_out: Path | None = None
     """Write the estimates as JSON here."""
 
@@ -117,18 +123,20 @@ class Atari5(RecordArgs):
 
 @dataclass(kw_only=True)
 class Reproduce(RunFilter):
-    """Did it reproduce? Your runs against a published table column (--published FILE
+    """Did it reproduce? Your runs against a published table column (--published NAME|FILE
     --column NAME: per game and aggregate verdicts) or against published per-seed runs
     imported from openrlbenchmark's cache (--orb DIR: equivalence at matching frames).
     Against a table: exit 0 REPRODUCED (aggregate equivalence shown, no game flagged or
     COLLAPSED), 1 NOT REPRODUCED (a game HIGHER/LOWER after Holm or COLLAPSED, or the
     aggregate outside its margin), 4 NOT SHOWN (neither; 1 with --strict). Against runs:
-    0 PASS, 1 otherwise. 2 bad input or a protocol/budget mismatch."""
+    0 every group PASS, 1 a DIFFERENT, 4 an INCONCLUSIVE (1 with --strict). 2 bad input or
+    a protocol/budget mismatch."""
 
     runs: tuple[Path, ...]
     """Your run/sweep folders (searched for manifest.json)."""
-    published: Path | None = None
-    """A published `mean ± std` table, e.g. ../shared/paper-data/main_10CPU.csv."""
+    published: PublishedTableArg | None = None
+    """A published `mean ± std` table: a shipped one by name (cleanba:main_10CPU,
+    cleanba:spec_out, ...: docs/reproduce.md) or a CSV file."""
     column: str | None = None
     """The table's column to compare with, e.g. "Cleanba IMPALA, 1 A100, 10 CPU"."""
     published_seeds: int = 3
@@ -167,7 +175,8 @@ class Reproduce(RunFilter):
     """Vouch that your runs share the published spread, so a game with one seed of yours
     may be judged (refused otherwise: a faithful reproduction would fail ~17% of the time)."""
     strict: bool = False
-    """Exit 1 on NOT SHOWN too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
+    """NOT SHOWN (tables) and INCONCLUSIVE (--orb runs) exit 1 too (default: exit 4,
+    runrecord.exits.EXIT_UNDECIDED)."""
     reps: int = AGGREGATE_REPS
     """Bootstrap replicates of the aggregate CIs."""
     seed: int = 0
@@ -224,7 +233,7 @@ class Reproduce(RunFilter):
         if self.out:
             info = rp.write_runs_comparison(comp, self.out, self.seed)
             print(f"wrote {info.png} and {info.pdf}")
-        return comp.exit_code
+        return strict_exit(comp.exit_code, self.strict)
 
 
 @dataclass(kw_only=True)

@@ -17,13 +17,15 @@ from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
 from analysis.verdicts.defaults import DEFAULT_WORST
 from runrecord import Run
+from runrecord.exits import strict_exit
 
 
 @dataclass(kw_only=True)
 class Equivalence(RecordArgs):
     """Welch TOST of groups (e.g. hardware layouts) against a reference group on per-seed
     IQM of final score and of normalised AUC at margin delta, within each suite (Atari, or
-    one other env). Exit 0 all PASS, 1 a DIFFERENT/INCONCLUSIVE, 2 error."""
+    one other env). Exit 0 every pair PASS, 1 a DIFFERENT, 4 an INCONCLUSIVE (1 with
+    --strict), 2 error."""
 
     a: str | None = None
     """Compare only this group (label or layout name, e.g. a0-l1-d1) with the reference;
@@ -47,6 +49,8 @@ class Equivalence(RecordArgs):
     """Welch's unpaired t even where the pairing by seed holds (same seeds, system and
     env protocol on both sides; the line says which was used). Decide before looking:
     pairing loses power at few seeds where the runs of a seed drift apart."""
+    strict: bool = False
+    """Exit 1 on INCONCLUSIVE too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
 
     def run(self) -> int:
         from analysis.verdicts.compare import equivalence_verdicts
@@ -62,7 +66,7 @@ class Equivalence(RecordArgs):
         print("\n".join(res.lines))
         if self.json_out:
             write_json(self.json_out, res.as_json())
-        return res.exit_code
+        return strict_exit(res.exit_code, self.strict)
 
 
 @dataclass(kw_only=True)

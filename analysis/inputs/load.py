@@ -21,6 +21,7 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.inputs.cache import CACHE_DIR, episode_count, load_many
 from analysis.inputs.facts import episode_x
+from analysis.inputs.published_data import resolve_published_table
 from runrecord import RecordError, Run, find_run_dirs, schema
 
 DEFAULT_LAST_N = 100
@@ -193,10 +194,9 @@ def _parse_cell(text: str, path: Path, game: str, column: str) -> tuple[float, f
 
 
 def load_published_table(path: Path | str) -> PublishedTable:
-    """Read a `mean ± std` (or plain number) CSV: first column game ids, header systems."""
-    path = Path(path)
-    if not path.exists():
-        raise AnalysisError(f"{path}: no such table")
+    """Read a `mean ± std` (or plain number) CSV: first column game ids, header systems.
+    `path` may name a shipped table (`cleanba:main_10CPU`; analysis.inputs.published_data)."""
+    path = resolve_published_table(path)
     with open(path, newline="", encoding="utf-8") as f:
         rows = [r for r in csv.reader(f) if r]
     if len(rows) < 2 or len(rows[0]) < 2:

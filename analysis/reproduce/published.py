@@ -1,7 +1,7 @@
 """Did it reproduce? A user's runs against a published `mean ± std` column, per game and
 in aggregate.
 
-The published tables (../shared/paper-data/) give per game the mean and the std
+The published tables (shipped: `cleanba:main_10CPU` ..., analysis.inputs.published_data) give per game the mean and the std
 (ddof=0) of 3 seeds' final scores. For each game the user ran:
 
 - the user's per-seed finals (layout copies of one seed are ONE seed: averaged,

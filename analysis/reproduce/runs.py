@@ -35,7 +35,7 @@ from analysis.verdicts.margins import margin
 from analysis.verdicts.seed_metrics import per_seed_iqm
 from analysis.verdicts.seedplan import equivalence_power, given_spread
 from runrecord import Run
-from runrecord.exits import EXIT_FAILED
+from runrecord.exits import EXIT_FAILED, worst_exit
 
 # ---------------------------------------------------------------- against published runs
 
@@ -53,7 +53,8 @@ class RunsComparison:
 
     @property
     def exit_code(self) -> int:
-        return max((r.exit_code for r in self.results), default=EXIT_FAILED)
+        """0 every group PASS, 1 a DIFFERENT, 4 an INCONCLUSIVE (1 when there is none)."""
+        return worst_exit(*(r.exit_code for r in self.results)) if self.results else EXIT_FAILED
 
     def lines(self) -> list[str]:
         out = []

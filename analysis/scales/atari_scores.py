@@ -1,8 +1,7 @@
 """Random and human scores of the 57 Atari games (for human-normalised scores).
 
 Source: the DQN Zoo table (google-deepmind/dqn_zoo, dqn_zoo/atari_data.py), identical to
-openrlbenchmark's hns.py; copied from the Cleanba project's published data
-(../shared/paper-data/atari_human_random.json). VideoPinball random = 16256.9 as in DQN Zoo;
+openrlbenchmark's hns.py, as the Cleanba project's published data gives it. VideoPinball random = 16256.9 as in DQN Zoo;
 rliable's colab uses 0.0 there, which changes that game's HNS 12.5x.
 """
 

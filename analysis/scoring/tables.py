@@ -154,6 +154,7 @@ def paper_table(path: Path | str) -> PaperTableResult:
     each column's mean runtime over games to the reference column's (reference_column;
     two decimals)."""
     table = load_published_table(path)
+    path = table.path  # a shipped table's name resolved to its file
     stem = Path(path).stem
     med = [round(float(v) * 100, 1) for v in median_hns(table)]
     ratios = [math.nan] * len(table.columns)

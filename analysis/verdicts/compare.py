@@ -24,7 +24,7 @@ from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.pairing import SuitePair, analysis_pairs
 from analysis.verdicts.seed_metrics import SEED_METRICS
 from analysis.verdicts.stacks import group_stacks
-from runrecord.exits import EXIT_FAILED, EXIT_OK
+from runrecord.exits import EXIT_FAILED, EXIT_OK, worst_exit
 
 
 @dataclass
@@ -130,7 +130,7 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
             out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
                                 "determinism": tier, "stacks": stacks.as_dict(),
                                 "stack_line": stacks.line(ga.group, gb.group)})
-            out.exit_code = max(out.exit_code, EXIT_OK if bw.identical else EXIT_FAILED)
+            out.exit_code = worst_exit(out.exit_code, EXIT_OK if bw.identical else EXIT_FAILED)
         return out
     for v in pair_verdicts(pairs, lambda suite: margin(suite, delta, normalisers), metric,
                            unpaired):
@@ -147,7 +147,7 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
                       p.prefix + det, p.prefix + res.stack_line()]
         out.lines += [f"note: {n}" for n in res.notes]
         out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})
-        out.exit_code = max(out.exit_code, res.exit_code)
+        out.exit_code = worst_exit(out.exit_code, res.exit_code)
     return out
 
 

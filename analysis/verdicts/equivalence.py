@@ -1,8 +1,8 @@
 """Verdicts: cross-hardware equivalence (Welch TOST), bitwise identity, regression gate.
 
-Exit codes for scripts: 0 pass, 1 fail (DIFFERENT, INCONCLUSIVE, REGRESSION), 4 the gate's
-UNDECIDED (runrecord.exits.EXIT_UNDECIDED; 1 under --strict), 2 usage or data error
-(analysis.errors).
+Exit codes for scripts (runrecord.exits.EXIT_CODES): 0 PASS, 1 DIFFERENT or REGRESSION,
+4 INCONCLUSIVE or the gate's UNDECIDED (runrecord.exits.EXIT_UNDECIDED; 1 under --strict),
+2 usage or data error (analysis.errors).
 
 Equivalence of groups A and B (e.g. two layouts) at margin delta, fixed beforehand:
 the per-seed value is the IQM over games of the final normalised score (and, separately,
@@ -42,7 +42,7 @@ from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from analysis.verdicts.seed_pairing import SeedDesign, seed_design
 from analysis.verdicts.stacks import StackComparison, group_stacks
 from runrecord import Run, schema
-from runrecord.exits import EXIT_FAILED, EXIT_OK
+from runrecord.exits import verdict_exit
 
 # Default equivalence margin on Atari, in HNS; other suites have their own default
 # (analysis.verdicts.margins). It is NOT a power guarantee: with a per-seed IQM sd of 0.063 HNS
@@ -211,7 +211,8 @@ class EquivalenceResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.verdict == PASS else EXIT_FAILED
+        """0 PASS, 1 DIFFERENT, 4 INCONCLUSIVE (runrecord.exits.verdict_exit)."""
+        return verdict_exit(self.verdict == PASS, self.verdict == DIFFERENT)
 
     @property
     def label(self) -> str:

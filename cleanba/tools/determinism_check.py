@@ -30,7 +30,7 @@ import tyro
 
 from cleanba.core.layout import free_port
 from cleanba.core.xla_flags import CPU_CONV_FLAG, GPU_DETERMINISM_FLAG, with_flag
-from runrecord.exits import EXIT_FAILED, EXIT_OK
+from runrecord.exits import EXIT_FAILED, EXIT_OK, command_help
 
 # (name, actor device ids, learner device ids, processes); the first is run twice. The
 # two processes of d2 (jax.distributed on localhost) run on CPU only: on one GPU they
@@ -175,5 +175,6 @@ def check(cfg: CheckConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return check(tyro.cli(CheckConfig, args=argv, description=__doc__.split("\n\n")[0]))
+    return check(tyro.cli(CheckConfig, args=argv,
+                          description=command_help(__doc__.split("\n\n")[0], decides=True)))
 

@@ -19,7 +19,7 @@ from harness.sweep.model import Resources, SweepError
 from harness.sweep.systems import BUILTIN_SYSTEMS, RESERVED_FLAGS, System
 from harness.sweep.tomlpos import KeyLines
 from runrecord import schema
-from runrecord.paths import project_path
+from runrecord.paths import PROJECT_ROOT
 
 
 def toml_message(path: Path, msg: str) -> str:
@@ -53,10 +53,15 @@ class Checker:
         self.check_keys(pub, PUBLISHED_KEYS, where)
         # Imported here: analysis.reproduce loads SciPy (seconds) and few sweeps need it.
         from analysis.errors import AnalysisError
+        from analysis.inputs.published_data import resolve_published_table
         from analysis.reproduce import published_column
 
+        try:  # a shipped table's name (cleanba:main_10CPU), or a path from the project root
+            table = resolve_published_table(str(pub["table"]), base=PROJECT_ROOT)
+        except AnalysisError as e:
+            raise self.error((*where, "table"), str(e)) from None
         try:
-            published_column(project_path(str(pub["table"])), str(pub["column"]))
+            published_column(table, str(pub["column"]))
         except AnalysisError as e:
             raise self.error((*where, "column"), str(e)) from None
 

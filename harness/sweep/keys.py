@@ -54,12 +54,12 @@ REPORT_KEYS = {
     "seed": "bootstrap seed",
     "reference": "group every other group is compared with, e.g. a0-l0-d1 (default: the "
                  "smallest hardware)",
-    "published": "table {table = FILE, column = NAME}: a 'Did it reproduce?' section "
+    "published": "table {table = NAME|FILE, column = NAME}: a 'Did it reproduce?' section "
                  "against that published column (docs/reproduce.md)",
 }
 PUBLISHED_KEYS = {
-    "table": "published mean ± std CSV (relative to the project root), e.g. "
-             "'../shared/paper-data/main_10CPU.csv'",
+    "table": "a shipped published table by name, e.g. 'cleanba:main_10CPU', or a "
+             "mean ± std CSV (relative to the project root)",
     "column": "its column, e.g. 'Cleanba IMPALA, 1 A100, 10 CPU'",
     "relative_margin": "per-game margin as a share of the published HNS (default 0.25)",
     "absolute_margin": "smallest per-game margin in HNS (default 0.1)",
