@@ -30,6 +30,7 @@ from runrecord import PROJECT_ROOT, read_manifest
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 
 REFERENCE = PROJECT_ROOT / "results" / "reference" / "smoke-cartpole"
+NO_CACHE_DIR = shutil.ignore_patterns(".analysis-cache")  # a checkout's cache is not a record
 # Cheap claims (few bootstrap reps): tier 1 recomputes them at every verify.
 CLAIMS = """\
 [[claim]]
@@ -141,7 +142,7 @@ def _one_byte(path: Path) -> None:
 def certified(tmp_path, capsys):
     """A copy of the reference records, certified with CLAIMS."""
     records = tmp_path / "records"
-    shutil.copytree(REFERENCE, records)
+    shutil.copytree(REFERENCE, records, ignore=NO_CACHE_DIR)
     claims = tmp_path / "claims.toml"
     claims.write_text(CLAIMS)
     cert = tmp_path / "out" / "smoke.cert.json"
@@ -275,7 +276,7 @@ def test_a_claim_over_a_bound_input(tmp_path, capsys):
     """A regression claim against a reference folder bound under [inputs]: its files are in
     the tree, verify finds them by --input, and a changed one is named with the claim."""
     records = tmp_path / "records"
-    shutil.copytree(REFERENCE, records)
+    shutil.copytree(REFERENCE, records, ignore=NO_CACHE_DIR)
     claims = tmp_path / "claims.toml"
     claims.write_text('[inputs]\nreference = "results/reference/smoke-cartpole"\n[[claim]]\n'
                       'name = "no regression"\ncommand = "regression --new {runs} --reference '
@@ -289,7 +290,7 @@ def test_a_claim_over_a_bound_input(tmp_path, capsys):
     assert sum(f["path"].startswith("inputs/reference/") for f in doc["files"]) == 72
     assert "regression" in doc["claims"][0]["output"]["stdout"]
     moved = tmp_path / "ref"
-    shutil.copytree(REFERENCE, moved)
+    shutil.copytree(REFERENCE, moved, ignore=NO_CACHE_DIR)
     capsys.readouterr()
     code, text = verify(capsys, cert, "--input", f"reference={moved}")
     assert code == EXIT_OK, text

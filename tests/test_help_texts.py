@@ -107,7 +107,8 @@ HELP_COMMANDS: dict[str, Callable[[], Callable[[], object]]] = {
     "python -m analysis.atari5.fit": lambda: _module_main("analysis.atari5.fit"),
     "python -m harness": lambda: _harness(),
     **{f"python -m harness {s}": (lambda s=s: _harness(s)) for s in (
-        "plan", "run", "status", "report", "regress", "determinism-check")},
+        "plan", "run", "status", "report", "regress", "determinism-check", "certify",
+        "verify")},
     **{f"python -m cleanba.{a} {p}": (lambda a=a, p=p: _module_main(f"cleanba.{a}", p))
        for a in ("ppo", "impala") for p in ("atari", "cartpole")},
     "python -m cleanba.bench": lambda: _module_main("cleanba.bench"),
@@ -117,7 +118,7 @@ HELP_COMMANDS: dict[str, Callable[[], Callable[[], object]]] = {
     "python -m baselines.bench": lambda: _module_main("baselines.bench"),
     **{f"python {p}": (lambda p=p: _script(p)) for p in (
         "benchmarks/bench_analysis.py", "benchmarks/bench_deterministic_primitives.py",
-        "benchmarks/bench_imports.py", "benchmarks/bench_scale.py",
+        "benchmarks/bench_imports.py", "benchmarks/bench_scale.py", "benchmarks/bench_certificate.py",
         "benchmarks/device_kit.py", "benchmarks/gpu_suite.py")},
 }
 """Every command a user runs, and how to print its --help here."""

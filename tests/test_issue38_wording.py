@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from foreign_runs import history, write_monitor_run
-from shared_data import PAPER_DATA
 from synthetic_records import write_final_score_run
 
 from analysis.cli import main
-from analysis.inputs.load import group_key
+from analysis.inputs.load import NO_CACHE_ENV, group_key
+from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
 from analysis.output import figures as figs
 from analysis.output.report import _runtime_references, per_game_table
 from analysis.scoring.aggregates import aggregate_groups
@@ -29,6 +29,15 @@ from analysis.verdicts.seedplan import spread_from_analysis
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 IMPALA, PPO = "cleanba-impala / cleanba", "cleanba-ppo / cleanba"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_cache_in_the_checkout():
+    """The shipped reference is read in place: no analysis cache is written beside it (a
+    later test copies the folder and must find only the records)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(NO_CACHE_ENV, "1")
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +104,6 @@ def test_per_game_table_sd_is_the_sample_sd(reference):
     assert cell == f"{raw.mean():.2f} ± {raw.std(ddof=1):.2f}" and "ddof=1" in table.title
 
 
-@pytest.mark.skipif(not (PAPER_DATA / "spec_out.csv").exists(),
-                    reason="published tables not found")
 def test_published_too_noisy_is_judged_and_not_learned_is_at_random(tmp_path):
     """Finding 6: Boxing (HNS 5.5) and Asterix (8.7) in spec_out's Moolib column were NOT
     LEARNED; now they are judged on their own spread and said PUBLISHED TOO NOISY, while
