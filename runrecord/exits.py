@@ -48,10 +48,11 @@ def worst_exit(*codes: int) -> int:
 # (tests/test_exit_codes.py compares them).
 EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_OK, "PASS or done",
-     "a verdict passed (PASS, REPRODUCED, IDENTICAL), or the command did what it was asked"),
+     "a verdict passed (PASS, REPRODUCED, IDENTICAL, VERIFIED), or the command did what it "
+     "was asked"),
     (EXIT_FAILED, "FAIL",
-     "a verdict failed (DIFFERENT, REGRESSION, NOT REPRODUCED, NOT IDENTICAL, a staleness "
-     "violation), or a run failed; also an UNDECIDED verdict under --strict"),
+     "a verdict failed (DIFFERENT, REGRESSION, NOT REPRODUCED, NOT IDENTICAL, MISMATCH, a "
+     "staleness violation), or a run failed; also an UNDECIDED verdict under --strict"),
     (EXIT_BAD_INPUT, "usage or data error",
      "bad arguments or input, or data a verdict refuses (different games or protocols): "
      "the message on stderr, nothing written"),
@@ -59,7 +60,8 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
      "a baseline's checkout or build is not usable here (recorded as skipped)"),
     (EXIT_UNDECIDED, "UNDECIDED",
      "the evidence decides neither way (INCONCLUSIVE, UNDECIDED, NOT SHOWN, UNDECIDED AT "
-     "CAP): more seeds decide it; --strict makes it 1"),
+     "CAP; a staleness audit that checked no run; a replay NOT CHECKABLE on this machine): "
+     "more seeds, or a machine that can check, decide it; --strict makes it 1"),
     (EXIT_INTERRUPTED, "interrupted",
      "SIGINT/SIGTERM: the record says interrupted, naming the signal"),
 )

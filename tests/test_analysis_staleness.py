@@ -60,3 +60,15 @@ def test_sync_with_stale_data_is_a_violation(tmp_path, capsys):
     assert main(["staleness", str(tmp_path), "--json-out", str(tmp_path / "s.json")]) == 1
     assert "update 2" in capsys.readouterr().out
     assert (tmp_path / "s.json").exists()
+
+
+def test_nothing_checked_is_undecided_not_a_pass(tmp_path, capsys):
+    """Async runs have no rule: an audit that checked no run is no evidence of a pass
+    (it printed `staleness: PASS; 0 run(s) checked` and exited 0)."""
+    write_synthetic_run(tmp_path, architecture="async", seed=3, updates=10)
+    rep = audit(load_runs([tmp_path]).included)
+    assert rep.verdict == "UNDECIDED" and rep.exit_code == 4
+    assert main(["staleness", str(tmp_path)]) == 4
+    out = capsys.readouterr().out
+    assert "staleness: UNDECIDED; no run could be checked (1 n/a (no rule for architecture " \
+        "'async'))" in out and "PASS" not in out

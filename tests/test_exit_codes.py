@@ -38,11 +38,12 @@ DECIDING = ("python -m analysis", "python -m harness",
 """Commands whose --help must end with the table (their exit code reports an outcome)."""
 
 VERDICT_CODES = {
-    "PASS": EXIT_OK, "REPRODUCED": EXIT_OK, "IDENTICAL": EXIT_OK,
+    "PASS": EXIT_OK, "REPRODUCED": EXIT_OK, "IDENTICAL": EXIT_OK, "VERIFIED": EXIT_OK,
     "DIFFERENT": EXIT_FAILED, "REGRESSION": EXIT_FAILED, "NOT REPRODUCED": EXIT_FAILED,
-    "NOT IDENTICAL": EXIT_FAILED,
+    "NOT IDENTICAL": EXIT_FAILED, "MISMATCH": EXIT_FAILED,
     "INCONCLUSIVE": EXIT_UNDECIDED, "UNDECIDED": EXIT_UNDECIDED,
     "NOT SHOWN": EXIT_UNDECIDED, "UNDECIDED AT CAP": EXIT_UNDECIDED,
+    "NOT CHECKABLE": EXIT_UNDECIDED,
 }
 """Each verdict word's exit code (without --strict)."""
 WORD = "|".join(sorted(map(re.escape, VERDICT_CODES), key=len, reverse=True))

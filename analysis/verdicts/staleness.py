@@ -24,7 +24,7 @@ from analysis.inputs.derived import run_records
 from analysis.inputs.load import group_key
 from analysis.scoring.tables import TableData
 from runrecord import Run
-from runrecord.exits import EXIT_FAILED, EXIT_OK
+from runrecord.exits import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 
 MAX_VIOLATIONS_LISTED = 5
 
@@ -55,20 +55,33 @@ class StalenessReport:
     groups: dict[str, dict[str, Any]]
 
     @property
+    def checked(self) -> int:
+        """Runs held to a rule (the others: no updates, or an architecture with none)."""
+        return sum(r.check in ("ok", "VIOLATION") for r in self.runs)
+
+    @property
     def verdict(self) -> str:
-        return "FAIL" if any(r.check == "VIOLATION" for r in self.runs) else "PASS"
+        """FAIL on a violation; PASS needs a checked run; else UNDECIDED (nothing checked
+        is no evidence of a pass)."""
+        if any(r.check == "VIOLATION" for r in self.runs):
+            return "FAIL"
+        return "PASS" if self.checked else "UNDECIDED"
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.verdict == "PASS" else EXIT_FAILED
+        return {"PASS": EXIT_OK, "FAIL": EXIT_FAILED}.get(self.verdict, EXIT_UNDECIDED)
 
     def line(self) -> str:
         bad = [r for r in self.runs if r.check == "VIOLATION"]
-        checked = sum(r.check in ("ok", "VIOLATION") for r in self.runs)
         if bad:
-            return (f"staleness: FAIL; {len(bad)} of {checked} checked run(s) violate the rule; "
-                    f"first: {bad[0].violations[0]}")
-        return f"staleness: PASS; {checked} run(s) checked, {len(self.runs)} audited"
+            return (f"staleness: FAIL; {len(bad)} of {self.checked} checked run(s) violate "
+                    f"the rule; first: {bad[0].violations[0]}")
+        if not self.checked:
+            why = Counter(r.check for r in self.runs)
+            reasons = ", ".join(f"{n} {c}" for c, n in sorted(why.items())) or "no runs"
+            return (f"staleness: UNDECIDED; no run could be checked ({reasons}): the rule "
+                    "holds for cleanba and sync runs with updates.csv")
+        return f"staleness: PASS; {self.checked} run(s) checked, {len(self.runs)} audited"
 
     def lines(self, per_run: bool = False) -> list[str]:
         """The audit as `python -m analysis staleness` prints it: a table per group (and
