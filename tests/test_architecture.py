@@ -56,7 +56,8 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("harness.retry", "harness.store")),  # failure kinds; run folders and locks
     ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
     ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
-                   "harness.slurm", "harness.slurm_queue", "harness.slurm_wait")),
+                   "harness.slurm", "harness.slurm_queue", "harness.slurm_wait",
+                   "harness.curve_monitor")),
     ("report", ("harness.report",)),
     ("entry points", ("harness.cli", "harness.__main__", "harness")),
 ]
@@ -71,7 +72,7 @@ def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
 # harness/sweep/: values before the checks that make them; harness/adaptive/: the looks
 SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "checker",
                     "adaptive_checks", "checks", "expand", "read")
-ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report", "run")
+ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report curves", "run")
 
 CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
     # lowest first, as HARNESS_LAYERS: the trainer core imports the numerics, the
