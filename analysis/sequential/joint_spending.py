@@ -133,11 +133,12 @@ def joint_boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spen
         if crossing <= 0:  # less than one path's worth: this look (almost) never crosses
             out.append(math.inf)
             continue
-        survivors = np.sort(z[alive, k])
+        survivors = z[alive, k]
         if crossing >= len(survivors):
             out.append(-math.inf)
             break
-        c = float(survivors[len(survivors) - crossing])
+        at = len(survivors) - crossing
+        c = float(np.partition(survivors, at)[at])
         out.append(c)
         alive &= z[:, k] < c
     return np.array(out + [math.inf] * (len(t) - len(out)))
