@@ -159,3 +159,24 @@ def test_records_an_unchanged_candidate_passes_at_the_end_a_broken_one_fails_ear
                               GateOptions(delta=0.3))
     assert looks[-1].decision == "REGRESSION" and looks[-1].look < len(LOOKS), looks
     assert "stopped at" in looks[-1].text and "frames not spent" in looks[-1].text
+
+
+def test_with_adaptive_seeds_regression_over_seeds_spends_only_its_share():
+    """The looks over training time take TIME_SHARE of the gate's alpha; a look over
+    seeds then fails only beyond the boundary of the rest (PASS keeps all of alpha)."""
+    from analysis.sequential.curve_design import TIME_SHARE
+    from analysis.sequential.design import SequentialDesign
+    from analysis.sequential.gate_look import result_look
+    from analysis.verdicts.regression import RegressionResult
+
+    design = SequentialDesign(3, 2, 9)
+    res = RegressionResult(verdict="REGRESSION", lower_bound=-0.7, diff=-0.5, new_mean=0.5,
+                           reference_mean=1.0, delta=0.3, confidence=0.95, n_new=9,
+                           n_reference=9, se=0.1, df=16.0)
+    assert result_look(res, design, 4, "s").decision == "REGRESSION"
+    split = result_look(res, design, 4, "s", (1 - TIME_SHARE) * design.alpha)
+    assert split.decision == "UNDECIDED AT CAP"
+    passing = RegressionResult(verdict="PASS", lower_bound=0.0, diff=0.2, new_mean=1.2,
+                               reference_mean=1.0, delta=0.3, confidence=0.95, n_new=9,
+                               n_reference=9, se=0.1, df=16.0)
+    assert result_look(passing, design, 4, "s", 0.025).decision == "PASS"

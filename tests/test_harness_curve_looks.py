@@ -147,3 +147,19 @@ def test_the_cli_refuses_a_bad_looks_at_with_exit_2_and_writes_nothing(tmp_path)
     p = run(path, tmp_path / "res")
     assert p.returncode == EXIT_BAD_INPUT and "end at 1" in p.stderr, p.stderr
     assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.slow
+def test_with_adaptive_seeds_a_failure_over_time_ends_the_sweep_in_its_first_batch(
+        tmp_path, reference):
+    sweep = sweep_file(tmp_path, "adaptive", 0.0, reference, sleep_s=0.2)
+    sweep.write_text(sweep.read_text() + "\n[adaptive]\nverdicts = ['gate']\n"
+                     "first_seeds = 2\nbatch_seeds = 1\nmax_seeds = 3\n")
+    root = tmp_path / "res"
+    p = run(sweep, root, "--share-cores")
+    assert p.returncode == EXIT_FAILED, p.stdout + p.stderr
+    assert "alpha spent by the last look 0.025" in p.stdout  # half of the gate's alpha
+    assert "2 new vs 3 reference seeds" in p.stdout
+    assert "no look over seeds is taken" in p.stdout, p.stdout
+    assert completions(tmp_path, "adaptive") == 0
+    assert not (root / "adaptive" / "adaptive" / "looks.jsonl").exists()

@@ -375,6 +375,18 @@ def status_lines(sweep: Sweep, store: Store) -> list[str]:
     return out
 
 
+def curve_regressions(sweep: Sweep, store: Store) -> list[str]:
+    """The verdict lines of the gates the looks over training time decided REGRESSION
+    (empty without looks_at)."""
+    ref = sweep.regression.get("reference")
+    if curve_design(sweep.regression) is None or not ref:
+        return []
+    gates = recorded_gates(sweep, store, project_path(ref), gate_options(sweep))
+    failed = [g for g in gates if g.decision is not None and g.decision.decision ==
+              "REGRESSION"]
+    return verdict_lines(failed)
+
+
 def stopped_label(error: str) -> str:
     """`harness status`'s state of a run stopped by its gate's decision ('' otherwise)."""
     prefix = f"{STOPPED_TYPE}: "
