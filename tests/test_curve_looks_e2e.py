@@ -22,17 +22,14 @@ SWEEP = ROOT / "tests" / "data" / "sabotaged-cartpole.toml"
 BUDGET = 50_000
 
 
-def harness(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
-
-
 @pytest.mark.slow
 def test_a_sabotaged_cartpole_candidate_is_stopped_early_with_exit_1(tmp_path):
     root = tmp_path / "res"
     select = ["--sweep", str(SWEEP), "--results-root", str(root)]
     t0 = time.monotonic()
-    p = harness("run", *select, "--share-cores", "--no-progress")
+    p = subprocess.run([sys.executable, "-m", "harness", "run", *select, "--share-cores",
+                        "--no-progress"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=900)
     seconds = time.monotonic() - t0
     print(p.stdout, f"\n(harness run took {seconds:.0f} s)")
     assert p.returncode == 1, p.stdout + p.stderr

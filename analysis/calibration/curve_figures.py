@@ -31,44 +31,65 @@ def write_figures(cal: CurveCalibration, out_dir: Path) -> list[Path]:
                         _qq(cal, out_dir / QQ)) if p is not None]
 
 
+FIGURE_SETTINGS = ("3 vs 3 seeds, delta 0.3, looks at", "10 vs 10 seeds, delta 0.3, looks at")
+"""The settings the false-fail figure shows (pocock; each shape): the smoke's seeds and
+margin, and enough reference seeds to estimate the correlation."""
+
+
 def _false_fail(cal: CurveCalibration, path: Path) -> Path | None:
-    rows = [b for b in cal.by_look if b.case == MARGIN]
+    rows = [b for b in cal.by_look if b.case == MARGIN and "pocock" in b.scenario
+            and any(f in b.scenario for f in FIGURE_SETTINGS)]
     scenarios = sorted({b.scenario.rsplit(", ", 1)[0] for b in rows})
     if not scenarios:
         return None
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(5.2 * len(scenarios), 4.2),
-                             squeeze=False, sharey=True)
-    for ax, scen in zip(axes[0], scenarios, strict=True):
+    cols = 2
+    nrows = -(-len(scenarios) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(11, 4.2 * nrows), squeeze=False,
+                             sharey=True)
+    for ax in axes.flat[len(scenarios):]:
+        ax.set_visible(False)
+    for ax, scen in zip(axes.flat, scenarios, strict=False):
         mine = [b for b in rows if b.scenario.rsplit(", ", 1)[0] == scen]
         t = np.array(mine[0].fractions)
         ax.plot(t, mine[0].alpha_t, color="black", lw=2, label="planned alpha(t)")
         for colour, b in zip(OKABE_ITO[1:], mine, strict=False):
-            ax.plot(t, b.rate, marker="o", color=colour, label=b.method)
+            label = b.method.replace(" (too few reference seeds: union bound)",
+                                     " (3 seeds: the union bound)")
+            ax.plot(t, b.rate, marker="o", color=colour, label=label)
             ax.fill_between(t, b.low, b.high, color=colour, alpha=0.2)
-        ax.set_title(_wrap(scen), fontsize=9)
+        ax.set_title(_wrap(scen.replace(", looks at 10%/20%/30%/50%/70%/100%", ""), 60),
+                     fontsize=9)
         ax.set_xlabel("share of the frame budget")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("cumulative false-fail rate at the margin")
-    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9)
+    fig.subplots_adjust(hspace=0.45)
+    for row in axes:
+        row[0].set_ylabel("cumulative false-fail rate\nat the margin")
+        row[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9)
     fig.suptitle(f"False fails by look at the margin, Clopper-Pearson 95% bands "
                  f"({mine[0].sims} replicates per cell)", fontsize=11)
     return _save(fig, path)
 
 
+def _short(scenario: str) -> str:
+    """'cleanba-ppo ... , 3 vs 10 seeds, ...' -> 'cleanba-ppo, 3 vs 10 seeds'."""
+    parts = scenario.split(", ")
+    return f"{parts[0].split(' ')[0]}, {parts[1]}"
+
+
 def _detection(cal: CurveCalibration, path: Path) -> Path | None:
-    if not cal.detection:
+    shown = [d for d in cal.detection if "delta 0.3," in d.scenario and "pocock" in d.scenario]
+    if not shown:
         return None
-    scenarios = sorted({d.scenario for d in cal.detection})
-    cases = list(dict.fromkeys(d.case for d in cal.detection))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.5 * len(scenarios) * len(cases)
-                                                     / 2 + 3))
+    scenarios = list(dict.fromkeys(d.scenario for d in shown))
+    cases = list(dict.fromkeys(d.case for d in shown))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 1.2 * len(cases) + 2))
     height = 0.8 / len(scenarios)
     for i, scen in enumerate(scenarios):
-        got = {d.case: d for d in cal.detection if d.scenario == scen}
+        got = {d.case: d for d in shown if d.scenario == scen}
         y = np.arange(len(cases)) + i * height
-        colour = OKABE_ITO[(i + 1) % len(OKABE_ITO)]
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
         left.barh(y, [got[c].detected if c in got else np.nan for c in cases], height,
-                  color=colour, label=_wrap(scen, 60))
+                  color=colour, label=_short(scen))
         right.barh(y, [got[c].frames if c in got else np.nan for c in cases], height,
                    color=colour)
     for ax in (left, right):
@@ -81,7 +102,10 @@ def _detection(cal: CurveCalibration, path: Path) -> Path | None:
     right.set_xlabel("frames to decision (share of the budget; 1 = ran to the end)")
     left.set_xlim(0, 1)
     right.set_xlim(0, 1)
-    left.legend(loc="upper center", bbox_to_anchor=(1.05, -0.15), fontsize=8, ncol=2)
+    left.legend(loc="upper center", bbox_to_anchor=(1.05, -0.12), fontsize=9, ncol=4)
+    fig.suptitle("Five regressions: detection and frames to decision (delta 0.3, Pocock, "
+                 f"looks at 10/20/30/50/70/100%; {shown[0].sims} replicates per bar)",
+                 fontsize=11)
     return _save(fig, path)
 
 
