@@ -93,9 +93,8 @@ class CurveMonitor:
                         break
                     self._hold_all(gate)  # the runs wait at the look while it is taken
                     look = take_look(gate, self.store, self.reference_runs, self.options)
-                except AnalysisError as e:
+                except AnalysisError as e:  # printed once, below
                     gate.blocked = f"the analysis refused look {gate.next_look}: {e}"
-                    say(f"error: {gate.subject}: {gate.blocked}")
                     break
                 say(look.text)
                 if look.decision == "REGRESSION":

@@ -180,3 +180,25 @@ def test_with_adaptive_seeds_regression_over_seeds_spends_only_its_share():
                                reference_mean=1.0, delta=0.3, confidence=0.95, n_new=9,
                                n_reference=9, se=0.1, df=16.0)
     assert result_look(passing, design, 4, "s", 0.025).decision == "PASS"
+
+
+def test_a_look_before_any_episode_ended_continues_without_spending():
+    from analysis.inputs.facts import episode_x
+    from analysis.sequential.curve_looks import curve_look, curve_plan
+    from runrecord.reader import Run, Table
+
+    runs = load_runs([PROJECT_ROOT / "results" / "reference" / "smoke-cartpole"]).included
+    ppo = [r for r in runs if r.manifest["system"] == "cleanba-ppo"]
+    late = []
+    for r in ppo:  # the candidate's first episodes end after 20% of the budget
+        keep = episode_x(r.episodes) > 10_000
+        late.append(Run(r.run_dir, r.manifest, Table({k: v[keep] for k, v in
+                                                      r.episodes.columns.items()},
+                                                     int(keep.sum())), r.updates))
+    plan = curve_plan(CurveDesign(LOOKS), ppo, 50_000, 3, "CartPole-v1",
+                      GateOptions(delta=0.3))
+    first = curve_look(plan, late, ppo, 1, "late", GateOptions(delta=0.3))
+    assert first.decision == "CONTINUE" and "nothing to decide on" in first.text
+    assert math.isnan(first.contrast)
+    assert curve_look(plan, late, ppo, 3, "late", GateOptions(delta=0.3)).seeds == {
+        "new": 3, "reference": 3}

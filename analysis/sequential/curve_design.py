@@ -124,17 +124,18 @@ def plan_boundaries(design: CurveDesign, reference: np.ndarray, n_new: int, delt
     if how == CANONICAL:
         return joint_boundaries(t, a, design.spending, canonical_correlation(t), seed=seed,
                                 **extra), "canonical sqrt(t_j/t_k) (independent increments)"
+    why = ""
     if how == ESTIMATED and m >= min_reference_seeds(len(t)):
         try:
             r = as_correlation(contrast_covariance(reference, n_new, delta))
         except AnalysisError:
-            r = None
-        if r is not None:
+            why = " (the reference's seeds do not vary at some look: no correlation to estimate)"
+        else:
             return joint_boundaries(t, a, design.spending, r, seed=seed, **extra), \
                 f"correlation estimated from the reference's curves ({m} seeds)"
-    why = "" if how == UNION else (
-        f" (the reference's {m} seeds cannot estimate the correlation of {len(t)} looks: "
-        f"that needs {min_reference_seeds(len(t))}; or its curves do not vary)")
+    elif how == ESTIMATED:
+        why = (f" (the reference's {m} seeds cannot estimate the correlation of {len(t)} "
+               f"looks: that needs {min_reference_seeds(len(t))})")
     return joint_boundaries(t, a, design.spending, None), f"union bound{why}"
 
 

@@ -23,7 +23,12 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N
 from analysis.sequential.curve_design import CurveDesign, CurvePlan, make_plan
-from analysis.sequential.curve_records import reference_curves, seed_values, truncated
+from analysis.sequential.curve_records import (
+    NoEpisodeYet,
+    reference_curves,
+    seed_values,
+    truncated,
+)
 from analysis.sequential.curve_stat import curve_contrast, fails
 from analysis.sequential.rci import CONTINUE
 from analysis.sequential.spending import t_scale
@@ -117,6 +122,15 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
     k = look - 1
     last = look == len(plan.frames)
     at = None if last else plan.frames[k]
+    if not last:
+        try:
+            _values(new_runs, at, "new runs", options)
+        except NoEpisodeYet as e:  # nothing to decide on: the look passes, unspent
+            return CurveLook(subject, look, len(plan.frames), plan.looks_at[k],
+                             plan.frames[k], {}, math.nan, math.nan, math.nan, CONTINUE,
+                             f"{VERDICT} {subject}: look {look}/{len(plan.frames)} at "
+                             f"{plan.looks_at[k]:.0%} of the budget: CONTINUE; {e}: "
+                             "nothing to decide on (its alpha is not spent)")
     new_now = [truncated(r, at) for r in new_runs]
     ref_now = [truncated(r, at) for r in reference_runs]
     res = gate(new_now, ref_now, delta=plan.delta, metric=options.metric,

@@ -26,6 +26,10 @@ from runrecord import Run
 from runrecord.reader import Table
 
 
+class NoEpisodeYet(AnalysisError):
+    """A look too early for some run: none of its episodes had ended by then."""
+
+
 def truncated(run: Run, frames: float | None) -> Run:
     """The run as it stood at `frames`: only the episodes that ended by then (None: the
     whole run). A plain Run, never cached (its values are computed, not read)."""
@@ -70,8 +74,8 @@ def seed_values(runs: Sequence[Run], frames: float | None, side: str, *, metric:
     empty = [r.run_id for r in cut if len(r.episodes) == 0]
     if empty:
         at = "" if frames is None else f" by frame {frames:,.0f}"
-        raise AnalysisError(f"{side}: no episode ended{at} in run(s) {', '.join(empty)}; "
-                            "look later (a larger fraction of the budget)")
+        raise NoEpisodeYet(f"{side}: no episode ended{at} in run(s) {', '.join(empty)}; "
+                           "look later (a larger fraction of the budget)")
     a = analyse(RunSet(included=cut), group_by="layout.name", last_n=last_n,
                 normalisers=normalisers, allow_protocol_mismatch=True)
     if len(a.suites) != 1:
