@@ -84,12 +84,13 @@ class CurveMonitor:
     def state(self, run_id: str) -> str:
         return run_state(self.store.run_dir(run_id)).state
 
-    def poll(self) -> None:
-        """Take every look that can be taken now; stop the runs of a failed gate."""
+    def poll(self, final: bool = False) -> None:
+        """Take every look that can be taken now; stop the runs of a failed gate.
+        final: the pool is done (a run that is not completed now will not be)."""
         for gate in self.gates:
             while gate.decision is None and not gate.blocked:
                 try:
-                    if not ready(gate, self.store, self.state):
+                    if not ready(gate, self.store, self.state, final):
                         break
                     self._hold_all(gate)  # the runs wait at the look while it is taken
                     look = take_look(gate, self.store, self.reference_runs, self.options)
@@ -163,7 +164,7 @@ class CurveMonitor:
         """After the pool: the last looks, the verdict lines, the exit code."""
         if code in (EXIT_BAD_INPUT, EXIT_INTERRUPTED):
             return code
-        self.poll()
+        self.poll(final=True)
         for line in verdict_lines(self.gates):
             say(line)
         return worst_exit(code, gates_exit(self.gates, self.strict))

@@ -1,15 +1,18 @@
 """Looks over training time, the harness side (issue 39), with the test-only trainer
 (tests/harness_fake_trainer.py, a learning curve per seed): a candidate that does not
 learn is stopped at an early look (its records settle with the reason, the console says
-it, exit 1) and a rerun trains nothing; an unchanged one runs to the end and passes;
-status and regress read the recorded looks; a bad looks_at names its line."""
+it, exit 1) and a rerun trains nothing; an unchanged one killed after its first look
+resumes at the next and passes at the end; status and regress read the recorded looks;
+with adaptive seeds a failure over time ends the sweep; a bad looks_at names its line."""
 
 from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,21 +115,6 @@ def test_a_candidate_that_does_not_learn_is_stopped_early_and_stays_stopped(tmp_
     assert "regression verdict: REGRESSION" in reg.stdout
 
 
-@pytest.mark.slow
-def test_an_unchanged_candidate_runs_to_the_end_and_passes(tmp_path, reference):
-    sweep = sweep_file(tmp_path, "same", 25.0, reference, sleep_s=0.02)
-    root = tmp_path / "res"
-    p = run(sweep, root)
-    assert p.returncode == EXIT_OK, p.stdout + p.stderr
-    decisions = re.findall(r": look \d/4 at \d+% of the budget \([\d,]+ frames\): (\w+);",
-                           p.stdout)
-    assert decisions == ["CONTINUE", "CONTINUE", "CONTINUE", "PASS"], p.stdout
-    assert "the fixed gate at the full budget says PASS" in p.stdout
-    assert completions(tmp_path, "same") == 3
-    reg = harness("regress", "--sweep", str(sweep), "--results-root", str(root))
-    assert reg.returncode == EXIT_OK and "regression verdict: PASS" in reg.stdout, reg.stdout
-
-
 @pytest.mark.parametrize("keys, line, words", [
     ("looks_at = [0.5, 0.9]", 8, "end at 1"),
     ("looks_at = 0.5", 8, "looks_at must be a list"),
@@ -163,3 +151,38 @@ def test_with_adaptive_seeds_a_failure_over_time_ends_the_sweep_in_its_first_bat
     assert "no look over seeds is taken" in p.stdout, p.stdout
     assert completions(tmp_path, "adaptive") == 0
     assert not (root / "adaptive" / "adaptive" / "looks.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_at_its_first_look_not_recorded(tmp_path, reference):
+    sweep = sweep_file(tmp_path, "resume", 25.0, reference, sleep_s=0.3)
+    root = tmp_path / "res"
+    looks = root / "resume" / "adaptive" / "curve-looks.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--sweep", str(sweep),
+                             "--results-root", str(root), "--no-progress", "--share-cores"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (
+            looks.exists() and '"index": 1' in looks.read_text()):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert '"index": 1' in looks.read_text() and completions(tmp_path, "resume") == 0, out
+    p = run(sweep, root, "--share-cores")
+    assert p.returncode == EXIT_OK, p.stdout + p.stderr
+    assert "look 1/4 at 20% of the budget (400 frames): CONTINUE" in p.stdout
+    assert "(recorded by an earlier run)" in p.stdout and ": PASS;" in p.stdout, p.stdout
+    indexes = [json.loads(line)["index"] for line in looks.read_text().splitlines()]
+    assert sorted(indexes) == [0, 1, 2, 3, 4]  # the plan and each look, once
+    for d in (root / "resume" / "runs").iterdir():  # restarted, no attempt spent
+        assert json.loads((d / "manifest.json").read_text())["status"] == "completed"
+        assert (d / "previous_attempts" / "1").is_dir()
+    # An unchanged candidate: CONTINUE at every look, PASS at the full budget only.
+    decisions = re.findall(r": look \d/4 at \d+% of the budget \([\d,]+ frames\): (\w+);",
+                           p.stdout)
+    assert decisions == ["CONTINUE", "CONTINUE", "CONTINUE", "PASS"], p.stdout
+    assert "the fixed gate at the full budget says PASS" in p.stdout
+    reg = harness("regress", "--sweep", str(sweep), "--results-root", str(root))
+    assert reg.returncode == EXIT_OK and "regression verdict: PASS" in reg.stdout, reg.stdout

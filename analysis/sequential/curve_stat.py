@@ -75,9 +75,10 @@ def contrast_covariance(reference: np.ndarray, n_new: int, delta: float) -> np.n
 
 
 def fails(contrast: np.ndarray | float, se: np.ndarray | float, df: np.ndarray | float,
-          c: float) -> np.ndarray:
+          c: np.ndarray | float) -> np.ndarray:
     """FAIL where the repeated upper bound contrast + t(c, df) se is below 0 (zero spread:
-    the contrast itself); an undefined se (nan) never fails."""
+    the contrast itself); an undefined se (nan) never fails. c: the look's boundary on
+    the normal scale (one per replicate in the calibration)."""
     contrast, se, df = (np.asarray(x, dtype=np.float64) for x in (contrast, se, df))
     with np.errstate(invalid="ignore"):
         half = np.where(se > 0, t_scale(c, df) * se, 0.0)

@@ -166,8 +166,8 @@ def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
 
     out = []
     for gate in gates:
-        options = gate.options(options)
-        gate.key = gate_key(gate, design, options, reference, alpha)
+        mine = gate.options(options)
+        gate.key = gate_key(gate, design, mine, reference, alpha)
         done = recorded(store, gate.key)
         if 0 in done:
             gate.plan = CurvePlan.from_json(done[0])
@@ -175,8 +175,7 @@ def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
             n_new = len({s.seed for s in gate.specs})
             ref = [r for r in reference_runs if r.manifest.get("system") == gate.system
                    and _suite(r) == gate.suite]
-            gate.plan = curve_plan(design, ref, gate.budget, n_new, gate.suite, options,
-                                   alpha)
+            gate.plan = curve_plan(design, ref, gate.budget, n_new, gate.suite, mine, alpha)
             record(store, gate.key, 0, gate.plan.to_json())
         gate.looks = [CurveLook.from_json(done[i]) for i in sorted(done) if i > 0]
         out += plan_lines(gate.plan, gate.subject)
@@ -190,10 +189,12 @@ def _suite(run: Run) -> str:
     return suite_name(str(run.manifest.get("env_id")))
 
 
-def ready(gate: CurveGate, store: Store, states: Callable[[str], str]) -> bool:
+def ready(gate: CurveGate, store: Store, states: Callable[[str], str],
+          final: bool = False) -> bool:
     """Whether the gate's next look can be taken now: every run has passed the look's
-    frames (the last look: every run completed). Sets `blocked` when a run settled
-    without reaching it."""
+    frames (the last look: every run completed). `final` (the pool is done): a run that
+    did not get there sets `blocked` (before, a failed or interrupted run may still be
+    run again)."""
     assert gate.plan is not None
     k = gate.next_look - 1
     last = k == len(gate.plan.frames) - 1
@@ -201,9 +202,10 @@ def ready(gate: CurveGate, store: Store, states: Callable[[str], str]) -> bool:
         state = states(s.run_id)
         if state == "completed":
             continue
-        if state not in ("running", "pending"):
-            gate.blocked = (f"run {s.run_id} ({s.label()}) is {state}: look "
-                            f"{gate.next_look} cannot be taken")
+        if final or state not in ("running", "pending"):
+            if final:
+                gate.blocked = (f"run {s.run_id} ({s.label()}) is {state}: look "
+                                f"{gate.next_look} cannot be taken")
             return False
         if last or progress_frames(store, s) < gate.plan.frames[k]:
             return False
