@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -24,7 +25,7 @@ import tyro
 
 from cleanba.tools.determinism_check import CheckConfig
 from cleanba.tools.determinism_check import check as check_determinism
-from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, Outcome
+from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, STOPPED, Outcome
 from harness.retry import failed_state_text
 from harness.store import CORRUPT, PENDING, STALE, Store, run_state
 from harness.sweep import (
@@ -155,8 +156,13 @@ class Run(Select):
     an [adaptive] table runs this way without the flag."""
 
     strict: bool = False
-    """Adaptive: exit 1 when it stops UNDECIDED AT CAP (default: exit 4,
-    runrecord.exits.EXIT_UNDECIDED; 0 only when every verdict passed)."""
+    """Adaptive, or looks over training time ([regression] looks_at): exit 1 when it
+    stops UNDECIDED (default: exit 4, runrecord.exits.EXIT_UNDECIDED; 0 only when every
+    verdict passed)."""
+    share_cores: bool = False
+    """Local: start every CPU run at once (--max-parallel still caps), unpinned, the cores
+    shared by the OS, so that the looks over training time ([regression] looks_at) see
+    every seed early (a gate looks only when all its seeds have passed the look)."""
 
     def load(self, until_decided: bool = False) -> Sweep:
         return super().load(until_decided or self.until_decided)
@@ -203,6 +209,7 @@ STATE_LABELS = {
             "will be re-run, no attempt spent)"),
     CORRUPT: "corrupt (will be re-run; the broken copy is archived)",
     "interrupted": "interrupted (will be re-run, no attempt spent)",
+    "stopped": "stopped by its gate's decision (not re-run)",
 }
 
 
@@ -422,7 +429,7 @@ def save_plan(sweep: Sweep, store: Store, until_decided: bool = False) -> None:
 
 
 def do_run(cmd: Run, sweep: Sweep) -> int:
-    if cmd.strict and sweep.adaptive is None:
+    if cmd.strict and sweep.adaptive is None and "looks_at" not in sweep.regression:
         print("error: --strict is for adaptive runs (--until-decided, or a sweep with an "
               "[adaptive] table): a fixed sweep's verdicts are `harness report` and "
               "`harness regress --strict`", file=sys.stderr)
@@ -454,6 +461,12 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
     """Run `runs` of the sweep (all of them, or one adaptive batch), print the summary,
     log the invocation; the exit code of `harness run`."""
     t0 = time.time()
+    from harness.curve_monitor import start_monitor
+
+    monitor = start_monitor(sweep, store, runs, stop, cmd.strict) \
+        if cmd.backend == "local" else None
+    if isinstance(monitor, int):
+        return monitor
     sweep = replace(sweep, runs=list(runs))
     if cmd.backend == "local":
         from harness.local import Pool, available_cpus
@@ -470,9 +483,13 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
             gpus = [int(g) for g in parse_list(cmd.gpus) or []]
         pool = Pool(sweep.runs, store, max_parallel=cmd.max_parallel,
                     max_attempts=cmd.max_attempts, retry_skipped=cmd.retry_skipped,
-                    retry_failed=cmd.retry_failed, cpus=cpus, gpus=gpus, progress=cmd.progress, stop=stop)
+                    retry_failed=cmd.retry_failed, cpus=cpus, gpus=gpus, progress=cmd.progress, stop=stop,
+                    stop_for=monitor.stop_for if monitor else None,
+                    cancelled=monitor.cancelled if monitor else None,
+                    share_cores=cmd.share_cores)
         try:
-            outcomes, stats = pool.run()
+            with monitor or nullcontext():
+                outcomes, stats = pool.run()
         except RuntimeError as e:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -486,6 +503,8 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
         perf = {"wall_time_s": round(time.time() - t0, 2),
                 "run_wall_time_sum_s": round(sum(o.wall_time_s for o in outcomes), 2)}
     code = summarise(sweep, store, outcomes, perf, stopped=stop.is_set())
+    if monitor is not None:
+        code = monitor.finish(code)
     store.append_log({"started_at": t0, "backend": cmd.backend, "runs": len(sweep.runs),
                       "exit_code": code, **perf,
                       "outcomes": {o.run_id: o.status for o in outcomes}})
@@ -528,6 +547,9 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
             print(f"  skipped: baseline unavailable: {o.run_id} {o.label}: "
                   f"{(o.error or '').splitlines()[0] if o.error else ''}")
     for o in outcomes:
+        if o.status == STOPPED:  # its gate was decided (harness.curve_monitor)
+            print(f"  stopped: {o.run_id} {o.label}: {o.error.removeprefix('Stopped: ')}")
+    for o in outcomes:
         if o.status == BUSY:
             print(f"  busy: {o.run_id} {o.label}: {o.error or 'another harness holds it'}")
     not_started = len(sweep.runs) - len(outcomes)
@@ -542,7 +564,7 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
         return 130 if stopped else EXIT_FAILED
     if bad or counts.get(BUSY):
         return EXIT_FAILED
-    ok = {schema.COMPLETED, ALREADY_COMPLETED, schema.SKIPPED}
+    ok = {schema.COMPLETED, ALREADY_COMPLETED, schema.SKIPPED, STOPPED}
     return EXIT_OK if all(o.status in ok for o in outcomes) else EXIT_FAILED
 
 
@@ -563,6 +585,9 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from harness.adaptive.curves import status_lines as curve_status
+    from harness.adaptive.curves import stopped_label
+
     store = cmd.store(sweep)
     runs, title, adaptive_lines = sweep.runs, f"sweep {sweep.name}: {len(sweep.runs)} runs", []
     if sweep.adaptive is not None:  # only the runs of the looks it used or runs next
@@ -573,13 +598,13 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
         adaptive_lines.insert(0, f"adaptive: the table shows the {len(runs)} runs of the looks "
                               f"so far and next, of {len(sweep.runs)} up to the cap")
     rows = [(s, run_state(store.run_dir(s.run_id))) for s in runs]
-    counts = Counter(st.state for _, st in rows)
+    counts = Counter("stopped" if stopped_label(st.error) else st.state for _, st in rows)
     console = Console(width=None if sys.stdout.isatty() else 200)
     summary = Table(title=title)
     summary.add_column("state")
     summary.add_column("runs", justify="right")
-    for state in ("completed", "running", PENDING, CORRUPT, STALE, "interrupted", "failed",
-                  "skipped"):
+    for state in ("completed", "running", PENDING, CORRUPT, STALE, "interrupted", "stopped",
+                  "failed", "skipped"):
         if counts.get(state):
             summary.add_row(STATE_LABELS.get(state, state), str(counts[state]))
     console.print(summary)
@@ -600,7 +625,8 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
         if not cmd.all_runs and st.state == "completed":
             continue
         shown = (failed_state_text(st.kind, st.failures, cmd.max_attempts)  # type: ignore[arg-type]
-                 if st.state == "failed" else STATE_LABELS.get(st.state, st.state))
+                 if st.state == "failed" else stopped_label(st.error)
+                 or STATE_LABELS.get(st.state, st.state))
         table.add_row(spec.run_id, spec.label(), shown, f"{100 * frac:.0f}%",
                       _fmt_s(st.wall_time_s), _fmt_s(eta) if st.state != "completed" else "",
                       str(st.attempts), st.error[:60])
@@ -609,7 +635,7 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     if remaining_s:
         console.print(f"estimated run time left (sum over runs, before parallelism): "
                       f"{_fmt_s(remaining_s)}")
-    for line in adaptive_lines:
+    for line in adaptive_lines + curve_status(sweep, store):
         print(line)
     print(json.dumps({k: counts.get(k, 0) for k in sorted(counts)}))
     # What `status` decides is whether something failed: a fresh sweep (all pending) or

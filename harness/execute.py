@@ -73,6 +73,26 @@ class StopRequest(threading.Event):
         self.set()
 
 
+class LinkedStop(StopRequest):
+    """One run's stop: set by its own request (e.g. its gate was decided: harness.
+    curve_monitor) or by the whole harness's stop (Ctrl-C), whose reason is the default."""
+
+    def __init__(self, parent: threading.Event) -> None:
+        super().__init__()
+        self.parent = parent
+        # Set: the run is paused (SIGSTOP) until cleared (SIGCONT); a run ahead of its
+        # gate's other seeds waits for them at the look (harness.curve_monitor).
+        self.hold = threading.Event()
+
+    def is_set(self) -> bool:
+        return threading.Event.is_set(self) or self.parent.is_set()
+
+
+STOPPED = "stopped"
+"""Outcome of a run stopped (or never started) because its gate was decided: its record,
+if any, is `interrupted` with error type Stopped and the decision as message."""
+
+
 @dataclass
 class Outcome:
     run_id: str
@@ -199,11 +219,23 @@ def launch_and_wait(
                 if spec.resources.timeout_min else None)
     signalled_at: float | None = None
     first_failure_at: float | None = None
+    held = False
     while True:
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):
             break
         now = time.monotonic()
+        hold = getattr(stop, "hold", None)
+        want = bool(hold is not None and hold.is_set() and signalled_at is None
+                    and stop is not None and not stop.is_set())
+        if want != held:  # pause or resume every process of the run (a stop resumes it)
+            for p in procs:
+                if p.poll() is None:
+                    _signal_group(p, signal.SIGSTOP if want else signal.SIGCONT)
+            held = want
+            with open(log_path, "ab") as log:
+                log.write(f"=== harness: {'paused' if want else 'resumed'} at {utc_now()} "
+                          "(its gate's other seeds, or its look) ===\n".encode())
         if signalled_at is None:
             if stop is not None and stop.is_set():
                 why = getattr(stop, "reason", "") or "stopped by the harness (interrupt)"
@@ -413,7 +445,7 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
         writer.finish(final, error=error)
     else:
         settle(run_dir, manifest, final, error)
-    out.status = final
+    out.status = STOPPED if stop_type == "Stopped" else final
     out.error = f"{error.get('type', '')}: {error.get('message', '')}".strip(": ")
     if final == schema.FAILED:
         out.kind = failure_kind(error)

@@ -15,11 +15,11 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.execute import ALREADY_COMPLETED, BUSY, Outcome, execute_run
+from harness.execute import ALREADY_COMPLETED, BUSY, STOPPED, Outcome, execute_run
 from harness.store import Store, last_progress, run_state
 from harness.sweep import RunSpec
 from runrecord import schema
@@ -94,6 +94,7 @@ class _Active:
     started: float
     thread: threading.Thread
     task: Any = None  # rich TaskID of its progress bar
+    shared: bool = False  # its cores were not taken from the free ones (share_cores)
 
 
 @dataclass
@@ -114,6 +115,12 @@ class Pool:
     gpus: list[int] | None = None
     progress: bool = True
     stop: threading.Event = field(default_factory=threading.Event)
+    # Looks over training time (harness.curve_monitor): each run's own stop, and why a run
+    # must not start (its gate is decided); share_cores: start CPU runs that do not fit
+    # the free cores too, unpinned (every seed of a gate in flight at once).
+    stop_for: Callable[[RunSpec], threading.Event] | None = None
+    cancelled: Callable[[RunSpec], str] | None = None
+    share_cores: bool = False
 
     def run(self) -> tuple[list[Outcome], PoolStats]:
         gpus = detect_gpus() if self.gpus is None else list(self.gpus)
@@ -147,7 +154,8 @@ class Pool:
                 o = execute_run(spec, self.store, max_attempts=self.max_attempts,
                                 retry_skipped=self.retry_skipped,
                                 retry_failed=self.retry_failed, cpu_ids=cpu_ids,
-                                gpu_ids=gpu_ids, stop=self.stop)
+                                gpu_ids=gpu_ids,
+                                stop=self.stop_for(spec) if self.stop_for else self.stop)
             except Exception as e:  # a harness bug must not hang the pool
                 o = Outcome(spec.run_id, spec.label(), schema.FAILED,
                             error=f"harness error: {type(e).__name__}: {e}")
@@ -158,25 +166,37 @@ class Pool:
                 now = time.monotonic()
                 if not self.stop.is_set():
                     for item in list(pending):
+                        why = self.cancelled(item.spec) if self.cancelled else ""
+                        if why:  # its gate was decided: never started, nothing to lose
+                            pending.remove(item)
+                            outcomes.append(Outcome(item.spec.run_id, item.spec.label(),
+                                                    STOPPED, error=why))
+                            continue
                         if self.max_parallel and len(active) >= self.max_parallel:
                             break
                         if item.not_before > now:
                             continue
                         spec = item.spec
                         need_c = min(spec.cpus_needed, len(self.cpus))
-                        if need_c > len(free_cpus) or spec.gpus_needed > len(free_gpus):
+                        shared = self.share_cores and not spec.gpus_needed
+                        if not shared and (need_c > len(free_cpus)
+                                           or spec.gpus_needed > len(free_gpus)):
                             continue
-                        cpu_ids = free_cpus[:need_c]
+                        # Shared: not pinned, none taken from the free cores; the OS
+                        # shares the cores evenly, so a gate's seeds advance together.
+                        cpu_ids = [] if shared else free_cpus[:need_c]
+                        if not shared:
+                            del free_cpus[:need_c]
                         # A run wider than the machine gets all cores, shared by its processes.
-                        while len(cpu_ids) < spec.cpus_needed:
+                        while cpu_ids and len(cpu_ids) < spec.cpus_needed:
                             cpu_ids.append(cpu_ids[len(cpu_ids) % need_c])
                         gpu_ids = free_gpus[:spec.gpus_needed]
-                        del free_cpus[:need_c]
                         del free_gpus[:spec.gpus_needed]
                         pending.remove(item)
                         th = threading.Thread(target=worker, args=(spec, cpu_ids, gpu_ids),
                                               name=f"run-{spec.run_id}", daemon=True)
-                        active[spec.run_id] = _Active(spec, cpu_ids, gpu_ids, now, th)
+                        active[spec.run_id] = _Active(spec, cpu_ids, gpu_ids, now, th,
+                                                      shared=shared)
                         th.start()
                         active[spec.run_id].task = display.start(spec, cpu_ids, gpu_ids)
                 else:
@@ -188,7 +208,8 @@ class Pool:
                     continue
                 a = active.pop(o.run_id)
                 a.thread.join()
-                free_cpus = sorted(set(free_cpus) | set(a.cpu_ids))
+                if not a.shared:
+                    free_cpus = sorted(set(free_cpus) | set(a.cpu_ids))
                 free_gpus = sorted(set(free_gpus) | set(a.gpu_ids))
                 display.finish(a, o)
                 if o.status == BUSY and not self.stop.is_set():
@@ -282,7 +303,8 @@ class _Display:
             # A run completed before this `run` gets its one "already-completed" line.
             if self.enabled and run_state(self.store.run_dir(spec.run_id)).state \
                     != schema.COMPLETED:
-                where = f"CPU {','.join(map(str, sorted(set(cpu_ids))))}" + (
+                cores = ",".join(map(str, sorted(set(cpu_ids)))) or "shared"
+                where = f"CPU {cores}" + (
                     f", GPU {','.join(map(str, gpu_ids))}" if gpu_ids else "")
                 self.console.print(f"start: {spec.run_id} {spec.label()} ({where})",
                                    highlight=False, soft_wrap=True)

@@ -372,6 +372,10 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     is one gate over the layouts the sweep planned for it; a check that fails is an
     "regression: ERROR <system>: ..." line (exit 2) and the other systems are still
     gated."""
+    if "looks_at" in sweep.regression:  # the gate along training time (issue 39)
+        from harness.adaptive.curves import curve_regress
+
+        return curve_regress(sweep, store, reference, delta, allow_protocol_mismatch, strict)
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
     games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})

@@ -8,6 +8,8 @@ runrecord.RunWriter, but trains nothing: it logs `--updates` updates, sleeping
   --hard-crash-seeds   seeds that die with SIGKILL-like os._exit(137) mid-run (no record)
   --ledger FILE        append "<run_id> <pid>" when a run completes (counts completions)
   --return-offset X    added to every episode return (a "better" or "worse" version)
+  --return-scale X     each update adds X to the return (a learning curve: X (k-1) + seed;
+                       default 1); 0: a learner that does not learn
   --unavailable-seeds  seeds that behave like a missing baseline (record skipped, exit 3)
   --fast-file FILE     once FILE exists, updates stop sleeping (a test ends a long run
                        without changing its definition, hence its run id)
@@ -49,6 +51,7 @@ def main() -> int:
     p.add_argument("--hard-crash-seeds", type=int, nargs="*", default=[])
     p.add_argument("--ledger", default="")
     p.add_argument("--return-offset", type=float, default=0.0)
+    p.add_argument("--return-scale", type=float, default=1.0)
     p.add_argument("--unavailable-seeds", type=int, nargs="*", default=[])
     p.add_argument("--fast-file", default="")
     args = p.parse_args()  # exits 2 on bad arguments, as the contract says
@@ -87,7 +90,8 @@ def main() -> int:
             time.sleep(args.sleep_s)
         steps = k * steps_per_update
         wall = time.monotonic() - t0
-        ret = float(k + args.seed) + args.return_offset
+        ret = (float(k + args.seed) + args.return_offset if args.return_scale == 1.0 else
+               args.return_scale * (k - 1) + args.seed + args.return_offset)
         writer.log_episode({"env_steps": steps, "frames": steps, "wall_time_s": wall,
                             "env_index": 0, "episode_return": ret, "episode_length": 10})
         writer.log_update({"update": k, "env_steps": steps, "frames": steps,

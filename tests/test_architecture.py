@@ -56,7 +56,8 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("harness.retry", "harness.store")),  # failure kinds; run folders and locks
     ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
     ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
-                   "harness.slurm", "harness.slurm_queue", "harness.slurm_wait")),
+                   "harness.slurm", "harness.slurm_queue", "harness.slurm_wait",
+                   "harness.curve_monitor")),
     ("certify", ("harness.certify",)),  # certificates: certify, verify (tiers 1 and 2)
     ("report", ("harness.report",)),
     ("entry points", ("harness.cli", "harness.__main__", "harness")),
@@ -72,7 +73,7 @@ def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
 # harness/sweep/: values before the checks that make them; harness/adaptive/: the looks
 SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "checker",
                     "adaptive_checks", "checks", "expand", "read")
-ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report", "run")
+ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report curves", "run")
 # harness/certify/: the pure hashing and facts, what is bound, the file, then its checks
 CERTIFY_LAYERS = wing("harness.certify", "merkle facts", "claims bind", "certificate",
                       "tier1", "replay", "verify report_section")

@@ -44,9 +44,18 @@ def test_reduced_calibration_grid_keeps_every_bound():
               "equivalence (final + AUC)", "reproduce per game (57-game column)",
               "reproduce headline (57 games)", "sequential equivalence (final + AUC)",
               "sequential gate (per-seed value)", "gate, real column",
-              "reproduce, real column"):
+              "reproduce, real column", "gate over training time"):
         assert v in verdicts, v
     assert any(c.refused for c in res.cells)
+    # Looks over training time, on our CartPole records: the false-fail rate over all
+    # looks is bounded in every cell (above), the canonical law is shown beside (never
+    # failing the suite), and a broken candidate is caught early.
+    curve = res.curve
+    assert curve is not None and curve.shapes == ["cleanba-ppo CartPole-v1 (13 seeds)"]
+    methods = {b.method for b in curve.by_look}
+    assert methods >= {"estimated correlation", "union bound", "canonical sqrt(t_j/t_k)"}
+    shift = next(d for d in curve.detection if d.case.startswith("early constant shift"))
+    assert shift.detected > 0.95 and shift.frames < 0.2
 
 
 def _write(root, finals: dict[str, list[float]], first_seed: int = 1) -> None:

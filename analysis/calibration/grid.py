@@ -8,6 +8,8 @@ from pathlib import Path
 
 from analysis.calibration.cells import Cell, markdown
 from analysis.calibration.columns import default_paper_data, published_columns
+from analysis.calibration.curve_cells import CurveCalibration, Setting, curve_cells
+from analysis.calibration.curve_shapes import load_shapes
 from analysis.calibration.draws import COLLAPSE, NORMAL, T3
 from analysis.calibration.paired_cells import paired_cells
 from analysis.calibration.pairs import (
@@ -46,6 +48,10 @@ class Grid:
     # at WIDE_DELTA_SD, normal noise (the repeated bound's worst case)
     real_sims: int = 0  # draws per published-column cell (analysis.calibration.real_cells)
     paired_seeds: tuple[int, ...] = ()  # seeds per side of the paired-by-seed rows
+    curve_sims: int = 0  # replicates per cell of the looks over training time
+    curve_settings: tuple[Setting, ...] = ()  # per real curve shape (curve_cells)
+    curve_shapes: str = ""  # only the shapes whose name contains this ("" all)
+    curve_qq: tuple[int, ...] = ()  # seeds per side of the QQ-plot
 
 
 SEQUENTIAL_DESIGN = SequentialDesign(3, 2, 9)
@@ -59,11 +65,18 @@ FULL = Grid(FULL_SIMS, (1, 2, 3, 5, 10), (1, 3, 12), (0.5, 1.0, 2.0),
                   for r, d in ((1.0, NORMAL), (2.0, NORMAL), (1.0, T3), (1.0, COLLAPSE))),
             (3, 9),
             tuple((sp, r) for sp in ("obrien-fleming", "pocock") for r in (1.0, 0.5, 2.0)),
-            2_000, (3, 5, 10))
+            2_000, (3, 5, 10), 2_000,
+            (Setting(3, 3, 0.3, heavy_null=True), Setting(5, 5, 0.3),
+             Setting(10, 10, 0.3, heavy_null=True), Setting(3, 10, 0.3),
+             Setting(10, 10, 0.15), Setting(3, 3, 0.15, cases=False),
+             Setting(10, 10, 0.3, "obrien-fleming"),
+             Setting(3, 3, 0.3, "obrien-fleming", cases=False)), "", (3, 5, 10))
 REDUCED = Grid(REDUCED_SIMS, (1, 2, 3, 10), (1, 3, 12), (0.5, 2.0), ((3, 3),), (3, 10),
                ((3, 3),), (1, 3, 10), 1_000,
                (("obrien-fleming", 1.0, NORMAL), ("obrien-fleming", 1.0, T3),
-                ("pocock", 1.0, NORMAL)), (9,), (("obrien-fleming", 1.0),), 300, (3,))
+                ("pocock", 1.0, NORMAL)), (9,), (("obrien-fleming", 1.0),), 300, (3,), 400,
+               (Setting(3, 3, 0.3, heavy_null=True), Setting(10, 10, 0.3, cases=False)),
+               "cleanba-ppo")
 
 
 @dataclass
@@ -73,6 +86,7 @@ class Calibration:
     seed: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    curve: CurveCalibration | None = None  # the looks over training time (their tables)
 
     @property
     def failures(self) -> list[Cell]:
@@ -94,10 +108,12 @@ class Calibration:
         return summary_rows(self.cells) + self.notes
 
 
-def calibrate(reduced: bool = False, seed: int = 0, paper_data: Path | None = None
-              ) -> Calibration:
+def calibrate(reduced: bool = False, seed: int = 0, paper_data: Path | None = None,
+              curve_folders: list[Path] | None = None) -> Calibration:
     """The grid; paper_data: the published tables' folder (None: the shipped Cleanba
-    tables; where there are none the real-column rows are left out, and a note says so)."""
+    tables; where there are none the real-column rows are left out, and a note says so).
+    curve_folders: run records whose learning curves the looks over training time are
+    calibrated on (None: the project's CartPole records)."""
     g = REDUCED if reduced else FULL
     t0 = time.perf_counter()
     cells: list[Cell] = []
@@ -137,4 +153,14 @@ def calibrate(reduced: bool = False, seed: int = 0, paper_data: Path | None = No
         design = replace(SEQUENTIAL_DESIGN, spending=spending)
         cells += sequential_equivalence_cells(g.sims, design, ratio, NORMAL, seed,
                                               WIDE_DELTA_SD)
-    return Calibration(cells, g, seed, time.perf_counter() - t0, notes)
+    curve = None
+    if g.curve_sims:
+        shapes = [s for s in load_shapes(curve_folders) if g.curve_shapes in s.name]
+        if not shapes:
+            notes.append("looks over training time: no curve shape (a system and game with "
+                         ">= 4 seeds of run records); give --curves")
+        else:
+            curve = curve_cells(shapes, g.curve_sims, seed, g.curve_settings,
+                                qq_seeds=g.curve_qq)
+            cells += curve.cells
+    return Calibration(cells, g, seed, time.perf_counter() - t0, notes, curve)

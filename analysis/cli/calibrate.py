@@ -26,6 +26,12 @@ class Calibrate:
     paper_data: Path | None = None
     """The published tables' folder for the real-column rows (default: the Cleanba paper's
     tables the project ships, analysis/data/published/cleanba)."""
+    curves: tuple[Path, ...] = ()
+    """Folders of run records (ours, or imported) whose learning curves the looks over
+    training time are calibrated on (default: results/reference/smoke-cartpole and
+    results/curve-shapes)."""
+    figures: Path | None = None
+    """Also write the figures of the looks over training time here (PNG)."""
 
     def run(self) -> int:
         # Imported here: the suite pulls in scipy.stats and matplotlib (~1.4 s), which
@@ -36,16 +42,31 @@ class Calibrate:
             print(f"error: --paper-data {self.paper_data}: no such folder (the published "
                   "tables, e.g. analysis/data/published/cleanba)", file=sys.stderr)
             return EXIT_BAD_INPUT
-        res = calibrate(reduced=self.reduced, seed=self.seed, paper_data=self.paper_data)
+        missing = [str(p) for p in self.curves if not p.is_dir()]
+        if missing:
+            print(f"error: --curves {', '.join(missing)}: no such folder (run records)",
+                  file=sys.stderr)
+            return EXIT_BAD_INPUT
+        res = calibrate(reduced=self.reduced, seed=self.seed, paper_data=self.paper_data,
+                        curve_folders=list(self.curves) or None)
         table = res.markdown()
         print(table)
         for line in res.real_column_summary():
             print(line)
+        curve_lines: list[str] = []
+        if res.curve is not None:
+            from analysis.calibration.curve_figures import markdown_sections, write_figures
+
+            curve_lines = markdown_sections(res.curve)
+            print("\n".join(curve_lines))
+            if self.figures is not None:
+                for path in write_figures(res.curve, self.figures):
+                    print(f"figure: {path}")
         print(res.summary())
         for c in res.failures:
             print(f"OUT: {c.verdict}, {c.scenario}: {c.rate} {c.value:.3f} > "
                   f"{c.bound:.3f}", file=sys.stderr)
         if self.markdown_out:
             self.markdown_out.write_text(table + "\n\n" + "\n".join(
-                [*res.real_column_summary(), res.summary()]) + "\n")
+                [*res.real_column_summary(), *curve_lines, res.summary()]) + "\n")
         return EXIT_OK if not res.failures else EXIT_FAILED

@@ -31,10 +31,13 @@ def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: Seque
                layouts: Sequence[str] | None = None, last_n: int = DEFAULT_LAST_N,
                normalisers: Mapping[str, tuple[float, float]] | None = None,
                allow_protocol_mismatch: bool = False,
-               spread: ReferenceSpread = ReferenceSpread()) -> list[Look]:
+               spread: ReferenceSpread = ReferenceSpread(),
+               regression_alpha: float | None = None) -> list[Look]:
     """One Look per (system, suite) of `runs` against the reference runs of the same
     system and suite, on `layouts` (default: the layouts the new runs cover). The fixed
-    gate's checks raise AnalysisError (exit 2) as they do for `harness regress`."""
+    gate's checks raise AnalysisError (exit 2) as they do for `harness regress`.
+    regression_alpha: what REGRESSION spends when it is less than the design's alpha
+    (the looks over training time took the rest: analysis.sequential.curve_design)."""
     out: list[Look] = []
     systems = sorted({str(r.manifest.get("system")) for r in runs})
     for system in systems:
@@ -48,19 +51,26 @@ def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: Seque
                        layouts=chosen, confidence=1 - design.alpha, last_n=last_n,
                        normalisers=normalisers,
                        allow_protocol_mismatch=allow_protocol_mismatch, spread=spread).result
-            out.append(result_look(res, design, look, f"{system} {suite}"))
+            out.append(result_look(res, design, look, f"{system} {suite}", regression_alpha))
     return out
 
 
-def result_look(res: RegressionResult, design: SequentialDesign, look: int, subject: str
-                ) -> Look:
-    """The Look of one gate from the fixed gate's result (diff, se, df, rules)."""
+def result_look(res: RegressionResult, design: SequentialDesign, look: int, subject: str,
+                regression_alpha: float | None = None) -> Look:
+    """The Look of one gate from the fixed gate's result (diff, se, df, rules);
+    REGRESSION on the boundary of `regression_alpha` when given."""
     seeds = design.seeds_at_looks()
     last = look >= len(seeds)
     c = design.boundary(look, fixed_seeds=res.n_reference,
                         seeds=(res.n_new, res.n_reference))
     decisions, lower, upper = gate_decisions(res.diff, res.se, res.df, res.delta, c, last)
     decision = str(decisions)
+    if regression_alpha is not None and decision == REGRESSION:
+        c_fail = design.boundary(look, alpha=regression_alpha, fixed_seeds=res.n_reference,
+                                 seeds=(res.n_new, res.n_reference))
+        _, _, upper_fail = gate_decisions(res.diff, res.se, res.df, res.delta, c_fail, last)
+        if not float(upper_fail) < -res.delta:
+            decision = UNDECIDED if last else "CONTINUE"
     other_rules = [r for r in res.rules if r != AGGREGATE_RULE]
     if other_rules and decision == PASS:
         decision = REGRESSION if last else "CONTINUE"

@@ -40,7 +40,8 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
                 normalisers: Mapping[str, tuple[float, float]] | None = None,
                 allow_protocol_mismatch: bool = False,
                 spread: ReferenceSpread = ReferenceSpread(),
-                previous: Sequence[Look] = ()) -> list[Look]:
+                previous: Sequence[Look] = (),
+                regression_alpha: float | None = None) -> list[Look]:
     """All looks of one interim analysis of a sweep's COMPLETED runs at look index `look`
     (1-based; the caller guarantees every growing side has design.seeds_at_looks()[look-1]
     seeds, or the cap). Equivalence: one Look per pair of analysis.verdicts.pairing
@@ -48,7 +49,9 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
     (system, suite), new = `runs`, reference = `reference_runs` (fixed; margin
     `gate_delta`, else `delta`, else the suite's; `gate_metric`, `layouts`, `spread` as
     analysis.verdicts.gate.gate). `previous`: Looks of earlier indices; a subject decided
-    there keeps its first decision. AnalysisError (exit 2) for a bad design or input."""
+    there keeps its first decision. regression_alpha: the gate's REGRESSION alpha when
+    the looks over training time spend part of it (analysis.sequential.curve_design:
+    TIME_SHARE). AnalysisError (exit 2) for a bad design or input."""
     design.validate()
     if isinstance(look, bool) or not isinstance(look, int) or not 1 <= look <= design.looks:
         raise AnalysisError(f"look must be a whole number in 1..{design.looks} for "
@@ -70,7 +73,8 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
                           delta=gate_delta if gate_delta is not None else delta,
                           metric=gate_metric, layouts=layouts, last_n=last_n,
                           normalisers=normalisers,
-                          allow_protocol_mismatch=allow_protocol_mismatch, spread=spread)
+                          allow_protocol_mismatch=allow_protocol_mismatch, spread=spread,
+                          regression_alpha=regression_alpha)
     return [_kept(x, previous) for x in out]
 
 

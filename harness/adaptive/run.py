@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
+from harness.adaptive.curves import curve_regressions
 from harness.adaptive.report import look_lines, progress, stop_reason
 from harness.adaptive.store import (
     adaptive_lock,
@@ -160,6 +161,13 @@ def _new_look(ad: _Adaptive, index: int, seeds: int, reference_runs: list[Run] |
             return _interrupted(index), []
         if code == EXIT_BAD_INPUT:  # the batch could not start (e.g. --cpus)
             return code, []
+    failed_over_time = curve_regressions(ad.sweep, ad.store) if index == 1 else []
+    if failed_over_time:  # the looks over training time failed the gate: no more seeds
+        for line in failed_over_time:
+            say(line)
+        say("adaptive: the gate was decided REGRESSION along training time in the first "
+            "batch; no look over seeds is taken")
+        return EXIT_FAILED, []
     code, completed = _completed(runs, ad.store, ad.max_attempts)
     if code != EXIT_OK:
         return code, []
@@ -224,6 +232,11 @@ def _compute(sweep: Sweep, runs: list[Run], index: int, reference_runs: list[Run
 
     cfg = sweep.adaptive
     assert cfg is not None
+    regression_alpha = None
+    if "looks_at" in sweep.regression:  # the looks over training time took their share
+        from analysis.sequential.curve_design import TIME_SHARE
+
+        regression_alpha = (1 - TIME_SHARE) * cfg.alpha
     return sweep_looks(runs, cfg.design(), index, verdicts=cfg.verdicts,
                        reference_runs=reference_runs, previous=earlier,
-                       **analysis_options(sweep))
+                       regression_alpha=regression_alpha, **analysis_options(sweep))

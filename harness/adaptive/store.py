@@ -72,10 +72,11 @@ def runs_of_look(sweep: Sweep, seeds: int) -> list[RunSpec]:
     return [s for s in sweep.runs if s.seed_rank < seeds]
 
 
-def read_lines(store: Store) -> list[dict[str, Any]]:
-    """Every recorded look line (of every plan) that parses, in file order."""
+def read_lines(store: Store, name: str = LOOKS_FILE) -> list[dict[str, Any]]:
+    """Every recorded look line (of every plan) that parses, in file order (`name`: the
+    looks over seeds, or those over training time: harness.adaptive.curves)."""
     try:
-        text = (adaptive_dir(store) / LOOKS_FILE).read_text(encoding="utf-8")
+        text = (adaptive_dir(store) / name).read_text(encoding="utf-8")
     except OSError:
         return []
     out = []

@@ -74,6 +74,27 @@ class Checker:
             raise self.error(("regression", "metric"), f"unknown gate metric {metric!r}; "
                              f"valid: {', '.join(GATE_METRICS)}")
 
+    def curve_looks(self, regression: Mapping) -> None:
+        """[regression] looks_at, look_spending, look_correlation: the analysis's own
+        checks of the design (analysis.sequential.curve_design), at the key's line."""
+        from analysis.errors import AnalysisError
+        from analysis.sequential.curve_design import DEFAULT_SPENDING, CurveDesign
+
+        looks = regression.get("looks_at")
+        if not isinstance(looks, list):
+            raise self.error(("regression", "looks_at"), f"looks_at must be a list of "
+                             f"fractions of the frame budget, e.g. [0.1, 0.2, 0.4, 0.7, 1.0]; "
+                             f"got {looks!r}")
+        design = CurveDesign(tuple(looks),
+                             spending=regression.get("look_spending", DEFAULT_SPENDING),
+                             correlation=regression.get("look_correlation", "reference"))
+        try:
+            design.validate()
+        except AnalysisError as e:
+            key = next((k for k in ("look_spending", "look_correlation") if k in str(e)),
+                       "looks_at")
+            raise self.error(("regression", key), str(e)) from None
+
     def check_keys(self, table: Mapping, valid: Mapping[str, str], where: tuple) -> None:
         for key in table:
             if key not in valid:

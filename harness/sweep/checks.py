@@ -110,6 +110,9 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
         checker.published(doc["report"]["published"])
     if isinstance(doc.get("regression"), dict) and "metric" in doc["regression"]:
         checker.gate_metric(doc["regression"]["metric"])
+    if isinstance(doc.get("regression"), dict) and any(
+            k in doc["regression"] for k in ("looks_at", "look_spending", "look_correlation")):
+        checker.curve_looks(doc["regression"])
 
     adaptive = check_adaptive(doc, checker)
     if adaptive is None and until_decided:

@@ -74,6 +74,12 @@ REGRESSION_KEYS = {
     "systems": "only runs of these systems are compared",
     "games": "only runs on these games are compared",
     "layouts": "only runs on these layouts are compared (one verdict per system and layout)",
+    "looks_at": "looks over training time: fractions of the frame budget, increasing, the last "
+                "1.0, e.g. [0.1, 0.2, 0.3, 0.5, 0.7, 1.0] (a failing candidate is stopped at "
+                "the first look that shows it)",
+    "look_spending": "alpha spending over those looks: 'pocock' (default) or 'obrien-fleming'",
+    "look_correlation": "the looks' joint law: 'reference' (estimated from the reference's "
+                        "curves when it has enough seeds, default) or 'union' (union bound)",
 }
 ADAPTIVE_KEYS = {
     "first_seeds": "seeds per side at the first look (default 3, at least 2)",

@@ -1,0 +1,414 @@
+"""The regression gate looked at along training time, as a sweep runs it: `[regression]
+looks_at` (docs/harness.md, "Looks over training time"); the statistics are
+analysis.sequential.curve_looks'.
+
+One gate per system and suite of the [regression] selection. Before its runs start its
+plan is fixed from the reference (boundaries, margins) and recorded; look k is taken as
+soon as every run of the gate has passed its frame count, and recorded before it is
+printed, in <sweep>/adaptive/curve-looks.jsonl (one line per gate and look, replaced
+whole by an atomic rename: a kill leaves the looks before it or those and the new one).
+A recorded plan and recorded looks are read back, never recomputed: a resumed sweep
+goes on from the first look not recorded, and a gate decided REGRESSION stays decided
+(its stopped runs are not run again). The record of the plan is keyed by what its
+numbers depend on (design, options, the gate's runs, the reference), so a changed
+candidate or reference starts afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.adaptive.store import adaptive_dir, read_lines
+from harness.store import Store, last_progress
+from harness.sweep.model import RunSpec, Sweep
+from runrecord import Run, load_run, project_path, utc_now
+from runrecord.exits import EXIT_FAILED, EXIT_OK, verdict_exit, worst_exit
+from runrecord.writer import RecordError, atomic_write_text
+
+if TYPE_CHECKING:
+    from analysis.sequential.curve_design import CurveDesign, CurvePlan
+    from analysis.sequential.curve_looks import CurveLook, GateOptions
+
+CURVE_FILE = "curve-looks.jsonl"
+STOPPED_TYPE = "Stopped"
+"""The error type of a run the harness stopped because its gate was decided."""
+
+
+def curve_design(regression: Mapping[str, Any]) -> CurveDesign | None:
+    """The sweep's looks over training time ([regression] looks_at), or None."""
+    if "looks_at" not in regression:
+        return None
+    from analysis.sequential.curve_design import DEFAULT_SPENDING, CurveDesign
+
+    return CurveDesign(tuple(regression["looks_at"]),
+                       spending=str(regression.get("look_spending", DEFAULT_SPENDING)),
+                       correlation=str(regression.get("look_correlation", "reference")))
+
+
+def gate_options(sweep: Sweep, delta: float | None = None,
+                 allow_protocol_mismatch: bool = False) -> GateOptions:
+    from analysis.sequential.curve_looks import GateOptions
+    from analysis.verdicts.gate import DEFAULT_GATE_METRIC
+
+    cfg = sweep.regression
+    if delta is None and "delta" in cfg:
+        delta = float(cfg["delta"])
+    return GateOptions(delta=delta, metric=str(cfg.get("metric", DEFAULT_GATE_METRIC)),
+                       layouts=cfg.get("layouts"),
+                       allow_protocol_mismatch=allow_protocol_mismatch)
+
+
+@dataclass
+class CurveGate:
+    """One gate (a system on a suite) of a sweep: its runs, plan and looks so far."""
+
+    system: str
+    suite: str
+    specs: list[RunSpec]
+    budget: float  # frames per run
+    key: str = ""
+    plan: CurvePlan | None = None
+    looks: list[CurveLook] = field(default_factory=list)
+    layouts: list[str] = field(default_factory=list)  # the layouts its runs cover
+    blocked: str = ""  # why no further look can be taken (a run did not complete)
+    announced: bool = False  # `blocked` was printed
+
+    @property
+    def subject(self) -> str:
+        return f"{self.system} {self.suite}"
+
+    @property
+    def decision(self) -> CurveLook | None:
+        from analysis.sequential.curve_looks import first_decision
+
+        return first_decision(self.looks)
+
+    @property
+    def next_look(self) -> int:
+        return len(self.looks) + 1
+
+    def options(self, options: GateOptions) -> GateOptions:
+        """The sweep's gate options on this gate's layouts (the layouts it planned)."""
+        return replace(options, layouts=self.layouts)
+
+
+def selected_specs(sweep: Sweep, specs: Sequence[RunSpec]) -> list[RunSpec]:
+    """The runs the [regression] selection gates (systems, games, layouts)."""
+    cfg = sweep.regression
+    return [s for s in specs if s.system in (cfg.get("systems") or [s.system])
+            and s.env_id in (cfg.get("games") or [s.env_id])
+            and s.layout.name in (cfg.get("layouts") or [s.layout.name])]
+
+
+def curve_gates(sweep: Sweep, specs: Sequence[RunSpec]) -> list[CurveGate]:
+    """One CurveGate per system and suite of the selected runs; AnalysisError when the
+    runs of one gate have different frame budgets (a look is a share of ONE budget)."""
+    from analysis.errors import AnalysisError
+    from analysis.scoring.scores import suite_name
+
+    groups: dict[tuple[str, str], list[RunSpec]] = {}
+    for s in selected_specs(sweep, specs):
+        groups.setdefault((s.system, suite_name(s.env_id)), []).append(s)
+    out = []
+    for (system, suite), mine in sorted(groups.items()):
+        budgets = sorted({s.frames for s in mine})
+        if len(budgets) > 1:
+            raise AnalysisError(f"looks over training time: {system} on {suite} has runs of "
+                                f"{budgets} frames; a gate's looks are shares of one budget")
+        out.append(CurveGate(system, suite, list(mine), float(budgets[0]),
+                             layouts=sorted({s.layout.name for s in mine})))
+    return out
+
+
+def gate_key(gate: CurveGate, design: CurveDesign, options: GateOptions, reference: Path,
+             alpha: float | None) -> str:
+    """What a gate's plan and looks depend on, hashed."""
+    text = json.dumps({"design": [list(design.looks_at), design.alpha, design.spending,
+                                  design.correlation], "alpha": alpha,
+                       "options": [options.delta, options.metric, options.layouts],
+                       "runs": sorted(s.run_id for s in gate.specs),
+                       "reference": str(reference)}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _lines(store: Store) -> list[dict[str, Any]]:
+    return read_lines(store, CURVE_FILE)
+
+
+def record(store: Store, key: str, index: int, entry: Mapping[str, Any]) -> None:
+    """Record a gate's plan (index 0) or look, replacing the same one if recorded."""
+    folder = adaptive_dir(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = [json.dumps(e, sort_keys=True) for e in _lines(store)
+            if not (e.get("plan") == key and e.get("index") == index)]
+    new = json.dumps({"plan": key, "index": index, "written_at": utc_now(),
+                      "look": dict(entry)}, sort_keys=True)
+    atomic_write_text(folder / CURVE_FILE, "".join(line + "\n" for line in [*kept, new]))
+
+
+def recorded(store: Store, key: str) -> dict[int, dict[str, Any]]:
+    """{index: entry} recorded for a gate (0: its plan)."""
+    return {int(e["index"]): e["look"] for e in _lines(store) if e.get("plan") == key}
+
+
+def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
+            reference_runs: Sequence[Run], reference: Path, options: GateOptions,
+            alpha: float | None = None) -> list[str]:
+    """Fix (or read back) every gate's plan and recorded looks; the lines to print.
+    AnalysisError (exit 2) when the reference cannot be read at the looks."""
+    from analysis.sequential.curve_design import CurvePlan
+    from analysis.sequential.curve_looks import CurveLook, curve_plan, plan_lines
+
+    out = []
+    for gate in gates:
+        mine = gate.options(options)
+        gate.key = gate_key(gate, design, mine, reference, alpha)
+        done = recorded(store, gate.key)
+        if 0 in done:
+            gate.plan = CurvePlan.from_json(done[0])
+        else:
+            n_new = len({s.seed for s in gate.specs})
+            ref = [r for r in reference_runs if r.manifest.get("system") == gate.system
+                   and _suite(r) == gate.suite]
+            gate.plan = curve_plan(design, ref, gate.budget, n_new, gate.suite, mine, alpha)
+            record(store, gate.key, 0, gate.plan.to_json())
+        gate.looks = [CurveLook.from_json(done[i]) for i in sorted(done) if i > 0]
+        out += plan_lines(gate.plan, gate.subject)
+        out += [f"  {x.text} (recorded by an earlier run)" for x in gate.looks]
+    return out
+
+
+def _suite(run: Run) -> str:
+    from analysis.scoring.scores import suite_name
+
+    return suite_name(str(run.manifest.get("env_id")))
+
+
+def ready(gate: CurveGate, store: Store, states: Callable[[str], str],
+          final: bool = False) -> bool:
+    """Whether the gate's next look can be taken now: every run has passed the look's
+    frames (the last look: every run completed). `final` (the pool is done): a run that
+    did not get there sets `blocked` (before, a failed or interrupted run may still be
+    run again)."""
+    assert gate.plan is not None
+    k = gate.next_look - 1
+    last = k == len(gate.plan.frames) - 1
+    for s in gate.specs:
+        state = states(s.run_id)
+        if state == "completed":
+            continue
+        if final or state not in ("running", "pending"):
+            if final:
+                gate.blocked = (f"run {s.run_id} ({s.label()}) is {state}: look "
+                                f"{gate.next_look} cannot be taken")
+            return False
+        if last or progress_frames(store, s) < gate.plan.frames[k]:
+            return False
+    return True
+
+
+def progress_frames(store: Store, spec: RunSpec) -> float:
+    """Frames a run has trained on so far (its last complete line of updates.csv)."""
+    steps, _ = last_progress(store.run_dir(spec.run_id))
+    return steps * spec.frames / max(1, spec.total_timesteps)
+
+
+def ahead(gate: CurveGate, store: Store, states: Callable[[str], str]) -> set[str]:
+    """Runs of the gate that have passed its next look while another run of the gate
+    has not: they wait there (paused) so that the look, and a stop, come when the
+    gate's seeds have all reached it, not after some ran on. Empty when not every run
+    is in flight (a run not started could wait on a paused one for a slot), at the
+    last look, and for runs of several processes (jax.distributed's heartbeats)."""
+    if gate.plan is None or gate.decision is not None or gate.blocked:
+        return set()
+    k = gate.next_look - 1
+    if k >= len(gate.plan.frames) - 1:
+        return set()
+    state = {s.run_id: states(s.run_id) for s in gate.specs}
+    if any(st not in ("running", "completed") for st in state.values()):
+        return set()
+    at = {s.run_id: progress_frames(store, s) for s in gate.specs
+          if state[s.run_id] == "running"}
+    if all(f >= gate.plan.frames[k] for f in at.values()):
+        return set()
+    return {s.run_id for s in gate.specs if s.run_id in at and s.num_processes == 1
+            and at[s.run_id] >= gate.plan.frames[k]}
+
+
+def take_look(gate: CurveGate, store: Store, reference_runs: Sequence[Run],
+              options: GateOptions) -> CurveLook:
+    """Take, record and return the gate's next look (the caller checked `ready`)."""
+    from analysis.sequential.curve_looks import curve_look
+
+    assert gate.plan is not None
+    new = [load_run(store.run_dir(s.run_id)) for s in gate.specs]
+    ref = [r for r in reference_runs if r.manifest.get("system") == gate.system
+           and _suite(r) == gate.suite]
+    look = curve_look(gate.plan, new, ref, gate.next_look, gate.subject,
+                      gate.options(options))
+    record(store, gate.key, look.look, look.to_json())
+    gate.looks.append(look)
+    return look
+
+
+def stop_reason(look: CurveLook) -> str:
+    """What the records of a stopped candidate's runs say."""
+    return (f"stopped: regression decided at {look.fraction:.0%} of the budget (look "
+            f"{look.look} of {look.looks}, {look.frames:,.0f} frames: {look.subject})")
+
+
+def gates_exit(gates: Sequence[CurveGate], strict: bool = False) -> int:
+    """The gates' three outcomes as one exit code (the worst wins); a gate with no
+    decision (a run failed) counts as failed."""
+    from analysis.verdicts.equivalence import PASS, REGRESSION
+
+    codes = []
+    for gate in gates:
+        d = gate.decision
+        if d is None:
+            codes.append(EXIT_FAILED)
+        else:
+            codes.append(verdict_exit(d.decision == PASS, d.decision == REGRESSION, strict))
+    return worst_exit(EXIT_OK, *codes)
+
+
+def batch_specs(sweep: Sweep) -> tuple[list[RunSpec], float | None]:
+    """The runs the looks over training time cover and the alpha they spend: every run
+    of a fixed sweep (alpha None: the design's); an adaptive sweep's first look over
+    seeds, with TIME_SHARE of its alpha (analysis.sequential.curve_design)."""
+    if sweep.adaptive is None:
+        return list(sweep.runs), None
+    from analysis.sequential.curve_design import TIME_SHARE
+
+    first = sweep.adaptive.first_seeds
+    return [s for s in sweep.runs if s.seed_rank < first], TIME_SHARE * sweep.adaptive.alpha
+
+
+def recorded_gates(sweep: Sweep, store: Store, reference: Path, options: GateOptions
+                   ) -> list[CurveGate]:
+    """The sweep's gates with what an earlier `harness run` recorded (plan, looks)."""
+    from analysis.sequential.curve_design import CurvePlan
+    from analysis.sequential.curve_looks import CurveLook
+
+    design = curve_design(sweep.regression)
+    assert design is not None
+    specs, alpha = batch_specs(sweep)
+    gates = curve_gates(sweep, specs)
+    for gate in gates:
+        gate.key = gate_key(gate, design, gate.options(options), reference, alpha)
+        done = recorded(store, gate.key)
+        gate.plan = CurvePlan.from_json(done[0]) if 0 in done else None
+        gate.looks = [CurveLook.from_json(done[i]) for i in sorted(done) if i > 0]
+    return gates
+
+
+def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
+                  allow_protocol_mismatch: bool = False, strict: bool = False
+                  ) -> tuple[int, list[str]]:
+    """`harness regress` of a sweep with looks over training time: per gate, the looks
+    `harness run` recorded; the looks it did not take (a sweep run on Slurm, or records
+    made elsewhere) taken now from the finished records, in order, up to the first
+    decision (nothing recorded: regress only reads). An AnalysisError of one gate is its
+    ERROR line (exit 2); the other gates are still decided."""
+    from analysis.errors import AnalysisError
+    from analysis.inputs.load import load_runs
+    from analysis.sequential.curve_looks import curve_look, curve_plan, plan_lines
+
+    design = curve_design(sweep.regression)
+    assert design is not None
+    options = gate_options(sweep, delta, allow_protocol_mismatch)
+    gates = recorded_gates(sweep, store, reference, options)
+    reference_runs = load_runs([reference]).included
+    lines: list[str] = [f"looks over training time: {design.describe()}"]
+    code = EXIT_OK
+    for gate in gates:
+        mine = gate.options(options)
+        ref = [r for r in reference_runs if r.manifest.get("system") == gate.system
+               and _suite(r) == gate.suite]
+        try:
+            if gate.plan is None:
+                _, alpha = batch_specs(sweep)
+                gate.plan = curve_plan(design, ref, gate.budget,
+                                       len({s.seed for s in gate.specs}), gate.suite, mine,
+                                       alpha)
+            lines += plan_lines(gate.plan, gate.subject)
+            lines += [x.text for x in gate.looks]
+            if gate.decision is None:
+                new = [load_run(store.run_dir(s.run_id)) for s in gate.specs]
+                unfinished = [r.run_id for r in new if r.status != "completed"]
+                if unfinished:
+                    raise AnalysisError(f"runs {', '.join(unfinished)} are not completed and "
+                                        "no look decided the gate: run the sweep first")
+                while gate.decision is None:
+                    gate.looks.append(curve_look(gate.plan, new, ref, gate.next_look,
+                                                 gate.subject, mine))
+                    lines.append(gate.looks[-1].text)
+        except (AnalysisError, RecordError, OSError) as e:
+            lines.append(f"regression over training time: ERROR {gate.subject}: {e}")
+            code = worst_exit(code, 2)
+            gate.blocked = str(e)
+            continue
+        lines += verdict_lines([gate])
+        code = worst_exit(code, gates_exit([gate], strict))
+    return code, lines
+
+
+def status_lines(sweep: Sweep, store: Store) -> list[str]:
+    """`harness status`: each gate's looks over training time so far."""
+    ref = sweep.regression.get("reference")
+    if curve_design(sweep.regression) is None or not ref:
+        return []
+    try:
+        gates = recorded_gates(sweep, store, project_path(ref), gate_options(sweep))
+    except Exception as e:  # status shows what it can; `regress` says what is wrong
+        return [f"looks over training time: cannot read them: {e}"]
+    out = []
+    for gate in gates:
+        if gate.decision is not None or gate.plan is None:
+            out += verdict_lines([gate])
+        else:
+            out.append(f"looks over training time: {gate.subject}: {len(gate.looks)} of "
+                       f"{len(gate.plan.frames)} looks taken, not decided yet")
+    return out
+
+
+def curve_regressions(sweep: Sweep, store: Store) -> list[str]:
+    """The verdict lines of the gates the looks over training time decided REGRESSION
+    (empty without looks_at)."""
+    ref = sweep.regression.get("reference")
+    if curve_design(sweep.regression) is None or not ref:
+        return []
+    gates = recorded_gates(sweep, store, project_path(ref), gate_options(sweep))
+    failed = [g for g in gates if g.decision is not None and g.decision.decision ==
+              "REGRESSION"]
+    return verdict_lines(failed)
+
+
+def stopped_label(error: str) -> str:
+    """`harness status`'s state of a run stopped by its gate's decision ('' otherwise)."""
+    prefix = f"{STOPPED_TYPE}: "
+    if not error.startswith(prefix):
+        return ""
+    return f"stopped, not re-run ({error.removeprefix(prefix).split(' (look')[0]})"
+
+
+def verdict_lines(gates: Sequence[CurveGate]) -> list[str]:
+    """Per gate: its decision and what it saved, or why it has none."""
+    out = []
+    for gate in gates:
+        d = gate.decision
+        if d is None:
+            why = gate.blocked or "its looks are not all taken yet"
+            out.append(f"regression over training time: NONE for {gate.subject}: {why}")
+            continue
+        saved = (f"; {1 - d.fraction:.0%} of the frame budget not spent"
+                 if d.fraction < 1 else "; ran to the full budget")
+        out.append(f"regression over training time: {d.decision} for {gate.subject} at look "
+                   f"{d.look} of {d.looks} ({d.fraction:.0%} of the budget){saved}")
+    return out
+
