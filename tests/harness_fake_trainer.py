@@ -8,6 +8,9 @@ runrecord.RunWriter, but trains nothing: it logs `--updates` updates, sleeping
   --hard-crash-seeds   seeds that die with SIGKILL-like os._exit(137) mid-run (no record)
   --ledger FILE        append "<run_id> <pid>" when a run completes (counts completions)
   --return-offset X    added to every episode return (a "better" or "worse" version)
+  --return-jitter X    added: X times a fixed number in [-1, 1) per seed (a layout's runs
+                       of a seed are then not another layout's plus a constant, which the
+                       pairing by seed would decide at once)
   --return-scale X     each update adds X to the return (a learning curve: X (k-1) + seed;
                        default 1); 0: a learner that does not learn
   --unavailable-seeds  seeds that behave like a missing baseline (record skipped, exit 3)
@@ -51,6 +54,7 @@ def main() -> int:
     p.add_argument("--hard-crash-seeds", type=int, nargs="*", default=[])
     p.add_argument("--ledger", default="")
     p.add_argument("--return-offset", type=float, default=0.0)
+    p.add_argument("--return-jitter", type=float, default=0.0)
     p.add_argument("--return-scale", type=float, default=1.0)
     p.add_argument("--unavailable-seeds", type=int, nargs="*", default=[])
     p.add_argument("--fast-file", default="")
@@ -92,6 +96,7 @@ def main() -> int:
         wall = time.monotonic() - t0
         ret = (float(k + args.seed) + args.return_offset if args.return_scale == 1.0 else
                args.return_scale * (k - 1) + args.seed + args.return_offset)
+        ret += args.return_jitter * (args.seed * 2654435761 % 1000 / 500 - 1)
         writer.log_episode({"env_steps": steps, "frames": steps, "wall_time_s": wall,
                             "env_index": 0, "episode_return": ret, "episode_length": 10})
         writer.log_update({"update": k, "env_steps": steps, "frames": steps,

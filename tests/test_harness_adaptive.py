@@ -127,7 +127,8 @@ DESIGN = "first_seeds = 2\nbatch_seeds = 1\nmax_seeds = 4"
 
 def fake_sweep(tmp_path: Path, *, delta: float, offset: float = 0.0, design: str = DESIGN,
                sleep_s: float = 0.05, updates: int = 4, extra: str = "") -> Path:
-    """Two layouts of the fake trainer; the second one's returns are `offset` higher."""
+    """Two layouts of the fake trainer; the second one's returns are `offset` higher and
+    jittered per seed (so the per-seed differences have a spread)."""
     text = f"""\
 name = "ad"
 systems = ["fake-ppo"]
@@ -150,7 +151,7 @@ layouts = ["a0-l0-d1"]
 
 [[matrix]]
 layouts = ["a0-l1-d1"]
-overrides = {{ sleep-s = {sleep_s}, updates = {updates}, ledger = "{tmp_path / 'ledger.txt'}", return-offset = {offset} }}
+overrides = {{ sleep-s = {sleep_s}, updates = {updates}, ledger = "{tmp_path / 'ledger.txt'}", return-offset = {offset}, return-jitter = 1.0 }}
 """
     path = tmp_path / "sweep.toml"
     path.write_text(text)
