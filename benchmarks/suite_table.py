@@ -13,6 +13,7 @@ TRAINING_ROWS = (  # (label, step, index into the step's runs or None)
     ("reference Cleanba PPO", "reference-ppo", None),
     ("ours PPO --deterministic, run 1", "deterministic", 0),
     ("ours PPO --deterministic, run 2", "deterministic", 1),
+    ("ours PPO on ALE (--env-backend ale)", "ale-ppo", None),
 )
 
 
