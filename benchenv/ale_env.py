@@ -90,6 +90,7 @@ class AleVectorEnv:
         self._resetting = np.zeros(num_envs, bool)  # the next step returns a reset frame
         self.single_observation_space = self._stack.shape[1:]
         self.single_action_space = self._env.single_action_space
+        self.action_space = self.single_action_space  # as EnvPool's gymnasium envs give it
 
     def reset(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         seed = None if self._seeded else self._seeds
