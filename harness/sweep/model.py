@@ -171,7 +171,7 @@ class RunSpec:
 
     def label(self) -> str:
         arch = "" if self.baseline else f" {self.architecture}"
-        backend = f" [{self.env_backend}]" if self.env_backend else ""
+        backend = f" on {self.env_backend}" if self.env_backend else ""  # no [..]: rich markup
         return f"{self.system}{arch} {self.env_id} s{self.seed} {self.layout.name}{backend}"
 
 
