@@ -167,9 +167,12 @@ def action_count(env_id: str, full_action_space: bool) -> int:
     import ale_py
     from ale_py import roms
 
+    path = roms.get_rom_path(rom_ids()[env_id])
+    if path is None:
+        raise ValueError(f"ale-py has no ROM for {env_id}")
     ale = ale_py.ALEInterface()
     ale.setLoggerMode(ale_py.LoggerMode.Error)
-    ale.loadROM(roms.get_rom_path(rom_ids()[env_id]))
+    ale.loadROM(path)
     return len(ale.getMinimalActionSet())
 
 

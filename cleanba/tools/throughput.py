@@ -147,7 +147,7 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
         num_actor_threads=num_threads, architecture="async", seed=seed,
         total_timesteps=num_envs * num_steps * rollouts, actor_device_ids=(0,),
         learner_device_ids=(0,), progress_interval_s=0.0,
-        env_backend=backend or benchenv.default_backend(),
+        env_backend=backend or benchenv.default_backend(),  # type: ignore[arg-type]
     )
     control = Control()
     prep = prepare(config, ppo.make_algorithm, ppo.SYSTEM)
