@@ -119,3 +119,24 @@ def test_equivalence_compares_backends_only_when_grouped_by_them(tmp_path, capsy
                  "--reference", "envpool"])
     out = capsys.readouterr().out
     assert code in (0, 1) and "ale" in out and "envpool" in out, out
+
+
+def test_gpu_suite_ale_step_is_on_request_only(tmp_path):
+    """benchmarks/gpu_suite.py: `ale-ppo` runs only when --only names it (the default plan's
+    shares are fitted to a GPU call), after ours-ppo, whose SPS it is compared with; its
+    results.md row shows only when it ran (the kit's rehearsal asserts no row is missing)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from gpu_suite import ALL_STEPS, SuiteConfig, check_config, step_caps
+    from suite_table import render_markdown
+
+    assert "ale-ppo" not in ALL_STEPS
+    assert check_config(SuiteConfig(out=tmp_path / "o")) == ALL_STEPS
+    assert check_config(SuiteConfig(out=tmp_path / "o", only=("ale-ppo", "ours-ppo"))) == (
+        "ours-ppo", "ale-ppo")
+    assert sum(step_caps(("ours-ppo", "ale-ppo"), 250.0).values()) == pytest.approx(250.0)
+    with pytest.raises(ValueError, match="ale-ppo"):
+        check_config(SuiteConfig(out=tmp_path / "o", only=("ale",)))
+    assert "on ALE" not in render_markdown({"steps": {}})
+    assert "on ALE" in render_markdown({"steps": {"ale-ppo": {"exit_code": 1}}})
