@@ -238,7 +238,7 @@ class OldGymEnv:
 
 def baseline_protocol(env_id: str) -> dict[str, Any]:
     """The shared env protocol with raw rewards: both baselines clip rewards themselves."""
-    p = env_protocol(env_id, reward_clip=False)
+    p = env_protocol(env_id, reward_clip=False, backend="envpool")  # baselines: EnvPool only
     p.setdefault("frame_skip", frames_per_step(env_id))
     return p
 

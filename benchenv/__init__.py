@@ -1,17 +1,27 @@
-"""benchenv: the environments every system runs on: EnvPool construction, the Atari protocol and
-run seeds -> env seeds. Shared by our trainers, the baseline adapters, the harness and the
-analysis (no JAX, no trainer code here), so none of them imports cleanba to learn it.
+"""benchenv: the environments every system runs on: the Atari protocol, its two backends
+(EnvPool and ale-py's vector env) behind one interface, and run seeds -> env seeds. Shared
+by our trainers, the baseline adapters, the harness and the analysis (no JAX, no trainer
+code here), so none of them imports cleanba to learn it.
 
 The Atari protocol is the paper's ("Machado" settings): sticky actions 0.25, full action
 space, no life-loss signal, at most 108k frames per episode, 84x84 grey, stack 4, frame
 skip 4. Reward clipping is for training only: returns are recorded from the raw game
-score (EnvPool's info["reward"]).
+score (info["reward"], which both backends give).
+
+Backends (`BACKENDS`): `envpool` (Linux wheels only; the paper's and the baselines') and
+`ale` (ale-py, wheels for Linux, macOS and Windows; Atari games only), made to give
+EnvPool's semantics (benchenv/ale_env.py). A protocol names its backend and the backend's
+version (`backend`, `backend_version`); the version is information, not protocol
+(`INFORMATION_KEYS`): it is left out of run ids and protocol comparisons.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
 from typing import Any
 
 ATARI_PROTOCOL: dict[str, Any] = {
@@ -29,15 +39,68 @@ ATARI_PROTOCOL: dict[str, Any] = {
 }
 
 
+BACKENDS = ("envpool", "ale")
+"""The Atari backends, in order of preference where both are installed."""
+LEGACY_BACKEND = "envpool"
+"""The backend of a protocol that names none: records written before the key (every
+system ran EnvPool then)."""
+INFORMATION_KEYS = ("backend_version",)
+"""Protocol keys that describe, not define: left out of run ids and protocol comparisons
+(an EnvPool upgrade does not make runs incomparable; the backend itself does)."""
+_PACKAGES = {"envpool": "envpool", "ale": "ale-py"}
+_MODULES = {"envpool": "envpool", "ale": "ale_py"}
+
+
 class EnvError(ValueError):
-    """An env id or env option that EnvPool does not offer."""
+    """An env id, env option or backend that cannot be had."""
+
+
+def backend_installed(backend: str) -> bool:
+    return importlib.util.find_spec(_MODULES[backend]) is not None
+
+
+def default_backend() -> str:
+    """EnvPool where it is installed, else ALE (macOS, Windows: EnvPool has no wheels)."""
+    return "envpool" if backend_installed("envpool") else "ale"
+
+
+def check_backend(backend: str) -> None:
+    """Raise EnvError unless `backend` is one of BACKENDS and installed."""
+    if backend not in BACKENDS:
+        raise EnvError(f"unknown env backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    if not backend_installed(backend):
+        hint = (" (EnvPool has Linux wheels only; use --env-backend ale)"
+                if backend == "envpool" else "")
+        raise EnvError(f"env backend {backend!r} needs the package {_PACKAGES[backend]!r}, "
+                       f"which is not installed{hint}")
+
+
+def backend_version(backend: str) -> str | None:
+    try:
+        return importlib.metadata.version(_PACKAGES[backend])
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def protocol_backend(protocol: dict[str, Any] | None) -> str:
+    """The backend a protocol names (LEGACY_BACKEND when it names none)."""
+    return str((protocol or {}).get("backend", LEGACY_BACKEND))
+
+
+def defining_protocol(protocol: dict[str, Any]) -> dict[str, Any]:
+    """The protocol without INFORMATION_KEYS: what a run id hashes."""
+    return {k: v for k, v in protocol.items() if k not in INFORMATION_KEYS}
 
 
 @functools.cache
-def _all_env_ids() -> tuple[str, ...]:
-    import envpool
+def _env_ids(backend: str) -> tuple[str, ...]:
+    if backend == "ale":
+        from benchenv.ale_env import rom_ids
 
-    return tuple(envpool.list_all_envs())
+        return tuple(rom_ids())
+    from benchenv.envpool_env import env_ids
+
+    return env_ids()
 
 
 def is_atari(env_id: str) -> bool:
@@ -49,28 +112,71 @@ def frames_per_step(env_id: str) -> int:
     return int(ATARI_PROTOCOL["frame_skip"]) if is_atari(env_id) else 1
 
 
-def check_env_id(env_id: str) -> None:
-    """Raise EnvError naming close matches when EnvPool has no such env."""
-    ids = _all_env_ids()
+def check_env_id(env_id: str, backend: str | None = None) -> None:
+    """Raise EnvError naming close matches when `backend` (default: default_backend())
+    has no such env, or is not installed."""
+    backend = backend or default_backend()
+    check_backend(backend)
+    ids = _env_ids(backend)
     if env_id in ids:
         return
     close = difflib.get_close_matches(env_id, ids, n=5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    if backend == "ale":
+        extra = (" Classic control (CartPole-v1) needs the EnvPool backend (Linux)."
+                 if not is_atari(env_id) else "")
+        raise EnvError(f"unknown env id {env_id!r} for the ALE backend: it runs the "
+                       f"{len(ids)} Atari games as '<Game>-v5', e.g. Breakout-v5.{extra}{hint}")
     raise EnvError(
         f"unknown env id {env_id!r}: EnvPool has {len(ids)} envs "
         f"(Atari games as '<Game>-v5', e.g. Breakout-v5; classic control e.g. CartPole-v1).{hint}"
     )
 
 
-def env_protocol(env_id: str, reward_clip: bool = True, **overrides: Any) -> dict[str, Any]:
-    """The EnvPool kwargs for `env_id` (what a manifest records as env_protocol)."""
+def env_protocol(env_id: str, reward_clip: bool = True, backend: str | None = None,
+                 **overrides: Any) -> dict[str, Any]:
+    """The env settings of `env_id` (what a manifest records as env_protocol): EnvPool's
+    kwargs, plus the backend (default: default_backend()) and its version."""
     if is_atari(env_id):
         kwargs = dict(ATARI_PROTOCOL)
         kwargs["reward_clip"] = reward_clip
     else:
         kwargs = {}
     kwargs.update(overrides)
+    backend = backend or default_backend()
+    kwargs["backend"] = backend
+    kwargs["backend_version"] = backend_version(backend)
     return kwargs
+
+
+@dataclass(frozen=True)
+class Spaces:
+    """What a trainer needs of an env before making it."""
+
+    obs_shape: tuple[int, ...]
+    frames: bool  # uint8 frames (else float vectors)
+    action_space: str  # the class name, e.g. Discrete
+    num_actions: int | None  # None unless discrete
+
+
+def env_spaces(env_id: str, protocol: dict[str, Any]) -> Spaces:
+    """`env_id`'s spaces under `protocol` (no env is made)."""
+    backend = protocol_backend(protocol)
+    kwargs = _backend_kwargs(protocol)
+    if backend == "ale":
+        from benchenv.ale_env import action_count
+
+        shape = (int(kwargs.get("stack_num", 4)), int(kwargs.get("img_height", 84)),
+                 int(kwargs.get("img_width", 84)))
+        return Spaces(shape, True, "Discrete",
+                      action_count(env_id, bool(kwargs.get("full_action_space", True))))
+    from benchenv.envpool_env import spaces
+
+    return Spaces(*spaces(env_id, kwargs))
+
+
+def _backend_kwargs(protocol: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in protocol.items() if k not in ("backend", "backend_version")}
 
 
 # --- env seeds --------------------------------------------------------------------------
@@ -126,21 +232,24 @@ def make_env(
     base_seed: int,
     first_env_index: int = 0,
     protocol: dict[str, Any] | None = None,
-    **envpool_kwargs: Any,
+    **backend_kwargs: Any,
 ):
-    """A gymnasium-API EnvPool env; env i is the run's env first_env_index + i and gets its
-    seed from `env_seeds`."""
-    import envpool
-
-    check_env_id(env_id)
-    kwargs = dict(env_protocol(env_id) if protocol is None else protocol)
-    kwargs.update(envpool_kwargs)
+    """A gymnasium-API vector env of the protocol's backend (default: env_protocol(env_id)):
+    reset() -> (obs, info), step(actions) -> (obs, reward, terminated, truncated, info),
+    close(); EnvPool's semantics on either backend (benchenv/ale_env.py). Env i is the
+    run's env first_env_index + i and gets its seed from `env_seeds`. backend_kwargs:
+    num_threads (both backends), or any other EnvPool kwarg (EnvPool only)."""
+    protocol = env_protocol(env_id) if protocol is None else protocol
+    backend = protocol_backend(protocol)
+    check_env_id(env_id, backend)
     seeds = env_seeds(base_seed, first_env_index, num_envs)
-    return envpool.make(
-        env_id,
-        env_type="gymnasium",
-        num_envs=num_envs,
-        seed=seeds[0],
-        env_seed=seeds,
-        **kwargs,
-    )
+    if backend == "ale":
+        from benchenv.ale_env import AleVectorEnv
+
+        threads = backend_kwargs.pop("num_threads", None)
+        if backend_kwargs:
+            raise EnvError(f"the ALE backend takes num_threads only, not {sorted(backend_kwargs)}")
+        return AleVectorEnv(env_id, num_envs, seeds, _backend_kwargs(protocol), threads)
+    from benchenv.envpool_env import make
+
+    return make(env_id, num_envs, seeds, {**_backend_kwargs(protocol), **backend_kwargs})

@@ -19,6 +19,9 @@ failing or slow step never takes a later step's share:
   ours-impala (40 s): our IMPALA at the paper's settings, 60 updates (153,600 steps);
   deterministic (90 s): our PPO with --deterministic, twice (half the cap each): SPS cost
     against ours-ppo, and whether the two runs' params checksums agree at every update.
+On request only (--only ... ale-ppo; not in the default plan, whose shares are fitted):
+  ale-ppo (125 s): ours-ppo again on the ALE backend (--env-backend ale): its SPS and its
+    learning line beside ours-ppo's at the same frames (issue 41, docs/cleanba.md).
 A training run reaching its cap gets SIGTERM (its finished updates count) and is killed
 10 s later. `--tiny` runs every step with small budgets on CPU (1500 s budget).
 
@@ -75,6 +78,8 @@ WARMUP_UPDATES = 2  # updates left out of steady-state SPS (compilation, queue s
 SHARES = (("environment", 5), ("envpool-raw", 15), ("actor-overhead", 60), ("ours-ppo", 125),
           ("reference-ppo", 135), ("ours-impala", 40), ("deterministic", 90))
 ALL_STEPS = tuple(step for step, _ in SHARES)
+OPTIONAL_SHARES = (("ale-ppo", 125),)  # steps run only when --only names them
+OPTIONAL_STEPS = tuple(step for step, _ in OPTIONAL_SHARES)
 DEFAULT_BUDGET_S = 470.0
 TINY_BUDGET_S = 1500.0
 KILL_GRACE_S = 10.0  # a run gets SIGTERM this long before its cap, then SIGKILL at the cap
@@ -251,7 +256,7 @@ def ours(cfg: SuiteConfig, workdir: Path, name: str, module: str, args: tuple[st
                           [float(r["wall_time_s"]) for r in rows], updates)
     figures["command"] = f"python -m {module} {' '.join(argv)}"
     figures["checksums"] = [r.get("params_checksum", "") for r in rows]
-    if name == "ours-ppo":
+    if name in ("ours-ppo", "ale-ppo"):
         figures["learning"] = ours_learning(run_dir, ENV_ID)
     return figures
 
@@ -334,12 +339,20 @@ def run_step(step: str, cfg: SuiteConfig, results: dict[str, Any], workdir: Path
         runs = [first, second]
         return {"runs": runs, "cap_s": cap_s,
                 **compare_checksums(runs[0]["checksums"], runs[1]["checksums"])}
+    if step == "ale-ppo":
+        entry = ours(cfg, workdir, "ale-ppo", "cleanba.ppo", (*budget.ppo, "--env-backend", "ale"),
+                     budget.ppo_batch, budget.ppo_updates, cap_s)
+        envpool = results["steps"].get("ours-ppo") or {}
+        entry["sps_vs_envpool"] = (entry.get("steady_sps") / envpool["steady_sps"]
+                                   if entry.get("steady_sps") and envpool.get("steady_sps")
+                                   else None)
+        return entry
     raise AssertionError(step)
 
 
 def step_caps(steps: tuple[str, ...], budget_s: float) -> dict[str, float]:
     """Each step's share of `budget_s`: SHARES scaled so the steps run share all of it."""
-    shares = dict(SHARES)
+    shares = dict(SHARES + OPTIONAL_SHARES)
     total = sum(shares[s] for s in steps)
     return {s: shares[s] * budget_s / total for s in steps}
 
@@ -429,9 +442,10 @@ def step_failed(entry: dict[str, Any]) -> bool:
 
 def check_config(cfg: SuiteConfig) -> tuple[str, ...]:
     """The steps to run; raises ValueError on bad input (nothing written yet)."""
-    unknown = [s for s in cfg.only if s not in ALL_STEPS]
+    unknown = [s for s in cfg.only if s not in ALL_STEPS + OPTIONAL_STEPS]
     if unknown:
-        raise ValueError(f"--only: unknown step(s) {unknown}; steps: {', '.join(ALL_STEPS)}")
+        raise ValueError(f"--only: unknown step(s) {unknown}; steps: "
+                         f"{', '.join(ALL_STEPS + OPTIONAL_STEPS)}")
     for g in cfg.actor_grid:
         envs, _, threads = g.partition("x")
         if not (envs.isdigit() and threads.isdigit() and int(threads) >= 1
@@ -449,7 +463,7 @@ def check_config(cfg: SuiteConfig) -> tuple[str, ...]:
         raise ValueError(f"--budget-s {cfg.budget_s}: at least 60 s (the default is "
                          f"{DEFAULT_BUDGET_S:.0f}, with --tiny {TINY_BUDGET_S:.0f})")
     if cfg.only:
-        return tuple(s for s in ALL_STEPS if s in cfg.only)
+        return tuple(s for s in ALL_STEPS + OPTIONAL_STEPS if s in cfg.only)
     return ALL_STEPS
 
 

@@ -14,6 +14,9 @@ TRAINING_ROWS = (  # (label, step, index into the step's runs or None)
     ("ours PPO --deterministic, run 1", "deterministic", 0),
     ("ours PPO --deterministic, run 2", "deterministic", 1),
 )
+OPTIONAL_ROWS = (  # rows of steps run only on request (gpu_suite OPTIONAL_STEPS), when run
+    ("ours PPO on ALE (--env-backend ale)", "ale-ppo", None),
+)
 
 
 def num(x: Any, digits: int = 1) -> str:
@@ -108,7 +111,7 @@ def training_lines(steps: dict[str, Any]) -> list[str]:
     lines = ["| run | first update (s from launch) | steady SPS | SPS 1st / 2nd half | device "
              "peak GiB | host peak RSS GiB | updates | status |",
              "|---|---|---|---|---|---|---|---|"]
-    for label, step, index in TRAINING_ROWS:
+    for label, step, index in (*TRAINING_ROWS, *(r for r in OPTIONAL_ROWS if r[1] in steps)):
         entry = steps.get(step)
         run = entry
         if index is not None:

@@ -158,7 +158,7 @@ def base_manifest(spec: RunSpec, command: list[str]) -> dict[str, Any]:
         "layout": layout,
         "hyperparameters": {"preset": spec.preset, "total_timesteps": spec.total_timesteps,
                             **spec.overrides},
-        "env_protocol": env_protocol(spec.env_id),
+        "env_protocol": env_protocol(spec.env_id, backend=spec.env_backend),
         "provenance": collect(command=command, recorded_by="harness"),
     }
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from runrecord.paths import PROJECT_ROOT
 
-DEFAULT_PACKAGES = ("jax", "jaxlib", "flax", "optax", "envpool", "numpy", "tyro")
+DEFAULT_PACKAGES = ("jax", "jaxlib", "flax", "optax", "envpool", "ale-py", "numpy", "tyro")
 
 
 def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:

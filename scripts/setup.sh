@@ -26,11 +26,12 @@ hash=$(sha256sum pyproject.toml | cut -c1-16)
 stamp="$VENV/.installed-$hash-$dev"
 # A --dev install (stamp -1) includes the plain one: no reinstall for benchmark.sh.
 if [ ! -f "$stamp" ] && { [ "$dev" = 1 ] || [ ! -f "$VENV/.installed-$hash-1" ]; }; then
-  # train: JAX, EnvPool and the harness's packages (the core install is the analysis only)
+  # train: JAX, ale-py, EnvPool (Linux) and the harness's packages (the core install is the analysis only)
   if [ "$dev" = 1 ]; then extras="[train,dev]"; else extras="[train]"; fi
   echo "setup.sh: installing the project${extras} into $VENV (pip; minutes on a first run)"
   "$VENV/bin/python" -m pip install -q -e ".$extras" 2>&1 | grep -vE "^WARNING: Location|ignored: it is neither" || true
-  "$VENV/bin/python" -c "import jax, envpool, flax, optax, tyro" || { echo "setup.sh: install failed" >&2; exit 1; }
+  # EnvPool on Linux only (the train extra's marker); ale-py everywhere
+  "$VENV/bin/python" -c "import sys, jax, ale_py, flax, optax, tyro; sys.platform == 'linux' and __import__('envpool')" || { echo "setup.sh: install failed" >&2; exit 1; }
   touch "$stamp"
 fi
 if [ "$browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then

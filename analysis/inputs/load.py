@@ -22,6 +22,7 @@ from analysis.errors import AnalysisError
 from analysis.inputs.cache import CACHE_DIR, episode_count, load_many
 from analysis.inputs.facts import episode_x
 from analysis.inputs.published_data import resolve_published_table
+from benchenv import LEGACY_BACKEND
 from runrecord import RecordError, Run, find_run_dirs, schema
 
 DEFAULT_LAST_N = 100
@@ -61,8 +62,16 @@ class RunSet:
         self.warnings += other.warnings
 
 
+BACKEND_KEY = "env_protocol.backend"
+"""The manifest key of a run's env backend (`envpool`, `ale`): group by it to compare
+backends (the protocol guard then lets the backend differ, and only it)."""
+
+
 def manifest_get(manifest: dict[str, Any], dotted: str) -> Any:
-    """`manifest_get(m, "layout.name")` -> m["layout"]["name"] (None when absent)."""
+    """`manifest_get(m, "layout.name")` -> m["layout"]["name"] (None when absent); a
+    recorded env protocol without a backend is EnvPool's (benchenv.LEGACY_BACKEND)."""
+    if dotted == BACKEND_KEY and isinstance(manifest.get("env_protocol"), dict):
+        return manifest["env_protocol"].get("backend", LEGACY_BACKEND)
     value: Any = manifest
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:

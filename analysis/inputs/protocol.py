@@ -1,8 +1,12 @@
 """The protocol guard: runs made under different environment protocols are not pooled or
 compared unless the user explicitly allows it.
 
-A run's protocol is its manifest's `env_protocol` (the EnvPool settings it trained under:
-sticky actions, episode cap, action set, life-loss signal, reward clipping, frame skip...).
+A run's protocol is its manifest's `env_protocol` (the env settings it trained under:
+sticky actions, episode cap, action set, life-loss signal, reward clipping, frame skip...,
+and the backend that ran them: `envpool` or `ale`). The backend is part of the protocol:
+EnvPool and ALE runs are not pooled or compared unless allowed. A protocol that names no
+backend is EnvPool's (records written before the key; benchenv.LEGACY_BACKEND); the
+backend's version is information, never a difference (benchenv.INFORMATION_KEYS).
 A run whose manifest has no `env_protocol` key (e.g. an imported run whose protocol was
 not declared) has an *unknown* protocol, which never matches anything.
 
@@ -15,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.errors import AnalysisError
-from benchenv import ATARI_PROTOCOL
+from benchenv import ATARI_PROTOCOL, INFORMATION_KEYS, LEGACY_BACKEND
 from runrecord import Run
 
 UNKNOWN = "unknown"
@@ -33,9 +37,13 @@ class ProtocolMismatch(AnalysisError):
 
 
 def run_protocol(run: Run) -> Protocol:
-    """The env protocol a run recorded, or None when it recorded none (unknown)."""
+    """The env protocol a run recorded, or None when it recorded none (unknown); without
+    its information keys, and with the backend of a record older than the key (EnvPool)."""
     proto = run.manifest.get("env_protocol")
-    return proto if isinstance(proto, Mapping) else None
+    if not isinstance(proto, Mapping):
+        return None
+    return {"backend": LEGACY_BACKEND,
+            **{k: v for k, v in proto.items() if k not in INFORMATION_KEYS}}
 
 
 def protocol_differences(a: Protocol, b: Protocol) -> dict[str, tuple[Any, Any]]:
@@ -115,8 +123,9 @@ so they are left out when a run is compared with published scores."""
 
 
 def paper_protocol() -> dict[str, Any]:
-    """The env protocol of the paper's tables and runs (benchenv.ATARI_PROTOCOL)."""
-    return dict(ATARI_PROTOCOL)
+    """The env protocol of the paper's tables and runs (benchenv.ATARI_PROTOCOL, on
+    EnvPool: an ALE run differs from it by its backend)."""
+    return {**ATARI_PROTOCOL, "backend": LEGACY_BACKEND}
 
 
 NAMED_PROTOCOLS = ("paper",)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from analysis.errors import AnalysisError
-from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs, manifest_get
+from analysis.inputs.load import BACKEND_KEY, DEFAULT_LAST_N, RunSet, load_runs, manifest_get
 from analysis.inputs.protocol import ProtocolMismatch, check_same_protocol
 from analysis.scoring.scores import (
     DEFAULT_POINTS,
@@ -75,7 +75,9 @@ def analyse(
     Protocol guard: the runs of a suite are pooled and compared only when they recorded
     the same env protocol (analysis.inputs.protocol). A mismatch raises ProtocolMismatch (exit 2
     in the CLI) naming the differing keys, or with on_protocol_mismatch="skip" leaves the
-    suite out with a warning; allow_protocol_mismatch keeps it, with a warning."""
+    suite out with a warning; allow_protocol_mismatch keeps it, with a warning. Grouped by
+    the backend (env_protocol.backend), the groups compare backends: the backend may then
+    differ, nothing else."""
     runset = inputs if isinstance(inputs, RunSet) else load_runs(inputs)
     if isinstance(group_by, str):
         keys = group_keys(group_by) if separate_systems else [
@@ -90,7 +92,8 @@ def analyse(
         pre = f"{suite_name}: " if len(by_suite) > 1 else ""
         try:
             warnings += [pre + w for w in check_same_protocol(
-                group_runs(runs, keys), allow_mismatch=allow_protocol_mismatch)]
+                group_runs(runs, keys), allow_mismatch=allow_protocol_mismatch,
+                ignore=("backend",) if BACKEND_KEY in keys else ())]
         except ProtocolMismatch as e:
             if on_protocol_mismatch == "raise":
                 raise

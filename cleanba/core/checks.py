@@ -12,8 +12,6 @@ jax.distributed.
 
 from __future__ import annotations
 
-import functools
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,9 +52,9 @@ class Topology:
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """What the trainers need to know of an env before making it (EnvPool's spec)."""
+    """What the trainers need to know of an env before making it."""
 
-    protocol: dict[str, Any]  # the EnvPool kwargs (benchenv.env_protocol)
+    protocol: dict[str, Any]  # the env settings and backend (benchenv.env_protocol)
     obs_shape: tuple[int, ...]
     obs_dtype: Any  # np.uint8 (frames) or np.float32
     num_actions: int
@@ -71,30 +69,18 @@ class Checked:
     algorithm: Algorithm
 
 
-@functools.cache
-def _spaces(env_id: str) -> tuple[tuple[int, ...], Any, str, int | None]:
-    import envpool
-
-    with warnings.catch_warnings():
-        # gymnasium warns (with raw ANSI colour codes) about EnvPool's float64 Box bounds
-        # when the spaces are built, on first access: it means nothing here.
-        warnings.filterwarnings("ignore", message=".*precision lowered.*")
-        spec = envpool.make_spec(env_id, **benchenv.env_protocol(env_id))
-        obs, act = spec.observation_space, spec.action_space
-    obs_dtype = np.uint8 if obs.dtype == np.uint8 else np.float32
-    return tuple(obs.shape), obs_dtype, type(act).__name__, getattr(act, "n", None)
-
-
-def env_spec(env_id: str) -> EnvSpec:
-    """`env_id`'s protocol and spaces (no env is made); ConfigError unless its actions are
-    discrete."""
-    obs_shape, obs_dtype, action_space, num_actions = _spaces(env_id)
-    if num_actions is None:
+def env_spec(env_id: str, backend: str | None = None) -> EnvSpec:
+    """`env_id`'s protocol on `backend` and its spaces (no env is made); ConfigError unless
+    its actions are discrete."""
+    protocol = benchenv.env_protocol(env_id, backend=backend)
+    spaces = benchenv.env_spaces(env_id, protocol)
+    if spaces.num_actions is None:
         raise ConfigError(
-            f"{env_id} has a {action_space} action space; the Cleanba "
+            f"{env_id} has a {spaces.action_space} action space; the Cleanba "
             "trainers support discrete actions (Atari, CartPole-v1, ...)"
         )
-    return EnvSpec(benchenv.env_protocol(env_id), obs_shape, obs_dtype, int(num_actions))
+    return EnvSpec(protocol, spaces.obs_shape, np.uint8 if spaces.frames else np.float32,
+                   int(spaces.num_actions))
 
 
 def check_preset_fits(preset: PresetChoice, env_id: str, obs_shape: tuple[int, ...],
@@ -114,6 +100,15 @@ def check_preset_fits(preset: PresetChoice, env_id: str, obs_shape: tuple[int, .
     )
 
 
+def _preset_obs_shape(preset: PresetChoice, env: EnvSpec) -> tuple[int, ...]:
+    """The observation shape of a preset's own env: asked of the run's backend when the
+    preset's env is an Atari game, as the run's; a classic-control preset's vectors (its
+    env may be one the run's backend lacks: CartPole on ALE) are (4,) for CartPole-v1."""
+    if benchenv.is_atari(preset.env_id):
+        return env_spec(preset.env_id, benchenv.protocol_backend(env.protocol)).obs_shape
+    return (4,)
+
+
 def check_run(config: CommonConfig, factory: AlgorithmFactory,
               topology: Callable[[CommonConfig], Topology],
               preset: PresetChoice | None = None, presets: Sequence[str] = ()) -> Checked:
@@ -122,12 +117,12 @@ def check_run(config: CommonConfig, factory: AlgorithmFactory,
     is known to be good (the trainer starts jax.distributed there and asks JAX; the harness
     knows it from the sweep). `preset`: the preset the config came from (checked against the
     env), `presets`: all preset names (for the message)."""
-    benchenv.check_env_id(config.env_id)
+    benchenv.check_env_id(config.env_id, config.env_backend)
     where = topology(config)
     plan = make_plan(config, where.num_processes, where.process_index, where.local_devices)
-    env = env_spec(config.env_id)
+    env = env_spec(config.env_id, config.env_backend)
     if preset is not None:
         check_preset_fits(preset, config.env_id, env.obs_shape,
-                          env_spec(preset.env_id).obs_shape, presets)
+                          _preset_obs_shape(preset, env), presets)
     algorithm = factory(config, plan, env.obs_shape, env.num_actions)
     return Checked(plan, env, algorithm)

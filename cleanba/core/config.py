@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from benchenv import MAX_ENVS, check_seed
+from benchenv import BACKENDS, MAX_ENVS, check_seed, default_backend
 
 Architecture = Literal["sync", "cleanba", "async"]
+EnvBackend = Literal["envpool", "ale"]
 
 
 class ConfigError(ValueError):
@@ -34,7 +35,11 @@ class CommonConfig:
 
     # --- experiment -------------------------------------------------------------------
     env_id: str = "Breakout-v5"
-    """EnvPool env id: an Atari game as '<Game>-v5' (Breakout-v5) or e.g. CartPole-v1."""
+    """Env id: an Atari game as '<Game>-v5' (Breakout-v5) or, on EnvPool, e.g. CartPole-v1."""
+    env_backend: EnvBackend | None = None
+    """Atari backend: envpool or ale (ale-py's vector env, EnvPool's semantics; Linux, macOS,
+    Windows). Default: envpool where it is installed, else ale (said at start-up). Runs of
+    different backends are not pooled unless asked (docs/cleanba.md)."""
     seed: int = 1
     """Run seed, 0..65535: env i's EnvPool seed is a bijective hash of (seed, i)
     (benchenv.env_seeds); the init and action-sampling keys derive from it."""
@@ -118,6 +123,11 @@ class CommonConfig:
                             self.separate_critic)
 
     def __post_init__(self) -> None:
+        if self.env_backend is None:
+            self.env_backend = default_backend()  # type: ignore[assignment]
+        elif self.env_backend not in BACKENDS:
+            raise ConfigError(f"--env-backend must be one of {', '.join(BACKENDS)}; "
+                              f"got {self.env_backend!r}")
         for name in ("total_timesteps", "num_envs", "num_steps", "num_actor_threads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(self, name)}")

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from benchenv import defining_protocol
 from cleanba.core.config import config_dict, defining_hyperparameters
 from runrecord import Layout, provenance, run_folder, run_id
 from runrecord.determinism import determinism_block
@@ -30,7 +31,7 @@ def make_run_id(system: str, config: Any, env_protocol: dict, layout: Layout) ->
             "env_id": config.env_id,
             "seed": config.seed,
             "hyperparameters": defining_hyperparameters(config),
-            "env_protocol": env_protocol,
+            "env_protocol": defining_protocol(env_protocol),
             "layout": layout.to_dict(),
         }
     )
@@ -167,7 +168,7 @@ def record_step(prev_done: np.ndarray, reward: np.ndarray, terminated: np.ndarra
     if rewards_clipped:
         if "reward" not in info:
             raise MissingRawReward(
-                "EnvPool clips rewards (reward_clip=True) but its info has no 'reward' "
+                "the env clips rewards (reward_clip=True) but its info has no 'reward' "
                 f"(keys: {sorted(info)}): cannot record raw game scores"
             )
         raw_reward = np.asarray(info["reward"], np.float64)

@@ -146,7 +146,8 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
         return EXIT_BAD_INPUT
     if writer is not None:
         console(f"[cleanba] {system} {config.env_id} {config.architecture} "
-                f"{prep.plan.layout.name}: record in {prep.run_dir}")
+                f"{prep.plan.layout.name} on {backend_text(prep.checked.env.protocol)}: "
+                f"record in {prep.run_dir}")
     error: BaseException | None = None
     wandb_logger = None
     ctx = None
@@ -195,6 +196,15 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
         if wandb_logger is not None:
             wandb_logger.close(code)
     return code
+
+
+def backend_text(protocol: dict[str, Any]) -> str:
+    """`envpool 1.2.5`, or `ale 0.12.1 (EnvPool is not installed: the ALE backend)`."""
+    backend = benchenv.protocol_backend(protocol)
+    text = f"{backend} {protocol.get('backend_version')}"
+    if backend == "ale" and not benchenv.backend_installed("envpool"):
+        text += " (EnvPool is not installed here: the ALE backend, docs/cleanba.md)"
+    return text
 
 
 def final_status(control: Control, error: BaseException | None,

@@ -1,9 +1,11 @@
-"""Actor-side throughput: EnvPool's raw stepping rate and the actor loop's rate with a
-no-op forward pass (`cleanba.tools.actor_hook`), for the same envs and threads.
+"""Actor-side throughput: the env backend's raw stepping rate and the actor loop's rate with
+a no-op forward pass (`cleanba.tools.actor_hook`), for the same envs and threads, on either
+backend (EnvPool, ALE: benchenv).
 
-- `envpool_raw_rate`: K Python threads, each stepping its own EnvPool of E / K envs (the
-  trainer's env blocks: same protocol, same env seeds) with uniform random actions and
-  nothing else. This is the actor-side limit of the machine.
+- `raw_env_rate`: K Python threads, each stepping its own vector env of E / K envs (the
+  trainer's env blocks: same protocol, same env seeds, the backend's default worker
+  threads) with uniform random actions and nothing else. This is the actor-side limit of
+  the machine. `envpool_raw_rate` is it on EnvPool.
 - `actor_loop_rate`: the trainer's real actor threads (`runtime.actor_threads`: jitted
   policy step, device transfers, step recording, episode tracking, rollout queues) with
   the network replaced by a no-op of the same output shapes; the main thread takes the
@@ -70,10 +72,19 @@ def check_split(num_envs: int, num_threads: int) -> int:
 
 def envpool_raw_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread: int,
                      seed: int = 1) -> Rate:
-    """Raw EnvPool rate of `num_threads` threads x (num_envs / num_threads) envs, each
-    thread `steps_per_thread` steps of its whole block, random actions."""
+    """`raw_env_rate` on EnvPool."""
+    return raw_env_rate(env_id, num_envs, num_threads, steps_per_thread, seed, "envpool")
+
+
+def raw_env_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread: int,
+                 seed: int = 1, backend: str | None = None) -> Rate:
+    """Raw rate of `num_threads` threads x (num_envs / num_threads) envs of `backend`
+    (default: benchenv.default_backend), each thread `steps_per_thread` steps of its whole
+    block, random actions."""
     per_thread = check_split(num_envs, num_threads)
-    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread)
+    protocol = benchenv.env_protocol(env_id, backend=backend)
+    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread,
+                              protocol=protocol)
             for i in range(num_threads)]
     num_actions = int(envs[0].action_space.n)
     barrier = threading.Barrier(num_threads + 1)
@@ -117,7 +128,8 @@ def envpool_raw_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thr
 
 
 def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int,
-                    rollouts: int, seed: int = 1, warmup_rollouts: int = WARMUP_ROLLOUTS) -> Rate:
+                    rollouts: int, seed: int = 1, warmup_rollouts: int = WARMUP_ROLLOUTS,
+                    backend: str | None = None) -> Rate:
     """Rate of the trainer's actor threads with a no-op forward pass in the steady state:
     env steps of rollouts `warmup_rollouts` + 1 .. `rollouts` over the time between the main
     thread holding every thread's rollout `warmup_rollouts` and holding every thread's last.
@@ -135,6 +147,7 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
         num_actor_threads=num_threads, architecture="async", seed=seed,
         total_timesteps=num_envs * num_steps * rollouts, actor_device_ids=(0,),
         learner_device_ids=(0,), progress_interval_s=0.0,
+        env_backend=backend or benchenv.default_backend(),  # type: ignore[arg-type]
     )
     control = Control()
     prep = prepare(config, ppo.make_algorithm, ppo.SYSTEM)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from benchenv import EnvError, frames_per_step, is_atari
+from benchenv import BACKENDS, EnvError, frames_per_step, is_atari
 from harness.sweep.adaptive_checks import check_adaptive, default_adaptive
 from harness.sweep.checker import Checker
 from harness.sweep.games import check_game
@@ -181,7 +181,8 @@ def validate_matrix(table: MatrixTable, context: SweepContext) -> ValidatedMatri
                                 f"({MATRIX_KEYS[key]}); set it here or at the top level")
     systems = _systems(table, context)
     layouts = _layouts(table, checker)
-    games = _games(table, context)
+    backends = _env_backends(table, checker, systems)
+    games = _games(table, context, backends)
     if scale.games:
         games = [g for g in games if g in scale.games]
         if not games:
@@ -219,6 +220,7 @@ def validate_matrix(table: MatrixTable, context: SweepContext) -> ValidatedMatri
         layouts=tuple(layouts), games=matrix_games, seeds=tuple(seeds), frames=frames,
         overrides=overrides, grid=grid, resources=resources,
         key_lines=_key_lines(table, checker, overrides, grid), key_source=str(checker.path),
+        env_backends=backends,
     )
 
 
@@ -249,14 +251,35 @@ def _layouts(table: MatrixTable, checker: Checker) -> list[Layout]:
     return layouts
 
 
-def _games(table: MatrixTable, context: SweepContext) -> list[str]:
+def _env_backends(table: MatrixTable, checker: Checker, systems: list[System],
+                  ) -> tuple[str | None, ...]:
+    """The matrix's env backends ((None,): the trainers' default, not named). Baselines run
+    on EnvPool only (docs/baselines.md)."""
+    if "env_backends" not in table.values:
+        return (None,)
+    backends = checker.str_list(table.values, "env_backends", table.source["env_backends"])
+    for b in backends:
+        if b not in BACKENDS:
+            raise checker.error(table.at("env_backends"), f"unknown env backend {b!r}; "
+                                f"valid: {', '.join(BACKENDS)}", b)
+    baselines = [s.name for s in systems if s.baseline]
+    if baselines and set(backends) != {"envpool"}:
+        raise checker.error(table.at("env_backends"), f"{', '.join(baselines)} run on EnvPool "
+                            "only (docs/baselines.md); put them in a [[matrix]] with "
+                            "env_backends = ['envpool'] or none")
+    return tuple(dict.fromkeys(backends))
+
+
+def _games(table: MatrixTable, context: SweepContext,
+           backends: tuple[str | None, ...] = (None,)) -> list[str]:
     games = context.checker.str_list(table.values, "games", table.source["games"])
     if context.check_games:
         for g in games:
-            try:
-                check_game(g)
-            except EnvError as e:
-                raise context.checker.error(table.at("games"), str(e), g) from e
+            for backend in backends:
+                try:
+                    check_game(g, backend)
+                except EnvError as e:
+                    raise context.checker.error(table.at("games"), str(e), g) from e
     return games
 
 

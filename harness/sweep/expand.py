@@ -15,15 +15,16 @@ from runrecord import run_id
 
 
 def expand(matrix: ValidatedMatrix) -> list[RunSpec]:
-    """The runs of one matrix: systems x architectures x layouts x games x seeds x grid,
-    in that order (the last varies fastest); grid keys vary in sorted order."""
+    """The runs of one matrix: systems x architectures x layouts x env backends x games x
+    seeds x grid, in that order (the last varies fastest); grid keys vary in sorted order."""
     grid_keys = sorted(matrix.grid)
     combos = list(itertools.product(*(matrix.grid[k] for k in grid_keys)))
     runs: list[RunSpec] = []
     for entry in matrix.systems:
         system = entry.system
-        for arch, layout, game, (rank, seed), combo in itertools.product(
-            entry.architectures, matrix.layouts, matrix.games, enumerate(matrix.seeds), combos,
+        for arch, layout, backend, game, (rank, seed), combo in itertools.product(
+            entry.architectures, matrix.layouts, matrix.env_backends, matrix.games,
+            enumerate(matrix.seeds), combos,
         ):
             spec = RunSpec(
                 sweep=matrix.sweep, system=system.name, architecture=arch, env_id=game.env_id,
@@ -33,7 +34,7 @@ def expand(matrix: ValidatedMatrix) -> list[RunSpec]:
                 resources=matrix.resources, entry=system.entry,
                 takes_preset=system.takes_preset, baseline=system.baseline,
                 matrix=matrix.label, key_lines=dict(matrix.key_lines),
-                key_source=matrix.key_source, seed_rank=rank,
+                key_source=matrix.key_source, seed_rank=rank, env_backend=backend,
             )
             runs.append(replace(spec, run_id=run_id(spec.definition())))
     return runs

@@ -1,4 +1,5 @@
-"""Fast game-id checks for `plan`: EnvPool's env list, cached per EnvPool version.
+"""Fast game-id checks for `plan`: EnvPool's env list, cached per EnvPool version (the
+ALE backend's list comes from ale-py's ROM list, which needs no cache).
 
 Importing envpool takes seconds; the list of its env ids only changes with its version,
 so a cached copy answers `is this id valid` without the import. Unknown ids still go
@@ -45,10 +46,12 @@ def known_env_ids() -> frozenset[str]:
     return frozenset(ids)
 
 
-def check_game(env_id: str) -> None:
-    """Raise benchenv.EnvError (with suggestions) when EnvPool has no such env."""
-    if env_id in known_env_ids():
-        return
-    from benchenv import check_env_id
+def check_game(env_id: str, backend: str | None = None) -> None:
+    """Raise benchenv.EnvError (with suggestions) when `backend` (default: the trainers'
+    default, benchenv.default_backend) has no such env or is not installed."""
+    from benchenv import check_env_id, default_backend
 
-    check_env_id(env_id)
+    backend = backend or default_backend()
+    if backend == "envpool" and _cache_path() is not None and env_id in known_env_ids():
+        return
+    check_env_id(env_id, backend)

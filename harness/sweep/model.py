@@ -106,6 +106,9 @@ class RunSpec:
     # Position of its seed in its matrix's seed list: an adaptive sweep's look k takes the
     # runs whose rank is below the seeds per side at look k (harness.adaptive.run).
     seed_rank: int = field(default=0, compare=False)
+    # The Atari backend the sweep asks for ('envpool', 'ale'); None: the trainer's default
+    # (not passed, and not in the definition, so sweeps without env_backends keep their ids).
+    env_backend: str | None = None
 
     def definition(self) -> dict[str, Any]:
         """What defines the run (hashed into run_id); where and how it runs is not part of it."""
@@ -119,6 +122,7 @@ class RunSpec:
             "frames": self.frames,
             "total_timesteps": self.total_timesteps,
             "layout": self.layout.name,
+            **({"env_backend": self.env_backend} if self.env_backend else {}),
         }
 
     @property
@@ -155,6 +159,8 @@ class RunSpec:
             argv += ["--architecture", self.architecture]
             argv += flag_args("actor-device-ids", list(self.layout.actor_device_ids))
             argv += flag_args("learner-device-ids", list(self.layout.learner_device_ids))
+        if self.env_backend:
+            argv += ["--env-backend", self.env_backend]
         for k, v in sorted(self.overrides.items()):
             argv += flag_args(k, v)
         if self.num_processes > 1:
@@ -165,7 +171,8 @@ class RunSpec:
 
     def label(self) -> str:
         arch = "" if self.baseline else f" {self.architecture}"
-        return f"{self.system}{arch} {self.env_id} s{self.seed} {self.layout.name}"
+        backend = f" on {self.env_backend}" if self.env_backend else ""  # no [..]: rich markup
+        return f"{self.system}{arch} {self.env_id} s{self.seed} {self.layout.name}{backend}"
 
 
 @dataclass
@@ -237,6 +244,8 @@ class ValidatedMatrix:
     grid: Mapping[str, Sequence[Any]]
     """hyperparameter (kebab-case) -> the values swept (cartesian product)"""
     resources: Resources
+    env_backends: tuple[str | None, ...] = (None,)
+    """The Atari backends swept; (None,): the trainers' default, not named."""
     key_lines: Mapping[str, int] = field(default_factory=dict)
     """Where the file sets 'layouts', 'frames', 'games' and each hyperparameter."""
     key_source: str = ""
