@@ -17,13 +17,14 @@ as the equivalence verdict of `python -m analysis equivalence` takes it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import tyro
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -91,14 +92,25 @@ def verdict_row(a: np.ndarray, b: np.ndarray, delta: float) -> dict:
             "seeds_needed_80": needed}
 
 
+@dataclass
+class EquivalenceConfig:
+    """ALE against EnvPool: a uniform random policy's scores under the paper protocol,
+    compared per game and over games by the equivalence verdict (three outcomes)."""
+
+    games: tuple[str, ...] = GAMES
+    """Atari games (EnvPool ids)."""
+    seeds: int = 5
+    """Run seeds per side (independent seed sets on the two sides)."""
+    noop_max: int = int(benchenv.ATARI_PROTOCOL["noop_max"])
+    """Random no-ops at reset (1: none; 30: the reset orders of the backends differ)."""
+    delta: float = DELTA
+    """Equivalence margin in HNS."""
+    json: Path | None = None
+    """Also write the rows here (JSON)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--games", nargs="+", default=list(GAMES))
-    ap.add_argument("--seeds", type=int, default=5, help="run seeds per side")
-    ap.add_argument("--noop-max", type=int, default=int(benchenv.ATARI_PROTOCOL["noop_max"]))
-    ap.add_argument("--delta", type=float, default=DELTA)
-    ap.add_argument("--json", type=Path, default=None)
-    args = ap.parse_args(argv)
+    args = tyro.cli(EquivalenceConfig, args=argv)
     for b in ("envpool", "ale"):
         benchenv.check_backend(b)
     t0 = time.monotonic()

@@ -13,12 +13,14 @@ the load average beside them. Prints; asserts nothing (docs/performance.md).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+import tyro
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -45,15 +47,26 @@ def measure(env_id: str, envs: int, threads: int, steps: int, num_steps: int,
     return {b: {k: statistics.median(v) for k, v in f.items()} for b, f in figures.items()}
 
 
+@dataclass
+class BenchConfig:
+    """The raw env rate and the actor loop on EnvPool and ALE, same envs and threads."""
+
+    env_id: str = "Breakout-v5"
+    """Atari game (EnvPool id)."""
+    grid: tuple[str, ...] = ("8x1", "8x2")
+    """Settings as ENVSxTHREADS."""
+    steps: int = 8192
+    """Timed env steps per measurement."""
+    num_steps: int = 64
+    """Rollout length of the actor loop."""
+    repeats: int = 2
+    """Alternated repeats per setting (the median is printed)."""
+    json: Path | None = None
+    """Also write the figures here (JSON)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env-id", default="Breakout-v5")
-    ap.add_argument("--grid", nargs="+", default=["8x1", "8x2"], help="ENVSxTHREADS")
-    ap.add_argument("--steps", type=int, default=8192, help="timed env steps per measurement")
-    ap.add_argument("--num-steps", type=int, default=64, help="rollout length of the actor loop")
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--json", type=Path, default=None)
-    args = ap.parse_args(argv)
+    args = tyro.cli(BenchConfig, args=argv)
     for b in BACKENDS:
         benchenv.check_backend(b)
     apply_cpu_conv_flag()

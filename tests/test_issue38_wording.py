@@ -222,12 +222,13 @@ def test_one_seed_side_is_described_alike_in_both_docs():
 def test_env_spaces_print_no_gymnasium_warning():
     """Finding 7: `harness plan` printed gymnasium's Box warnings with raw ANSI escapes."""
     pytest.importorskip("envpool")
-    from cleanba.core.checks import _spaces
+    import benchenv
+    from benchenv.envpool_env import _spaces
 
     _spaces.cache_clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _spaces("CartPole-v1")
+        benchenv.env_spaces("CartPole-v1", benchenv.env_protocol("CartPole-v1"))
     assert [str(w.message) for w in caught] == []
 
 
