@@ -60,7 +60,7 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "harness.curve_monitor")),
     ("certify", ("harness.certify",)),  # certificates: certify, verify (tiers 1 and 2)
     ("report", ("harness.report",)),
-    ("entry points", ("harness.cli", "harness.__main__", "harness")),
+    ("entry points", ("harness.cli_flags", "harness.cli", "harness.__main__", "harness")),
 ]
 
 def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
