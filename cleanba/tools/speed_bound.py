@@ -1,5 +1,5 @@
-"""What bounds the trainer's speed: `python -m cleanba.speed_bound [--algorithm ppo]
-[--trainer-args atari --env-id Breakout-v5 ...]`.
+"""What bounds the trainer's speed: `python -m cleanba.speed_bound [--algorithm ppo] [--
+atari --env-id Breakout-v5 ...]`.
 
 Three measurements of one run configuration (the trainer's own preset and flags), each
 through the trainer's own loops, in one process:
@@ -52,9 +52,9 @@ class SpeedBoundConfig:
 
     algorithm: Literal["ppo", "impala"] = "ppo"
     """Which trainer."""
-    trainer_args: tuple[str, ...] = ("atari",)
-    """The trainer's preset and flags, as `python -m cleanba.<algorithm>` takes them
-    (e.g. atari --env-id Breakout-v5 --num-envs 8 --num-actor-threads 1)."""
+    trainer_args: tyro.conf.Positional[tuple[str, ...]] = ("atari",)
+    """The trainer's preset and flags, as `python -m cleanba.<algorithm>` takes them, after
+    `--` (e.g. -- atari --env-id Breakout-v5 --num-envs 8 --num-actor-threads 1)."""
     rollouts: int = 3
     """Rollouts per actor thread timed alone (after the warm-up ones)."""
     updates: int = 3
@@ -116,7 +116,9 @@ def actor_alone(cfg: SpeedBoundConfig, config: Any) -> tuple[dict[str, float], l
 
 def learner_alone(cfg: SpeedBoundConfig, config: Any, rollouts: list[Any]) -> dict[str, float]:
     """Batch / median seconds per update of the learner loop on fixed rollouts."""
-    ctx, mesh, state, control, plan = _context(cfg, config, 1 + cfg.updates)
+    # async: publishing parameters never waits for an actor (there is none)
+    ctx, mesh, state, control, plan = _context(cfg, config, 1 + cfg.updates,
+                                               architecture="async")
 
     def feed() -> None:
         try:
