@@ -56,6 +56,8 @@ REPORT_KEYS = {
                  "smallest hardware)",
     "published": "table {table = FILE, column = NAME}: a 'Did it reproduce?' section "
                  "against that published column (docs/reproduce.md)",
+    "hardware": "folder of the GPU campaign's merged records (results/hardware): a "
+                "'Hardware evidence' section (benchmarks/campaign.py)",
 }
 PUBLISHED_KEYS = {
     "table": "published mean ± std CSV (relative to the project root), e.g. "
