@@ -31,6 +31,7 @@ from analysis import (
     suite_gates,
 )
 from harness.adaptive.report import adaptive_section, needed_runs, status_lines
+from harness.hardware import hardware_section
 from harness.store import Store, run_state
 from harness.sweep import Sweep
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
@@ -327,7 +328,9 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE
     tmp = page.with_suffix(".html.tmp")
-    tmp.write_text(build_html(assets, sweep, store, extra,
+    hardware = ([hardware_section(project_path(str(sweep.report["hardware"])), _table_html)]
+                if "hardware" in sweep.report else [])  # the GPU campaign's evidence
+    tmp.write_text(build_html(assets, sweep, store, extra, sections=hardware,
                               leading=[adaptive] if adaptive else []),
                    encoding="utf-8")
     tmp.replace(page)
