@@ -53,7 +53,7 @@ TOOL_KINDS = {"nvidia-h100-x1": "h100", "nvidia-h200": "h200"}
 # (compilation included, judged from the first-update times); a CartPole run ~30 s
 # (process start, CUDA, compilation; 6,250 policy steps and 48 updates are seconds).
 GPU_ESTIMATE_S = {"a": 70.0, "b": 270.0, "c": 90.0, "d": 95.0}
-CPU_ESTIMATE_S = {"a": 60.0, "b": 600.0, "c": 300.0, "d": 200.0}
+CPU_ESTIMATE_S = {"a": 150.0, "b": 600.0, "c": 300.0, "d": 200.0}
 TINY_ESTIMATE_S = {"a": 60.0, "b": 200.0, "c": 120.0, "d": 150.0}
 
 
