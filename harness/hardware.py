@@ -103,6 +103,7 @@ def equivalence_rows(store: Path) -> tuple[list[list[Any]], list[tuple[str, str]
         except AnalysisError as e:
             notes.append(f"stack {stack}: no verdict ({e})")
             continue
+        needed: dict[float, int | None] = {}  # per margin: the stack's spread is one
         groups = {g: gs for suite in a.suites for g, gs in suite.items()}
         kind_of = {g: record_place(next(iter(gs.runs.values())).manifest)[0]
                    for g, gs in groups.items()}
@@ -113,7 +114,11 @@ def equivalence_rows(store: Path) -> tuple[list[list[Any]], list[tuple[str, str]
                 notes.append(f"{group} vs {reference}: no verdict ({e})")
                 continue
             for res in found.results:
-                rows.append(verdict_row(res, kind_of[group], kind_of[reference], stack, spread))
+                delta = float(res["delta"])
+                if delta not in needed:
+                    needed[delta] = equivalence_seeds_needed(spread, delta)
+                rows.append(verdict_row(res, kind_of[group], kind_of[reference], stack,
+                                        needed[delta]))
                 lines.append((VERDICT_CLASS.get(res["verdict"], "v-INCONCLUSIVE"),
                               f"{res['line']}; {res['stack_line']}"))
     return rows, lines, notes
@@ -137,9 +142,10 @@ def pairs(groups: dict[str, Any], kind_of: dict[str, str]) -> list[tuple[str, st
 
 
 def verdict_row(res: dict[str, Any], kind: str, ref_kind: str, stack: str,
-                spread: Any) -> list[Any]:
+                needed: int | None) -> list[Any]:
+    """One verdict's row: the seeds so far, and with `needed` seeds per side (80% power
+    at the stack's spread) how many each side still lacks."""
     seeds = (len(res["seeds_a"]), len(res["seeds_b"]))
-    needed = equivalence_seeds_needed(spread, float(res["delta"]))
     if res["verdict"] in ("PASS", "DIFFERENT"):
         still = "0 (decided)"
     elif needed is None:

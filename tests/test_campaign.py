@@ -26,6 +26,7 @@ from campaign_merge import merge  # noqa: E402
 from campaign_state import (  # noqa: E402
     Item,
     Place,
+    estimate_s,
     fit,
     next_tool_kind,
     plan_items,
@@ -65,6 +66,14 @@ def test_plan_continues_where_the_store_stands_and_a_lease_takes_what_fits():
     place.speed_bound, place.deterministic = ["x"], ["y"]
     assert "c" not in [i.name for i in plan_items(place, expected)]
     assert {i.chunk for i in plan_items(place, expected, chunks="a")} == {"a"}
+    # estimates: the defaults, then what merged leases measured; a cap that cut an item is
+    # not tried again
+    fresh = Place("k", "s")
+    assert estimate_s(fresh, "a", ESTIMATES) == 70.0
+    fresh.leases = [{"failed": [{"chunk": "a", "wall_s": 80.0}]}]
+    assert estimate_s(fresh, "a", ESTIMATES) == 120.0
+    fresh.leases.append({"done": [{"chunk": "a", "wall_s": 40.0}, {"chunk": "a", "wall_s": 50.0}]})
+    assert estimate_s(fresh, "a", ESTIMATES) == 45.0
     # a tiny lease's runs have other ids (their frames): they never count for the real plan
     tiny = sweep_run_ids(4096)
     assert not set().union(*tiny.values()) & set().union(*expected.values())
@@ -244,6 +253,7 @@ def synthetic_store(store: Path) -> None:
         "wall_s": 455, "done": [{"item": "a:seed-1"}], "deferred": [{"item": "c"}]}) + "\n")
 
 
+@pytest.mark.slow  # ~12 s: scoring, the seed planner's simulations, Chromium
 def test_hardware_section_three_outcomes_seeds_needed_and_figures(tmp_path):
     from harness.report import _table_html
 
