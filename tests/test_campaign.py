@@ -284,36 +284,50 @@ def test_hardware_section_three_outcomes_seeds_needed_and_figures(tmp_path):
     render_in_chromium(title, body, tmp_path)
 
 
-def render_in_chromium(title: str, body: str, tmp_path: Path) -> None:
-    """The section inside the report's page (harness.report.build_html), rendered in headless
-    Chromium: its tables have rows, its verdict lines show, no 'nan', nothing wider than an
-    800 px window."""
+SECTION_PROBE = (
+    "var sec = Array.prototype.slice.call(document.querySelectorAll('h2')).filter("
+    "function (h) { return h.textContent === 'Hardware evidence'; });\n"
+    "  var srows = 0, sverdicts = 0, n = sec.length ? sec[0].nextElementSibling : null;\n"
+    "  while (n && n.tagName !== 'H2') { srows += n.querySelectorAll('tbody tr').length;\n"
+    "    if (n.classList.contains('verdict')) { sverdicts += 1; } n = n.nextElementSibling; }\n"
+    "  var r = {section: sec.length, section_rows: srows, section_verdicts: sverdicts, ")
+
+
+def probe_section(page: str, tmp_path: Path) -> dict | None:
+    """What headless Chromium shows of a report page with a "Hardware evidence" section, at
+    800 px: the section (rows, verdict lines) and the page checks of test_harness_report
+    ('nan', empty tables, anything wider than the window); None without Chromium."""
+    import html
+
     from test_harness_report import CHROMIUM_FLAGS, PAGE_PROBE, _chromium
 
-    from harness.report import build_html
-    from harness.store import Store
-    from harness.sweep import load_sweep, preset_path
-
     if _chromium() is None:
-        pytest.skip("chromium not installed (scripts/setup.sh --browser installs it)")
-    sweep = load_sweep(preset_path("hardware"), seeds=[1])
-    page = build_html({}, sweep, Store(tmp_path / "res", sweep.name), sections=[(title, body)])
-    probe = PAGE_PROBE.replace("var r = {", "var sec = Array.prototype.slice.call("
-                               "document.querySelectorAll('h2')).filter(function (h) {"
-                               " return h.textContent === 'Hardware evidence'; }).length;\n"
-                               "  var r = {section: sec, verdicts: document.querySelectorAll("
-                               "'.verdict.v-PASS, .verdict.v-DIFFERENT, .verdict.v-INCONCLUSIVE')"
-                               ".length, rows: document.querySelectorAll('tbody tr').length, ")
+        return None
     probed = tmp_path / "probed.html"
-    probed.write_text(page.replace("</body>", probe + "</body>"))
+    probed.write_text(page.replace("</body>", PAGE_PROBE.replace("var r = {", SECTION_PROBE)
+                                   + "</body>"))
     out = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'prof'}",
                           "--window-size=800,2000", "--virtual-time-budget=10000", "--dump-dom",
                           probed.as_uri()], capture_output=True, text=True, timeout=120)
     m = re.search(r'<pre id="probe">(.*?)</pre>', out.stdout)
     assert m, out.stderr[-2000:]
-    import html
-
     seen = json.loads(html.unescape(m[1]))
-    assert seen["section"] == 1 and seen["verdicts"] == 4 and seen["rows"] >= 10, seen
     assert seen["nan"] == 0 and seen["empty_tables"] == 0 and seen["empty_header_cells"] == 0
     assert seen["scroll_width"] <= seen["client_width"], seen["wide"]
+    return seen
+
+
+def render_in_chromium(title: str, body: str, tmp_path: Path) -> None:
+    """The section inside the report's page (harness.report.build_html), rendered in headless
+    Chromium: its tables have rows and its four verdict lines show."""
+    from harness.report import build_html
+    from harness.store import Store
+    from harness.sweep import load_sweep, preset_path
+
+    sweep = load_sweep(preset_path("hardware"), seeds=[1])
+    page = build_html({}, sweep, Store(tmp_path / "res", sweep.name), sections=[(title, body)])
+    seen = probe_section(page, tmp_path)
+    if seen is None:
+        pytest.skip("chromium not installed (scripts/setup.sh --browser installs it)")
+    assert seen["section"] == 1 and seen["section_verdicts"] == 4, seen
+    assert seen["section_rows"] == 8, seen  # (a) 4 verdicts, (b), (c), (d), 1 lease

@@ -12,7 +12,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from device_kit import ENVPOOL_ENTRY, MIB, keep_rule, kept, rom_name, strip_wheel  # noqa: E402
 from suite_table import NOT_YET, TRAINING_ROWS  # noqa: E402
+from test_campaign import probe_section  # noqa: E402
 
 from runrecord.exits import EXIT_BAD_INPUT  # noqa: E402
 
@@ -289,26 +289,9 @@ def rehearse_campaign(kit: Path, venv: Path, env: dict[str, str], tmp_path: Path
     assert section.count(first["lease"]) >= 2 and second["lease"] in section  # (d), leases
     assert "<td>identical</td>" in section
     times["report"] = time.monotonic() - started
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is not None:
-        probe = ("<script>window.addEventListener('load', function () {"
-                 "var h = Array.prototype.slice.call(document.querySelectorAll('h2')).filter("
-                 "function (e) { return e.textContent === 'Hardware evidence'; });"
-                 "var rows = 0, n = h.length ? h[0].nextElementSibling : null;"
-                 "while (n && n.tagName !== 'H2') { rows += n.querySelectorAll('tbody tr').length;"
-                 " n = n.nextElementSibling; }"
-                 "var p = document.createElement('pre'); p.id = 'probe';"
-                 "p.textContent = JSON.stringify({section: h.length, rows: rows});"
-                 "document.body.appendChild(p); });</script>")
-        probed = tmp_path / "probed.html"
-        probed.write_text(html_text.replace("</body>", probe + "</body>"))
-        shown = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                                f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom",
-                                "--virtual-time-budget=10000", probed.as_uri()],
-                               capture_output=True, text=True, timeout=120)
-        found = re.search(r'<pre id="probe">(.*?)</pre>', shown.stdout)
-        assert found, shown.stderr[-2000:]
-        assert json.loads(found[1]) == {"section": 1, "rows": 3}  # (d) and the two leases
+    seen = probe_section(html_text, tmp_path)  # headless Chromium, where there is one
+    if seen is not None:
+        assert seen["section"] == 1 and seen["section_rows"] == 3  # (d) and the two leases
 
 
 @pytest.mark.slow
