@@ -66,6 +66,9 @@ from gpu_suite import (
     run_child,
 )
 
+# chunk (c)'s own together run, when the lease has no chunk (b) run to take it from: a
+# PPO run of 8 updates (on an H100: ~56 s to the first update, then ~2.7 s per update)
+GPU_TOGETHER_S, CPU_TOGETHER_S, TINY_TOGETHER_S = 80.0, 400.0, 60.0
 TINY_EQUIVALENCE_FRAMES = 4096  # CartPole frames per run with --tiny (4 updates of 8 x 128)
 KILL_GRACE_S = 15.0  # a harness run gets SIGTERM this long before its cap (it stops its
 # trainers, which record `interrupted`), then SIGKILL at the cap
@@ -350,6 +353,8 @@ def run_lease(cfg: LeaseConfig) -> dict[str, Any]:
     together_sps: float | None = None
     for item in items:
         est, left = estimates[item.chunk], lease.left_s()
+        if item.chunk == "c" and together_sps is None:  # no (b) run in this lease to pair
+            est += (TINY_TOGETHER_S if cfg.tiny else GPU_TOGETHER_S if on_gpu else CPU_TOGETHER_S)
         if est > left:
             if len(lease.facts["deferred"]) < 20:
                 lease.facts["deferred"].append({"item": item.name, "why": f"needs ~{est:.0f} s, "

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import resource
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from cleanba.core.control import Control, Stopped
 from cleanba.core.learner import learner_loop
 from cleanba.core.runtime import actor_threads, make_context, prepare
 from cleanba.core.xla_flags import apply_cpu_conv_flag
+from runrecord.exits import EXIT_BAD_INPUT
 
 WARMUP_ROLLOUTS = 2  # per actor thread, before the actor-alone clock starts
 WARMUP_UPDATES = 2  # updates before the together window (compilation, the queue-of-one start)
@@ -184,11 +186,11 @@ def measure(cfg: SpeedBoundConfig) -> dict[str, Any]:
             or 0 < cfg.together_updates <= WARMUP_UPDATES + 1:
         raise ValueError(f"--rollouts and --updates must be >= 1 and --together-updates 0 or "
                          f">= {WARMUP_UPDATES + 2}")
-    apply_cpu_conv_flag()  # as the trainers do (before the first computation)
     config = trainer_config(cfg)
     if config.architecture == "async":
         raise ValueError("--architecture async: the together run needs a learner that "
                          "actors wait for (sync or cleanba)")
+    apply_cpu_conv_flag()  # as the trainers do (before the first computation)
     started = time.perf_counter()
     actor, rollouts = actor_alone(cfg, config)
     learner = learner_alone(cfg, config, rollouts)
@@ -219,7 +221,11 @@ def summary(f: dict[str, Any]) -> str:
 
 def cli() -> dict[str, Any]:
     cfg = tyro.cli(SpeedBoundConfig, description=__doc__.split("\n\n")[0])
-    figures = measure(cfg)
+    try:
+        figures = measure(cfg)
+    except ValueError as exc:  # bad settings (the trainer's own checks' ConfigError too)
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
     print(summary(figures), flush=True)
     if cfg.json_out is not None:
         cfg.json_out.write_text(json.dumps(figures, indent=2))
