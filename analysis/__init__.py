@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, gate, suite_gates
     from analysis.verdicts.seedplan import given_spread, seed_plan_lines, spread_from_analysis
     from analysis.verdicts.staleness import audit
+    from analysis.verdicts.undecided import equivalence_seeds_needed
 
 _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     # runs in: run records and openrlbenchmark exports, filtered by manifest values
@@ -61,6 +62,7 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     "given_spread": "analysis.verdicts.seedplan",
     "spread_from_analysis": "analysis.verdicts.seedplan",
     "seed_plan_lines": "analysis.verdicts.seedplan",
+    "equivalence_seeds_needed": "analysis.verdicts.undecided",
     # Atari-5 and reproduction
     "load_model": "analysis.atari5",
     "estimate_analysis": "analysis.atari5",
@@ -88,6 +90,7 @@ __all__ = [  # the names of _API (tests/test_analysis_api.py checks they match)
     "audit",
     "build_report_assets",
     "efficiency_curve",
+    "equivalence_seeds_needed",
     "equivalence_verdicts",
     "estimate_analysis",
     "gate",

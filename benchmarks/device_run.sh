@@ -3,16 +3,19 @@
 # benchmarks/device_kit.py; run from the repo root on the GPU machine:
 #
 #   bash .device/run.sh --out $OUT [--tiny] [--budget-s N] [--repo DIR] [--python PY]
+#   bash .device/run.sh --campaign --out $OUT [...] [-- CAMPAIGN LEASE FLAGS]
+# (flags after -- go to the campaign's lease, or without --campaign to gpu_suite.py)
 #
 # Installs the kit's wheels with no network into a temporary folder (never into the
 # image's environment), puts it and the checkout on PYTHONPATH, prints the environment,
 # then runs benchmarks/gpu_suite.py once with the budget left (480 s in all by default;
 # 1500 s with --tiny). Everything printed also goes to DIR/run.log; the suite writes
-# DIR/results.md, DIR/results.json and DIR/steps.log after every step.
+# DIR/results.md, DIR/results.json and DIR/steps.log after every step. With --campaign it
+# runs one lease of the GPU campaign instead (benchmarks/campaign.py lease), which writes DIR/lease.json, records.tar.gz, lease.md and steps.log.
 set -u
 KIT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-OUT="" TINY="" BUDGET="" REPO="$PWD" PY="${PYTHON:-python3}"
-usage() { echo "usage: run.sh --out DIR [--tiny] [--budget-s N] [--repo DIR] [--python PY]" >&2; exit 2; }
+OUT="" TINY="" BUDGET="" REPO="$PWD" PY="${PYTHON:-python3}" CAMPAIGN="" EXTRA=()
+usage() { echo "usage: run.sh [--campaign] --out DIR [--tiny] [--budget-s N] [--repo DIR] [--python PY] [-- LEASE FLAGS]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT="${2:-}"; shift 2 || usage ;;
@@ -20,6 +23,8 @@ while [ $# -gt 0 ]; do
     --budget-s) BUDGET="${2:-}"; shift 2 || usage ;;
     --repo) REPO="${2:-}"; shift 2 || usage ;;
     --python) PY="${2:-}"; shift 2 || usage ;;
+    --campaign) CAMPAIGN=1; shift ;;
+    --) shift; EXTRA=("$@"); break ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage ;;
   esac
 done
@@ -71,8 +76,13 @@ print("  kit:", ", ".join("%s %s" % (w["name"], w["version"]) for w in m["wheels
 ARGS=(--out "$OUT" --budget-s $(( BUDGET - ($(date +%s) - START) )))
 [ -n "$TINY" ] && ARGS+=(--tiny)
 [ -f "$KIT/reference/cleanba/cleanba_ppo.py" ] && ARGS+=(--reference-path "$KIT/reference")
-echo "[run.sh] $PY benchmarks/gpu_suite.py ${ARGS[*]}"
-"$PY" "$REPO/benchmarks/gpu_suite.py" "${ARGS[@]}"
+if [ -n "$CAMPAIGN" ]; then
+  echo "[run.sh] $PY benchmarks/campaign.py lease ${ARGS[*]} ${EXTRA[*]}"
+  "$PY" "$REPO/benchmarks/campaign.py" lease "${ARGS[@]}" "${EXTRA[@]}"
+else
+  echo "[run.sh] $PY benchmarks/gpu_suite.py ${ARGS[*]} ${EXTRA[*]}"
+  "$PY" "$REPO/benchmarks/gpu_suite.py" "${ARGS[@]}" "${EXTRA[@]}"
+fi
 rc=$?
 echo "[run.sh] done in $(( $(date +%s) - START )) s, exit $rc; results in $OUT"
 exec >&- 2>&-

@@ -7,7 +7,7 @@ its own process so the suite's own process never starts a JAX backend (on a GPU 
 take the device's memory from the runs it measures) and so each run's peak RSS is its own.
 
 Tasks: `environment` (versions, devices, CPU), `envpool-raw` and `actor-overhead`
-(cleanba.tools.throughput), `train` (our trainer, `python -m MODULE ARGS`) and `reference` (the
+(cleanba.tools.throughput), `speed-bound` (cleanba.tools.speed_bound), `train` (our trainer, `python -m MODULE ARGS`) and `reference` (the
 patched reference script). For the last two a sampler thread reads the device memory
 (`Device.memory_stats`, GPU) once the trainer has started JAX, and the wall-clock time of
 every learner update is recorded: our trainer's `RunWriter.log_update` calls (wrapped
@@ -186,6 +186,10 @@ def main(spec_path: str) -> None:
         write_json(spec["out"], actor_overhead(spec))
     elif task in ("train", "reference"):
         run_measured(spec)
+    elif task == "speed-bound":  # the GPU campaign's chunk (c) (benchmarks/campaign_lease.py)
+        from cleanba.tools.speed_bound import SpeedBoundConfig, measure
+
+        write_json(spec["out"], measure(SpeedBoundConfig(**spec["config"])))
     else:
         raise SystemExit(f"measured_run: unknown task {task!r}")
 

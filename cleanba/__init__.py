@@ -5,7 +5,8 @@ imports this package before the trainer module and its seconds of JAX imports; t
 stop-signal watcher (cleanba/core/stopping.py) is installed here, first, so a signal at any
 moment exits 130.
 
-A process started as one of cleanba's entry points (the trainers, `cleanba.bench`) also sets
+A process started as one of cleanba's entry points (the trainers, `cleanba.bench`,
+`cleanba.speed_bound`) also sets
 the XLA flag for fast CPU convolutions here (cleanba/core/xla_flags.py), before any JAX
 computation. Importing cleanba for anything else (the harness checking a run with
 cleanba.core.checks) leaves the process's environment, and so its children's, as it was;
@@ -18,7 +19,7 @@ from cleanba.core import stopping
 from cleanba.core.xla_flags import apply_cpu_conv_flag
 
 TRAINER_MODULES = ("cleanba.ppo", "cleanba.impala")
-ENTRY_MODULES = (*TRAINER_MODULES, "cleanba.bench")
+ENTRY_MODULES = (*TRAINER_MODULES, "cleanba.bench", "cleanba.speed_bound")
 
 
 def _launched_as(argv: list[str], modules: tuple[str, ...]) -> bool:

@@ -33,6 +33,7 @@ from analysis import (
 )
 from harness.adaptive.report import adaptive_section, needed_runs, status_lines
 from harness.certify.report_section import certificate_section
+from harness.hardware import hardware_section
 from harness.store import Store, run_state
 from harness.sweep import Sweep
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
@@ -330,7 +331,9 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     page = out_dir / REPORT_PAGE
     tmp = page.with_suffix(".html.tmp")
     certificate = certificate_section(store.sweep_dir)  # None: the sweep has no certificate
-    tmp.write_text(build_html(assets, sweep, store, extra,
+    hardware = ([hardware_section(project_path(str(sweep.report["hardware"])), _table_html)]
+                if "hardware" in sweep.report else [])  # the GPU campaign's evidence
+    tmp.write_text(build_html(assets, sweep, store, extra, sections=hardware,
                               leading=[s for s in (adaptive, certificate) if s]),
                    encoding="utf-8")
     tmp.replace(page)

@@ -59,7 +59,7 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "harness.slurm", "harness.slurm_queue", "harness.slurm_wait",
                    "harness.curve_monitor")),
     ("certify", ("harness.certify",)),  # certificates: certify, verify (tiers 1 and 2)
-    ("report", ("harness.report",)),
+    ("report", ("harness.hardware", "harness.report")),
     ("entry points", ("harness.cli_flags", "harness.cli", "harness.__main__", "harness")),
 ]
 
@@ -87,7 +87,8 @@ CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("cleanba.tools",)),  # benchmarks, the no-op forward pass, determinism check
     # the tools' commands (`python -m cleanba.bench|determinism_check`) and the package's
     # __init__ (the stop-signal watcher and XLA flag of an entry point, before JAX)
-    ("entry points", ("cleanba.bench", "cleanba.determinism_check", "cleanba")),
+    ("entry points", ("cleanba.bench", "cleanba.determinism_check", "cleanba.speed_bound",
+                      "cleanba")),
 ]
 
 # cleanba/numerics/: the losses and the mesh before what combines them; cleanba/core/: a
@@ -96,7 +97,8 @@ NUMERICS_LAYERS = wing("cleanba.numerics", "losses networks parallel", "determin
 CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers",
                    "config", "layout records", "control channel", "algorithm checks",
                    "context", "actor", "learner", "runtime", "cli")
-TOOLS_LAYERS = wing("cleanba.tools", "actor_hook", "throughput bench determinism_check")
+TOOLS_LAYERS = wing("cleanba.tools", "actor_hook",
+                    "throughput bench determinism_check speed_bound")
 
 CLEANBA_TOOLS = "cleanba.tools"
 """Tools beside the trainer (benchmarks, the determinism check, the no-op forward pass):
@@ -291,7 +293,7 @@ def test_the_trainer_imports_none_of_its_tools():
     graph = import_graph()
     tools = {m for m in graph if in_package(m, CLEANBA_TOOLS)}
     assert {"cleanba.tools.bench", "cleanba.tools.actor_hook"} <= tools
-    commands = {"cleanba.bench", "cleanba.determinism_check"}
+    commands = {"cleanba.bench", "cleanba.determinism_check", "cleanba.speed_bound"}
     bad = [f"{m} imports {d}" for m, deps in graph.items()
            if in_package(m, "cleanba") and m not in tools | commands
            for d in deps if d in tools]

@@ -1,4 +1,5 @@
-"""--deterministic: bit-identical records across layouts and process counts (issues 6, 22).
+"""--deterministic: bit-identical records across layouts and process counts (issues 6, 22),
+and whether the actors keep their observations on the host or on their devices (issue 42).
 
 Each (algorithm, network) pair trains on every layout of LAYOUTS (4 virtual CPU devices; d2
 is two processes over jax.distributed on localhost) and asserts that params checksums,
@@ -37,6 +38,11 @@ LAYOUTS = [
     ("a0,1-l2,3-d1", ["0", "1"], ["2", "3"], 1),
     ("a0-l0-d2", ["0"], ["0"], 2),
 ]
+# These layouts' actors keep their rollouts' observations on their devices, as on a GPU
+# (CLEANBA_ROLLOUT_OBS=device; cleanba/core/actor.py): the learner splits one rollout over
+# two devices (a0-l0,1) or builds the global batch of two processes (d2) from device
+# arrays. Their records must be the bits of the host path's (a0-l0-d1 and the others).
+DEVICE_OBS_LAYOUTS = ("a0-l0,1-d1", "a0-l0-d2")
 COMMON = ["--num-actor-threads", "1", "--progress-interval-s", "0", "--seed", "3"]
 CASES = {
     # 8 envs = 4 groups of 2; enough updates for CartPole episodes to end mid-run
@@ -61,7 +67,8 @@ def train_on_layout(alg: str, preset: str, args: list[str], layout: tuple, run_d
         flags.append("--deterministic")
     # Every process gets 4 virtual CPU devices: on CPU, XLA's host device count changes how
     # convolutions are split over threads, hence their bits (docs/deterministic.md).
-    env = trainer_env(4)
+    env = trainer_env(4, **({"CLEANBA_ROLLOUT_OBS": "device"}
+                            if layout[0] in DEVICE_OBS_LAYOUTS else {}))
     if xla_flag:
         env["XLA_FLAGS"] = with_flag(env["XLA_FLAGS"], xla_flag)
     if processes == 1:

@@ -1,5 +1,5 @@
-"""What an UNDECIDED (gate) or NOT SHOWN (`reproduce`) verdict says: why the evidence
-decides neither way, and how many seeds per side would decide it at the spread seen
+"""What an UNDECIDED (gate), NOT SHOWN (`reproduce`) or INCONCLUSIVE (equivalence) verdict
+says: why the evidence decides neither way, and how many seeds per side would decide it at the spread seen
 (the seed planner's `seeds_needed`, analysis.verdicts.seedplan), and that
 `python -m harness run --until-decided` can run them.
 """
@@ -10,7 +10,13 @@ import math
 
 from scipy import stats
 
-from analysis.verdicts.seedplan import gate_power, given_spread, seeds_needed
+from analysis.verdicts.seedplan import (
+    Spread,
+    equivalence_power,
+    gate_power,
+    given_spread,
+    seeds_needed,
+)
 
 PLAN_TARGET = 0.8
 """The power the seed counts aim for."""
@@ -25,6 +31,13 @@ def gate_seeds_needed(sd: float, delta: float) -> int | None:
         return None
     spread = given_spread(sd)
     return seeds_needed(lambda n: gate_power(spread, delta, n, sims=4_000), PLAN_TARGET)
+
+
+def equivalence_seeds_needed(spread: Spread, delta: float) -> int | None:
+    """Seeds per side for PLAN_TARGET power of the fixed equivalence TOST (both metrics)
+    if the true difference is 0, at `spread` (e.g. `spread_from_analysis` of the runs so
+    far); None: more than the planner's cap. What an INCONCLUSIVE equivalence needs."""
+    return seeds_needed(lambda n: equivalence_power(spread, delta, n, sims=4_000), PLAN_TARGET)
 
 
 def gate_undecided(lower: float, upper: float, delta: float, se: float, n_new: int,

@@ -1,5 +1,16 @@
 """The actor thread: a Python loop over env steps calling one jitted policy step, one
-rollout per iteration into its own rollout queue (size 1)."""
+rollout per iteration into its own rollout queue (size 1).
+
+Where a rollout's observations live (`obs_on_device`): on a GPU they stay on the actor's
+device, where each step's observations go anyway for the policy step, and are stacked
+there at the end of the rollout; the learner takes them from device to device. Host
+memory then holds only the small per-step fields. Before, every rollout's observations
+(233 MB per actor thread at the paper's 64 envs x 128 steps) were also copied into host
+memory, kept in up to three sets per thread, concatenated on the host by the learner and
+staged again for the transfer: ~2.4 GB of host memory on an H100 that the reference
+Cleanba never holds (docs/performance.md, "Host memory"). On a CPU the device is host
+memory, so the reused host sets (cleanba/core/rollout_buffers.py) stay: they are the
+cheaper way to write there. The values are the same bits either way."""
 
 from __future__ import annotations
 
@@ -25,7 +36,8 @@ from cleanba.numerics.losses import categorical_logprob
 class Rollout:
     thread: int  # global actor thread index
     iteration: int  # 1-based
-    arrays: dict[str, np.ndarray]  # ROLLOUT_FIELDS, time-major (T, envs, ...); obs (T + 1, ...)
+    arrays: dict[str, Any]  # ROLLOUT_FIELDS, time-major (T, envs, ...); obs (T + 1, ...):
+    # numpy arrays, and obs a jax.Array on the actor's device when `obs_on_device`
     versions: np.ndarray  # (T,) policy version used at each step
     param_wait_s: float
     episodes: list[Episode]
@@ -79,6 +91,13 @@ def unpack_policy_step(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return np.ascontiguousarray(packed[:, 0]), floats[:, 0], floats[:, 2:], floats[:, 1]
 
 
+def obs_on_device(ctx: Context, device: jax.Device) -> bool:
+    """Whether this actor keeps its rollouts' observations on its device (module doc):
+    `Context.rollout_obs_on_device` when set, else on every device but a CPU."""
+    choice = ctx.rollout_obs_on_device
+    return device.platform != "cpu" if choice is None else choice
+
+
 def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_global: int) -> None:
     plan, cfg = ctx.plan, ctx.config
     n, T = plan.envs_per_thread, plan.num_steps
@@ -91,13 +110,15 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     key = jax.device_put(ctx.action_key, device)
     tracker = EpisodeTracker(first_env, n)
     rewards_clipped = bool(spec.protocol.get("reward_clip", False))
+    on_device = obs_on_device(ctx, device)
     obs, _ = env.reset()
+    obs_now = jax.device_put(obs, device) if on_device else obs  # what the policy step reads
     prev_done = np.zeros(n, bool)
     version, params = 0, None
     # the rollouts' host memory, reused once the learner lets go of it: writing fresh pages
     # step by step cost up to a tenth of an env step (cleanba/core/rollout_buffers.py)
     buffers = RolloutBuffers({
-        "obs": ((T + 1, n, *spec.obs_shape), spec.obs_dtype),
+        **({} if on_device else {"obs": ((T + 1, n, *spec.obs_shape), spec.obs_dtype)}),
         "actions": ((T, n), np.int32),
         "logprobs": ((T, n), np.float32),
         "logits": ((T, n, spec.num_actions), np.float32),
@@ -116,7 +137,9 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
             version, params = got[0], jax.device_put(got[1], device)
         param_wait = time.monotonic() - t_wait
         t_rollout = time.monotonic()
-        arrays = buffers.take()  # every element is written below
+        arrays: dict[str, Any] = buffers.take()  # every element is written below
+        ctx.host_rollout_sets[thread_global] = buffers.allocated
+        obs_steps: list[jax.Array] = []  # on_device: each step's observations, on the device
         versions = np.empty(T, np.int64)
         episodes: list[Episode] = []
         for t in range(T):
@@ -126,10 +149,16 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
                 version, params = newer[0], jax.device_put(newer[1], device)
                 param_wait += time.monotonic() - t0
             step = (k - 1) * T + t  # this env block's step counter, same for every layout
-            arrays["obs"][t] = obs
-            packed = np.asarray(policy(params, obs, env_index, np.int32(step), key))
+            if on_device:
+                obs_steps.append(obs_now)
+            else:
+                arrays["obs"][t] = obs
+            # the result waits for the policy step, hence for obs_now's transfer: EnvPool
+            # may write its next observations only after that
+            packed = np.asarray(policy(params, obs_now, env_index, np.int32(step), key))
             actions, logprobs, logits, values = unpack_policy_step(packed)
             obs, reward, term, trunc, info = env.step(actions)
+            obs_now = jax.device_put(obs, device) if on_device else obs
             rec = record_step(prev_done, reward, term, trunc, info, rewards_clipped)
             arrays["actions"][t] = actions
             arrays["logprobs"][t] = logprobs
@@ -142,7 +171,11 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
             episodes += tracker.step(rec.raw_reward, rec.done, rec.mask,
                                      (step + 1) * plan.num_envs, time.monotonic() - ctx.start_time)
             prev_done = rec.done
-        arrays["obs"][T] = obs
+        if on_device:  # obs_now is also step 0's observations of the next rollout
+            arrays["obs"] = jnp.stack([*obs_steps, obs_now])
+            del obs_steps
+        else:
+            arrays["obs"][T] = obs
         ctx.timing["rollout"].append(time.monotonic() - t_rollout)
         rollout = Rollout(thread_global, k, arrays, versions, param_wait, episodes)
         ctx.control.put(ctx.rollout_queues[local_thread], rollout)

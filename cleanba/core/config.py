@@ -241,3 +241,21 @@ def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
             " and N >= 1 (e.g. actor:3)"
         )
     return Fault(kind, int(at))
+
+
+# --- where actors keep rollout observations (a test and diagnosis hook; docs/cleanba.md) --
+
+ROLLOUT_OBS_ENV_VAR = "CLEANBA_ROLLOUT_OBS"
+ROLLOUT_OBS_CHOICES = {"device": True, "host": False, "auto": None}
+
+
+def rollout_obs_from_env(environ: Mapping[str, str] = os.environ) -> bool | None:
+    """`CLEANBA_ROLLOUT_OBS=device|host|auto` (unset: auto): keep the actors' rollout
+    observations on their devices, in reused host memory, or by platform (on the device
+    unless it is a CPU; cleanba/core/actor.py). The records are the same bits either way;
+    it lets a CPU run take the GPU's path, so tests compare both here."""
+    text = environ.get(ROLLOUT_OBS_ENV_VAR, "").strip() or "auto"
+    if text not in ROLLOUT_OBS_CHOICES:
+        raise ConfigError(f"{ROLLOUT_OBS_ENV_VAR}={text!r}: expected one of "
+                          f"{', '.join(ROLLOUT_OBS_CHOICES)}")
+    return ROLLOUT_OBS_CHOICES[text]

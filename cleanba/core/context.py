@@ -29,6 +29,7 @@ class Prepared:
     run_dir: Path
     manifest: dict[str, Any]
     fault: Fault | None
+    rollout_obs_on_device: bool | None = None  # CLEANBA_ROLLOUT_OBS (core.config)
 
     @property
     def plan(self) -> Plan:
@@ -58,9 +59,16 @@ class Context:
     """The forward pass the actors' policy step runs, (params, obs) -> (logits, value);
     None: the algorithm's network. Only benchmarks inject one (cleanba.tools.actor_hook's no-op),
     through make_context; a run never does."""
+    rollout_obs_on_device: bool | None = None
+    """Where an actor keeps its rollout's observations: on its device (True), in host
+    memory reused from rollout to rollout (False), or by its device's platform (None: on
+    the device unless it is a CPU; cleanba/core/actor.py, `obs_on_device`). Records are the
+    same bits either way; runs leave it None, tests and tools set it."""
     updates_done: int = 0
     episodes_written: int = 0
     timing: dict[str, list[float]] = field(default_factory=lambda: {"rollout": [], "update": []})
+    host_rollout_sets: dict[int, int] = field(default_factory=dict)
+    """Global actor thread -> host rollout sets it has allocated so far (its memory)."""
 
     @property
     def plan(self) -> Plan:

@@ -21,16 +21,33 @@ from cleanba.numerics.parallel import LearnerMesh, checksum, first_replica
 
 def assemble_batch(rollouts: Sequence[Rollout], fields: Sequence[str], num_devices: int):
     """Concatenate this process's rollouts along the env axis (global env order) and split
-    the envs evenly over the learner devices: each field becomes (devices, T, envs/dev, ...)."""
+    the envs evenly over the learner devices: each field held in host memory becomes
+    (devices, T, envs/dev, ...). Fields the actors keep on their devices (jax.Arrays) are
+    left out: `device_batch` places them."""
     batch = {}
     for name in fields:
         parts = [r.arrays[name] for r in rollouts]
+        if isinstance(parts[0], jax.Array):
+            continue
         full = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
         if num_devices == 1:
             batch[name] = full[None]
         else:
             batch[name] = np.stack(np.split(full, num_devices, axis=1))
     return batch
+
+
+def device_batch(rollouts: Sequence[Rollout], fields: Sequence[str], mesh: LearnerMesh,
+                 host: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The batch on the learner devices: the host fields (`assemble_batch`'s) sharded from
+    host memory, the fields the actors kept on their devices moved device to device
+    (`LearnerMesh.shard_parts`: the same split, the same values)."""
+    out = dict(mesh.shard(host))
+    for name in fields:
+        parts = [r.arrays[name] for r in rollouts]
+        if isinstance(parts[0], jax.Array):
+            out[name] = mesh.shard_parts(parts)
+    return out
 
 
 def rollout_stats(rollouts: Sequence[Rollout]) -> np.ndarray:
@@ -101,7 +118,15 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
             batch["rewards"] = batch["rewards"] + noise.astype(batch["rewards"].dtype)
         if ctx.fault is not None and ctx.fault.kind == "learner" and ctx.fault.at == k:
             raise RuntimeError(f"injected learner fault at update {k} ({ctx.fault})")
-        state, metrics = update(state, mesh.shard(batch), k)
+        on_devices = device_batch(rollouts, alg.batch_fields, mesh, batch)
+        # Let go of the host arrays before the update: once the transfer is done, an actor
+        # can write its next rollout into that memory instead of a new set (2 sets per
+        # actor thread instead of 3), and the concatenated copy is gone before the next
+        # one is made (cleanba/core/rollout_buffers.py).
+        stats, batch_episodes = rollout_stats(rollouts), [e for r in rollouts for e in r.episodes]
+        del batch, rollouts
+        state, metrics = update(state, on_devices, k)
+        del on_devices
         metrics = {name: float(v) for name, v in metrics.items()}
         if not math.isfinite(metrics["loss_total"]):
             raise NonFiniteLoss(
@@ -113,9 +138,7 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         digest = checksum(params) if cfg.params_checksum else ""
         ctx.timing["update"].append(time.monotonic() - t_update)
 
-        stats, episodes = gather_from_processes(
-            rollout_stats(rollouts), [e for r in rollouts for e in r.episodes], capacity
-        )
+        stats, episodes = gather_from_processes(stats, batch_episodes, capacity)
         # One order whatever the layout: by env step, then global env index.
         episodes.sort(key=lambda e: (e.env_steps, e.env_index))
         now = time.monotonic()

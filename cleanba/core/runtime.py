@@ -36,7 +36,7 @@ from cleanba.core.actor import actor_loop
 from cleanba.core.algorithm import AlgorithmFactory
 from cleanba.core.channel import ParamChannel
 from cleanba.core.checks import PresetChoice, Topology, check_run
-from cleanba.core.config import CommonConfig, ConfigError, fault_from_env
+from cleanba.core.config import CommonConfig, ConfigError, fault_from_env, rollout_obs_from_env
 from cleanba.core.context import Context, Prepared
 from cleanba.core.control import Control, Stopped
 from cleanba.core.layout import init_distributed
@@ -83,6 +83,7 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
     """Every check that can fail on bad arguments (cleanba.core.checks.check_run; raises
     ConfigError & co.), then the run's id, directory and manifest. Writes nothing."""
     fault = fault_from_env()
+    rollout_obs = rollout_obs_from_env()
     checked = check_run(config, factory, start_processes, preset, presets)
     plan, protocol = checked.plan, checked.env.protocol
     rid = config.run_id or make_run_id(system, config, protocol, plan.layout)
@@ -103,7 +104,7 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
         derived=derived, devices=devices,
         determinism=determinism_facts(config.deterministic, config.deterministic_groups),
     )
-    return Prepared(checked, rid, run_dir, manifest, fault)
+    return Prepared(checked, rid, run_dir, manifest, fault, rollout_obs)
 
 
 def train(config: CommonConfig, factory: AlgorithmFactory, system: str,
@@ -240,7 +241,7 @@ def make_context(config: CommonConfig, prep: Prepared, control: Control,
         rollout_queues=[queue.Queue(maxsize=1) for _ in range(plan.threads_per_process)],
         action_key=action_key, fault=prep.fault, progress=Progress(plan.num_updates),
         writer=writer, wandb=wandb_logger, start_time=time.monotonic(),
-        actor_forward=actor_forward,
+        actor_forward=actor_forward, rollout_obs_on_device=prep.rollout_obs_on_device,
     )
     channel.publish(1, first_replica(state.params))
     return ctx, mesh, state

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -85,6 +86,28 @@ class LearnerMesh:
         return jax.tree.map(
             lambda x: jax.make_array_from_process_local_data(self.split, np.asarray(x)), tree
         )
+
+    def shard_parts(self, parts: Sequence[jax.Array]) -> jax.Array:
+        """This process's rollouts' arrays of one field, (T, envs_i, ...) each, already on
+        devices (the actors'), in global env order -> the global array `shard` makes of
+        their concatenation along the env axis split evenly over this process's learner
+        devices: the same values and sharding, moved device to device and concatenated on
+        each learner device (nothing passes through host memory)."""
+        starts = np.cumsum([0, *(p.shape[1] for p in parts)])
+        per_device = int(starts[-1]) // len(self.local_devices)
+        local = []
+        for j, device in enumerate(self.local_devices):
+            lo, hi = j * per_device, (j + 1) * per_device
+            pieces = []
+            for part, start, end in zip(parts, starts[:-1], starts[1:], strict=True):
+                a, b = max(lo, int(start)), min(hi, int(end))
+                if a < b:
+                    piece = part if (a, b) == (start, end) else part[:, a - start:b - start]
+                    pieces.append(jax.device_put(piece, device))
+            whole = pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=1)
+            local.append(whole[None])
+        shape = (len(self.devices), *local[0].shape[1:])
+        return jax.make_array_from_single_device_arrays(shape, self.split, local)
 
     def map(self, fn: Callable, in_split: Sequence[bool], out_split: Sequence[bool]) -> Callable:
         """jit(shard_map(fn)) over the learner devices.

@@ -108,6 +108,10 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
             checker.check_keys(doc[section], valid, (section,))
     if isinstance(doc.get("report"), dict) and "published" in doc["report"]:
         checker.published(doc["report"]["published"])
+    if isinstance(doc.get("report"), dict) and not isinstance(
+            doc["report"].get("hardware", ""), str):
+        raise checker.error(("report", "hardware"), "hardware must be a folder (a string, "
+                            "relative to the project root), e.g. 'results/hardware'")
     if isinstance(doc.get("regression"), dict) and "metric" in doc["regression"]:
         checker.gate_metric(doc["regression"]["metric"])
     if isinstance(doc.get("regression"), dict) and any(

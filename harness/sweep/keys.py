@@ -59,6 +59,8 @@ REPORT_KEYS = {
                  "smallest hardware)",
     "published": "table {table = NAME|FILE, column = NAME}: a 'Did it reproduce?' section "
                  "against that published column (docs/reproduce.md)",
+    "hardware": "folder of the GPU campaign's merged records (results/hardware): a "
+                "'Hardware evidence' section (benchmarks/campaign.py)",
 }
 PUBLISHED_KEYS = {
     "table": "a shipped published table by name, e.g. 'cleanba:main_10CPU', or a "

@@ -1,0 +1,253 @@
+"""The GPU campaign's store and plan: what is done for a device kind and software stack,
+and what a lease does next (benchmarks/campaign.py; results/hardware/README.md).
+
+The store (committed, small):
+
+    results/hardware/<device kind>/<stack>/
+      stack.json                  the stack (device, jax, jaxlib, EnvPool, Python, CUDA)
+      leases.jsonl                one line per merged lease: who, when, what it did
+      equivalence/runs/<id>/      chunk (a): run records (harness store: root <kind>/<stack>)
+      learning/seed-<s>/          chunk (b): ours/ (run record) and figures.json
+      speed-bound/<lease>.json    chunk (c)
+      deterministic/<lease>/      chunk (d): run-1/, run-2/ (run records), figures.json
+
+A record's folder comes from its own manifest (`record_place`: the device kind of its
+layout and the versions in its provenance), never from the lease that brought it, so a
+record made under a different stack is kept apart. The plan of a (kind, stack) is one
+sequence of items (`plan_items`); a lease runs the first ones not done that fit its time.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runrecord.hardware import kind_folder, record_place, stack_folder  # noqa: E402
+
+STORE = ROOT / "results" / "hardware"
+EQUIVALENCE = "equivalence"  # the chunk (a) sweep's name (harness/presets/hardware.toml)
+PRESET = "hardware"
+RECORD_FILES = ("manifest.json", "episodes.csv", "updates.csv")
+CHUNKS = {
+    "a": "cross-hardware equivalence: CartPole PPO and IMPALA, seeds added lease after lease",
+    "b": "learning at equal frames: ours and the reference Cleanba, Breakout PPO, one seed "
+         "per lease",
+    "c": "what bounds our speed at the paper's settings: actor alone, learner alone, both",
+    "d": "--deterministic run to run: two runs, their records compared bit for bit",
+}
+# The lent machines' kinds as the device tool names them, and how their JAX device kind
+# reads ("NVIDIA H100 80GB HBM3" -> nvidia-h100-80gb-hbm3).
+TOOL_KINDS = {"nvidia-h100-x1": "h100", "nvidia-h200": "h200"}
+# Seconds per item on a GPU before a lease of that kind has measured it: from the first
+# H100 call (docs/performance.md): our PPO 4.5 s per update after a 56 s first one, the
+# reference 72 s then ~4.5 s (the suite's shares, 125 + 135 s), one --deterministic run of
+# 5 updates ~40 s (90 s for two), the actor alone ~35 s and the learner alone ~45 s
+# (compilation included, judged from the first-update times); a CartPole run ~30 s
+# (process start, CUDA, compilation; 6,250 policy steps and 48 updates are seconds).
+GPU_ESTIMATE_S = {"a": 70.0, "b": 270.0, "c": 90.0, "d": 95.0}
+CPU_ESTIMATE_S = {"a": 150.0, "b": 600.0, "c": 300.0, "d": 200.0}
+TINY_ESTIMATE_S = {"a": 60.0, "b": 200.0, "c": 120.0, "d": 150.0}
+
+
+__all__ = ["record_place"]  # also the merge's: where a record belongs (runrecord.hardware)
+
+
+def probe_place(env: Mapping[str, Any]) -> tuple[str, str]:
+    """(device kind folder, stack folder) of the machine a lease runs on, from the suite's
+    environment probe (benchmarks/measured_run.py, task `environment`); the same names
+    `record_place` gives its records."""
+    kind = kind_folder([str(d["kind"]) for d in env.get("devices") or []])
+    return kind, stack_folder(str(env.get("python", "?")), str(env.get("jax", "?")),
+                              str(env.get("jaxlib", "?")), str(env.get("envpool", "?")))
+
+
+def tool_kind(kind: str) -> str | None:
+    """The device tool's name of a device kind folder (None: not a lent kind)."""
+    return next((tool for tool, mark in TOOL_KINDS.items() if mark in kind), None)
+
+
+# --------------------------------------------------------------------------------------
+# what a (kind, stack) folder holds
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def completed_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
+    """run id -> manifest of every completed run record in a runs/ folder."""
+    out = {}
+    if runs_dir.is_dir():
+        for d in sorted(runs_dir.iterdir()):
+            m = read_json(d / "manifest.json")
+            if isinstance(m, dict) and m.get("status") == "completed" and all(
+                    (d / f).is_file() for f in RECORD_FILES):
+                out[d.name] = m
+    return out
+
+
+@dataclass
+class Place:
+    """What one (device kind, stack) folder holds."""
+
+    kind: str
+    stack: str
+    equivalence: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> manifest
+    learning_seeds: list[int] = field(default_factory=list)
+    speed_bound: list[str] = field(default_factory=list)  # lease ids
+    deterministic: list[str] = field(default_factory=list)  # lease ids
+    leases: list[dict[str, Any]] = field(default_factory=list)
+
+    def equivalence_seeds(self, expected: Mapping[int, set[str]]) -> list[int]:
+        """Seeds whose runs (`expected`: seed -> the chunk (a) sweep's run ids of that
+        seed, `sweep_run_ids`) are all completed here."""
+        return sorted(s for s, ids in expected.items() if ids <= set(self.equivalence))
+
+    def item_seconds(self, chunk: str, status: str = "done") -> list[float]:
+        """Wall seconds of every item of `chunk` the merged leases ran here (status done,
+        or failed)."""
+        return [float(i["wall_s"]) for lease in self.leases for i in lease.get(status, [])
+                if i.get("chunk") == chunk and isinstance(i.get("wall_s"), int | float)]
+
+
+def read_place(store: Path, kind: str, stack: str) -> Place:
+    base = store / kind / stack
+    place = Place(kind, stack, completed_runs(base / EQUIVALENCE / "runs"))
+    learning = base / "learning"
+    if learning.is_dir():
+        place.learning_seeds = sorted(
+            int(d.name.removeprefix("seed-")) for d in learning.iterdir()
+            if d.name.startswith("seed-") and d.name[5:].isdigit()
+            and isinstance(read_json(d / "figures.json"), dict))
+    if (base / "speed-bound").is_dir():
+        place.speed_bound = sorted(p.stem for p in (base / "speed-bound").glob("*.json"))
+    if (base / "deterministic").is_dir():
+        place.deterministic = sorted(d.name for d in (base / "deterministic").iterdir()
+                                     if isinstance(read_json(d / "figures.json"), dict))
+    leases = base / "leases.jsonl"
+    if leases.is_file():
+        for line in leases.read_text(encoding="utf-8").splitlines():
+            try:
+                place.leases.append(json.loads(line))
+            except ValueError:
+                continue  # a torn last line is not a lease
+    return place
+
+
+def places(store: Path) -> list[Place]:
+    """Every (kind, stack) folder of the store."""
+    out = []
+    if store.is_dir():
+        for kind in sorted(p for p in store.iterdir() if p.is_dir()):
+            for stack in sorted(p for p in kind.iterdir() if p.is_dir()):
+                out.append(read_place(store, kind.name, stack.name))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# the plan
+
+
+@dataclass(frozen=True)
+class Item:
+    """One unit of a lease's work: chunk a or b with its seed, or chunk c or d."""
+
+    chunk: str
+    seed: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.chunk}{'' if self.seed is None else f':seed-{self.seed}'}"
+
+
+def sweep_run_ids(frames: int | None = None) -> dict[int, set[str]]:
+    """Seed -> run ids of the chunk (a) sweep (harness/presets/hardware.toml; `frames`:
+    scaled down, as a tiny lease runs it). Run ids cover system, game, layout, seed and
+    frame budget, not the device, so every kind's runs of a seed have these ids."""
+    from harness.sweep import load_sweep, preset_path
+
+    out: dict[int, set[str]] = {}
+    for spec in load_sweep(preset_path(PRESET), frames=frames).runs:
+        out.setdefault(spec.seed, set()).add(spec.run_id)
+    return out
+
+
+def plan_items(place: Place, expected: Mapping[int, set[str]], chunks: str = "abcd",
+               seeds_per_round: int = 2, rounds: int = 8) -> list[Item]:
+    """The items not done yet for this (kind, stack), in the campaign's order: round 1 is
+    (a) `seeds_per_round` seeds, (b) one seed, (c), (d); every later round (a)
+    `seeds_per_round` more seeds and (b) one more (c and d are done once per kind and
+    stack). Seeds are the smallest not done, so a cut lease's seed comes back first."""
+    done_a = set(place.equivalence_seeds(expected))
+    done_b = set(place.learning_seeds)
+    items: list[Item] = []
+    next_a = next_b = 1
+    for r in range(rounds):
+        if "a" in chunks:
+            for _ in range(seeds_per_round):
+                while next_a in done_a:
+                    next_a += 1
+                if next_a in expected:  # the sweep's seeds are the campaign's
+                    items.append(Item("a", next_a))
+                next_a += 1
+        if "b" in chunks:
+            while next_b in done_b:
+                next_b += 1
+            items.append(Item("b", next_b))
+            next_b += 1
+        if r == 0:
+            if "c" in chunks and not place.speed_bound:
+                items.append(Item("c"))
+            if "d" in chunks and not place.deterministic:
+                items.append(Item("d"))
+    return items
+
+
+def estimate_s(place: Place, chunk: str, defaults: Mapping[str, float]) -> float:
+    """Seconds an item of `chunk` is expected to take here: the median of the merged
+    leases' items of that chunk done; with none, the default, or 1.5 x the longest one
+    that failed, if that is more (a cap too short for this machine is not tried again)."""
+    seen = place.item_seconds(chunk)
+    if seen:
+        return statistics.median(seen)
+    return max([defaults[chunk], *(1.5 * s for s in place.item_seconds(chunk, "failed"))])
+
+
+def fit(items: list[Item], budget_s: float, estimate: Mapping[str, float]) -> list[Item]:
+    """The items a lease of `budget_s` seconds starts, in order: each that fits in what the
+    ones before it leave (an item that does not fit waits for the next lease; later,
+    smaller ones may still go)."""
+    left, out = budget_s, []
+    for item in items:
+        if estimate[item.chunk] <= left:
+            out.append(item)
+            left -= estimate[item.chunk]
+    return out
+
+
+def equivalence_seeds_by_kind(store: Path, expected: Mapping[int, set[str]]) -> dict[str, int]:
+    """Lent device tool kind -> chunk (a) seeds done so far (all its stacks)."""
+    out = dict.fromkeys(TOOL_KINDS, 0)
+    for place in places(store):
+        tool = tool_kind(place.kind)
+        if tool is not None:
+            out[tool] += len(place.equivalence_seeds(expected))
+    return out
+
+
+def next_tool_kind(store: Path, expected: Mapping[int, set[str]]) -> str:
+    """The kind the next device call names: the one with fewer chunk (a) seeds so far (the
+    first listed, the H100, on a tie: a call that names none gets it)."""
+    seeds = equivalence_seeds_by_kind(store, expected)
+    return min(TOOL_KINDS, key=lambda tool: (seeds[tool], list(TOOL_KINDS).index(tool)))

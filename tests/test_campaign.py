@@ -1,0 +1,333 @@
+"""The GPU campaign (benchmarks/campaign*.py) without a GPU: its plan and what a lease may
+start, the merge (provenance keeps records apart, nothing overwritten, a lease merged once,
+bad archives refused), and the report's "Hardware evidence" section (harness/hardware.py)
+on a store of synthetic records standing in for the device kinds (a GPU cannot run here),
+rendered in headless Chromium. The CPU rehearsal of real leases through the device kit is
+in tests/test_device_kit.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from synthetic_records import write_synthetic_run
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from campaign_merge import merge  # noqa: E402
+from campaign_state import (  # noqa: E402
+    Item,
+    Place,
+    estimate_s,
+    fit,
+    next_tool_kind,
+    plan_items,
+    read_place,
+    sweep_run_ids,
+)
+
+from harness.hardware import first_thread_mean, hardware_section  # noqa: E402
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED  # noqa: E402
+from runrecord.hardware import record_place  # noqa: E402
+
+H100 = "NVIDIA H100 80GB HBM3"
+H200 = "NVIDIA H200"
+STACK = {"jax": "0.11.2", "jaxlib": "0.11.2", "envpool": "1.2.5"}
+ESTIMATES = {"a": 70.0, "b": 270.0, "c": 90.0, "d": 95.0}
+
+
+def done_place(seeds: list[int], expected: dict[int, set[str]]) -> Place:
+    runs = {rid: {"status": "completed"} for s in seeds for rid in expected[s]}
+    return Place("nvidia-h100-80gb-hbm3", "s", runs)
+
+
+def test_plan_continues_where_the_store_stands_and_a_lease_takes_what_fits():
+    expected = sweep_run_ids()
+    assert sorted(expected)[:3] == [1, 2, 3] and all(len(ids) == 2 for ids in expected.values())
+    items = plan_items(done_place([1, 3], expected), expected)
+    assert [i.name for i in items[:8]] == ["a:seed-2", "a:seed-4", "b:seed-1", "c", "d",
+                                           "a:seed-5", "a:seed-6", "b:seed-2"]
+    # a whole lease: (a) and (b) fit, (c) and (d) wait; a shorter one skips (b) but not (c)
+    assert fit(items, 470, ESTIMATES) == [Item("a", 2), Item("a", 4), Item("b", 1)]
+    assert fit(items, 300, ESTIMATES) == [Item("a", 2), Item("a", 4), Item("c"), Item("a", 5)]
+    # the next lease starts with what waited: nothing done is planned again
+    place = done_place([1, 2, 3, 4], expected)
+    place.learning_seeds = [1]
+    nxt = plan_items(place, expected)
+    assert [i.name for i in nxt[:4]] == ["a:seed-5", "a:seed-6", "b:seed-2", "c"]
+    place.speed_bound, place.deterministic = ["x"], ["y"]
+    assert "c" not in [i.name for i in plan_items(place, expected)]
+    assert {i.chunk for i in plan_items(place, expected, chunks="a")} == {"a"}
+    # estimates: the defaults, then what merged leases measured; a cap that cut an item is
+    # not tried again
+    fresh = Place("k", "s")
+    assert estimate_s(fresh, "a", ESTIMATES) == 70.0
+    fresh.leases = [{"failed": [{"chunk": "a", "wall_s": 80.0}]}]
+    assert estimate_s(fresh, "a", ESTIMATES) == 120.0
+    fresh.leases.append({"done": [{"chunk": "a", "wall_s": 40.0}, {"chunk": "a", "wall_s": 50.0}]})
+    assert estimate_s(fresh, "a", ESTIMATES) == 45.0
+    # a tiny lease's runs have other ids (their frames): they never count for the real plan
+    tiny = sweep_run_ids(4096)
+    assert not set().union(*tiny.values()) & set().union(*expected.values())
+
+
+def write_run(store: Path, device: str, seed: int, system: str = "cleanba-ppo",
+              packages: dict | None = None, **kw) -> Path:
+    tmp = write_synthetic_run(store / "_tmp", system=system, seed=seed, devices=(device,),
+                              packages=packages or STACK, sweep="equivalence", **kw)
+    manifest = json.loads((tmp / "manifest.json").read_text())
+    kind, stack = record_place(manifest)
+    dst = store / kind / stack / "equivalence" / "runs" / tmp.name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(tmp, dst)
+    return dst
+
+
+def test_the_next_call_names_the_kind_with_fewer_seeds(tmp_path):
+    store = tmp_path / "store"
+    assert next_tool_kind(store, sweep_run_ids()) == "nvidia-h100-x1"  # a tie: the first
+    expected: dict[int, set[str]] = {}
+    for seed in (1, 2):
+        for system in ("cleanba-ppo", "cleanba-impala"):
+            run = write_run(store, H100, seed, system, total_frames=20_000)
+            expected.setdefault(seed, set()).add(run.name)
+    expected[3] = {"not-run-yet"}
+    kind = "nvidia-h100-80gb-hbm3"
+    place = read_place(store, kind, next(p.name for p in (store / kind).iterdir()))
+    assert place.equivalence_seeds(expected) == [1, 2]  # seed 3's run is missing
+    assert next_tool_kind(store, expected) == "nvidia-h200"
+
+
+def lease_archive(path: Path, runs: dict[str, Path], extra: dict[str, bytes],
+                  mode: str = "paper settings",
+                  lease: str = "20261201T000000Z-nvidia-h100-80gb-hbm3") -> Path:
+    """A lease's records.tar.gz: run records under equivalence/runs/ and other files; the
+    lease ran on the first run's stack."""
+    first = json.loads((next(iter(runs.values())) / "manifest.json").read_text())
+    stack = record_place(first)[1]
+    files = []
+    with tarfile.open(path, "w:gz") as tar:
+        for rid, run in runs.items():
+            for name in ("manifest.json", "episodes.csv", "updates.csv"):
+                tar.add(run / name, arcname=f"./equivalence/runs/{rid}/{name}")
+                files.append(f"equivalence/runs/{rid}/{name}")
+        for name, data in extra.items():
+            info = tarfile.TarInfo(f"./{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        facts = {"lease": lease, "kind": "nvidia-h100-80gb-hbm3", "stack": stack, "mode": mode,
+                 "environment": {"cpu_model": "x", "jax": "0.11.2"}, "deferred": [],
+                 "done": [{"item": "a:seed-1", "chunk": "a", "seed": 1, "wall_s": 60.0,
+                           "files": [f for f in files]},
+                          {"item": "c", "chunk": "c", "wall_s": 80.0,
+                           "files": [n for n in extra if not n.startswith("..")]}]}
+        data = json.dumps(facts).encode()
+        info = tarfile.TarInfo("./lease.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def campaign(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "campaign.py"), *args],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_merge_files_by_provenance_once_and_never_overwrites(tmp_path):
+    made = tmp_path / "made"
+    same = write_synthetic_run(made, seed=1, devices=(H100,), packages=STACK, total_frames=20_000)
+    other = write_synthetic_run(made, seed=2, devices=(H100,), total_frames=20_000,
+                                packages={**STACK, "jax": "0.12.0"})
+    lease = "20261201T000000Z-nvidia-h100-80gb-hbm3"
+    bound = json.dumps({"bound_sps": 100.0, "share": 0.95}).encode()
+    archive = lease_archive(tmp_path / "records.tar.gz", {same.name: same, other.name: other},
+                            {f"speed-bound/{lease}.json": bound})
+    store = tmp_path / "store"
+    merged = merge(archive, store)
+    kind, stack = record_place(json.loads((same / "manifest.json").read_text()))
+    _, other_stack = record_place(json.loads((other / "manifest.json").read_text()))
+    assert other_stack != stack and "jax0.12.0" in other_stack
+    base = store / kind / stack
+    assert (base / "equivalence" / "runs" / same.name / "episodes.csv").read_bytes() == \
+        (same / "episodes.csv").read_bytes()
+    assert (store / kind / other_stack / "equivalence" / "runs" / other.name).is_dir()
+    assert not (base / "equivalence" / "runs" / other.name).exists()  # kept apart
+    assert any(other.name in a for a in merged.apart)
+    assert json.loads((base / "speed-bound" / f"{lease}.json").read_text())["share"] == 0.95
+    lines = (base / "leases.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["lease"] == lease
+    assert json.loads((base / "stack.json").read_text())["kind"] == kind
+    # merged again: nothing added, the lease not listed twice
+    again = merge(archive, store)
+    assert not again.added and again.unchanged == 7 and "merged before" in again.lease_line
+    assert len((base / "leases.jsonl").read_text().splitlines()) == 1
+    # a file that differs is a conflict: reported (exit 1), the store's copy kept
+    target = base / "speed-bound" / f"{lease}.json"
+    target.write_text("{}")
+    p = campaign("merge", str(archive), "--store", str(store))
+    assert p.returncode == EXIT_FAILED and "CONFLICT" in p.stdout, p.stdout + p.stderr
+    assert target.read_text() == "{}"
+
+
+def test_merge_refuses_bad_archives_and_tiny_leases_into_the_store(tmp_path):
+    run = write_synthetic_run(tmp_path / "made", seed=1, devices=(H100,), packages=STACK,
+                              total_frames=20_000)
+    evil = lease_archive(tmp_path / "evil.tar.gz", {run.name: run}, {"../evil.json": b"{}"})
+    data = json.loads(tarfile.open(evil).extractfile("./lease.json").read())
+    data["done"][1]["files"] = ["../evil.json"]
+    repacked = tmp_path / "evil2.tar.gz"
+    with tarfile.open(evil) as src, tarfile.open(repacked, "w:gz") as dst:
+        for m in src.getmembers():
+            body = json.dumps(data).encode() if m.name == "./lease.json" else \
+                src.extractfile(m).read()
+            m.size = len(body)
+            dst.addfile(m, io.BytesIO(body))
+    store = tmp_path / "store"
+    with pytest.raises(ValueError, match="not a campaign record path"):
+        merge(repacked, store)
+    assert not store.exists()  # nothing written before every check passed
+    tiny = lease_archive(tmp_path / "tiny.tar.gz", {run.name: run}, {}, mode="tiny")
+    p = campaign("merge", str(tiny))  # into results/hardware: refused
+    assert p.returncode == EXIT_BAD_INPUT and "tiny lease" in p.stderr
+    p = campaign("lease", "--out", str(tmp_path / "o"), "--chunks", "ax")
+    assert p.returncode == EXIT_BAD_INPUT and "--chunks" in p.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_first_thread_mean_is_the_references_statistic(tmp_path):
+    csv_path = tmp_path / "episodes.csv"
+    rows = ["env_steps,frames,wall_time_s,env_index,episode_return,episode_length",
+            "10,40,1,0,1.0,10", "20,80,2,1,3.0,20", "30,120,3,0,5.0,20", "40,160,4,2,9.0,40",
+            "50,200,5,1,7.0,30"]
+    csv_path.write_text("\n".join(rows) + "\n")
+    # envs 0 and 1 of a first thread of 2; by frame 120: env 0 last 5.0, env 1 last 3.0
+    assert first_thread_mean(csv_path, 120, 2) == 4.0
+    assert first_thread_mean(csv_path, 40, 2) == 0.5  # env 1 has none yet: 0, as the reference
+    assert first_thread_mean(csv_path, 1e9, 3) == (5.0 + 7.0 + 9.0) / 3
+
+
+def synthetic_store(store: Path) -> None:
+    """CPU, H100 and H200 stand-ins: PPO on the H100 like the CPU (6 seeds each), on the H200
+    shifted down (4 seeds); IMPALA on the H100 with 2 noisy seeds."""
+    for seed in range(1, 7):
+        write_run(store, "cpu", seed, total_frames=20_000)
+        write_run(store, H100, seed, total_frames=20_000, noise_seed_offset=7)
+        write_run(store, "cpu", seed, "cleanba-impala", total_frames=20_000)
+    for seed in range(1, 5):
+        write_run(store, H200, seed, total_frames=20_000, shift=-0.5, noise_seed_offset=3)
+    for seed in (1, 2):
+        write_run(store, H100, seed, "cleanba-impala", total_frames=20_000, noise=0.6,
+                  noise_seed_offset=11)
+    shutil.rmtree(store / "_tmp")
+    kind = "nvidia-h100-80gb-hbm3"
+    stack = next(p.name for p in (store / kind).iterdir())
+    base = store / kind / stack
+    lease = f"20261201T000000Z-{kind}"
+    (base / "speed-bound").mkdir()
+    (base / "speed-bound" / f"{lease}.json").write_text(json.dumps({
+        "num_envs": 128, "num_steps": 128, "num_actor_threads": 2,
+        "actor_alone": {"sps": 9000.0}, "learner_alone": {"sps": 6500.0}, "bound_sps": 6500.0,
+        "bound_by": "learner", "together": {"sps": 6100.0}, "share": 6100 / 6500}))
+    (base / "deterministic" / lease).mkdir(parents=True)
+    (base / "deterministic" / lease / "figures.json").write_text(json.dumps({
+        "updates_compared": 6, "checksums_identical": True, "first_mismatch_update": None,
+        "runs": [{"steady_sps": 5443.0}, {"steady_sps": 6086.0}]}))
+    (base / "learning" / "seed-1").mkdir(parents=True)
+    (base / "learning" / "seed-1" / "figures.json").write_text(json.dumps({
+        "seed": 1, "lease": lease,
+        "ours": {"steady_sps": 6200.0, "peak_rss_gb": 3.9, "first_update_s": 50.0,
+                 "learning": {"last_episodes_mean_return": 3.3}},
+        "reference": {"steady_sps": 6100.0, "peak_rss_gb": 3.6,
+                      "learning": {"avg_episodic_return": 3.6, "frames": 1310720.0}}}))
+    (base / "leases.jsonl").write_text(json.dumps({
+        "lease": lease, "kind": kind, "tool_kind": "nvidia-h100-x1", "stack": stack,
+        "mode": "paper settings", "started_at": "2026-12-01T00:00:00+00:00", "budget_s": 470,
+        "wall_s": 455, "done": [{"item": "a:seed-1"}], "deferred": [{"item": "c"}]}) + "\n")
+
+
+@pytest.mark.slow  # ~12 s: scoring, the seed planner's simulations, Chromium
+def test_hardware_section_three_outcomes_seeds_needed_and_figures(tmp_path):
+    from harness.report import _table_html
+
+    store = tmp_path / "hardware"
+    synthetic_store(store)
+    title, body = hardware_section(store, _table_html)
+    assert title == "Hardware evidence"
+    rows = re.findall(r"<tr>(.*?)</tr>", body)
+    cells = [re.findall(r"<td>(.*?)</td>", r) for r in rows]
+    verdicts = {(c[0], c[1]): c for c in cells if len(c) == 10}
+    ppo_h100 = verdicts["cleanba-ppo", "nvidia-h100-80gb-hbm3 vs cpu"]
+    ppo_h200 = verdicts["cleanba-ppo", "nvidia-h200 vs cpu"]
+    between = verdicts["cleanba-ppo", "nvidia-h200 vs nvidia-h100-80gb-hbm3"]
+    impala = verdicts["cleanba-impala", "nvidia-h100-80gb-hbm3 vs cpu"]
+    assert ppo_h100[3] == "6 / 6" and ppo_h100[4].startswith("PASS") and ppo_h100[9] == "0 (decided)"
+    assert ppo_h200[3] == "4 / 6" and ppo_h200[4] == "DIFFERENT"
+    assert between[4] == "DIFFERENT" and between[3] == "4 / 6"
+    assert impala[3] == "2 / 6" and impala[4] == "INCONCLUSIVE"
+    need = int(impala[8])
+    assert impala[9] == f"{max(0, need - 2)} / {max(0, need - 6)}" and need > 2
+    assert body.count("class='verdict v-") == 4
+    assert "software and device of" in body  # each verdict says what differs between sides
+    assert "6,100" in body and "0.94" in body and "met" in body  # speed bound, share 0.94
+    assert "identical" in body and "6,200" in body and "1.02" in body  # (d); (b) SPS ratio
+    assert "No GPU lease merged yet" not in body
+    empty = hardware_section(tmp_path / "nothing", _table_html)[1]
+    assert "No GPU lease merged yet; the next lease runs chunk (a) first" in empty
+    render_in_chromium(title, body, tmp_path)
+
+
+SECTION_PROBE = (
+    "var sec = Array.prototype.slice.call(document.querySelectorAll('h2')).filter("
+    "function (h) { return h.textContent === 'Hardware evidence'; });\n"
+    "  var srows = 0, sverdicts = 0, n = sec.length ? sec[0].nextElementSibling : null;\n"
+    "  while (n && n.tagName !== 'H2') { srows += n.querySelectorAll('tbody tr').length;\n"
+    "    if (n.classList.contains('verdict')) { sverdicts += 1; } n = n.nextElementSibling; }\n"
+    "  var r = {section: sec.length, section_rows: srows, section_verdicts: sverdicts, ")
+
+
+def probe_section(page: str, tmp_path: Path) -> dict | None:
+    """What headless Chromium shows of a report page with a "Hardware evidence" section, at
+    800 px: the section (rows, verdict lines) and the page checks of test_harness_report
+    ('nan', empty tables, anything wider than the window); None without Chromium."""
+    import html
+
+    from test_harness_report import CHROMIUM_FLAGS, PAGE_PROBE, _chromium
+
+    if _chromium() is None:
+        return None
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.replace("</body>", PAGE_PROBE.replace("var r = {", SECTION_PROBE)
+                                   + "</body>"))
+    out = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'prof'}",
+                          "--window-size=800,2000", "--virtual-time-budget=10000", "--dump-dom",
+                          probed.as_uri()], capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="probe">(.*?)</pre>', out.stdout)
+    assert m, out.stderr[-2000:]
+    seen = json.loads(html.unescape(m[1]))
+    assert seen["nan"] == 0 and seen["empty_tables"] == 0 and seen["empty_header_cells"] == 0
+    assert seen["scroll_width"] <= seen["client_width"], seen["wide"]
+    return seen
+
+
+def render_in_chromium(title: str, body: str, tmp_path: Path) -> None:
+    """The section inside the report's page (harness.report.build_html), rendered in headless
+    Chromium: its tables have rows and its four verdict lines show."""
+    from harness.report import build_html
+    from harness.store import Store
+    from harness.sweep import load_sweep, preset_path
+
+    sweep = load_sweep(preset_path("hardware"), seeds=[1])
+    page = build_html({}, sweep, Store(tmp_path / "res", sweep.name), sections=[(title, body)])
+    seen = probe_section(page, tmp_path)
+    if seen is None:
+        pytest.skip("chromium not installed (scripts/setup.sh --browser installs it)")
+    assert seen["section"] == 1 and seen["section_verdicts"] == 4, seen
+    assert seen["section_rows"] == 8, seen  # (a) 4 verdicts, (b), (c), (d), 1 lease
