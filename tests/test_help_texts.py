@@ -113,6 +113,7 @@ HELP_COMMANDS: dict[str, Callable[[], Callable[[], object]]] = {
        for a in ("ppo", "impala") for p in ("atari", "cartpole")},
     "python -m cleanba.bench": lambda: _module_main("cleanba.bench"),
     "python -m cleanba.determinism_check": lambda: _module_main("cleanba.determinism_check"),
+    "python -m cleanba.speed_bound": lambda: _module_main("cleanba.speed_bound"),
     "python -m baselines.monobeast": lambda: _baseline("baselines.monobeast"),
     "python -m baselines.moolib": lambda: _baseline("baselines.moolib"),
     "python -m baselines.bench": lambda: _module_main("baselines.bench"),
@@ -120,6 +121,7 @@ HELP_COMMANDS: dict[str, Callable[[], Callable[[], object]]] = {
         "benchmarks/bench_analysis.py", "benchmarks/bench_deterministic_primitives.py",
         "benchmarks/bench_imports.py", "benchmarks/bench_scale.py", "benchmarks/bench_certificate.py",
         "benchmarks/bench_backends.py", "benchmarks/backend_equivalence.py",
+        "benchmarks/campaign.py", "benchmarks/host_memory.py",
         "benchmarks/device_kit.py", "benchmarks/gpu_suite.py")},
 }
 """Every command a user runs, and how to print its --help here."""

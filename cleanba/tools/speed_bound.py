@@ -231,6 +231,3 @@ def cli() -> dict[str, Any]:
         cfg.json_out.write_text(json.dumps(figures, indent=2))
     return figures
 
-
-if __name__ == "__main__":
-    cli()
