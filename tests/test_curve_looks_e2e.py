@@ -4,7 +4,8 @@
 (a rerun, status and regress read the decision back: tests/test_harness_curve_looks.py,
 with the test-only trainer). (The unchanged candidate that runs to the end and passes is CI's
 smoke step: `./benchmark.sh smoke --games CartPole-v1` with the preset's looks_at, then
-`harness regress`.)"""
+`harness regress`.) It is the command of docs/harness.md's "looks over training time"
+section, run here."""
 
 from __future__ import annotations
 

@@ -65,8 +65,8 @@ CROSS_SYSTEM_MARGIN = (
 
 
 BITWISE_WITHOUT_BLOCK = (
-    "the bitwise identity shows that these runs, with the software and device of the "
-    "next line, gave the same records on every seed; without a determinism block it does "
+    "the bitwise identity shows that these runs, with the software and devices the stack "
+    "line names, gave the same records on every seed; without a determinism block it does "
     "not show that they would on other software, another device kind or another run "
     "(docs/deterministic.md: runs with --deterministic record what must match)")
 """Said under an identical pair whose records predate (or lack) the determinism block."""
@@ -122,10 +122,9 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
                              f"({bw.detail})")
             tier = group_determinism_tier(ga, gb)
             stacks = group_stacks(ga, gb)
-            det = determinism_line(ga.group, gb.group, tier)
-            if bw.identical and tier.startswith(UNKNOWN):
-                det += f"; {BITWISE_WITHOUT_BLOCK}"
-            out.lines += [p.prefix + det,
+            if bw.identical and tier.startswith(UNKNOWN):  # above the tier and stack lines
+                out.lines.append(f"note: {BITWISE_WITHOUT_BLOCK}")
+            out.lines += [p.prefix + determinism_line(ga.group, gb.group, tier),
                           p.prefix + stacks.line(ga.group, gb.group)]
             out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
                                 "determinism": tier, "stacks": stacks.as_dict(),
@@ -139,12 +138,11 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
         p, res = v.pair, v.result
         if delta is None and manifest_family(p.group) != manifest_family(p.reference):
             res.notes.append(CROSS_SYSTEM_MARGIN)
-        det = res.determinism_line()
         if res.bitwise.identical and res.determinism.startswith(UNKNOWN):
-            det += f"; {BITWISE_WITHOUT_BLOCK}"
+            res.notes.append(BITWISE_WITHOUT_BLOCK)
         out.lines += [*([""] if out.lines else []), heading(p), metrics_table(res).markdown(),
                       p.prefix + res.line(),
-                      p.prefix + det, p.prefix + res.stack_line()]
+                      p.prefix + res.determinism_line(), p.prefix + res.stack_line()]
         out.lines += [f"note: {n}" for n in res.notes]
         out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})
         out.exit_code = worst_exit(out.exit_code, res.exit_code)
