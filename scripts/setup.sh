@@ -4,7 +4,9 @@
 #   --dev      test tools (pytest, ruff, mypy, rliable as a test oracle)
 #   --browser  Debian chromium + chromium-driver for the HTML report test (needs root)
 # PYTHON: the interpreter of a new venv (default python3); VENV: its folder (default .venv;
-# the Python 3.12 CI leg uses .venv312, scripts/test_py312.sh).
+# the Python 3.12 CI leg uses .venv312, scripts/test_py312.sh). Packages come through uv
+# with pip's settings where it works (scripts/uv_install.py), else through pip;
+# SETUP_PIP=1: pip only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dev=0; browser=0
@@ -20,16 +22,25 @@ VENV=${VENV:-.venv}
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup.sh: creating $VENV"
   "$PY" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q --upgrade pip
 fi
+# install ARGS: `pip install ARGS` into $VENV, by uv with pip's settings where it works
+# (scripts/uv_install.py: several times faster), else by pip. SETUP_PIP=1: pip only.
+install() {
+  if [ "${SETUP_PIP:-0}" != 1 ] && "$VENV/bin/python" scripts/uv_install.py "$VENV/bin/python" "$@"; then
+    return 0
+  fi
+  [ "${SETUP_PIP:-0}" = 1 ] || echo "setup.sh: uv did not install; pip instead" >&2
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q "$@" 2>&1 | grep -vE "^WARNING: Location|ignored: it is neither" || true
+}
 hash=$(sha256sum pyproject.toml | cut -c1-16)
 stamp="$VENV/.installed-$hash-$dev"
 # A --dev install (stamp -1) includes the plain one: no reinstall for benchmark.sh.
 if [ ! -f "$stamp" ] && { [ "$dev" = 1 ] || [ ! -f "$VENV/.installed-$hash-1" ]; }; then
   # train: JAX, ale-py, EnvPool (Linux) and the harness's packages (the core install is the analysis only)
   if [ "$dev" = 1 ]; then extras="[train,dev]"; else extras="[train]"; fi
-  echo "setup.sh: installing the project${extras} into $VENV (pip; minutes on a first run)"
-  "$VENV/bin/python" -m pip install -q -e ".$extras" 2>&1 | grep -vE "^WARNING: Location|ignored: it is neither" || true
+  echo "setup.sh: installing the project${extras} into $VENV (about a minute on a first run)"
+  install -e ".$extras"
   # EnvPool on Linux only (the train extra's marker); ale-py everywhere
   "$VENV/bin/python" -c "import sys, jax, ale_py, flax, optax, tyro; sys.platform == 'linux' and __import__('envpool')" || { echo "setup.sh: install failed" >&2; exit 1; }
   touch "$stamp"

@@ -22,7 +22,7 @@ print("== py312 leg: Python", sys.version.split()[0], "|",
 export XLA_FLAGS="${XLA_FLAGS:-} --xla_force_host_platform_device_count=4"
 export WANDB_MODE=offline WANDB_SILENT=true
 set +e
-.venv312/bin/python -m pytest -m "not slow" -p no:cacheprovider \
+.venv312/bin/python -m pytest -n "${TEST_WORKERS:-2}" -m "not slow" -p no:cacheprovider \
   tests/test_cleanba_*.py tests/test_determinism_*.py tests/test_runrecord*.py \
   tests/test_analysis_*.py "$@"
 rc=$?

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -53,14 +56,34 @@ _cache: dict[tuple[str, ...], Path] = {}
 
 
 def cached_run(alg: str, *args: str) -> Path:
-    """Run once per test session and return the record folder (the run must complete)."""
+    """Run once per test session and return the record folder (the run must complete).
+    Under pytest-xdist the workers of one session share it: the first makes it (under a
+    file lock), the others read it."""
     key = (alg, *args)
     if key not in _cache:
-        run_dir = Path(tempfile.mkdtemp(prefix="cleanba-test-")) / "run"
-        p = run(alg, run_dir, *args)
-        assert p.returncode == 0, p.stderr
+        session = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        if session is None:
+            run_dir = Path(tempfile.mkdtemp(prefix="cleanba-test-")) / "run"
+            p = run(alg, run_dir, *args)
+            assert p.returncode == 0, p.stderr
+        else:
+            run_dir = _shared_run(session, alg, *args)
         _cache[key] = run_dir
     return _cache[key]
+
+
+def _shared_run(session: str, alg: str, *args: str) -> Path:
+    name = hashlib.sha256("\0".join((alg, *args)).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"cleanba-test-{session}" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "done").exists():
+            shutil.rmtree(folder / "run", ignore_errors=True)  # a worker's that failed
+            p = run(alg, folder / "run", *args)
+            assert p.returncode == 0, p.stderr
+            (folder / "done").write_text("")
+    return folder / "run"
 
 
 def free_port() -> int:

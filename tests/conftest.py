@@ -1,8 +1,46 @@
 """The test process computes with cleanba in-process (networks, losses, whole runs through
 cleanba.core.runtime.train): give it the XLA CPU configuration the trainers give themselves
 (cleanba/core/xla_flags.py) before JAX creates its CPU backend, as `python -m cleanba.ppo` does
-on import."""
+on import.
+
+Under pytest-xdist (scripts/test.sh runs `-n 2`) the `slurm` tests run on one worker, one
+after the other: they share the one local cluster, its mode, its only node (one test drains
+it) and its private folder (tests/test_slurm_local.py stops the cluster). The other tests
+are dealt one at a time, the slow ones first, so that the workers end together."""
+
+import os
+
+import pytest
 
 from cleanba.core.xla_flags import apply_cpu_conv_flag
 
 apply_cpu_conv_flag()
+
+# The files of the `slurm`-marked tests (a slurm test elsewhere is refused at collection:
+# under xdist it would run beside the others on another worker).
+SLURM_FILES = ("tests/test_harness_slurm_cluster.py", "tests/test_slurm_local.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    stray = [item.nodeid for item in items if item.get_closest_marker("slurm")
+             and item.nodeid.split("::")[0] not in SLURM_FILES]
+    if stray:
+        raise pytest.UsageError(f"slurm-marked tests outside tests/conftest.py's SLURM_FILES "
+                                f"(add their file there): {', '.join(stray[:3])}")
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # (workers collect; the controller deals)
+        items.sort(key=lambda item: not item.get_closest_marker("slow"))
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent from a core-only venv
+def pytest_xdist_make_scheduler(config, log):
+    """One unit of work per test, except the slurm tests: one unit, dealt first (xdist's
+    own --dist loadgroup would do it, but pytest 9.2 ignores the nodeid suffix it groups by)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SlurmTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "slurm" if nodeid.split("::")[0] in SLURM_FILES else nodeid
+
+    return SlurmTestsTogether(config, log)

@@ -1,9 +1,12 @@
 """A real single-node Slurm for the `slurm`-marked tests (scripts/slurm-local.sh), and a
 `harness run` driven from a test while its jobs run on it.
 
-`cluster(accounting)` starts the cluster in the mode asked (switching takes ~5-8 s). Where
-none can be started (not root, no packages) the tests skip and say why; with
-HARNESS_SLURM_REQUIRED=1 (set by .ci/run) they fail instead: CI never skips them.
+`cluster(accounting)` starts the cluster in the mode asked (switching takes ~5-8 s) and
+exports the `SLURM_CONF` that `slurm-local.sh status` prints, so that this process's Slurm
+commands and the `harness run` it starts (sbatch, squeue, scancel, sacct) use that cluster,
+never the system's /etc/slurm. Where none can be started (not root, no packages, another
+Slurm running here) the tests skip and say why; with HARNESS_SLURM_REQUIRED=1 (set by
+.ci/run) they fail instead: CI never skips them.
 """
 
 from __future__ import annotations
@@ -32,22 +35,42 @@ REQUIRED_ENV = "HARNESS_SLURM_REQUIRED"
 
 def cluster(accounting: bool) -> None:
     """Bring the local cluster up in this mode, or skip (fail in CI) saying why not."""
-    reason = ""
-    if os.geteuid() != 0:
-        reason = "needs root to start scripts/slurm-local.sh (daemons, /etc/slurm)"
-    elif not (Path("/usr/sbin/slurmctld").exists() or Path("/usr/bin/apt-get").exists()):
-        reason = "no Slurm packages and no apt-get to install them"
-    else:
+    reason = why_no_cluster()
+    if not reason:
         argv = [str(SCRIPT), "start", "--cpus", str(DECLARED_CPUS)]
         if accounting:
             argv.append("--accounting")
         p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
             reason = f"scripts/slurm-local.sh start failed: {p.stderr.strip()}"
+        else:
+            os.environ["SLURM_CONF"] = slurm_conf()
+    skip_or_fail(reason)
+
+
+def why_no_cluster() -> str:
+    """Why scripts/slurm-local.sh cannot start here ("" where it can try)."""
+    if os.geteuid() != 0:
+        return "needs root to start scripts/slurm-local.sh (it starts daemons)"
+    if not (Path("/usr/sbin/slurmctld").exists() or Path("/usr/bin/apt-get").exists()):
+        return "no Slurm packages and no apt-get to install them"
+    return ""
+
+
+def skip_or_fail(reason: str) -> None:
     if reason:
         if os.environ.get(REQUIRED_ENV) == "1":
             pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
         pytest.skip(reason)
+
+
+def slurm_conf() -> str:
+    """The private slurm.conf of the running cluster, from the `export SLURM_CONF=...` line
+    of `slurm-local.sh status` (the line a user evals)."""
+    p = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True, timeout=60)
+    m = re.search(r"^export SLURM_CONF=(\S+)$", p.stdout, re.M)
+    assert p.returncode == 0 and m, f"slurm-local.sh status: rc {p.returncode}\n{p.stdout}"
+    return m.group(1)
 
 
 def slurm(*argv: str) -> str:

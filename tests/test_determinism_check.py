@@ -66,3 +66,6 @@ def test_the_check_reports_bitwise_layouts_and_an_injected_nondeterminism(tmp_pa
     # noise from the OS's entropy in update 2's rewards: every run differs from update 2 on
     out = check(tmp_path / "noisy", CLEANBA_FAULT="noise:2")
     assert "tier: not bitwise (run to run differs from update 2)" in out, out
+    # decided by the reference and its repeat: no other layout was run
+    assert "not run: run to run already differs" in out, out
+    assert sorted(p.name for p in (tmp_path / "noisy").iterdir()) == ["reference", "repeat"]

@@ -152,8 +152,14 @@ def image_venv(python: str) -> Path:
         return venv
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", "-r", str(STACK)], check=True, timeout=1800)
+    # by uv where it works (scripts/uv_install.py, as scripts/setup.sh), else by pip
+    target = str(venv / "bin" / "python")
+    by_uv = subprocess.run([sys.executable, str(ROOT / "scripts" / "uv_install.py"), target,
+                            "-r", str(STACK)], timeout=1800)
+    if by_uv.returncode != 0:
+        subprocess.run([target, "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", "-r", str(STACK)], check=True,
+                       timeout=1800)
     (venv / ".complete").write_text(STACK.read_text())
     return venv
 

@@ -166,11 +166,16 @@ def check(cfg: CheckConfig) -> int:
             return EXIT_FAILED
         runs[name] = got
         print(f"  {name:14s} {layout[0]:14s} {' '.join(c[:8] for c in got)}", flush=True)
+        if name == "repeat" and first_difference(runs["reference"], got) is not None:
+            break  # run to run differs: the tier is decided, the other layouts cannot change it
     reference, repeat = runs.pop("reference"), runs.pop("repeat")
     print(f"tier: {tier(reference, repeat, runs)}")
     for key, value in info.items():
         print(f"  {key}: {value}")
-    print(f"  layouts: {', '.join(lay[0] for lay in layouts)}; records in {out}")
+    skipped = [lay[0] for lay in layouts[1:] if lay[0] not in runs]
+    print(f"  layouts: {', '.join(lay[0] for lay in layouts)}"
+          + (f" ({', '.join(skipped)} not run: run to run already differs)" if skipped else "")
+          + f"; records in {out}")
     return EXIT_OK
 
 
