@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from synthetic_records import write_synthetic_run
+from venv_install import pip_install
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("runrecord", "benchenv", "cleanba", "analysis", "harness", "baselines")
@@ -127,9 +128,7 @@ def test_core_only_venv(tmp_path):
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = str(venv / ("Scripts" if os.name == "nt" else "bin") / "python")
-    pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    r = subprocess.run([*pip, str(source_copy(tmp_path / "src")), "pytest"],
-                       capture_output=True, text=True, timeout=900)
+    r = pip_install(py, str(source_copy(tmp_path / "src")), "pytest", timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     install_s = time.monotonic() - start
     listed = subprocess.run([py, "-m", "pip", "list", "--format", "json"],

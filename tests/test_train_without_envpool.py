@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from venv_install import pip_install
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,9 +64,7 @@ def _venv_without_envpool() -> tuple[Path, float]:
     building = cache / f"{venv.name}.{os.getpid()}.tmp"
     shutil.rmtree(building, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(building)], check=True, timeout=300)
-    r = subprocess.run([str(building / "bin" / "python"), "-m", "pip", "install", "-q",
-                        "--disable-pip-version-check", *reqs],
-                       capture_output=True, text=True, timeout=1200)
+    r = pip_install(building / "bin" / "python", *reqs)
     assert r.returncode == 0, r.stderr[-3000:]
     (building / ".complete").touch()
     # A venv's scripts name its folder, so it is built where it stays: renamed once whole
