@@ -83,6 +83,18 @@ class LinkedStop(StopRequest):
         # Set: the run is paused (SIGSTOP) until cleared (SIGCONT); a run ahead of its
         # gate's other seeds waits for them at the look (harness.curve_monitor).
         self.hold = threading.Event()
+        # Set on every change of hold or a request: the run's loop wakes at once (a CartPole
+        # run makes 12 updates a second; a 0.2 s sleep let it run 2-3 past a look).
+        self.changed = threading.Event()
+
+    def set_hold(self, on: bool) -> None:
+        if on != self.hold.is_set():
+            (self.hold.set if on else self.hold.clear)()
+            self.changed.set()
+
+    def request(self, reason: str, error_type: str = "Interrupted") -> None:
+        super().request(reason, error_type)
+        self.changed.set()
 
     def is_set(self) -> bool:
         return threading.Event.is_set(self) or self.parent.is_set()
@@ -254,7 +266,12 @@ def launch_and_wait(
                 for p in procs:
                     if p.poll() is None:
                         _signal_group(p, signal.SIGKILL)
-        time.sleep(0.2)
+        changed = getattr(stop, "changed", None)
+        if changed is not None:  # wake at a hold or stop (the loop reads them at its top)
+            changed.wait(0.2)
+            changed.clear()
+        else:
+            time.sleep(0.2)
     codes_now = [int(p.returncode) for p in procs]
     if stop is not None and not why and any(c in (*STOP_EXIT_CODES, -signal.SIGUSR2)
                                             for c in codes_now):
