@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from device_kit import ENVPOOL_ENTRY, MIB, keep_rule, kept, rom_name, strip_wheel  # noqa: E402
 from suite_table import NOT_YET, TRAINING_ROWS  # noqa: E402
 from test_campaign import probe_section  # noqa: E402
+from venv_install import pip_install  # noqa: E402
 
 from runrecord.exits import EXIT_BAD_INPUT  # noqa: E402
 
@@ -152,14 +153,8 @@ def image_venv(python: str) -> Path:
         return venv
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
-    # by uv where it works (scripts/uv_install.py, as scripts/setup.sh), else by pip
-    target = str(venv / "bin" / "python")
-    by_uv = subprocess.run([sys.executable, str(ROOT / "scripts" / "uv_install.py"), target,
-                            "-r", str(STACK)], timeout=1800)
-    if by_uv.returncode != 0:
-        subprocess.run([target, "-m", "pip", "install", "--quiet",
-                        "--disable-pip-version-check", "-r", str(STACK)], check=True,
-                       timeout=1800)
+    r = pip_install(venv / "bin" / "python", "-r", str(STACK), timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
     (venv / ".complete").write_text(STACK.read_text())
     return venv
 
