@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from cleanba_runs import trainer_env
 
+from analysis.verdicts.equivalence import records_identical
 from cleanba.tools.determinism_check import BITWISE, LAYOUTS, available, first_difference, tier
 from harness.cli import main as harness_main
 from runrecord import load_run
@@ -46,6 +47,9 @@ def test_harness_subcommand_parses_like_the_module(capsys):
     assert e.value.code == 2 and "nope" in capsys.readouterr().err
 
 
+LAYOUT_NAMES = [lay[0] for lay in LAYOUTS]
+
+
 def check(tmp_path: Path, **env: str) -> str:
     p = subprocess.run([sys.executable, "-m", "cleanba.determinism_check", "--out-dir",
                         str(tmp_path)], env=trainer_env(4, **env), capture_output=True,
@@ -58,6 +62,15 @@ def check(tmp_path: Path, **env: str) -> str:
 def test_the_check_reports_bitwise_layouts_and_an_injected_nondeterminism(tmp_path):
     out = check(tmp_path / "clean")
     assert "tier: bitwise across layouts" in out, out
+    # The same records, whole: tests/test_cleanba_deterministic.py's matrix leaves CartPole
+    # PPO on these five layouts to this run (losses and episodes too, not only checksums).
+    runs = {d.name: load_run(d) for d in (tmp_path / "clean").iterdir()}
+    assert sorted(runs) == sorted(["reference", "repeat", *(n for n in LAYOUT_NAMES[1:])])
+    reference = runs["reference"]
+    assert len(reference.episodes) > 10 and all(reference.updates["params_checksum"])
+    for name, r in runs.items():
+        assert r.manifest["hyperparameters"]["deterministic"] is True
+        assert records_identical(r, reference) is None, (name, records_identical(r, reference))
     # the facts printed are those every run's manifest records (its determinism block)
     recorded = load_run(tmp_path / "clean" / "reference").manifest["determinism"]
     for key in ("device_kind", "jaxlib", "xla_flags", "usable_cpus"):

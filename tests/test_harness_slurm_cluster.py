@@ -263,11 +263,21 @@ def requeue_and_rerun(d: Path) -> dict[str, Any]:
     first_pid = manifest(root, "requeue", run_id)["provenance"]["pid"]
     slurm("scontrol", "requeue", job)
     wait_until(lambda: job_state(job) == "PENDING", 60, f"job {job} requeued")
-    # Slurm holds a requeued job back for ~2 minutes (its BeginTime): start it now.
-    slurm("scontrol", "update", f"jobid={job}", "starttime=now")
-    wait_until(lambda: state(root, "requeue", run_id).state == "running"
-               and manifest(root, "requeue", run_id)["provenance"]["pid"] != first_pid,
-               90, "the requeued job running the run again")
+    # Slurm holds a requeued job back (its BeginTime): start it now. It sets that BeginTime
+    # only when the old step has finished completing, which under load can come after the
+    # job already shows PENDING and after our update (CI, stop 44: it never ran again in
+    # 90 s), so the update is repeated while the job is still pending.
+    last_update = [0.0]
+
+    def running_again() -> bool:
+        if (state(root, "requeue", run_id).state == "running"
+                and manifest(root, "requeue", run_id)["provenance"]["pid"] != first_pid):
+            return True
+        if job_state(job) == "PENDING" and time.monotonic() - last_update[0] > 5:
+            slurm("scontrol", "update", f"jobid={job}", "starttime=now")
+            last_update[0] = time.monotonic()
+        return False
+    wait_until(running_again, 180, "the requeued job running the run again")
     again = run_harness(sweep, root)  # the user runs the sweep while it runs
     rc = h.wait()
     third = run_harness(sweep, root)
