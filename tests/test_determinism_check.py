@@ -65,7 +65,7 @@ def test_the_check_reports_bitwise_layouts_and_an_injected_nondeterminism(tmp_pa
     # The same records, whole: tests/test_cleanba_deterministic.py's matrix leaves CartPole
     # PPO on these five layouts to this run (losses and episodes too, not only checksums).
     runs = {d.name: load_run(d) for d in (tmp_path / "clean").iterdir()}
-    assert sorted(runs) == sorted(["reference", "repeat", *(n for n in LAYOUT_NAMES[1:])])
+    assert sorted(runs) == sorted(["reference", "repeat", *LAYOUT_NAMES[1:]])
     reference = runs["reference"]
     assert len(reference.episodes) > 10 and all(reference.updates["params_checksum"])
     for name, r in runs.items():
