@@ -72,7 +72,7 @@ def test_the_check_reports_bitwise_layouts_and_an_injected_nondeterminism(tmp_pa
         assert r.manifest["hyperparameters"]["deterministic"] is True
         assert records_identical(r, reference) is None, (name, records_identical(r, reference))
     # the facts printed are those every run's manifest records (its determinism block)
-    recorded = load_run(tmp_path / "clean" / "reference").manifest["determinism"]
+    recorded = reference.manifest["determinism"]
     for key in ("device_kind", "jaxlib", "xla_flags", "usable_cpus"):
         assert f"  {key}: {recorded[key]}\n" in out, (key, recorded[key], out)
     assert "a0-l0-d2" in out.split("tier: ")[0]  # two processes on CPU
