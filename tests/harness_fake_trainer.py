@@ -16,6 +16,10 @@ runrecord.RunWriter, but trains nothing: it logs `--updates` updates, sleeping
   --unavailable-seeds  seeds that behave like a missing baseline (record skipped, exit 3)
   --fast-file FILE     once FILE exists, updates stop sleeping (a test ends a long run
                        without changing its definition, hence its run id)
+The environment variable FAKE_TRAINER_HOLD_AFTER=K[@SEED][,...] (not a flag: the run id
+stays the same) makes it (the run of SEED, or every run) print "holding after update K"
+once update K is written and wait there (at most HOLD_MAX_S) for the signal or kill a test
+sends mid-run.
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runrecord import RunWriter, parse_layout, write_skipped  # noqa: E402
+
+HOLD_MAX_S = 120.0
+
+
+def holds_after(update: int, seed: int) -> bool:
+    items = os.environ.get("FAKE_TRAINER_HOLD_AFTER", "").split(",")
+    return str(update) in items or f"{update}@{seed}" in items
 
 
 def main() -> int:
@@ -114,6 +125,9 @@ def main() -> int:
                 return 1
         if k == 2 and args.seed in args.hard_crash_seeds:
             os._exit(137)
+        if k < args.updates and holds_after(k, args.seed):
+            print(f"holding after update {k}", flush=True)
+            time.sleep(HOLD_MAX_S)  # a test's signal ends it (SIGINT: the handler above)
     steps = args.updates * steps_per_update
     writer.finish("completed", summary={"env_steps": steps, "frames": steps,
                                         "wall_time_s": time.monotonic() - t0, "mean_sps": 1.0,

@@ -8,7 +8,9 @@ on another machine, before the determinism block: they cannot be replayed here."
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -16,6 +18,7 @@ import sys
 import time
 from importlib.metadata import version
 
+import psutil
 import pytest
 
 import harness.certify.facts as facts
@@ -164,9 +167,29 @@ def test_replay_under_another_xla_flag_or_jax_version_is_not_checkable(sweep, mo
 
 
 
+def _replay_trainers(verify_pid: int) -> list[psutil.Process]:
+    """The living processes a verify started for its replays (their command lines name
+    the replay's temporary folder)."""
+    found = []
+    try:
+        kids = psutil.Process(verify_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    for k in kids:
+        try:
+            if "cleanba-replay-" in " ".join(k.cmdline()) and k.status() != psutil.STATUS_ZOMBIE:
+                found.append(k)
+        except psutil.Error:
+            continue
+    return found
+
+
 def test_ctrl_c_during_a_replay_stops_it(sweep, tmp_path):
     """SIGINT while a replay runs: its processes are killed, its temporary folder removed,
-    nothing logged, exit 130."""
+    nothing logged, exit 130.
+
+    The replay is paused (SIGSTOP to its process group) as soon as its trainer process
+    exists, so the Ctrl-C surely comes while it runs, however fast this machine is."""
     tmp, cert, doc, failed = sweep
     log = cert.with_name(cert.name + ".verify.jsonl")
     lines = log.read_text().count("\n") if log.exists() else 0
@@ -178,10 +201,20 @@ def test_ctrl_c_during_a_replay_stops_it(sweep, tmp_path):
     for line in p.stdout:
         if line.startswith("tier 2: draw seed"):
             break
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob("cleanba-replay-*")) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1.0)  # the trainer is starting
+    trainers: list[psutil.Process] = []
+    deadline = time.monotonic() + 120
+    while not trainers:
+        if p.poll() is not None or time.monotonic() > deadline:
+            p.kill()
+            pytest.fail(f"the replay's trainer never appeared (verify rc {p.poll()}): the "
+                        "work ended before the signal could interrupt it")
+        trainers = _replay_trainers(p.pid)
+        time.sleep(0.01)  # a poll of the process table, not a wait for time to pass
+    for t in trainers:  # each replay process leads its own session (start_new_session)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgid(t.pid), signal.SIGSTOP)
+    assert p.poll() is None and all(t.is_running() for t in trainers), \
+        "the replay ended before it was paused"
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130 and "interrupted (replays stopped, nothing logged)" in err

@@ -7,6 +7,7 @@ by a resume that redoes no run and records no look twice."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -262,23 +263,31 @@ def _wait_for(cond, timeout: float = 120) -> None:
     pytest.fail("timed out waiting for the harness")
 
 
+def _log_text(run_dir: Path) -> str:
+    try:
+        return (run_dir / "stdout.log").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 @pytest.mark.parametrize("sig, when", [
     (signal.SIGTERM, "between batches"), (signal.SIGKILL, "between batches"),
     (signal.SIGTERM, "during a batch"), (signal.SIGKILL, "during a batch")])
 def test_killed_adaptive_sweep_resumes_at_the_right_look(tmp_path, sig, when):
     sweep = fake_sweep(tmp_path, delta=0.0005, offset=0.1, sleep_s=0.3, updates=6)
     root = tmp_path / "res"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", *run_args(sweep, root)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
     sw = load_sweep(sweep)
     look2 = [root / "ad" / "runs" / r.run_id for r in sw.runs if r.seed_rank == 2]
+    # The runs of look 2 wait after update 3 (tests/harness_fake_trainer.py) until the
+    # signal: look 2 cannot be recorded first, however fast or loaded the machine.
+    holds = ",".join(sorted({f"3@{r.seed}" for r in sw.runs if r.seed_rank == 2}))
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *run_args(sweep, root)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "FAKE_TRAINER_HOLD_AFTER": holds})
     if when == "between batches":  # the moment look 1 is recorded
         _wait_for(lambda: look_indexes(root) == [1])
     else:  # a run of look 2 half-way
-        _wait_for(lambda: any((d / "updates.csv").exists()
-                              and len((d / "updates.csv").read_text().splitlines()) > 3
-                              for d in look2))
+        _wait_for(lambda: any("holding after update 3" in _log_text(d) for d in look2))
     proc.send_signal(sig)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == (130 if sig == signal.SIGTERM else -9), out

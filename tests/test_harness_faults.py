@@ -141,9 +141,18 @@ def manifest(run_dir: Path) -> dict:
     return json.loads((run_dir / schema.MANIFEST_FILE).read_text())
 
 
-def orphans(root: Path) -> list[int]:
-    """Processes still alive whose command line names this test's results root."""
-    time.sleep(0.5)
+def orphans(root: Path, grace_s: float = 5.0) -> list[int]:
+    """Processes still alive whose command line names this test's results root, once a
+    killed process has had `grace_s` to be gone (the list is empty as soon as it is)."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        found = _alive_naming(root)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)  # a poll of the process table
+
+
+def _alive_naming(root: Path) -> list[int]:
     found = []
     for p in psutil.process_iter(["pid", "cmdline", "status"]):
         try:
@@ -222,53 +231,44 @@ def trainer_process(harness_pid: int, run_id: str) -> psutil.Process | None:
 
 # --------------------------------------------------------------------------- real trainer
 
-# seed -> (signal, moment). start-up (imports): 1 s after the trainer process appears,
-# before it writes its record; start-up (compiling): record written, no update yet;
-# mid-run: 2..7 of 8 updates written; final write: all 8 updates written, record not
-# settled yet (if the trainer is quicker, it has completed: that is what it must say).
+# seed -> (signal, moment, the trainer's hold). Each trainer of the sweep waits at its
+# seed's hold (CLEANBA_HOLD_AT=POINT@SEED) until the test signals it, so the signal comes in
+# that phase however fast or loaded the machine: start-up (checks; nothing written yet),
+# start-up (compiling; record written, no update), mid-run (2 of 8 updates written), final
+# write (all 8 updates written, the final status not yet).
 TRAINER_SIGNALS = {
-    1: (signal.SIGTERM, "start-up (imports)"),
-    2: (signal.SIGINT, "start-up (compiling)"),
-    3: (signal.SIGTERM, "mid-run"),
-    4: (signal.SIGINT, "mid-run"),
-    5: (signal.SIGTERM, "final write"),
-    6: (signal.SIGINT, "final write"),
+    1: (signal.SIGTERM, "start-up (checks)", "start-up"),
+    2: (signal.SIGINT, "start-up (compiling)", "compiling"),
+    3: (signal.SIGTERM, "mid-run", "update-2"),
+    4: (signal.SIGINT, "mid-run", "update-2"),
+    5: (signal.SIGTERM, "final write", "finishing"),
+    6: (signal.SIGINT, "final write", "finishing"),
 }
+HOLDS = ",".join(f"{hold}@{seed}" for seed, (_, _, hold) in TRAINER_SIGNALS.items())
 
 
-def _moment_reached(moment: str, run_dir: Path, seen_at: float) -> bool:
-    has_record = (run_dir / schema.MANIFEST_FILE).exists()
-    rows = update_rows(run_dir)
-    if moment == "start-up (imports)":
-        return time.monotonic() - seen_at > 1.0 and not has_record
-    if moment == "start-up (compiling)":
-        return has_record and rows == 0
-    if moment == "mid-run":
-        return 2 <= rows < UPDATES
-    return rows >= UPDATES
+def holding(run_dir: Path, hold: str) -> bool:
+    """The trainer says it waits at `hold` (the harness keeps its output in stdout.log)."""
+    try:
+        return f"holding at {hold}" in (run_dir / "stdout.log").read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def signal_trainers(harness_pid: int, dirs: dict[int, Path], sent: dict[int, str],
                     stop: threading.Event) -> None:
-    """Send each seed's signal at its moment (runs in a thread beside the harness)."""
-    seen: dict[int, float] = {}
+    """Send each seed's signal once its trainer holds (runs in a thread beside the harness)."""
     while not stop.is_set() and len(sent) < len(TRAINER_SIGNALS):
-        for seed, (sig, moment) in TRAINER_SIGNALS.items():
-            if seed in sent:
+        for seed, (sig, _moment, hold) in TRAINER_SIGNALS.items():
+            if seed in sent or not holding(dirs[seed], hold):
                 continue
             proc = trainer_process(harness_pid, dirs[seed].name)
-            if proc is None:
-                if seed in seen:  # it was running and is gone: too late
-                    sent[seed] = "exited before the signal"
+            if proc is None:  # it held, and is gone: the hold did not keep it
+                sent[seed] = "exited before the signal"
                 continue
-            seen.setdefault(seed, time.monotonic())
-            if _moment_reached(moment, dirs[seed], seen[seed]):
-                try:
-                    proc.send_signal(sig)
-                    sent[seed] = f"sent at {update_rows(dirs[seed])} updates"
-                except psutil.NoSuchProcess:
-                    sent[seed] = "exited before the signal"
-        time.sleep(0.02)
+            proc.send_signal(sig)
+            sent[seed] = f"sent at {update_rows(dirs[seed])} updates, holding at {hold}"
+        time.sleep(0.02)  # a poll of the runs' logs
 
 
 @pytest.mark.slow
@@ -281,7 +281,8 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
 
     # 1. SIGTERM/SIGINT to each trainer at start-up, mid-run and at the final write.
     proc = subprocess.Popen(harness_argv(sweep, root, "--max-parallel", "6"), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "CLEANBA_HOLD_AT": HOLDS})
     sent: dict[int, str] = {}
     stop = threading.Event()
     th = threading.Thread(target=signal_trainers, args=(proc.pid, dirs, sent, stop), daemon=True)
@@ -301,31 +302,30 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     lost, dup, torn = check_store(root, "faults", dirs, updates=UPDATES)
     left = orphans(root)
-    for seed, (sig, moment) in TRAINER_SIGNALS.items():
+    for seed, (sig, moment, _hold) in TRAINER_SIGNALS.items():
         status, code, attempts = first[seed]
-        late = moment == "final write"
         MATRIX.append(Row(
-            f"{sig.name} to trainer, {moment}", "cleanba.ppo",
-            "interrupted/130/0" + (" (or completed/0/0 if it finished first)" if late else ""),
+            f"{sig.name} to trainer, {moment}", "cleanba.ppo", "interrupted/130/0",
             f"{status} ({sent.get(seed, 'not sent')})", code, str(attempts), str(lost),
             str(dup), str(torn), str(len(left) + len(orphans_after_faults))))
-    for seed, (_sig, moment) in TRAINER_SIGNALS.items():
+    for seed, (_sig, moment, _hold) in TRAINER_SIGNALS.items():
         status, code, attempts = first[seed]
-        assert seed in sent, f"seed {seed}: never reached {moment}"
+        assert sent.get(seed, "").startswith("sent at"), \
+            f"seed {seed}: the signal did not come {moment}: {sent.get(seed, 'never held')}"
         assert attempts == 0, (seed, first[seed])
-        if moment == "final write" and status == schema.COMPLETED:
-            assert code == "0"
-        else:
-            assert (status, code) == (schema.INTERRUPTED, "130"), (seed, moment, first[seed])
+        assert (status, code) == (schema.INTERRUPTED, "130"), (seed, moment, first[seed])
     assert (lost, dup, torn) == (0, 0, 0)
     assert left == [] and orphans_after_faults == []
 
     # 3. SIGTERM to the harness while its trainer starts (Slurm preemption).
+    # Its trainer holds once its record exists, before compiling: the SIGTERM surely
+    # comes while it starts.
     proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "7"),
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "CLEANBA_HOLD_AT": "compiling@7"})
     pre = {s.seed: s for s in load_sweep(sweep, seeds=[7]).runs}
     pre_dirs = run_dirs(root, "faults", list(pre.values()))
-    wait_for(lambda: any((d / schema.MANIFEST_FILE).exists() for d in pre_dirs.values()),
+    wait_for(lambda: any(holding(d, "compiling") for d in pre_dirs.values()),
              600, "a preempted run's trainer to start")
     proc.send_signal(signal.SIGTERM)
     out = proc.communicate(timeout=120)[0]
@@ -379,6 +379,19 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
 
 # --------------------------------------------------------------------------- fake trainer
 
+# The fake trainers of a harness started with this environment wait after update 2 until
+# the test's signal or kill (tests/harness_fake_trainer.py): "mid-run" is a state, not a
+# moment to catch.
+HOLD_MID_RUN = {**os.environ, "FAKE_TRAINER_HOLD_AFTER": "2"}
+
+
+def fake_holding(run_dir: Path) -> bool:
+    try:
+        return "holding after update 2" in (run_dir / "stdout.log").read_text(errors="replace")
+    except OSError:
+        return False
+
+
 def _fake_setup(tmp_path: Path):
     sweep = tmp_path / "fake.toml"
     sweep.write_text(FAKE_SWEEP.format(fake=FAKE, ledger=tmp_path / "ledger.txt"))
@@ -408,8 +421,8 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
     # a. SIGKILL of the harness mid-sweep (seeds 1-4), a torn CSV line left behind.
     proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "1,2,3,4", "--max-parallel",
                                          "4"), cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    wait_for(lambda: sum(1 <= update_rows(dirs[s]) < 12 for s in (1, 2, 3, 4)) >= 2, 120,
+                            stderr=subprocess.DEVNULL, env=HOLD_MID_RUN)
+    wait_for(lambda: sum(fake_holding(dirs[s]) for s in (1, 2, 3, 4)) >= 2, 120,
              "two runs mid-way")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -449,8 +462,9 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
 
     # b. SIGKILL of one trainer mid-run (seed 5): failed, transient, retried.
     proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "5"), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    wait_for(lambda: update_rows(dirs[5]) >= 2, 120, "seed 5 mid-way")
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=HOLD_MID_RUN)
+    wait_for(lambda: fake_holding(dirs[5]), 120, "seed 5 mid-way")
     pid = int(next(dirs[5].glob("pid-*")).name.split("-")[1])
     os.kill(pid, signal.SIGKILL)
     out = proc.communicate(timeout=120)[0]
@@ -546,7 +560,8 @@ def _corrupt_and_ctrl_c(tmp_path: Path, sweep: Path, root: Path, dirs: dict[int,
     ctrl_c = {s.seed: s for s in load_sweep(sweep, seeds=[8, 9]).runs}
     cdirs = run_dirs(root, "faults-fake", list(ctrl_c.values()))
     proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "8,9"), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=HOLD_MID_RUN)  # neither can finish before the Ctrl-C
     wait_for(lambda: any((d / "stdout.log").exists() for d in cdirs.values()), 60,
              "a trainer to start")
     proc.send_signal(signal.SIGINT)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.execute import child_env, process_gpus
-from harness.store import RunLock, lock_holder, read_manifest_or_none, run_state
+from harness.store import RunLock, lock_holder, run_state
 from harness.sweep import load_sweep
 from runrecord import find_run_dirs, load_run, read_manifest
 
@@ -55,6 +55,14 @@ def harness(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProce
 
 def run_args(sweep: Path, root: Path, *extra: str) -> list[str]:
     return ["run", "--sweep", str(sweep), "--results-root", str(root), "--no-progress", *extra]
+
+
+def _log_text(run_dir: Path) -> str:
+    """What a run's trainer printed (the harness keeps it in the run's stdout.log)."""
+    try:
+        return (run_dir / "stdout.log").read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def ledger(tmp_path: Path) -> list[str]:
@@ -116,16 +124,18 @@ def test_kill_9_of_harness_loses_nothing_and_next_run_carries_on(tmp_path):
     sweep = write_sweep(tmp_path, seeds=(1, 2, 3, 4, 5, 6), sleep_s=0.4, updates=6)
     root = tmp_path / "res"
     runs_dir = root / "fake" / "runs"
+    # Seed 1 runs through; the others wait after update 2 (tests/harness_fake_trainer.py)
+    # until the kill, so "one completed, others mid-way" is a state, not a moment to catch.
+    holds = ",".join(f"2@{seed}" for seed in (2, 3, 4, 5, 6))
     proc = subprocess.Popen([sys.executable, "-m", "harness", *run_args(sweep, root)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Wait until one run completed and others are mid-way.
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "FAKE_TRAINER_HOLD_AFTER": holds})
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if ledger(tmp_path) and any(
-                (read_manifest_or_none(d) or {}).get("status") == "running"
-                for d in runs_dir.glob("*") if d.is_dir()):
+                "holding after update 2" in _log_text(d) for d in runs_dir.glob("*")):
             break
-        time.sleep(0.1)
+        time.sleep(0.1)  # a poll of the runs' folders
     else:
         proc.kill()
         pytest.fail("harness never got a run going")
@@ -247,14 +257,16 @@ def test_ctrl_c_interrupts_runs_and_next_run_carries_on(tmp_path):
     sweep = write_sweep(tmp_path, seeds=(1, 2), sleep_s=0.5, updates=20)
     root = tmp_path / "res"
     runs_dir = root / "fake" / "runs"
+    # Both runs wait after update 2 until the Ctrl-C: it surely comes mid-run.
     proc = subprocess.Popen([sys.executable, "-m", "harness", *run_args(sweep, root)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "FAKE_TRAINER_HOLD_AFTER": "2"})
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ms = [read_manifest_or_none(d) or {} for d in runs_dir.glob("*")]
-        if len(ms) == 2 and all(m.get("status") == "running" for m in ms):
-            break
-        time.sleep(0.1)
+    while sum("holding after update 2" in _log_text(d) for d in runs_dir.glob("*")) < 2:
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the two runs never reached update 2")
+        time.sleep(0.1)  # a poll of the runs' folders
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130, out

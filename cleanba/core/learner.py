@@ -13,6 +13,7 @@ import jax
 import numpy as np
 
 import benchenv
+from cleanba.core import stopping
 from cleanba.core.actor import Rollout
 from cleanba.core.context import Context
 from cleanba.core.records import Episode
@@ -178,6 +179,8 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         ctx.control.phase = (f"training (after update {k} of {plan.num_updates})"
                              if k < plan.num_updates else
                              f"finishing (all {k} updates done, before the final write)")
+        if k < plan.num_updates:  # a test's hold mid-run (CLEANBA_HOLD_AT=update-K)
+            stopping.hold(f"update-{k}", cfg.seed)
         if cfg.stop_after_updates == k and k < plan.num_updates:
             ctx.control.stop_early(f"--stop-after-updates {k}: stopped after update {k} of "
                                    f"{plan.num_updates}")

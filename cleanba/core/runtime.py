@@ -131,7 +131,12 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
            control: Control, watcher: stopping.SignalWatcher, preset: PresetChoice | None,
            presets: Sequence[str]) -> int:
     watcher.set_phase("start-up (checks, jax.distributed, environment spec)")
-    watcher.hold("start-up")
+    try:  # a test hook's typo fails at once, not at the point it names
+        stopping.parse_holds(os.environ.get(stopping.HOLD_ENV_VAR, ""))
+    except ValueError as exc:
+        console(f"error: {exc}", sys.stderr)
+        return EXIT_BAD_INPUT
+    watcher.hold("start-up", config.seed)
     try:
         prep = prepare(config, factory, system, preset, presets)
         writer = None
@@ -152,13 +157,13 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
     error: BaseException | None = None
     wandb_logger = None
     ctx = None
-    watcher.hold("compiling")
+    watcher.hold("compiling", config.seed)
     try:
         if config.track and writer is not None:
             wandb_logger = WandbLogger(config, system, prep.run_id, prep.run_dir, prep.manifest)
         ctx, threads = _start(config, prep, control, writer, wandb_logger)
         _supervise(ctx, threads)
-        watcher.hold("finishing")
+        watcher.hold("finishing", config.seed)
         if control.error is None and not control.interrupted \
                 and ctx.updates_done != prep.plan.num_updates:
             error = RuntimeError(f"threads ended after {ctx.updates_done} of "
@@ -184,7 +189,7 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
                     "episodes": ctx.episodes_written if ctx is not None else 0,
                 })
             watcher.finished(code)
-        watcher.hold("finished")
+        watcher.hold("finished", config.seed)
         if status == schema.FAILED:
             failure = control.error or error
             console(f"[cleanba] run failed: {type(failure).__name__}: {failure}", sys.stderr)

@@ -36,11 +36,13 @@ from runrecord.exits import EXIT_INTERRUPTED
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-# Test hook (docs/cleanba.md): CLEANBA_HOLD_AT=<point> makes the trainer stop at that point,
-# print "[cleanba] holding at <point>" and wait (up to HOLD_MAX_S) for a signal, so a test
-# can signal a phase that is otherwise too short to hit by timing.
+# Test hook (docs/cleanba.md): CLEANBA_HOLD_AT=<point>[@<seed>][,...] makes the trainer stop
+# at that point (of the run with that seed, or of every run), print "[cleanba] holding at
+# <point>" and wait (up to HOLD_MAX_S) for a signal, so a test signals a phase exactly when
+# it is under way instead of betting on timing. Several runs of one sweep share the
+# harness's environment: the seed picks the run.
 HOLD_ENV_VAR = "CLEANBA_HOLD_AT"
-HOLD_POINTS = ("start-up", "compiling", "finishing", "finished")
+HOLD_POINTS = ("start-up", "compiling", "update-K", "finishing", "finished")
 HOLD_MAX_S = 120.0
 
 
@@ -116,9 +118,11 @@ class SignalWatcher:
             if data[0] in STOP_SIGNALS:
                 self.handle(signal.Signals(data[0]).name)
 
-    def hold(self, point: str) -> None:
-        """The CLEANBA_HOLD_AT test hook (a no-op unless the variable names `point`)."""
-        if os.environ.get(HOLD_ENV_VAR) != point:
+    def hold(self, point: str, seed: int | None = None) -> None:
+        """The CLEANBA_HOLD_AT test hook (a no-op unless the variable names `point`, for
+        every run or for the run of `seed`)."""
+        holds = parse_holds(os.environ.get(HOLD_ENV_VAR, ""))
+        if (point, None) not in holds and (point, seed) not in holds:
             return
         _say(f"holding at {point} ({HOLD_ENV_VAR})")
         self._signalled.wait(HOLD_MAX_S)
@@ -138,6 +142,28 @@ class SignalWatcher:
                 os._exit(EXIT_INTERRUPTED)
             # Under the lock: the main thread cannot decide the final status meanwhile.
             self._on_stop(name)
+
+
+def parse_holds(value: str) -> set[tuple[str, int | None]]:
+    """CLEANBA_HOLD_AT's (point, seed) pairs (seed None: every run). ValueError says what
+    is wrong and what is valid."""
+    holds: set[tuple[str, int | None]] = set()
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        point, _, seed = item.partition("@")
+        named = point in HOLD_POINTS or (point.startswith("update-")
+                                         and point[len("update-"):].isdigit())
+        if not named or (seed and not seed.isdigit()):
+            raise ValueError(f"{HOLD_ENV_VAR}={value!r}: {item!r} is not POINT or POINT@SEED "
+                             f"with POINT one of {', '.join(HOLD_POINTS)} (K: an update "
+                             "number)")
+        holds.add((point, int(seed) if seed else None))
+    return holds
+
+
+def hold(point: str, seed: int | None = None) -> None:
+    """The hook of the installed watcher (none installed: a no-op)."""
+    if _watcher is not None:
+        _watcher.hold(point, seed)
 
 
 def _ignore_in_main_thread(signum: int, frame: Any) -> None:
