@@ -17,22 +17,42 @@ from runrecord.paths import PROJECT_ROOT
 DEFAULT_PACKAGES = ("jax", "jaxlib", "flax", "optax", "envpool", "ale-py", "numpy", "tyro")
 
 
+DISTRIBUTION = "cleanba-bench"
+"""This project's distribution name (pyproject.toml): its installed version stands in for a
+commit where the code is not a checkout of its own."""
+
+
+def _git(path: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
+                          timeout=10, check=True).stdout.strip()
+
+
 def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """{'sha': ..., 'dirty': bool} for the git checkout at `path` (None when not a checkout)."""
+    """{'sha': ..., 'dirty': bool} of the git checkout whose top level is `path`.
+
+    Anywhere else, {'sha': None, 'dirty': None, 'checkout': 'not a checkout', 'inside':
+    the enclosing repository's top level or None, 'version': the installed distribution's
+    version or None}. A project copied without its .git into another repository's folder
+    (or installed into a .venv inside one) is not that repository's checkout, yet
+    `git -C path rev-parse HEAD` answers with the enclosing repository's commit: the H200
+    lease of 2026-12-04 recorded such a foreign sha as ours
+    (results/hardware/nvidia-h200/README.md). So a commit is named only when git's top
+    level is `path` itself."""
+    inside: str | None = None
     try:
-        sha = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True, text=True, timeout=10, check=True,
-            ).stdout.strip()
-        )
-        return {"sha": sha, "dirty": dirty}
+        top = _git(path, "rev-parse", "--show-toplevel")
+        if Path(top).resolve() == Path(path).resolve():
+            dirty = bool(_git(path, "status", "--porcelain", "--untracked-files=no"))
+            return {"sha": _git(path, "rev-parse", "HEAD"), "dirty": dirty}
+        inside = top
     except (OSError, subprocess.SubprocessError):
-        return {"sha": None, "dirty": None}
+        pass
+    try:
+        version: str | None = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return {"sha": None, "dirty": None, "checkout": "not a checkout", "inside": inside,
+            "version": version}
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str | None]:
