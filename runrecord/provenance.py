@@ -27,6 +27,20 @@ def _git(path: Path, *args: str) -> str:
                           timeout=10, check=True).stdout.strip()
 
 
+def git_top_level(path: Path) -> str | None:
+    """The top level of the git repository `path` is in (None outside any)."""
+    try:
+        return _git(path, "rev-parse", "--show-toplevel") or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def is_own_checkout(path: Path) -> bool:
+    """Whether `path` is a checkout's top level, not a folder inside another repository."""
+    top = git_top_level(path)
+    return top is not None and Path(top).resolve() == Path(path).resolve()
+
+
 def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
     """{'sha': ..., 'dirty': bool} of the git checkout whose top level is `path`.
 
@@ -38,15 +52,13 @@ def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
     lease of 2026-12-04 recorded such a foreign sha as ours
     (results/hardware/nvidia-h200/README.md). So a commit is named only when git's top
     level is `path` itself."""
-    inside: str | None = None
-    try:
-        top = _git(path, "rev-parse", "--show-toplevel")
-        if Path(top).resolve() == Path(path).resolve():
+    inside = git_top_level(path)
+    if inside is not None and Path(inside).resolve() == Path(path).resolve():
+        try:
             dirty = bool(_git(path, "status", "--porcelain", "--untracked-files=no"))
             return {"sha": _git(path, "rev-parse", "HEAD"), "dirty": dirty}
-        inside = top
-    except (OSError, subprocess.SubprocessError):
-        pass
+        except (OSError, subprocess.SubprocessError):
+            inside = None
     try:
         version: str | None = importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:

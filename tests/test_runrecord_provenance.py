@@ -1,7 +1,8 @@
 """git_state names a commit only for a checkout of its own: a project copied without its .git
 into another repository's folder, or installed into a .venv inside one, is "not a checkout"
 (git would answer with the enclosing repository's commit, as on the H200 lease of
-2026-12-04), and the installed version stands in."""
+2026-12-04), and the installed version stands in. A certificate's code state
+(harness/certify/bind.py) asks the same question."""
 
 import importlib.metadata
 import shutil
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.certify.bind import code_state
 from runrecord.provenance import DISTRIBUTION, git_state
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -54,6 +56,8 @@ def test_a_folder_inside_another_repository_is_not_a_checkout(tmp_path, inner):
     state = git_state(project)
     assert state == {"sha": None, "dirty": None, "checkout": "not a checkout",
                      "inside": str(outer.resolve()), "version": installed_version()}
+    # a certificate's code state asks the same question (harness/certify/bind.py)
+    assert code_state(project) == {"git_sha": None, "dirty": None, "diff_sha256": None}
 
 
 def test_no_repository_at_all_is_not_a_checkout(tmp_path, monkeypatch):
