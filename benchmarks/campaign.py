@@ -110,7 +110,9 @@ def plan(cfg: PlanConfig) -> int:
         print("  (no CPU records: chunk (a)'s verdicts need them; results/hardware/README.md)")
     print("The call, in order:")
     print("  here:   python benchmarks/device_kit.py --out .device --reference-path "
-          "<checkout of vwxyzjn/cleanba>")
+          "<checkout of vwxyzjn/cleanba>\n"
+          "          (an export without .git: add --reference-note "
+          "github:vwxyzjn/cleanba@<commit>)")
     print(f"  device: {DEVICE_CALL.format(kind=kind)}")
     print("  here:   python benchmarks/campaign.py merge <files_at>/records.tar.gz && "
           "git add results/hardware && git commit")

@@ -238,12 +238,25 @@ def item_b(lease: Lease, seed: int, cap_s: float) -> dict[str, Any]:
     if scalars.exists():  # the reference's own log: a few kB (one line per scalar)
         shutil.copy2(scalars, lease.staging / folder / "reference-scalars.jsonl")
         files.append(f"{folder}/reference-scalars.jsonl")
-    figures = {"seed": seed, "lease": lease.id, "ours": mine, "reference": theirs,
+    figures = {"seed": seed, "lease": lease.id, "ours": mine,
+               "reference": theirs | {"source": reference_source(cfg.reference_path)},
                "warmup_updates": WARMUP_UPDATES}
     (lease.staging / folder / "figures.json").write_text(json.dumps(figures, indent=2))
     files.append(f"{folder}/figures.json")
     ok = mine.get("steady_sps") is not None and theirs.get("steady_sps") is not None
     return {"ok": ok, "wall_s": wall, "files": files, "figures": _brief(mine, theirs)}
+
+
+def reference_source(reference_path: Path | None) -> str | None:
+    """Where the kit's reference came from (its manifest's `reference`: the checkout's
+    commit, or what --reference-note says of an export, which has no .git to ask)."""
+    if reference_path is None:
+        return None
+    try:
+        return str(json.loads((reference_path.parent / "manifest.json").read_text())
+                   .get("reference") or "") or None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _brief(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:

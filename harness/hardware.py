@@ -269,6 +269,20 @@ def lease_rows(store: Path) -> list[list[Any]]:
             for lease in leases(store)]
 
 
+def provenance_rows(store: Path) -> list[list[Any]]:
+    """Each folder's provenance-note.json (written on merging when a record's provenance
+    says something other than what ran; the records themselves are never rewritten)."""
+    rows = []
+    for kind, stack, folder in folders(store):
+        note = _json(folder / "provenance-note.json")
+        if isinstance(note, dict):
+            project, ref = note.get("project") or {}, note.get("reference") or {}
+            rows.append([f"{kind}/{stack}", project.get("recorded", "-"),
+                         project.get("ran", "-"),
+                         f"{ref.get('repository', '-')} {ref.get('commit', '')}".strip()])
+    return rows
+
+
 def hardware_section(store: Path, table_html: TableHtml, suite_calls: Path | None = None,
                      ) -> tuple[str, str]:
     """(title, inner HTML) of the section, from the store alone."""
@@ -311,6 +325,11 @@ def hardware_section(store: Path, table_html: TableHtml, suite_calls: Path | Non
         ("Leases", ["lease", "device", "stack", "mode", "budget s", "wall s", "items done",
                     "deferred"], lease_rows(store)),
     )
+    notes_rows = provenance_rows(store)
+    if notes_rows:
+        sections = (*sections, ("Provenance notes: what the records say and what ran",
+                                ["folder", "the records' provenance", "what ran",
+                                 "reference Cleanba"], notes_rows))
     for title, header, table_rows in sections:
         parts.append(f"<h3>{html.escape(title)}</h3>")
         parts.append(table_html(header, table_rows) if table_rows else

@@ -38,7 +38,7 @@ from harness.store import Store, run_state
 from harness.sweep import Sweep
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED, worst_exit
-from runrecord.provenance import collect, git_state
+from runrecord.provenance import DISTRIBUTION, collect, git_state
 
 REPORT_PAGE = "index.html"
 
@@ -273,7 +273,8 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
         ("filters", " ".join(f"--{k} {v}" for k, v in sorted(sweep.filters.items()))
          or "none (the whole sweep file)"),
         ("results", str(store.sweep_dir)),
-        ("project git", f"{git.get('sha')} (dirty: {git.get('dirty')})"),
+        ("project git", f"{git['sha']} (dirty: {git['dirty']})" if git.get("sha") else
+         f"{git.get('checkout', 'not a checkout')}; {DISTRIBUTION} {git.get('version')}"),
         ("report built on", f"{prov['host']}, {prov['cpu_model']}, python {prov['python']}"),
         ("packages", ", ".join(f"{k} {v}" for k, v in prov["packages"].items() if v)),
         *((k, str(v)) for k, v in (extra or {}).items()),

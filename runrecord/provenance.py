@@ -17,22 +17,54 @@ from runrecord.paths import PROJECT_ROOT
 DEFAULT_PACKAGES = ("jax", "jaxlib", "flax", "optax", "envpool", "ale-py", "numpy", "tyro")
 
 
-def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """{'sha': ..., 'dirty': bool} for the git checkout at `path` (None when not a checkout)."""
+DISTRIBUTION = "cleanba-bench"
+"""This project's distribution name (pyproject.toml): its installed version stands in for a
+commit where the code is not a checkout of its own."""
+
+
+def _git(path: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
+                          timeout=10, check=True).stdout.strip()
+
+
+def git_top_level(path: Path) -> str | None:
+    """The top level of the git repository `path` is in (None outside any)."""
     try:
-        sha = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True, text=True, timeout=10, check=True,
-            ).stdout.strip()
-        )
-        return {"sha": sha, "dirty": dirty}
+        return _git(path, "rev-parse", "--show-toplevel") or None
     except (OSError, subprocess.SubprocessError):
-        return {"sha": None, "dirty": None}
+        return None
+
+
+def is_own_checkout(path: Path) -> bool:
+    """Whether `path` is a checkout's top level, not a folder inside another repository."""
+    top = git_top_level(path)
+    return top is not None and Path(top).resolve() == Path(path).resolve()
+
+
+def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """{'sha': ..., 'dirty': bool} of the git checkout whose top level is `path`.
+
+    Anywhere else, {'sha': None, 'dirty': None, 'checkout': 'not a checkout', 'inside':
+    the enclosing repository's top level or None, 'version': the installed distribution's
+    version or None}. A project copied without its .git into another repository's folder
+    (or installed into a .venv inside one) is not that repository's checkout, yet
+    `git -C path rev-parse HEAD` answers with the enclosing repository's commit: the H200
+    lease of 2026-12-04 recorded such a foreign sha as ours
+    (results/hardware/nvidia-h200/README.md). So a commit is named only when git's top
+    level is `path` itself."""
+    inside = git_top_level(path)
+    if inside is not None and Path(inside).resolve() == Path(path).resolve():
+        try:
+            dirty = bool(_git(path, "status", "--porcelain", "--untracked-files=no"))
+            return {"sha": _git(path, "rev-parse", "HEAD"), "dirty": dirty}
+        except (OSError, subprocess.SubprocessError):
+            inside = None
+    try:
+        version: str | None = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return {"sha": None, "dirty": None, "checkout": "not a checkout", "inside": inside,
+            "version": version}
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str | None]:

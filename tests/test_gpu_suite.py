@@ -1,5 +1,5 @@
 """benchmarks/gpu_suite.py: its bad-input handling and its pure parts. The whole sequence
-in --tiny mode on CPU (so the GPU suite cannot rot while no GPU is lent) runs in
+in --tiny mode on CPU (so the GPU suite cannot rot between GPU leases) runs in
 tests/test_device_kit.py, through the device kit and run.sh on the GPU image's stack."""
 
 from __future__ import annotations

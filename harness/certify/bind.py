@@ -23,6 +23,7 @@ from harness.certify.merkle import Leaf, leaf_of
 from harness.store import PENDING, run_state
 from harness.sweep import RunSpec
 from runrecord import PROJECT_ROOT, read_manifest_or_none
+from runrecord.provenance import is_own_checkout
 
 RECORDS = "records"
 INPUTS = "inputs"
@@ -167,7 +168,8 @@ def code_state(root: Path = PROJECT_ROOT) -> dict[str, Any]:
         except (OSError, subprocess.SubprocessError):
             return None
 
-    sha = git("rev-parse", "HEAD")
+    # a copy without its own .git inside another repository is not that repository's code
+    sha = git("rev-parse", "HEAD") if is_own_checkout(root) else None
     if sha is None:
         return {"git_sha": None, "dirty": None, "diff_sha256": None}
     diff = git("diff", "HEAD", "--binary") or b""
