@@ -8,6 +8,7 @@ with adaptive seeds a failure over time ends the sweep; a bad looks_at names its
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -158,14 +159,18 @@ def test_a_killed_run_resumes_at_its_first_look_not_recorded(tmp_path, reference
     sweep = sweep_file(tmp_path, "resume", 25.0, reference, sleep_s=0.3)
     root = tmp_path / "res"
     looks = root / "resume" / "adaptive" / "curve-looks.jsonl"
+    # The runs wait after update 6 (30% of the budget: past look 1, before look 2) until the
+    # SIGTERM (tests/harness_fake_trainer.py): no run can complete before it.
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--sweep", str(sweep),
                              "--results-root", str(root), "--no-progress", "--share-cores"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, env={**os.environ, "FAKE_TRAINER_HOLD_AFTER": "6"})
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (
-            looks.exists() and '"index": 1' in looks.read_text()):
-        time.sleep(0.1)
+    while not (looks.exists() and '"index": 1' in looks.read_text()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"look 1 was never recorded (harness rc {proc.poll()})")
+        time.sleep(0.1)  # a poll of the looks' file
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
