@@ -16,11 +16,12 @@
 #
 #   scripts/slurm-local.sh start [--accounting] [--cpus N] [--port-base P] [--listen-all]
 #       bring it up (idempotent), listening on 127.0.0.1 only; --listen-all: on every
-#       interface (0.0.0.0), for when other machines should reach it. --accounting: also slurmdbd + MariaDB, so that `sacct`
-#       works. --cpus N: declare N CPUs (and 2000 MB each) instead of this machine's, to
-#       run more jobs at once than it has cores (tests whose jobs mostly sleep). Starting
-#       in another mode than the one running restarts slurmctld and slurmd (and starts or
-#       leaves the database). --port-base P: slurmctld P, slurmd P+1, slurmdbd P+2,
+#       interface (0.0.0.0), for when other machines should reach it. --accounting: also
+#       slurmdbd + MariaDB, so that `sacct` works. --cpus N: declare N CPUs (and 2000 MB
+#       each) instead of this machine's, to run more jobs at once than it has cores (tests
+#       whose jobs mostly sleep). Starting in another mode than the one running restarts
+#       slurmctld and slurmd (and starts or leaves the database; restarts it where
+#       --listen-all changed). --port-base P: slurmctld P, slurmd P+1, slurmdbd P+2,
 #       MariaDB P+3 exactly (default: free ones from 16817 up). A start that fails stops
 #       what it began and prints the log lines that say why.
 #   scripts/slurm-local.sh status    prints `export SLURM_CONF=...` (eval it: sbatch,
@@ -156,9 +157,9 @@ check_bound() {
   local wide
   [ "$LISTEN" = all ] && return 0
   wide=$(sockets_of "$(pid_of "$1")" | grep -vE "$LOOPBACK_RX" | tr '\n' ' ') || true
-  [ -z "$wide" ] || fail "" "$1 listens on ${wide% }, beyond loopback: this Slurm did not \
-bind to 127.0.0.1 as $ETC asks, and the script has no other way to keep the cluster off \
-other interfaces. Not running it; \`start --listen-all\` allows every interface." 2
+  [ -z "$wide" ] || fail "" "$1 listens on ${wide% }, beyond loopback: it did not bind to \
+127.0.0.1 as $ETC asks, and this script has no other way to keep the cluster off other \
+interfaces. Not running it; \`start --listen-all\` allows every interface." 2
 }
 
 # Slurm 22.05's daemons bind (NoInAddrAny) to what this machine's name resolves to, not
@@ -173,7 +174,8 @@ private_hosts() {
   [ "$LISTEN" = all ] && return 0
   { echo "127.0.0.1 localhost $HOST"
     # the system's lines, less those naming this host (they would compete with the first)
-    awk -v h="$HOST" '{for (i = 2; i <= NF; i++) if ($i == h || index($i, h ".") == 1) next} 1' /etc/hosts
+    awk -v h="$HOST" '{for (i = 2; i <= NF; i++) if ($i == h || index($i, h ".") == 1) next}
+                      1' /etc/hosts
   } > "$ETC/hosts"
   BIND_NS=(unshare --mount --propagation private
            sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$ETC/hosts")
@@ -254,8 +256,9 @@ write_slurm_conf() {
     echo "# slurmd takes CPUs and memory from the machine" > "$ETC/overrides.conf"
   fi
   echo "${PORTS[*]}" > "$ETC/ports"
-  bind=$(bind_lines "$listen" "# Loopback only: slurmctld and slurmd bind to 127.0.0.1 (what $HOST resolves to in
-# their private /etc/hosts, $ETC/hosts), not to every interface. Not with --listen-all." \
+  bind=$(bind_lines "$listen" \
+"# Loopback only: slurmctld and slurmd bind to 127.0.0.1 (what $HOST resolves to in their
+# private /etc/hosts, $ETC/hosts), not to every interface. Not with --listen-all." \
     "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny")
   cat > "$CONF" <<EOF
 # Written by scripts/slurm-local.sh: a one-node cluster on this machine, all of it in
@@ -313,7 +316,8 @@ AuthType=auth/munge
 AuthInfo=socket=$MUNGE/munge.socket
 DbdHost=localhost
 DbdAddr=127.0.0.1
-$(bind_lines "$1" "# Loopback only: bind to 127.0.0.1 (see slurm.conf), not to every interface." "CommunicationParameters=NoInAddrAny")
+$(bind_lines "$1" "# Loopback only: bind to 127.0.0.1 (see slurm.conf), not to every interface." \
+             "CommunicationParameters=NoInAddrAny")
 DbdPort=${PORTS[2]}
 SlurmUser=root
 StorageType=accounting_storage/mysql
@@ -412,6 +416,8 @@ start_database() {
      || { alive slurmdbd && [ "$(bound_as slurmdbd)" != "$LISTEN" ]; }; then
     stop_pid slurmdbd; stop_pid mariadbd
   fi
+  local bind=127.0.0.1
+  [ "$LISTEN" = loopback ] || bind=0.0.0.0
   if ! alive mariadbd; then
     mkdir -p "$DB"; chown mysql:mysql "$DB"; chmod 750 "$DB"
     if [ ! -d "$DB/data/mysql" ]; then
@@ -422,7 +428,7 @@ start_database() {
     touch "$LOG/mariadbd.log"; chown mysql:mysql "$LOG/mariadbd.log"
     launch mariadbd /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$DB/data" \
       --socket="$DB/mysqld.sock" --pid-file="$DB/mariadbd.pid" --port="${PORTS[3]}" \
-      --bind-address="$([ "$LISTEN" = all ] && echo 0.0.0.0 || echo 127.0.0.1)" --log-error="$LOG/mariadbd.log" --skip-name-resolve
+      --bind-address="$bind" --log-error="$LOG/mariadbd.log" --skip-name-resolve
     wait_for "timeout 10 mysqladmin --no-defaults --socket=$DB/mysqld.sock -u root ping" 60 mariadbd \
       || fail mariadbd "MariaDB did not answer on port ${PORTS[3]}"
     check_bound mariadbd
@@ -555,6 +561,7 @@ case "${1:-}" in
   stop) stop ;;
   status) status ;;
   remove) remove ;;
-  *) echo "usage: $0 start [--accounting] [--cpus N] [--port-base P] [--listen-all] | stop | status | remove" >&2
+  *) echo "usage: $0 start [--accounting] [--cpus N] [--port-base P] [--listen-all] | stop |" \
+          "status | remove" >&2
      exit 2 ;;
 esac

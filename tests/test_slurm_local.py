@@ -339,7 +339,8 @@ def test_listens_on_loopback_only(stop_after, tmp_path):
 
 def test_listen_all_listens_on_every_interface(stop_after):
     """`start --listen-all` is the way to let other machines in: every daemon, MariaDB too,
-    listens on 0.0.0.0, and status says so."""
+    listens on 0.0.0.0, and status says so. A start without it then restarts them all,
+    the database included, on loopback."""
     root_and_packages()
     p = script("start", "--accounting", "--listen-all")
     assert p.returncode == 0, p.stderr
@@ -349,6 +350,12 @@ def test_listen_all_listens_on_every_interface(stop_after):
     assert all(a.startswith("0.0.0.0:") for s in got.values() for a in s), got
     assert status_lines()[0].count("0.0.0.0:") == 4
     wait_for_job(slurm("sbatch", "--parsable", "-o", "/dev/null", "--wrap", "true").strip())
+
+    p = script("start", "--accounting")
+    assert p.returncode == 0, p.stderr
+    got = listening(private_folder())
+    assert set(got) == {"slurmctld", "slurmd", "slurmdbd", "mariadbd"}, got
+    assert beyond_loopback(got) == {}, got
 
 
 def test_refuses_where_it_cannot_keep_to_loopback(stop_after, tmp_path):
