@@ -14,22 +14,26 @@
 # free ones (never Slurm's defaults 6817-6819). It refuses (exit 3) to start beside a
 # slurmctld, slurmd or slurmdbd that it did not start.
 #
-#   scripts/slurm-local.sh start [--accounting] [--cpus N] [--port-base P]
-#       bring it up (idempotent). --accounting: also slurmdbd + MariaDB, so that `sacct`
-#       works. --cpus N: declare N CPUs (and 2000 MB each) instead of this machine's, to
-#       run more jobs at once than it has cores (tests whose jobs mostly sleep). Starting
-#       in another mode than the one running restarts slurmctld and slurmd (and starts or
-#       leaves the database). --port-base P: slurmctld P, slurmd P+1, slurmdbd P+2,
+#   scripts/slurm-local.sh start [--accounting] [--cpus N] [--port-base P] [--listen-all]
+#       bring it up (idempotent), listening on 127.0.0.1 only; --listen-all: on every
+#       interface (0.0.0.0), for when other machines should reach it. --accounting: also
+#       slurmdbd + MariaDB, so that `sacct` works. --cpus N: declare N CPUs (and 2000 MB
+#       each) instead of this machine's, to run more jobs at once than it has cores (tests
+#       whose jobs mostly sleep). Starting in another mode than the one running restarts
+#       slurmctld and slurmd (and starts or leaves the database; restarts it where
+#       --listen-all changed). --port-base P: slurmctld P, slurmd P+1, slurmdbd P+2,
 #       MariaDB P+3 exactly (default: free ones from 16817 up). A start that fails stops
 #       what it began and prints the log lines that say why.
 #   scripts/slurm-local.sh status    prints `export SLURM_CONF=...` (eval it: sbatch,
 #       squeue, scancel, sacct and `harness run --backend slurm` then use this cluster)
-#       and, as a comment, the node's state; exit 0 if up, 1 if down
+#       and, as comments, the node's state and the addresses its daemons listen on;
+#       exit 0 if up, 1 if down
 #   scripts/slurm-local.sh stop      stop every daemon it started
 #   scripts/slurm-local.sh remove    stop, then delete the private folder
 #
-# Exit codes: 0 ok, 1 could not start, 2 bad arguments, 3 cannot run here (not root, no
-# apt-get for missing packages, another Slurm's daemon running).
+# Exit codes: 0 ok, 1 could not start, 2 bad arguments or cannot keep the cluster on
+# loopback (without --listen-all), 3 cannot run here (not root, no apt-get for missing
+# packages, another Slurm's daemon running).
 set -euo pipefail
 
 DIR=${SLURM_LOCAL_DIR:-/var/lib/slurm-local}
@@ -41,6 +45,7 @@ MARK=$DIR/.slurm-local          # says the folder is this script's (remove check
 SYSTEM_PORTS="6817 6818 6819"   # a system cluster's defaults: never ours
 DEFAULT_PORTS="16817 16818 16819 16820"
 ROLES=(slurmctld slurmd slurmdbd mariadbd)
+LISTEN=loopback                 # where the daemons listen: loopback, or all (--listen-all)
 
 exec 8>&2  # the caller's stderr: a trap may run while a command's stderr is elsewhere
 say() { echo "slurm-local: $*" >&8; }
@@ -112,6 +117,83 @@ holder() {  # holder PORT: who listens on it, in words (best effort)
   echo "${who:-another process}"
 }
 
+# sockets_of PID: the TCP addresses PID listens on, one ADDR:PORT a line (IPv6 in
+# brackets). From /proc, not ss: iproute2 may be missing, and the PID picks out our
+# daemon's sockets from any other process's.
+sockets_of() {
+  local inodes
+  [ -n "$1" ] || return 0
+  inodes=$(find "/proc/$1/fd" -lname 'socket:*' -printf '%l ' 2>/dev/null | tr -dc '0-9 ')
+  [ -n "$inodes" ] || return 0
+  awk -v inodes=" $inodes " '
+    function dec(h,  i, n) { n = 0; for (i = 1; i <= length(h); i++)
+                               n = n * 16 + index("0123456789ABCDEF", substr(h, i, 1)) - 1
+                             return n }
+    function v4(h) { return dec(substr(h, 7, 2)) "." dec(substr(h, 5, 2)) "." \
+                            dec(substr(h, 3, 2)) "." dec(substr(h, 1, 2)) }
+    function v6(h,  i, w, n, out) {  # four host-order 32-bit words -> network order
+      n = ""; for (i = 0; i < 4; i++) { w = substr(h, 8 * i + 1, 8)
+        n = n substr(w, 7, 2) substr(w, 5, 2) substr(w, 3, 2) substr(w, 1, 2) }
+      if (n ~ /^0+$/) return "[::]"
+      if (n ~ /^0+1$/) return "[::1]"
+      if (substr(n, 1, 24) == "00000000000000000000FFFF") return "[::ffff:" v4(substr(h, 25)) "]"
+      out = substr(n, 1, 4); for (i = 5; i < 32; i += 4) out = out ":" substr(n, i, 4)
+      return "[" out "]" }
+    FNR > 1 && $4 == "0A" && index(inodes, " " $10 " ") {
+      split($2, a, ":"); print (length(a[1]) == 8 ? v4(a[1]) : v6(a[1])) ":" dec(a[2]) }
+  ' /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u
+}
+LOOPBACK_RX='^(127\.|\[::1\]|\[::ffff:127\.)'
+
+# bound_as NAME: "loopback" when every socket NAME listens on is a loopback address,
+# "all" when one is not
+bound_as() {
+  if sockets_of "$(pid_of "$1")" | grep -qvE "$LOOPBACK_RX"; then echo all; else echo loopback; fi
+}
+
+# check_bound NAME: NAME listens where this start asked; a loopback-only start that got a
+# wider socket stops what it began and exits 2 (binding is the only guard it has)
+check_bound() {
+  local wide
+  [ "$LISTEN" = all ] && return 0
+  wide=$(sockets_of "$(pid_of "$1")" | grep -vE "$LOOPBACK_RX" | tr '\n' ' ') || true
+  [ -z "$wide" ] || fail "" "$1 listens on ${wide% }, beyond loopback: it did not bind to \
+127.0.0.1 as $ETC asks, and this script has no other way to keep the cluster off other \
+interfaces. Not running it; \`start --listen-all\` allows every interface." 2
+}
+
+# Slurm 22.05's daemons bind (NoInAddrAny) to what this machine's name resolves to, not
+# to the address their config names (measured: slurmctld took eth0's 192.0.2.2 with
+# SlurmctldHost=localhost once the name resolved there). So, loopback only, each runs in a
+# mount namespace of its own whose /etc/hosts ($ETC/hosts) maps the name to 127.0.0.1;
+# the system's /etc/hosts is not touched. Into BIND_NS: that command's prefix (none with
+# --listen-all); exit 2 where no namespace can be had.
+BIND_NS=()
+private_hosts() {
+  local probe
+  [ "$LISTEN" = all ] && return 0
+  { echo "127.0.0.1 localhost $HOST"
+    # the system's lines, less those naming this host (they would compete with the first)
+    awk -v h="$HOST" '{for (i = 2; i <= NF; i++) if ($i == h || index($i, h ".") == 1) next}
+                      1' /etc/hosts
+  } > "$ETC/hosts"
+  BIND_NS=(unshare --mount --propagation private
+           sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$ETC/hosts")
+  probe=$("${BIND_NS[@]}" getent ahostsv4 "$HOST" 2>&1 | head -1) || true
+  [[ "$probe" == "127.0.0.1 "* ]] || die "cannot keep the cluster on loopback: Slurm binds to \
+what $HOST resolves to, and a private /etc/hosts for its daemons (unshare --mount, as root) \
+failed here: ${probe:-no answer}. \`start --listen-all\` runs it on every interface." 2
+}
+
+# bind_lines LISTEN COMMENT LINE: the config lines that bind a daemon to 127.0.0.1 (none
+# with --listen-all). SLURM_LOCAL_NO_BIND=1 leaves them out without saying so, as a Slurm
+# that ignored them would behave: the tests' way to reach check_bound's refusal.
+bind_lines() {
+  if [ "$1" = all ]; then echo "# --listen-all: every interface"
+  elif [ "${SLURM_LOCAL_NO_BIND:-}" = 1 ]; then echo "# (SLURM_LOCAL_NO_BIND=1: no binding)"
+  else printf '%s\n%s\n' "$2" "$3"; fi
+}
+
 # The four ports (slurmctld slurmd slurmdbd mariadbd) into PORTS: those recorded by the
 # last start while still free or held by our own daemon, else the next free ones.
 pick_ports() {
@@ -165,7 +247,7 @@ make_folder() {
 # ------------------------------------------------------------------ config
 
 write_slurm_conf() {
-  local accounting=$1 cpus=$2 mem
+  local accounting=$1 cpus=$2 listen=$3 mem bind
   mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 512 ))
   if [ "$cpus" != "$(nproc)" ]; then
     mem=$((cpus * 2000))
@@ -174,11 +256,15 @@ write_slurm_conf() {
     echo "# slurmd takes CPUs and memory from the machine" > "$ETC/overrides.conf"
   fi
   echo "${PORTS[*]}" > "$ETC/ports"
+  bind=$(bind_lines "$listen" \
+"# Loopback only: slurmctld and slurmd bind to 127.0.0.1 (what $HOST resolves to in their
+# private /etc/hosts, $ETC/hosts), not to every interface. Not with --listen-all." \
+    "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny")
   cat > "$CONF" <<EOF
 # Written by scripts/slurm-local.sh: a one-node cluster on this machine, all of it in
 # $DIR. Use it with: export SLURM_CONF=$CONF
 ClusterName=local
-SlurmctldHost=$HOST
+SlurmctldHost=$HOST(127.0.0.1)
 SlurmctldPort=${PORTS[0]}
 SlurmdPort=${PORTS[1]}
 SlurmUser=root
@@ -193,6 +279,7 @@ SlurmctldLogFile=$LOG/slurmctld.log
 SlurmdLogFile=$LOG/slurmd.log
 PlugStackConfig=$ETC/plugstack.conf
 MailProg=/bin/true
+$bind
 # No systemd or cgroup manager on these machines: track job processes by parent PID.
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -208,7 +295,7 @@ KillWait=30
 MinJobAge=300
 # --cpus N declares more than the machine has: slurmd then takes the figures from here.
 Include $ETC/overrides.conf
-NodeName=$HOST CPUs=$cpus RealMemory=$mem State=UNKNOWN
+NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 EOF
   : > "$ETC/plugstack.conf"  # none of the system's SPANK plugins
@@ -228,6 +315,9 @@ write_dbd_conf() {
 AuthType=auth/munge
 AuthInfo=socket=$MUNGE/munge.socket
 DbdHost=localhost
+DbdAddr=127.0.0.1
+$(bind_lines "$1" "# Loopback only: bind to 127.0.0.1 (see slurm.conf), not to every interface." \
+             "CommunicationParameters=NoInAddrAny")
 DbdPort=${PORTS[2]}
 SlurmUser=root
 StorageType=accounting_storage/mysql
@@ -280,10 +370,10 @@ cut_logs() {
   done
 }
 
-fail() {  # fail NAME MESSAGE: exit 1 saying why (NAME's log lines), after undoing this start
-  FAILED=$1
+fail() {  # fail NAME MESSAGE [RC]: exit RC (1) saying why (NAME's log lines, if a NAME),
+  FAILED=$1  # after undoing this start
   say "start failed: $2"
-  exit 1
+  exit "${3:-1}"
 }
 
 undo() {  # the EXIT trap of `start`: on any failure, stop what this start began
@@ -321,6 +411,13 @@ start_munge() {
 mysql_root() { mysql --no-defaults --socket="$DB/mysqld.sock" -u root "$@"; }
 
 start_database() {
+  # bound otherwise than this start asks (the last start's --listen-all differed): restart
+  if { alive mariadbd && [ "$(bound_as mariadbd)" != "$LISTEN" ]; } \
+     || { alive slurmdbd && [ "$(bound_as slurmdbd)" != "$LISTEN" ]; }; then
+    stop_pid slurmdbd; stop_pid mariadbd
+  fi
+  local bind=127.0.0.1
+  [ "$LISTEN" = loopback ] || bind=0.0.0.0
   if ! alive mariadbd; then
     mkdir -p "$DB"; chown mysql:mysql "$DB"; chmod 750 "$DB"
     if [ ! -d "$DB/data/mysql" ]; then
@@ -331,18 +428,20 @@ start_database() {
     touch "$LOG/mariadbd.log"; chown mysql:mysql "$LOG/mariadbd.log"
     launch mariadbd /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$DB/data" \
       --socket="$DB/mysqld.sock" --pid-file="$DB/mariadbd.pid" --port="${PORTS[3]}" \
-      --bind-address=127.0.0.1 --log-error="$LOG/mariadbd.log" --skip-name-resolve
+      --bind-address="$bind" --log-error="$LOG/mariadbd.log" --skip-name-resolve
     wait_for "timeout 10 mysqladmin --no-defaults --socket=$DB/mysqld.sock -u root ping" 60 mariadbd \
       || fail mariadbd "MariaDB did not answer on port ${PORTS[3]}"
+    check_bound mariadbd
   fi
   mysql_root -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm-local';
                  GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;" \
     || fail mariadbd "could not create MariaDB's slurm user"
   if ! alive slurmdbd; then
-    write_dbd_conf
-    launch slurmdbd /usr/sbin/slurmdbd -D
+    write_dbd_conf "$LISTEN"
+    launch slurmdbd "${BIND_NS[@]}" /usr/sbin/slurmdbd -D
     wait_for "timeout 10 sacctmgr -n list cluster" 90 slurmdbd \
       || fail slurmdbd "slurmdbd did not answer on port ${PORTS[2]}"
+    check_bound slurmdbd
     sacctmgr -i add cluster local >/dev/null 2>&1 || true
   fi
 }
@@ -361,6 +460,7 @@ start() {
   while [ $# -gt 0 ]; do
     case "$1" in
       --accounting) accounting=yes; shift ;;
+      --listen-all) LISTEN=all; shift ;;
       --cpus) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--cpus wants a positive integer, got '${2:-}'" 2
               cpus=$2; shift 2 ;;
       --port-base)
@@ -369,10 +469,10 @@ start() {
         [ "$2" -gt 6819 ] || [ $(($2 + 3)) -lt 6817 ] \
           || die "--port-base $2 would use Slurm's default ports 6817-6819 (a system cluster's)" 2
         base=$2; shift 2 ;;
-      *) die "unknown option '$1'; valid: --accounting, --cpus N, --port-base P" 2 ;;
+      *) die "unknown option '$1'; valid: --accounting, --cpus N, --port-base P, --listen-all" 2 ;;
     esac
   done
-  local mode="accounting=$accounting cpus=$cpus"
+  local mode="accounting=$accounting cpus=$cpus listen=$LISTEN"
   [ "$(id -u)" = 0 ] || die "needs root (starts daemons)" 3
   make_folder
   exec 9>"$RUN/lock"; flock 9   # one start or stop at a time
@@ -386,6 +486,7 @@ start() {
     resume_node; say "already up ($mode)"; echo "export SLURM_CONF=$CONF"; return 0
   fi
   install_packages "$accounting"
+  private_hosts
   trap undo EXIT; trap 'exit 130' INT; trap 'exit 143' TERM
   mark_logs
   start_munge
@@ -394,19 +495,22 @@ start() {
   # finds slurmdbd through it.
   stop_pid slurmd; stop_pid slurmctld
   pick_ports "$base"
-  write_slurm_conf "$accounting" "$cpus"
+  write_slurm_conf "$accounting" "$cpus" "$LISTEN"
   [ "$accounting" = yes ] && start_database
-  launch slurmctld /usr/sbin/slurmctld -D -f "$CONF"
+  launch slurmctld "${BIND_NS[@]}" /usr/sbin/slurmctld -D -f "$CONF"
   wait_for "timeout 10 scontrol ping | grep -q UP" 30 slurmctld \
     || fail slurmctld "slurmctld did not answer on port ${PORTS[0]}$(port_note 0)"
-  launch slurmd /usr/sbin/slurmd -D -f "$CONF"
+  check_bound slurmctld
+  launch slurmd "${BIND_NS[@]}" /usr/sbin/slurmd -D -f "$CONF"
   echo "$mode" > "$RUN/mode"
   wait_for '[ "$(node_state)" = idle ] || [ "$(node_state)" = mix ]' \
     30 slurmd || fail slurmd "node $HOST is '$(node_state)', not idle$(port_note 1)"
+  check_bound slurmd
   resume_node
   trap - EXIT INT TERM
   rm -f "$LOG"/*.log.at
   say "up: node $HOST idle, $mode, ports ${PORTS[*]}, all in $DIR"
+  say "listening on $(listen_summary)"
   echo "export SLURM_CONF=$CONF"
 }
 
@@ -427,10 +531,21 @@ stop() {
 status() {
   if alive slurmctld && alive slurmd; then
     echo "# slurm-local: up: node $HOST $(node_state), $(cat "$RUN/mode" 2>/dev/null), ports $(cat "$ETC/ports"), all in $DIR"
+    echo "# slurm-local: listening on $(listen_summary)"
     echo "export SLURM_CONF=$CONF"
     return 0
   fi
   echo "# slurm-local: down (its folder: $DIR)"; return 1
+}
+
+listen_summary() {  # "ADDR:PORT (NAME), ..." for each running daemon of ours; one line
+  local name out="" a
+  [ "$(id -u)" = 0 ] || { echo "(unknown: reading the daemons' sockets needs root)"; return 0; }
+  for name in "${ROLES[@]}"; do
+    alive "$name" || continue
+    for a in $(sockets_of "$(pid_of "$name")"); do out+="${out:+, }$a ($name)"; done
+  done
+  echo "${out:-nothing}"
 }
 
 remove() {
@@ -446,6 +561,7 @@ case "${1:-}" in
   stop) stop ;;
   status) status ;;
   remove) remove ;;
-  *) echo "usage: $0 start [--accounting] [--cpus N] [--port-base P] | stop | status | remove" >&2
+  *) echo "usage: $0 start [--accounting] [--cpus N] [--port-base P] [--listen-all] | stop |" \
+          "status | remove" >&2
      exit 2 ;;
 esac

@@ -2,7 +2,8 @@
 daemons: a system's /etc/slurm left byte-identical and a stale state folder of another
 cluster name in the system's StateSaveLocation not in the way; a start that fails half-way
 (an occupied port; a SIGTERM) stops every daemon it began and says why; a slurmctld the
-script did not start gives exit 3, naming it.
+script did not start gives exit 3, naming it. Issue 49: the daemons listen on loopback only
+unless `start --listen-all`, and a start that cannot keep them there refuses (exit 2).
 
 The private folder is the script's default (/var/lib/slurm-local), the one CI and the other
 `slurm` tests use: these tests stop the cluster; the next `cluster()` starts it again.
@@ -10,6 +11,7 @@ The private folder is the script's default (/var/lib/slurm-local), the one CI an
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import socket
@@ -45,6 +47,12 @@ CHILDREN = ("slurmscriptd", "slurmstepd")
 def script(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([str(SCRIPT), *argv], capture_output=True, text=True,
                           timeout=timeout)
+
+
+def wait_for_job(job: str) -> None:
+    """The job completed and sacct (slurmdbd, MariaDB) has it: the cluster works."""
+    wait_until(lambda: "COMPLETED" in slurm("sacct", "-n", "-X", "-j", job, "-o", "State"),
+               60, f"job {job} COMPLETED in sacct")
 
 
 def private_folder() -> Path:
@@ -231,3 +239,149 @@ PartitionName=p Nodes={node()} Default=YES State=UP
     finally:
         system.terminate()
         system.wait(timeout=60)
+
+
+# ------------------------------------------------------------------ issue 49: loopback only
+
+def _address(hex_addr: str) -> str:
+    """/proc/net/tcp{,6}'s local address (host-order hex) as an IP address."""
+    raw = bytes.fromhex(hex_addr)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)
+
+
+def listening(folder: Path) -> dict[str, set[str]]:
+    """{daemon name: {"ADDRESS:PORT", ...}}: the TCP sockets each of the folder's daemons
+    (and their children) listens on, read from /proc, not from the script."""
+    inodes: dict[str, str] = {}  # socket inode: daemon name
+    for pid in daemons_of(folder):
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes[target[8:-1]] = name
+        except OSError:
+            continue
+    found: dict[str, set[str]] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A" and f[9] in inodes:  # LISTEN
+                addr, port = f[1].split(":")
+                found.setdefault(inodes[f[9]], set()).add(f"{_address(addr)}:{int(port, 16)}")
+    return found
+
+
+def beyond_loopback(sockets: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Those of the sockets whose address is not a loopback one, by daemon."""
+    def loopback(a: str) -> bool:
+        ip = ipaddress.ip_address(a.rpartition(":")[0])
+        mapped = getattr(ip, "ipv4_mapped", None)
+        return (mapped or ip).is_loopback
+    return {n: wide for n, s in sockets.items() if (wide := {a for a in s if not loopback(a)})}
+
+
+def status_lines() -> tuple[str, str]:
+    """`status`'s "listening on" comment, and SLURM_CONF after a shell evals its output."""
+    p = script("status")
+    assert p.returncode == 0, p.stdout
+    said = next(x for x in p.stdout.splitlines() if x.startswith("# slurm-local: listening on "))
+    shell = subprocess.run(["bash", "-c", f'eval "$({SCRIPT} status)" && echo "$SLURM_CONF"'],
+                           capture_output=True, text=True, timeout=60)
+    assert shell.returncode == 0 and shell.stderr == "", shell
+    return said, shell.stdout.strip()
+
+
+@pytest.fixture
+def stop_after() -> Iterator[None]:
+    """No daemon of the cluster left running after the test (the next cluster() starts it)."""
+    try:
+        yield
+    finally:
+        assert script("stop").returncode == 0
+
+
+def test_listens_on_loopback_only(stop_after, tmp_path):
+    """Issue 49: slurmctld and slurmd listened on 0.0.0.0. Without and with accounting every
+    daemon's socket is on 127.0.0.1 and status says so, also where this machine's name
+    resolves to another address (Slurm binds to what the name resolves to: here a hosts file
+    maps it to a TEST-NET address no interface has) and a job still runs."""
+    root_and_packages()
+    assert script("stop").returncode == 0
+    folder = private_folder()
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"127.0.0.1 localhost\n203.0.113.7 {node()}\n")
+    p = subprocess.run(["unshare", "--mount", "sh", "-c",
+                        'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts),
+                        str(SCRIPT), "start"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    ports = (folder / "etc" / "ports").read_text().split()
+    got = listening(folder)
+    assert got == {"slurmctld": {f"127.0.0.1:{ports[0]}"},
+                   "slurmd": {f"127.0.0.1:{ports[1]}"}}, got
+    said, conf = status_lines()
+    assert said == (f"# slurm-local: listening on 127.0.0.1:{ports[0]} (slurmctld), "
+                    f"127.0.0.1:{ports[1]} (slurmd)"), said
+    assert conf == str(folder / "etc" / "slurm.conf")
+
+    p = script("start", "--accounting")
+    assert p.returncode == 0, p.stderr
+    os.environ["SLURM_CONF"] = slurm_conf()
+    got = listening(folder)
+    assert set(got) == {"slurmctld", "slurmd", "slurmdbd", "mariadbd"}, got
+    assert beyond_loopback(got) == {}, got
+    assert "0.0.0.0" not in status_lines()[0]
+    wait_for_job(slurm("sbatch", "--parsable", "-o", "/dev/null", "--wrap", "true").strip())
+
+
+def test_listen_all_listens_on_every_interface(stop_after):
+    """`start --listen-all` is the way to let other machines in: every daemon, MariaDB too,
+    listens on 0.0.0.0, and status says so. A start without it then restarts them all,
+    the database included, on loopback."""
+    root_and_packages()
+    p = script("start", "--accounting", "--listen-all")
+    assert p.returncode == 0, p.stderr
+    os.environ["SLURM_CONF"] = slurm_conf()
+    got = listening(private_folder())
+    assert set(beyond_loopback(got)) == {"slurmctld", "slurmd", "slurmdbd", "mariadbd"}, got
+    assert all(a.startswith("0.0.0.0:") for s in got.values() for a in s), got
+    assert status_lines()[0].count("0.0.0.0:") == 4
+    wait_for_job(slurm("sbatch", "--parsable", "-o", "/dev/null", "--wrap", "true").strip())
+
+    p = script("start", "--accounting")
+    assert p.returncode == 0, p.stderr
+    got = listening(private_folder())
+    assert set(got) == {"slurmctld", "slurmd", "slurmdbd", "mariadbd"}, got
+    assert beyond_loopback(got) == {}, got
+
+
+def test_refuses_where_it_cannot_keep_to_loopback(stop_after, tmp_path):
+    """Exit 2 and why, nothing left running: where no private /etc/hosts can be had for the
+    daemons (unshare refused), and where a daemon listens beyond loopback all the same
+    (SLURM_LOCAL_NO_BIND=1 leaves the binding out of the config, as a Slurm that ignored
+    it would run)."""
+    root_and_packages()
+    assert script("stop").returncode == 0
+    folder = private_folder()
+    fake = tmp_path / "unshare"
+    fake.write_text("#!/bin/sh\necho 'unshare: Operation not permitted' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    p = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert "cannot keep the cluster on loopback" in p.stderr, p.stderr
+    assert "unshare: Operation not permitted" in p.stderr and "--listen-all" in p.stderr
+    assert daemons_of(folder) == {}
+
+    env = {**os.environ, "SLURM_LOCAL_NO_BIND": "1"}
+    p = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert "slurmctld listens on 0.0.0.0:" in p.stderr, p.stderr
+    assert "stopped what this start began: slurmctld munged" in p.stderr, p.stderr
+    assert daemons_of(folder) == {}
+    assert script("status").returncode == 1
