@@ -168,3 +168,23 @@ def test_monitor_files_of_two_runs_in_one_folder_are_refused(tmp_path, capsys):
                  "--protocol", "paper", "--frames-per-step", "4"]) == 2
     assert "not the envs of one run" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_parquet_table_is_checked_the_same_way(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(_two_systems_csv(tmp_path / "runs.csv", system_column="agent"),
+              newline="", encoding="utf-8") as f:
+        header, *rows = list(csv.reader(f))
+    cols = {c: [r[i] for r in rows] for i, c in enumerate(header)}
+    numbers = {c: [float(v) for v in cols[c]] for c in ("seed", "return", "frames",
+                                                         "episode_id")}
+    pq.write_table(pa.table({**cols, **numbers}), tmp_path / "runs.parquet")
+    args = ["import", "table", str(tmp_path / "runs.parquet"), *TABLE_ARGS]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 2
+    assert "column 'agent' is not mapped" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    assert main([*args, "--out", str(tmp_path / "b"), "--system-column", "agent"]) == 0
+    assert len(load_records([tmp_path / "b"]).included) == 6

@@ -82,18 +82,15 @@ class TableImport(ImportArgs):
     frames_column: str | None = None
     """Column of the frame each episode ended at (instead of --step-column)."""
     system_column: str | None = None
-    """Column of system names (default: the column named system, when the table has
-    one)."""
+    """Column of system names; None: the column named system, if there is one."""
     layout_column: str | None = None
-    """Column of layout (group) names (default: the column named layout, when the table
-    has one)."""
+    """Column of layout (group) names; None: the column named layout, if there is one."""
     time_column: str | None = None
     """Optional column of seconds since the run's start."""
     length_column: str | None = None
     """Optional column of episode lengths."""
     ignore_column: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
-    """A column to leave unread on purpose (repeatable), e.g. a text column that does
-    not tell runs apart."""
+    """A column to leave unread on purpose, e.g. a text column that tells no runs apart."""
 
     def run(self) -> int:
         return self._import("table", columns=TableColumns(

@@ -222,7 +222,11 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
                                     "name": run["display_name"], "run_folder": where},
             rows_read=len(rows),
             used=[f"key {k}" for k in (metric, step, "_runtime")]
-            + [f"config {k}" for k in (config_task, config_seed, config_system) if k],
+            + [f"config {k}" for k, given in ((config_task, declared.task or facts.task),
+                                              (config_seed, declared.seed is not None
+                                               or facts.seed is not None),
+                                              (config_system, declared.system or facts.system))
+               if k and not given and _config_value(cfg, k) is not None],
             ignored=[f"key {k}" for k in other])))
     return runs, left_out
 
