@@ -67,7 +67,9 @@ class ImportArgs:
 @dataclass(kw_only=True)
 class TableImport(ImportArgs):
     """A long table (CSV, or Parquet by suffix): one row per episode; rows of one
-    (system, layout, task, seed) are one run."""
+    (system, layout, task, seed) are one run. A column it does not read whose text
+    differs within a run (agent, config...) stops the import until it is mapped or
+    --ignore-column names it; numeric columns it does not read are listed as ignored."""
 
     task_column: str = "task"
     """Column of task (env) ids (or declare --task)."""
@@ -80,19 +82,22 @@ class TableImport(ImportArgs):
     frames_column: str | None = None
     """Column of the frame each episode ended at (instead of --step-column)."""
     system_column: str | None = None
-    """Optional column of system names."""
+    """Column of system names; None: the column named system, if there is one."""
     layout_column: str | None = None
-    """Optional column of layout (group) names."""
+    """Column of layout (group) names; None: the column named layout, if there is one."""
     time_column: str | None = None
     """Optional column of seconds since the run's start."""
     length_column: str | None = None
     """Optional column of episode lengths."""
+    ignore_column: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """A column to leave unread on purpose, e.g. a text column that tells no runs apart."""
 
     def run(self) -> int:
         return self._import("table", columns=TableColumns(
             task=self.task_column, seed=self.seed_column, episode_return=self.return_column,
             step=self.step_column, frames=self.frames_column, system=self.system_column,
-            layout=self.layout_column, time=self.time_column, length=self.length_column))
+            layout=self.layout_column, time=self.time_column, length=self.length_column,
+            ignore=self.ignore_column))
 
 
 @dataclass(kw_only=True)

@@ -44,6 +44,18 @@ class ImportedRun:
     env_index: np.ndarray | None = None
     episode_length: np.ndarray | None = None
     details: dict[str, Any] = field(default_factory=dict)  # what the format adds (tag, ...)
+    # What the import says of each run: so that a column or tag it did not read is seen.
+    rows_read: int | None = None  # rows, scalars or history rows read for it
+    used: list[str] = field(default_factory=list)  # columns, tags, keys, files
+    ignored: list[str] = field(default_factory=list)
+
+    def read_line(self) -> str:
+        """`<system> / <layout> on <task>, seed <n>: R rows read, E episodes written;
+        used ...; ignored ...`."""
+        rows = "" if self.rows_read is None else f"{self.rows_read} rows read, "
+        return (f"{self.system} / {self.layout} on {self.env_id}, seed {self.seed}: {rows}"
+                f"{len(self.episode_return)} episodes written; used: "
+                f"{', '.join(self.used) or '-'}; ignored: {', '.join(self.ignored) or 'none'}")
 
     def key(self) -> tuple[str, str, str, int]:
         return (self.system, self.layout, self.env_id, self.seed)
@@ -179,10 +191,15 @@ class ImportResult:
     written: list[Path] = field(default_factory=list)
     unchanged: list[Path] = field(default_factory=list)  # imported before, same files
     warnings: list[str] = field(default_factory=list)
+    read: dict[Path, str] = field(default_factory=dict)  # run folder -> ImportedRun.read_line
 
     def lines(self) -> list[str]:
-        return ([f"wrote {p}" for p in self.written]
-                + [f"already imported (same files): {p}" for p in self.unchanged])
+        def with_read(what: str, p: Path) -> list[str]:
+            return [f"{what} {p}", *([f"  {self.read[p]}"] if p in self.read else [])]
+
+        return ([x for p in self.written for x in with_read("wrote", p)]
+                + [x for p in self.unchanged
+                   for x in with_read("already imported (same files):", p)])
 
 
 def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str, *,
@@ -212,6 +229,7 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
                 old_files = None
             if old_files == files:
                 result.unchanged.append(run_dir)
+                result.read[run_dir] = r.read_line()
                 continue
             raise AnalysisError(
                 f"{run_dir} holds an import of {', '.join(rel)} made from other file contents "
@@ -239,4 +257,5 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
             raise
         w.finish(schema.COMPLETED, summary=_summary(r))
         result.written.append(run_dir)
+        result.read[run_dir] = r.read_line()
     return result

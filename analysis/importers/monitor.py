@@ -44,8 +44,32 @@ def _env_order(path: Path) -> tuple[int, str]:
     return (int(m[1]) if m else -1, path.name)
 
 
+def _env_name(path: Path) -> tuple[str, str]:
+    """(prefix, env number) of a Monitor file name: SB3 names a run's files
+    `<prefix><rank>.monitor.csv` (`0.monitor.csv`, `1.monitor.csv`, ...), one prefix
+    for all of them."""
+    m = re.fullmatch(r"(.*?)(\d*)[._-]?monitor\.csv", path.name)
+    return (m[1], m[2]) if m else (path.name, "")
+
+
+def _one_run_per_folder(where: str, files: list[Path]) -> None:
+    """Refuse a folder whose Monitor files name two runs: files of different prefixes
+    (`a_0.monitor.csv`, `b_0.monitor.csv`) or two files of one env number would be merged
+    as envs of one run."""
+    names = [_env_name(p) for p in files]
+    prefixes = sorted({prefix for prefix, _ in names})
+    ranks = [rank for _, rank in names]
+    if len(prefixes) > 1 or len(set(ranks)) < len(ranks):
+        raise AnalysisError(
+            f"{where}: its Monitor files {[p.name for p in files]} are not the envs of one "
+            f"run (one run's files are <prefix><env number>.monitor.csv with one prefix; "
+            f"these have prefixes {prefixes}). Put each run's files in a folder of its own; "
+            "nothing was written")
+
+
 def read_monitor(path: Path) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
-    """(header, returns, lengths, end times since t_start) of one Monitor file."""
+    """(header, returns, lengths, end times since t_start) of one Monitor file; the
+    header also holds the file's other columns (`"extra"`: info keys, not read)."""
     with open(path, newline="", encoding="utf-8") as f:
         first = f.readline()
         if not first.startswith("#"):
@@ -62,6 +86,7 @@ def read_monitor(path: Path) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
         if missing:
             raise AnalysisError(f"{path}: Monitor columns {missing} missing; it has "
                                 f"{reader.fieldnames} (expected r, l, t)")
+        header["extra"] = [c for c in reader.fieldnames or [] if c not in ("r", "l", "t")]
         r, length, t = [], [], []
         for i, row in enumerate(reader):
             try:
@@ -94,6 +119,7 @@ def read_monitor_runs(src: Path | str, declared: Declared) -> list[ImportedRun]:
     runs = []
     for run_dir, files in found:
         where, facts = run_path_facts(src, run_dir, patterns)
+        _one_run_per_folder(where, files)
         parts = [read_monitor(p) for p in files]
         env_ids = {str(h.get("env_id")) for h, *_ in parts if h.get("env_id")}
         if len(env_ids) > 1:
@@ -118,5 +144,8 @@ def read_monitor_runs(src: Path | str, declared: Declared) -> list[ImportedRun]:
             layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}monitor",
             env_steps=cat["steps"], frames=cat["steps"] * fps, episode_return=cat["ret"],
             wall_time_s=cat["wall"], env_index=cat["env"], episode_length=cat["len"],
-            sources=files, details={"run_folder": where, "envs": n_envs})))
+            sources=files, details={"run_folder": where, "envs": n_envs},
+            rows_read=int(sum(len(r) for _, r, *_ in parts)),
+            used=[f"columns r, l, t of {n_envs} file(s)"],
+            ignored=[f"column {c}" for c in sorted({c for h, *_ in parts for c in h["extra"]})])))
     return runs

@@ -109,12 +109,17 @@ def read_event_run(run_dir: Path, files: list[Path], tag: str, length_tag: str |
     tags = (tag,) if not length_tag else (tag, length_tag)
     values: dict[str, list[tuple[int, float, float]]] = {t: [] for t in tags}
     starts = []
+    spans: list[tuple[Path, int, float, float]] = []  # file, first step, wall range of `tag`
     for f in files:
         got, start = read_scalars(f, tags)
         for t in tags:
             values[t] += got[t]
         if start is not None:
             starts.append(start)
+        if got[tag]:
+            spans.append((f, min(s for s, _, _ in got[tag]), min(w for _, w, _ in got[tag]),
+                          max(w for _, w, _ in got[tag])))
+    _one_run_per_folder(run_dir, spans, tag)
     rets = sorted(values[tag], key=lambda x: (x[0], x[1]))
     steps = np.array([r[0] for r in rets], dtype=np.float64)
     t0 = min(starts) if starts else 0.0
@@ -131,6 +136,25 @@ def read_event_run(run_dir: Path, files: list[Path], tag: str, length_tag: str |
                 lengths[i] = at_step[s].pop(0)
     present = {t for t in tags if values[t]}
     return steps, wall, returns, lengths, present
+
+
+def _one_run_per_folder(run_dir: Path, spans: list[tuple[Path, int, float, float]],
+                        tag: str) -> None:
+    """Refuse a folder whose event files are two runs, not one run resumed: a resumed
+    run's next file starts after the last one stopped writing, at a later step. Files
+    written at the same time, or a later one starting again at or before the step an
+    earlier one started at (a run restarted from scratch, or another run), would be
+    merged into one run. The episodes of several envs at one step, in one file, are one
+    run (CleanRL logs them so)."""
+    spans = sorted(spans, key=lambda x: x[2])
+    for (a, step_a, _, end_a), (b, step_b, start_b, _) in zip(spans, spans[1:], strict=False):
+        if start_b <= end_a or step_b <= step_a:
+            why = ("were written at the same time" if start_b <= end_a else
+                   f"the later starts again at step {step_b} (the earlier at {step_a})")
+            raise AnalysisError(
+                f"{run_dir}: event files {a.name} and {b.name} both log {tag!r} and {why}: "
+                "two runs in one folder, not one run resumed. Put each run's files in a "
+                "folder of its own (or import one of them); nothing was written")
 
 
 def read_tensorboard_runs(src: Path | str, declared: Declared, *, tag: str = RETURN_TAG,
@@ -159,5 +183,8 @@ def read_tensorboard_runs(src: Path | str, declared: Declared, *, tag: str = RET
             layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}tensorboard",
             env_steps=steps, frames=steps * fps, episode_return=returns, wall_time_s=wall,
             episode_length=lengths if length_tag in present else None, sources=files,
-            details={"run_folder": where})))
+            details={"run_folder": where}, rows_read=len(returns),
+            used=[f"tag {t}" for t in (tag, length_tag) if t in present]
+            + [f"{len(files)} event file(s)"],
+            ignored=["every other tag (not decoded)"])))
     return runs

@@ -205,6 +205,8 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
                                 f"the step key with --step (keys: {have})")
         steps = np.array([float(r[step]) for r in rows])
         runtime = np.array([float(r.get("_runtime", np.nan)) for r in rows])
+        read_keys = {metric, step, "_runtime"}
+        other = sorted({k for r in rows for k in r} - read_keys)
         task = facts.task or _config_value(cfg, config_task)
         seed = facts.seed if facts.seed is not None else _int_or_none(
             _config_value(cfg, config_seed), where)
@@ -217,7 +219,15 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
             env_steps=steps, frames=steps * fps,
             episode_return=np.array([float(r[metric]) for r in rows]), wall_time_s=runtime,
             sources=[log], details={"wandb_run_id": run["run_id"], "project": run["project"],
-                                    "name": run["display_name"], "run_folder": where})))
+                                    "name": run["display_name"], "run_folder": where},
+            rows_read=len(rows),
+            used=[f"key {k}" for k in (metric, step, "_runtime")]
+            + [f"config {k}" for k, given in ((config_task, declared.task or facts.task),
+                                              (config_seed, declared.seed is not None
+                                               or facts.seed is not None),
+                                              (config_system, declared.system or facts.system))
+               if k and not given and _config_value(cfg, k) is not None],
+            ignored=[f"key {k}" for k in other])))
     return runs, left_out
 
 
@@ -252,6 +262,7 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
             runs += _panel_runs(f, where, header, panel, suffix, declared, patterns, step, fps,
                                 n_files=len(files))
             continue
+        _one_history(f, where, header, step, metric)
         facts = path_facts(where, patterns)
         task = resolve_task(declared, facts.task, where)
         seed = resolve_seed(declared, facts.seed, where, len(files))
@@ -261,19 +272,43 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
         ep = run.episodes
         runs.append(_csv_run(declared, facts, task, seed, np.asarray(ep["env_steps"]),
                              np.asarray(ep["episode_return"]), np.asarray(ep["wall_time_s"]),
-                             fps, f, {"file": where}))
+                             fps, f, {"file": where}, rows_read=len(ep),
+                             used=[f"column {c}" for c in (step, metric, time) if c in header],
+                             ignored=[f"column {c}" for c in header
+                                      if c not in (step, metric, time)]))
     return runs
+
+
+def _one_history(f: Path, where: str, header: list[str], step: str, metric: str) -> None:
+    """Refuse a history export that holds several runs (histories written one after
+    another, e.g. a concatenation of run.history() frames): its steps go back. Several
+    returns at one step are one run (CleanRL logs each env's episodes at the step they
+    end)."""
+    if step not in header or metric not in header:
+        return  # the reader names what is missing
+    cols = _read_columns(f)
+    steps, values = _floats(cols[step]), _floats(cols[metric])
+    steps = steps[np.isfinite(values) & np.isfinite(steps)]
+    back = np.flatnonzero(np.diff(steps) < 0)
+    if len(back):
+        i = int(back[0])
+        raise AnalysisError(
+            f"{where}: {step!r} goes back from {steps[i]:g} to {steps[i + 1]:g} between two "
+            f"rows with {metric!r}: the file holds several runs' histories one after "
+            "another, which would be merged into one run. Export each run to a file of its "
+            "own; nothing was written")
 
 
 def _csv_run(declared: Declared, facts: PathFacts, task: str, seed: int, steps: np.ndarray,
              returns: np.ndarray, wall: np.ndarray, fps: float, f: Path,
-             details: dict[str, Any]) -> ImportedRun:
+             details: dict[str, Any], **read: Any) -> ImportedRun:
+    """One run of a W&B export; `read`: rows_read, used, ignored (ImportedRun)."""
     steps = steps.astype(np.float64)
     return episodes_in_order(ImportedRun(
         env_id=task, seed=seed, system=declared.system or facts.system or "wandb",
         layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}wandb",
         env_steps=steps, frames=steps * fps, episode_return=returns.astype(np.float64),
-        wall_time_s=wall.astype(np.float64), sources=[f], details=details))
+        wall_time_s=wall.astype(np.float64), sources=[f], details=details, **read))
 
 
 def _panel_runs(f: Path, where: str, header: list[str], panel: list[str], suffix: str,
@@ -302,7 +337,9 @@ def _panel_runs(f: Path, where: str, header: list[str], panel: list[str], suffix
             declared, facts, resolve_task(declared, facts.task, at),
             resolve_seed(declared, facts.seed, at, n_files * len(panel)), steps[keep],
             values[keep], np.full(int(keep.sum()), np.nan), fps, f,
-            {"file": where, "run_name": name}))
+            {"file": where, "run_name": name}, rows_read=int(keep.sum()),
+            used=[f"column {step}", f"column {col}"],
+            ignored=[f"{len(header) - 2} other column(s) (other runs, __MIN/__MAX)"]))
     return runs
 
 
