@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -98,7 +99,9 @@ def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
     completed = sorted(r for r, v in doc["runs"].items() if v["status"] == "completed")
     for rid in completed:
         assert f"run {rid} " in text and ": VERIFIED: params checksum identical at updates " \
-            "1-3" in text
+            "1-3, and the " in text and " episode(s) that ended in them" in text
+    counts = re.findall(r"1-3, and the (\d+) episode\(s\) that ended in them", text)
+    assert len(counts) == 2 and all(int(c) > 0 for c in counts), text  # the scores compared
     assert "repeat this draw: python -m harness verify" in text and "--draw-seed" in text
     assert f"tier 2 n/a, failed before its first update: {failed}" in text
     assert "replay cost:" in text and "% of the original compute" in text
@@ -113,6 +116,35 @@ def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
     print(f"report: {time.perf_counter() - t0:.1f} s")
     page = (cert.parent / "report" / "index.html").read_text()
     assert "<h2 id='certificate'>Certificate</h2>" in page and html in page
+
+
+def test_scores_changed_then_certified_again_mismatch_in_the_replay(sweep, tmp_path, capsys):
+    """A sceptic's test: every episode return multiplied by 3, the sweep certified again
+    (tier 1 then binds the changed files), a replay: the episodes that ended in the
+    replayed updates are not the certified ones, and the verify says where."""
+    tmp, cert, doc, failed = sweep
+    root = tmp_path / "res"
+    shutil.copytree(tmp / "res", root)
+    for rid, run in doc["runs"].items():
+        if run["status"] != "completed":
+            continue
+        episodes = root / "cert" / "runs" / rid / "episodes.csv"
+        lines = episodes.read_text().splitlines()
+        header = lines[0].split(",")
+        col = header.index("episode_return")
+        rows = [line.split(",") for line in lines[1:]]
+        for r in rows:
+            r[col] = repr(3 * float(r[col]))
+        episodes.write_text("\n".join([lines[0], *(",".join(r) for r in rows)]) + "\n")
+    assert harness_main(["certify", "--sweep", str(tmp / "cert.toml"), "--results-root",
+                         str(root)]) == EXIT_OK
+    capsys.readouterr()
+    code = harness_main(["verify", str(root / "cert" / "certificate.json"), "--replay", "2",
+                         "--updates", "2"])
+    out = capsys.readouterr().out
+    assert code == EXIT_FAILED and "verdict: MISMATCH" in out, out
+    assert ": MISMATCH: updates 1-2: episode 1 (env_steps " in out, out
+    assert "episode_return " in out and "(replay) vs " in out and "(certified)" in out, out
 
 
 def test_the_failed_run_deleted(sweep, tmp_path, capsys):

@@ -128,6 +128,53 @@ def _checksums(updates_csv: Path, limit: int) -> list[tuple[int, str]]:
     return rows
 
 
+# An episode's facts that the code decides (its wall time is the machine's)
+EPISODE_FACTS = ("env_steps", "frames", "env_index", "episode_return", "episode_length")
+
+
+def _env_steps_at(updates_csv: Path, update: int) -> int | None:
+    """The env_steps column of `update` in an updates.csv (None: not there)."""
+    try:
+        with open(updates_csv, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                if row.get("update") == str(update):
+                    return int(row["env_steps"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+def episodes_through(episodes_csv: Path, env_steps: int) -> list[tuple[str, ...]]:
+    """The facts of every episode that ended by `env_steps`, as written (the text, so the
+    comparison is of the bits the record holds)."""
+    rows: list[tuple[str, ...]] = []
+    try:
+        with open(episodes_csv, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                try:
+                    if int(row["env_steps"]) <= env_steps:
+                        rows.append(tuple(row[k] for k in EPISODE_FACTS))
+                except (KeyError, TypeError, ValueError):
+                    break  # a torn last line
+    except OSError:
+        return []
+    return rows
+
+
+def episode_difference(recorded: list[tuple[str, ...]], replayed: list[tuple[str, ...]]
+                       ) -> str | None:
+    """Where the replay's episodes part from the certified ones (None: identical)."""
+    for i, (a, b) in enumerate(zip(recorded, replayed, strict=False)):
+        if a != b:
+            fields = [f"{k} {y} (replay) vs {x} (certified)"
+                      for k, x, y in zip(EPISODE_FACTS, a, b, strict=True) if x != y]
+            return f"episode {i + 1} (env_steps {a[0]}, env {a[2]}): " + ", ".join(fields)
+    if len(recorded) != len(replayed):
+        return (f"{len(replayed)} episode(s) ended in the replayed updates, the certified "
+                f"record has {len(recorded)}")
+    return None
+
+
 def block_differences(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> list[str]:
     """What differs between the certified run's determinism block and the replay's (on
     GPUs, not the host's CPU and cores: they do not enter the bits)."""
@@ -301,6 +348,22 @@ def compare(base: Replay, run_dir: Path, recorded: list[tuple[int, str]], record
             base.text = (f"update {update}: params checksum {got} (replay) vs {checksum} "
                          "(certified)")
             return base
+    # The scores come from episodes.csv, which no checksum covers: the episodes that ended
+    # in the replayed updates must be the certified ones, field for field.
+    last = len(recorded)
+    steps = _env_steps_at(record_dir / schema.UPDATES_FILE, recorded[-1][0])
+    if steps is None:
+        base.outcome = MISMATCH
+        base.text = f"update {recorded[-1][0]}: the certified updates.csv has no env_steps"
+        return base
+    certified_eps = episodes_through(record_dir / schema.EPISODES_FILE, steps)
+    replayed_eps = episodes_through(run_dir / schema.EPISODES_FILE, steps)
+    differ_at = episode_difference(certified_eps, replayed_eps)
+    if differ_at is not None:
+        base.outcome = MISMATCH
+        base.text = f"updates 1-{last}: {differ_at}"
+        return base
     base.outcome = VERIFIED
-    base.text = f"params checksum identical at updates 1-{len(recorded)}"
+    base.text = (f"params checksum identical at updates 1-{last}, and the "
+                 f"{len(certified_eps)} episode(s) that ended in them")
     return base
