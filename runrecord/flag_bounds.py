@@ -61,8 +61,8 @@ FLAG_BOUNDS: dict[str, Bound] = {
     # counts
     "reps": AT_LEAST_1, "aggregate_reps": AT_LEAST_1, "sims": AT_LEAST_1,
     "last_n": AT_LEAST_1, "points": Bound(low=2), "frames_per_step": POSITIVE,
-    "seeds": AT_LEAST_1, "for_seeds": AT_LEAST_1, "first_seeds": AT_LEAST_1,
-    "batch_seeds": AT_LEAST_1, "max_seeds": AT_LEAST_1, "published_seeds": AT_LEAST_1,
+    "seeds": AT_LEAST_1, "for_seeds": AT_LEAST_1, "first_seeds": Bound(low=2),
+    "batch_seeds": AT_LEAST_1, "max_seeds": AT_LEAST_1, "published_seeds": Bound(low=2),
     "reference_seeds": AT_LEAST_1, "worst": AT_LEAST_0, "frames": POSITIVE,
     "orb_frames": POSITIVE, "max_parallel": AT_LEAST_1, "max_attempts": AT_LEAST_1,
     "cpus": AT_LEAST_1, "cpu_devices": AT_LEAST_1, "replay": AT_LEAST_0,

@@ -98,7 +98,7 @@ def claim_entries(specs: Sequence[ClaimSpec], bindings: Mapping[str, Path],
         if out.exit_code == EXIT_BAD_INPUT:
             reason = (out.stderr.strip().splitlines() or ["exit 2"])[-1].removeprefix("error: ")
             if spec.source == "claims file":
-                raise CertificateError(f"claim {spec.name!r} ({shlex.join(spec.args)}) "
+                raise CertificateError(f"claim {spec.name!r} ({command_text(spec.args)}) "
                                        f"failed: {reason}")
             left_out.append({"name": spec.name, "command": ["python", "-m", "analysis",
                                                             *spec.args], "reason": reason})
