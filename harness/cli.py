@@ -44,6 +44,7 @@ from harness.sweep import (
 )
 from runrecord import atomic_write_json, schema, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
+from runrecord.flag_bounds import FlagValueError, check_flags
 
 # What `harness status` shows for the states that need words (the JSON line keeps the keys).
 STATE_LABELS = {
@@ -96,6 +97,11 @@ def _parse(argv: list[str] | None) -> object:
 
 def main(argv: list[str] | None = None) -> int:
     cmd: Any = _parse(argv)
+    try:  # before the command reads or writes anything (harness report wrote staleness.*)
+        check_flags(cmd)
+    except FlagValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if isinstance(cmd, CheckConfig):  # no sweep: what bit-identity this machine gives
         return check_determinism(cmd)
     if isinstance(cmd, Verify):  # no sweep: the certificate holds it

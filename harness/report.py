@@ -350,8 +350,12 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
         print(f"error: no runs of sweep {sweep.name} under {store.runs_dir}; "
               "run `python -m harness run` first", file=sys.stderr)
         return 2
-    page, assets = build_report(sweep, store, delta=cmd.delta, reps=cmd.reps,
-                                allow_protocol_mismatch=cmd.allow_protocol_mismatch)
+    try:
+        page, assets = build_report(sweep, store, delta=cmd.delta, reps=cmd.reps,
+                                    allow_protocol_mismatch=cmd.allow_protocol_mismatch)
+    except AnalysisError as e:  # e.g. a [report] group_by key no run has
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     print(f"report: {page}")
     for w in assets.get("warnings", []):
         print(f"warning: {w}")
@@ -434,7 +438,7 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
                           allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False),
                           strict=getattr(cmd, "strict", False))
     for line in lines:  # the gate's own lines, as `python -m analysis regression` prints them
-        print(line)
+        print(line, file=sys.stderr if line.startswith("regression: ERROR") else sys.stdout)
     verdict = {EXIT_OK: "PASS", EXIT_FAILED: "REGRESSION", EXIT_BAD_INPUT: "ERROR",
                EXIT_UNDECIDED: "UNDECIDED"}[code]
     if code == EXIT_FAILED and any(": UNDECIDED" in line for line in lines) and not any(

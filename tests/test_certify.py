@@ -269,7 +269,8 @@ def test_bad_input_exits_2_and_writes_nothing(certified, tmp_path, capsys):
     failing.write_text('[[claim]]\ncommand = "aggregate {runs} --where system=nope"\n')
     assert harness_main(_certify(tmp_path, records, "--claims", str(failing), "--out",
                                  str(out))) == EXIT_BAD_INPUT
-    assert "failed: error: no completed runs" in capsys.readouterr().err and not out.exists()
+    assert "(aggregate {runs} --where system=nope) failed: no completed runs" in \
+        capsys.readouterr().err and not out.exists()
 
 
 def test_a_claim_over_a_bound_input(tmp_path, capsys):

@@ -145,7 +145,7 @@ def test_regress_passes_on_equal_and_fails_on_worse(swept):
     p = harness("regress", "--sweep", str(files["new"]), "--results-root", str(root),
                 "--reference", str(other))
     assert p.returncode == 2, p.stdout + p.stderr
-    assert "missing in the reference: ['CartPole-v1']" in p.stdout
+    assert "missing in the reference: ['CartPole-v1']" in p.stderr  # an error: stderr
 
 
 def test_report_analyses_each_benchmark_apart(tmp_path):

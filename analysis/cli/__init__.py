@@ -22,6 +22,7 @@ from analysis.cli.verdicts import Equivalence, Regression
 from analysis.errors import AnalysisError
 from runrecord import RecordError
 from runrecord.exits import EXIT_BAD_INPUT, command_help
+from runrecord.flag_bounds import FlagValueError, check_flags
 
 Command = (
     Annotated[Summary, tyro.conf.subcommand("summary")]
@@ -81,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         cmd = tyro.cli(Command, args=args, prog="python -m analysis",  # type: ignore[call-overload]
                        description=command_help(HELP, decides=True))
     try:
+        check_flags(cmd)  # before the command reads or writes anything
         return int(cmd.run())
-    except (AnalysisError, RecordError) as e:
+    except (AnalysisError, RecordError, FlagValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

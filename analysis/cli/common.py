@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import tyro
 
@@ -87,7 +88,8 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
     unknown."""
     points: int = DEFAULT_POINTS
     """Points of the common frame grid for curves and AUC."""
-    no_cache: bool = False
+    # One flag, --no-cache: its pair would read --no-no-cache.
+    no_cache: Annotated[bool, tyro.conf.FlagCreatePairsOff] = False
     """Parse every record instead of using <results root>/.analysis-cache (same numbers;
     the cache only saves time)."""
 

@@ -23,6 +23,7 @@ from analysis.cli.common import (
     print_warnings,
 )
 from analysis.errors import AnalysisError
+from analysis.inputs.keys import check_keys
 from analysis.inputs.orb import (
     is_imported,
 )
@@ -33,6 +34,7 @@ from analysis.scoring.curves import CURVE_REPS
 from analysis.scoring.grouping import (
     group_keys,
     labelled_groups,
+    user_group_keys,
 )
 from analysis.verdicts.defaults import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.verdicts.poi_pairs import choose_pairs
@@ -204,6 +206,7 @@ class Staleness(RecordArgs):
         print_left_out(rs)
         if not rs.included:
             raise AnalysisError("no completed runs to audit")
+        print_warnings(check_keys(rs.included, user_group_keys(self.group_by), "--group-by"))
         rep = audit(rs.included, group_keys(self.group_by))
         print("\n".join(rep.lines(self.per_run)))
         if self.json_out:

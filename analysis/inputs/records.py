@@ -8,6 +8,7 @@ from pathlib import Path
 
 from analysis.errors import AnalysisError
 from analysis.inputs.env_versions import apply_env_map, rule_lines
+from analysis.inputs.keys import check_keys
 from analysis.inputs.load import RunSet, load_runs, manifest_get
 from analysis.inputs.orb import ColumnMap, Declaration, load_openrlbenchmark_dir
 from runrecord import Run
@@ -51,6 +52,8 @@ def load_records(inputs: Sequence[Path | str] = (), *, orb: Sequence[Path | str]
             raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
         rs.extend(load_openrlbenchmark_dir(d, columns=columns, frames_per_step=frames_per_step,
                                            declared=declared))
+    rs.warnings += check_keys(rs.included, [k for k, _ in parse_key_values(where, "--where")],
+                              "--where")
     rs.included = apply_env_map(select_where(rs.included, where), env_map or {})
     rs.warnings += rule_lines(rs.included, env_map or {})
     return rs

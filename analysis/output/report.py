@@ -19,6 +19,7 @@ import numpy as np
 
 from analysis.atari5.estimate import report_table as atari5_report_table
 from analysis.errors import AnalysisError
+from analysis.inputs.keys import check_keys
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
 from analysis.inputs.orb import IMPORTED_HEADER, imported_rows
 from analysis.json_file import write_json
@@ -26,7 +27,13 @@ from analysis.output import figures as figs
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.aggregates import AGGREGATE_REPS
 from analysis.scoring.curves import CURVE_REPS, efficiency_curve
-from analysis.scoring.grouping import FAMILY_KEYS, analyse, group_keys, group_values
+from analysis.scoring.grouping import (
+    FAMILY_KEYS,
+    analyse,
+    group_keys,
+    group_values,
+    user_group_keys,
+)
 from analysis.scoring.scores import (
     GroupScores,
 )
@@ -132,7 +139,6 @@ def build_report_assets(
     says the comparison crosses protocols).
     """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [],
                               "runs": {"included": 0, "left_out": []}, "warnings": []}
     warnings: list[str] = result["warnings"]
@@ -141,6 +147,10 @@ def build_report_assets(
     except (AnalysisError, RecordError) as e:
         warnings.append(f"could not load run records: {e}")
         return result
+    # A --group-by key no run has is a typo, refused before anything is written (the
+    # warnings about runs lacking a key come from analyse below).
+    check_keys(runset.included, user_group_keys(group_by), "--group-by")
+    out_dir.mkdir(parents=True, exist_ok=True)
     result["runs"]["included"] = len(runset.included)
     result["runs"]["left_out"] = [
         {"run_id": x.run_id, "status": x.status, "reason": x.reason} for x in runset.left_out]

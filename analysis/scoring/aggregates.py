@@ -16,6 +16,7 @@ from analysis.scoring.tables import TableData, aggregate_table, ci_text
 from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES
 from analysis.stats.pairs import probability_of_improvement_pairs
+from runrecord.words import counted
 
 AGGREGATE_REPS = 50_000
 """Bootstrap replicates of the aggregate intervals (the CLI's and the report's default)."""
@@ -51,7 +52,7 @@ class Aggregates:
         # A group's rows are distinct seeds (one run per seed and env), so the bootstrap
         # resamples independent seeds, never layout copies.
         out = [self.table.markdown()]
-        out += [f"{g}: {s} independent seeds x {t} task(s) (CIs resample seeds within each "
+        out += [f"{g}: {counted(s, 'independent seed')} x {t} task(s) (CIs resample seeds within each "
                 "task)" for g, (s, t) in self.seeds.items()]
         fewest = min((s for s, _ in self.seeds.values()), default=0)
         if 1 < fewest <= FEW_SEEDS:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from analysis.errors import AnalysisError
+from analysis.inputs.keys import check_keys
 from analysis.inputs.load import BACKEND_KEY, DEFAULT_LAST_N, RunSet, load_runs, manifest_get
 from analysis.inputs.protocol import ProtocolMismatch, check_same_protocol
 from analysis.scoring.scores import (
@@ -31,8 +32,13 @@ FAMILY_KEYS = ("system", "architecture")
 def group_keys(group_by: str) -> list[str]:
     """Report groups always separate systems and architectures:
     ["system", "architecture", *group_by keys]."""
-    keys = [k.strip() for k in group_by.split(",") if k.strip()]
-    return [*FAMILY_KEYS, *[k for k in keys if k not in FAMILY_KEYS]]
+    return [*FAMILY_KEYS, *user_group_keys(group_by)]
+
+
+def user_group_keys(group_by: str | Sequence[str]) -> list[str]:
+    """The --group-by keys the user named, without the family keys always added."""
+    keys = [k.strip() for k in group_by.split(",")] if isinstance(group_by, str) else group_by
+    return [k for k in keys if k and k not in FAMILY_KEYS]
 
 
 def group_values(gs: GroupScores, keys: Sequence[str]) -> tuple:
@@ -85,6 +91,7 @@ def analyse(
     else:
         keys = list(group_by)
     warnings = list(runset.warnings)
+    warnings += check_keys(runset.included, user_group_keys(group_by), "--group-by")
     out: list[dict[str, GroupScores]] = []
     names: list[str] = []
     by_suite = runs_by_suite(runset.included)

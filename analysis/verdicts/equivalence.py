@@ -43,6 +43,7 @@ from analysis.verdicts.seed_pairing import SeedDesign, seed_design
 from analysis.verdicts.stacks import StackComparison, group_stacks
 from runrecord import Run, schema
 from runrecord.exits import verdict_exit
+from runrecord.words import counted
 
 # Default equivalence margin on Atari, in HNS; other suites have their own default
 # (analysis.verdicts.margins). It is NOT a power guarantee: with a per-seed IQM sd of 0.063 HNS
@@ -255,7 +256,7 @@ class EquivalenceResult:
             return (f"equivalence {self.group_a} vs reference {self.group_b}: PASS (bitwise "
                     f"identical): every paired record matches bit for bit, so the "
                     f"difference is exactly 0 on every seed (final and AUC "
-                    f"{self.metric_label}); {len(self.seeds_a)} seeds on both sides, "
+                    f"{self.metric_label}); {counted(len(self.seeds_a), 'seed')} on both sides, "
                     f"{len(self.tasks)} task(s)")
         f, u = self.final, self.auc
         fewest = min(len(self.seeds_a), len(self.seeds_b))

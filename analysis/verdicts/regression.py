@@ -37,6 +37,7 @@ from analysis.verdicts.per_game import (
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from analysis.verdicts.seed_pairing import seed_design
 from runrecord.exits import verdict_exit
+from runrecord.words import counted
 
 # ---------------------------------------------------------------- regression gate
 
@@ -291,8 +292,8 @@ class RegressionResult:
         return verdict_exit(self.verdict == PASS, self.verdict == REGRESSION, self.strict)
 
     def line(self) -> str:
-        new_seeds = self.new_seeds or f"{self.n_new} seeds"
-        ref = (self.reference_seeds or f"{self.n_reference} seeds") if self.n_reference \
+        new_seeds = self.new_seeds or counted(self.n_new, "seed")
+        ref = (self.reference_seeds or counted(self.n_reference, "seed")) if self.n_reference \
             else "a number taken as exact"
         for_subject = f" for {self.subject}" if self.subject else ""
         if self.identical and self.verdict == PASS:  # the identity first, no interval
@@ -431,7 +432,7 @@ def regression(
     res.identical = bool(np.ndim(reference_scores) > 0 and np.all(new == new[0]) and
                          np.all(np.asarray(reference_scores) == new[0]))
     if variance == PUBLISHED:
-        res.reference_seeds = f"published mean ± sd {spread.sd:.4g} of {n_ref} seeds"
+        res.reference_seeds = f"published mean ± sd {spread.sd:.4g} of {counted(n_ref, 'seed')}"
     return res
 
 

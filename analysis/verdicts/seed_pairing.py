@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from analysis.inputs.protocol import protocol_differences, run_protocol
 from runrecord import Run
+from runrecord.words import counted
 
 PAIRED = "paired by seed"
 WELCH = "Welch (unpaired)"
@@ -43,7 +44,7 @@ class SeedDesign:
         """`paired by seed (3 seeds on both sides: the CI of the mean per-seed difference,
         2 df)` or `Welch (unpaired: <why>)`."""
         if self.paired:
-            return (f"{PAIRED} ({self.seeds} seeds on both sides: the CI of the mean per-seed "
+            return (f"{PAIRED} ({counted(self.seeds, 'seed')} on both sides: the CI of the mean per-seed "
                     f"difference, {self.seeds - 1} df)")
         return f"{WELCH[:-1]}: {self.why})"
 

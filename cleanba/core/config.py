@@ -17,7 +17,9 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import tyro
 
 from benchenv import BACKENDS, MAX_ENVS, check_seed, default_backend
 
@@ -36,7 +38,8 @@ class CommonConfig:
     # --- experiment -------------------------------------------------------------------
     env_id: str = "Breakout-v5"
     """Env id: an Atari game as '<Game>-v5' (Breakout-v5) or, on EnvPool, e.g. CartPole-v1."""
-    env_backend: EnvBackend | None = None
+    # None only means "not chosen yet" (__post_init__ picks one): not a value to offer.
+    env_backend: Annotated[EnvBackend | None, tyro.conf.arg(metavar="{envpool,ale}")] = None
     """Atari backend: envpool or ale (ale-py's vector env, EnvPool's semantics; Linux, macOS,
     Windows). Default: envpool where it is installed, else ale (said at start-up). Runs of
     different backends are not pooled unless asked (docs/cleanba.md)."""

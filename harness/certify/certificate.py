@@ -5,6 +5,7 @@ file is written atomically (temp file, fsync, rename)."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -95,9 +96,9 @@ def claim_entries(specs: Sequence[ClaimSpec], bindings: Mapping[str, Path],
     for spec in specs:
         out = run_claim(spec.args, bindings)
         if out.exit_code == EXIT_BAD_INPUT:
-            reason = (out.stderr.strip().splitlines() or ["exit 2"])[-1]
+            reason = (out.stderr.strip().splitlines() or ["exit 2"])[-1].removeprefix("error: ")
             if spec.source == "claims file":
-                raise CertificateError(f"claim {spec.name!r} ({shlex.join(spec.args)}) "
+                raise CertificateError(f"claim {spec.name!r} ({command_text(spec.args)}) "
                                        f"failed: {reason}")
             left_out.append({"name": spec.name, "command": ["python", "-m", "analysis",
                                                             *spec.args], "reason": reason})
@@ -208,11 +209,19 @@ def summary_lines(cert: Mapping[str, Any]) -> list[str]:
     lines.append(f"runs tier 2 can replay (deterministic, with an update): "
                  f"{len(eligible_runs(cert)[0])} of {len(cert['runs'])}")
     for c in cert["claims"]:
-        lines.append(f"claim {c['id']}: {c['name']}: {shlex.join(c['command'][3:])} "
+        lines.append(f"claim {c['id']}: {c['name']}: {command_text(c['command'][3:])} "
                      f"(exit {c['output']['exit_code']}, {len(c['inputs'])} input run(s))")
     for c in cert["claims_left_out"]:
-        lines.append(f"left out: {c['name']}: {c['reason']}")
+        # A report claim that does not apply (Atari-5 of a CartPole sweep) is no error.
+        reason = str(c["reason"]).removeprefix("error: ")
+        lines.append(f"not claimed (does not apply): {c['name']}: {reason}")
     return lines
+
+
+def command_text(args: Sequence[str]) -> str:
+    """A claim's arguments for a person: shell-quoted, its placeholders ({runs},
+    {published}) as written, not quoted as '{runs}'."""
+    return " ".join(a if re.fullmatch(r"\{\w+\}", a) else shlex.quote(a) for a in args)
 
 
 def eligible_runs(cert: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
