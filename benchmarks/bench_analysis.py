@@ -9,7 +9,10 @@ Times (time.perf_counter, after one warm-up call each):
 - curve: 50-point IQM curve, all systems, at `reps`; rliable at `rliable_curve_reps`
   (2,000) and scaled linearly to `reps` (its cost is a Python loop per replicate);
 - probability of improvement, one pair, at `reps`; rliable at `rliable_poi_reps` and
-  scaled linearly.
+  scaled linearly;
+- bca: the four aggregates with bias-corrected accelerated CIs (analysis.rly, its
+  stratified jackknife included), all systems, at `reps`; rliable's method="bca" at
+  `rliable_bca_reps` and scaled linearly.
 Memory: tracemalloc peak of our computations (NumPy reports its buffers to tracemalloc)
 and the process's peak RSS (resource.getrusage) before rliable is imported.
 Also prints how far our CI endpoints are from rliable's, relative to the CI width.
@@ -22,6 +25,7 @@ import resource
 import sys
 import time
 import tracemalloc
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +35,8 @@ import tyro
 # Run as a script from anywhere: the project root goes first on the path.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.stats.bootstrap import interval_estimates, probability_of_improvement_ci  # noqa: E402  # noqa: E402
+from analysis import rly as ours_rly  # noqa: E402
+from analysis.stats.bootstrap import interval_estimates, probability_of_improvement_ci  # noqa: E402
 from analysis.stats.metrics import AGGREGATES, iqm  # noqa: E402  # noqa: E402
 from runrecord.provenance import cpu_model  # noqa: E402
 
@@ -54,6 +59,8 @@ class BenchConfig:
     """rliable's reps for the curve (scaled linearly to `reps`)."""
     rliable_poi_reps: int = 200
     """rliable's reps for probability of improvement (scaled linearly to `reps`)."""
+    rliable_bca_reps: int = 5_000
+    """rliable's reps for the bca aggregates (scaled linearly to `reps`)."""
     seed: int = 0
     """Seed of the synthetic scores and of our bootstrap."""
     skip_rliable: bool = False
@@ -84,6 +91,8 @@ def _time(fn):
 def run(cfg: BenchConfig) -> dict[str, float]:
     finals, curves = synthetic_scores(cfg)
     pair = ("system1", "system0")
+    # 3 seeds per game on purpose (the project's design); the warning says so each call
+    warnings.simplefilter("ignore", ours_rly.SeedWarning)
     # Warm-up: first calls pay one-off import/compile costs.
     interval_estimates(finals["system0"], AGGREGATES, reps=100, seed=cfg.seed)
     probability_of_improvement_ci(finals[pair[0]], finals[pair[1]], reps=100)
@@ -97,6 +106,8 @@ def run(cfg: BenchConfig) -> dict[str, float]:
         for k, v in curves.items()})
     t_poi, ours_poi = _time(lambda: probability_of_improvement_ci(
         finals[pair[0]], finals[pair[1]], reps=cfg.reps, seed=cfg.seed))
+    t_bca, (_, ours_bca) = _time(lambda: ours_rly.get_interval_estimates(
+        finals, _ours_aggregates, method="bca", reps=cfg.reps, random_state=cfg.seed))
     _, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
@@ -107,9 +118,10 @@ def run(cfg: BenchConfig) -> dict[str, float]:
     print(f"peak memory of our computations: {traced_mb:.1f} MB traced (tracemalloc), "
           f"process peak RSS before rliable: {rss_mb:.0f} MB (target < 500 MB)")
     out = {"ours_aggregates_s": t_agg, "ours_curve_s": t_curve, "ours_poi_s": t_poi,
-           "traced_peak_mb": traced_mb, "rss_peak_mb": rss_mb}
+           "ours_bca_s": t_bca, "traced_peak_mb": traced_mb, "rss_peak_mb": rss_mb}
     if cfg.skip_rliable:
-        print(f"ours: aggregates {t_agg:.2f} s, curve {t_curve:.2f} s, P(X>Y) {t_poi:.3f} s")
+        print(f"ours: aggregates {t_agg:.2f} s, curve {t_curve:.2f} s, P(X>Y) {t_poi:.3f} s, "
+              f"bca aggregates {t_bca:.2f} s")
         return out
 
     # Imported here, after the peak RSS above is read: it must not count rliable.
@@ -135,6 +147,10 @@ def run(cfg: BenchConfig) -> dict[str, float]:
         {"p": (finals[pair[0]], finals[pair[1]])}, rm.probability_of_improvement,
         reps=cfg.rliable_poi_reps))
     t_r_poi = t_r_poi_small * cfg.reps / cfg.rliable_poi_reps
+    np.random.seed(cfg.seed)
+    t_r_bca_small, (_, r_bca_cis) = _time(lambda: rly.get_interval_estimates(
+        finals, agg_func, method="bca", reps=cfg.rliable_bca_reps))
+    t_r_bca = t_r_bca_small * cfg.reps / cfg.rliable_bca_reps
 
     rows = [
         ("aggregates (4 metrics, all systems)", t_agg, t_r_agg, f"{cfg.reps}", 40),
@@ -142,6 +158,8 @@ def run(cfg: BenchConfig) -> dict[str, float]:
          f"{cfg.rliable_curve_reps} x {cfg.reps // cfg.rliable_curve_reps}", 25),
         ("probability of improvement (1 pair)", t_poi, t_r_poi,
          f"{cfg.rliable_poi_reps} x {cfg.reps // cfg.rliable_poi_reps}", 1000),
+        ("bca aggregates (4 metrics, all systems)", t_bca, t_r_bca,
+         f"{cfg.rliable_bca_reps} x {cfg.reps // cfg.rliable_bca_reps}", 20),
     ]
     print(f"{'task':42s} {'ours (s)':>9s} {'rliable (s)':>12s} {'rliable reps':>14s} "
           f"{'speed-up':>9s} {'target':>7s}")
@@ -149,7 +167,7 @@ def run(cfg: BenchConfig) -> dict[str, float]:
         speed = theirs / ours
         print(f"{name:42s} {ours:9.3f} {theirs:12.2f} {how:>14s} {speed:8.0f}x "
               f"{'>=' + str(target) + 'x':>7s} {'ok' if speed >= target else 'MISSED'}")
-    print("(rliable curve and P(X>Y) times measured at fewer reps and scaled linearly: "
+    print("(rliable curve, P(X>Y) and bca times measured at fewer reps and scaled linearly: "
           "its cost is one Python call per replicate)")
 
     # Agreement: point estimates must match exactly; CI endpoints within Monte-Carlo error.
@@ -181,9 +199,22 @@ def run(cfg: BenchConfig) -> dict[str, float]:
     print(f"P(X>Y): ours {float(ours_poi.point):.4f} [{p_lo:.4f}, {p_hi:.4f}], rliable "
           f"[{lo:.4f}, {hi:.4f}] at {cfg.rliable_poi_reps} reps (endpoint diff {off:.1%} of "
           "the width)")
+    # bca: the accelerations differ (docs/from-rliable.md: arch's jackknife deletes a run
+    # from every game at once), so this is a difference of method, not Monte Carlo error
+    worst_bca = max(float(np.max(np.abs(ours_bca[k] - r_bca_cis[k])
+                                 / (ours_bca[k][1] - ours_bca[k][0]))) for k in finals)
+    print(f"bca CI endpoints vs rliable's bca ({cfg.rliable_bca_reps} reps): max diff "
+          f"{worst_bca:.1%} of the CI width (the accelerations differ: see "
+          f"docs/from-rliable.md)")
     out.update({"rliable_aggregates_s": t_r_agg, "rliable_curve_s": t_r_curve,
-                "rliable_poi_s": t_r_poi})
+                "rliable_poi_s": t_r_poi, "rliable_bca_s": t_r_bca})
     return out
+
+
+def _ours_aggregates(x):
+    """The four aggregates, batched over leading axes (analysis.rly's metrics)."""
+    return np.stack([ours_rly.aggregate_median(x), ours_rly.aggregate_iqm(x),
+                     ours_rly.aggregate_mean(x), ours_rly.aggregate_optimality_gap(x)], axis=-1)
 
 
 def _cpu() -> str:

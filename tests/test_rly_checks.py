@@ -66,8 +66,9 @@ def test_random_state_is_honoured(score_dict):
     assert not np.array_equal(a, c) and not np.array_equal(a, d)
     with pytest.raises(AnalysisError, match="random_state"):
         rly.get_interval_estimates(one, ours_rliable, reps=10, random_state="x")
-    with pytest.raises(AnalysisError, match="valid: \\['percentile', 'basic'\\]"):
-        rly.get_interval_estimates(one, ours_rliable, reps=10, method="bca")
+    with pytest.raises(AnalysisError, match="valid: \\['basic', 'percentile', 'norm', 'bc', "
+                                            "'bca'\\]"):
+        rly.get_interval_estimates(one, ours_rliable, reps=10, method="studentised")
 
 
 def test_seeds_are_checked():

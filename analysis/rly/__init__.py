@@ -17,9 +17,14 @@ verdicts one call away: rly.equivalence and rly.regression.
 
 from __future__ import annotations
 
-from analysis.rly import library, metrics, plot_utils
+from analysis.rly import engine, library, metrics, plot_utils
 from analysis.rly.checks import SeedWarning, check_scores
-from analysis.rly.library import create_performance_profile, get_interval_estimates
+from analysis.rly.library import (
+    StratifiedBootstrap,
+    StratifiedIndependentBootstrap,
+    create_performance_profile,
+    get_interval_estimates,
+)
 from analysis.rly.metrics import (
     aggregate_iqm,
     aggregate_mean,
@@ -30,6 +35,7 @@ from analysis.rly.metrics import (
 from analysis.rly.plot_utils import (
     plot_interval_estimates,
     plot_performance_profiles,
+    plot_probability_of_improvement,
     plot_sample_efficiency_curve,
 )
 from analysis.rly.verdicts import Equivalence, equivalence, regression
@@ -37,11 +43,14 @@ from analysis.rly.verdicts import Equivalence, equivalence, regression
 __all__ = [
     "Equivalence",
     "SeedWarning",
+    "StratifiedBootstrap",
+    "StratifiedIndependentBootstrap",
     "aggregate_iqm",
     "aggregate_mean",
     "aggregate_median",
     "aggregate_optimality_gap",
     "check_scores",
+    "engine",
     "create_performance_profile",
     "equivalence",
     "get_interval_estimates",
@@ -49,6 +58,7 @@ __all__ = [
     "metrics",
     "plot_interval_estimates",
     "plot_performance_profiles",
+    "plot_probability_of_improvement",
     "plot_sample_efficiency_curve",
     "plot_utils",
     "probability_of_improvement",

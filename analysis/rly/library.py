@@ -15,105 +15,43 @@ Same signatures, same outputs (point estimates as `func` returns them; CIs as ar
   the same CI at each point, but only ours is right for a `func` that combines points
   (e.g. an AUC).
 - the rows are checked to be seeds (analysis.rly.checks).
-- methods: 'percentile' and 'basic' (rliable also passes 'bc' and 'bca' to arch).
+- methods: 'percentile', 'basic', 'bc' and 'bca' (with their arch aliases, and 'norm'):
+  bc counts replicates tied with the point half below (arch: not at all), and bca's
+  acceleration comes from the stratified jackknife (analysis.rly.engine; arch deletes a
+  run from every task at once).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.rly.checks import check_same_tasks, check_scores
-from analysis.stats.bootstrap import (
-    DEFAULT_MAX_CHUNK_BYTES,
-    METHODS,
-    interval_from_replicates,
-    resample_stratified,
+from analysis.rly.bootstraps import (
+    ALIASES,
+    CONF_INT_METHODS,
+    StratifiedBootstrap,
+    StratifiedIndependentBootstrap,
 )
+from analysis.rly.checks import check_same_tasks, check_scores
+from analysis.rly.engine import seed_of
 from analysis.stats.metrics import average_performance_profile, performance_profile
 
-PROBE_REPS = 7
-"""Resamples on which a `func` is tried batched against one call per replicate."""
+Float = Union[float, np.float32, np.float64]  # noqa: UP007 - rliable's public alias
 
-
-def seed_of(random_state: Any) -> int:
-    """The bootstrap seed a `random_state` stands for (module docstring)."""
-    if random_state is None:
-        return 0
-    if isinstance(random_state, bool) or not isinstance(
-            random_state, (int, np.integer, np.random.RandomState, np.random.Generator)):
-        raise AnalysisError(
-            f"random_state must be None, an int seed, a numpy RandomState or a numpy "
-            f"Generator; got {type(random_state).__name__}")
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
-    if random_state < 0:
-        raise AnalysisError(f"random_state must be >= 0, got {random_state}")
-    return int(random_state)
-
-
-def _draw(arrays: Sequence[np.ndarray], rng: np.random.Generator, n: int,
-          task_bootstrap: bool) -> list[np.ndarray]:
-    """n resamples of each array, each drawn independently (rliable's
-    StratifiedIndependentBootstrap for several arrays)."""
-    return [resample_stratified(a, rng, n, task_bootstrap=task_bootstrap) for a in arrays]
-
-
-def batch_axis(func: Callable[..., Any], arrays: Sequence[np.ndarray]) -> str | None:
-    """'first' or 'last' where the batch axis of func's output lies when it is called on
-    batched inputs (n, runs, tasks, ...) and agrees with one call per input; None when it
-    cannot be called batched."""
-    rng = np.random.Generator(np.random.PCG64(2**32 + 7))  # apart from the bootstrap's
-    batch = _draw(arrays, rng, PROBE_REPS, False)
-    one_by_one = np.stack([np.asarray(func(*[b[i] for b in batch]), dtype=np.float64)
-                           for i in range(PROBE_REPS)])
-    try:
-        with np.errstate(all="ignore"):
-            out = np.asarray(func(*batch), dtype=np.float64)
-    except Exception:  # noqa: BLE001 - any failure means: not batchable
-        return None
-    candidates = {"first": out, "last": np.moveaxis(out, -1, 0) if out.ndim else out}
-    for where, values in candidates.items():
-        if values.shape == one_by_one.shape and np.allclose(
-                values, one_by_one, rtol=1e-9, atol=1e-12, equal_nan=True):
-            return where
-    return None
-
-
-def bootstrap_values(func: Callable[..., Any], arrays: Sequence[np.ndarray], *, reps: int,
-                     seed: int, task_bootstrap: bool = False,
-                     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES) -> np.ndarray:
-    """func on `reps` stratified resamples of `arrays` (each resampled independently):
-    (reps, *func's output shape)."""
-    if reps < 1:
-        raise AnalysisError(f"reps must be >= 1, got {reps}")
-    where = batch_axis(func, arrays)
-    per_rep = sum(a.size for a in arrays) * 24  # resample + indices
-    if len(arrays) == 2:  # pairwise comparisons (probability of improvement)
-        per_rep += arrays[0].shape[0] * arrays[1].shape[0] * arrays[0].shape[1] * 2
-    chunk = int(max(1, min(reps, max_chunk_bytes // max(1, per_rep))))
-    rng = np.random.Generator(np.random.PCG64(seed))
-    out: list[np.ndarray] = []
-    done = 0
-    while done < reps:
-        n = min(chunk, reps - done)
-        batch = _draw(arrays, rng, n, task_bootstrap)
-        if where is None:
-            values = np.stack([np.asarray(func(*[b[i] for b in batch]), dtype=np.float64)
-                               for i in range(n)])
-        else:
-            values = np.asarray(func(*batch), dtype=np.float64)
-            if where == "last" and values.ndim:
-                values = np.moveaxis(values, -1, 0)
-        out.append(values)
-        done += n
-    return np.concatenate(out, axis=0)
-
+__all__ = [
+    "Float",
+    "StratifiedBootstrap",
+    "StratifiedIndependentBootstrap",
+    "average_score_distributions",
+    "create_performance_profile",
+    "get_interval_estimates",
+    "mean_score_deviation",
+    "run_score_deviation",
+    "score_distributions",
+]
 
 def get_interval_estimates(
     score_dict: Mapping[str, np.ndarray] | Mapping[str, Sequence[np.ndarray]],
@@ -131,8 +69,8 @@ def get_interval_estimates(
     improvement) is passed to func as separate arguments, each resampled independently;
     task_bootstrap is then not supported, as in rliable.
     """
-    if method not in METHODS:
-        raise AnalysisError(f"unknown CI method {method!r}; valid: {list(METHODS)}")
+    if ALIASES.get(method, method) not in CONF_INT_METHODS:
+        raise AnalysisError(f"unknown CI method {method!r}; valid: {list(CONF_INT_METHODS)}")
     seed = seed_of(random_state)
     points: dict[str, np.ndarray] = {}
     intervals: dict[str, np.ndarray] = {}
@@ -146,14 +84,27 @@ def get_interval_estimates(
         if several:
             check_same_tasks(str(key), arrays)
         points[key] = func(*arrays)
-        values = bootstrap_values(func, arrays, reps=reps, seed=seed,
-                                  task_bootstrap=task_bootstrap)
-        ci = interval_from_replicates(np.asarray(points[key], dtype=np.float64), values,
-                                      confidence_interval_size, method)
-        # rliable (arch) returns (2, 1) for a scalar func, (2, k) for a vector
-        low, high = (np.atleast_1d(v) for v in (ci.low, ci.high))
-        intervals[key] = np.stack([low, high])
+        bs = (StratifiedIndependentBootstrap(*arrays, random_state=seed) if several else
+              StratifiedBootstrap(arrays[0], task_bootstrap=task_bootstrap, random_state=seed))
+        intervals[key] = bs.conf_int(func, reps=reps, size=confidence_interval_size,
+                                     method=method)
     return points, intervals
+
+
+def run_score_deviation(scores: np.ndarray, tau: Float) -> Float:
+    """Share of all runs x tasks scores above tau."""
+    return np.mean(np.asarray(scores) > tau)
+
+
+def mean_score_deviation(scores: np.ndarray, tau: Float) -> Float:
+    """Share of per-task mean scores (mean over runs) above tau."""
+    return np.mean(np.mean(scores, axis=0) > tau)
+
+
+score_distributions = np.vectorize(run_score_deviation, excluded=[0])
+"""run_score_deviation at each tau of a list: score_distributions(scores, taus)."""
+average_score_distributions = np.vectorize(mean_score_deviation, excluded=[0])
+"""mean_score_deviation at each tau of a list."""
 
 
 def create_performance_profile(

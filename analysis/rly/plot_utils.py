@@ -70,6 +70,83 @@ def _decorate(ax, *, xlabel: str = "", ylabel: str = "", labelsize: Any = "x-lar
     return ax
 
 
+def _non_linear_scaling(performance_profiles: Mapping[str, Any], taus: np.ndarray,
+                        xticklabels=None, num_points: int = 5, log_base: float = 2):
+    """(x position of each tau, tick positions, tick labels), as rliable's."""
+    x = 1 - np.mean([np.asarray(p, dtype=np.float64) for p in performance_profiles.values()],
+                    axis=0)
+    if xticklabels is None:
+        indices = np.logspace(0, np.log2(len(taus) - 1), base=log_base,
+                              num=num_points).astype(np.int32)
+        xticklabels = [taus[i] for i in indices]
+    else:
+        listed = list(taus)
+        missing = [t for t in xticklabels if t not in listed]
+        if missing:
+            raise AnalysisError(f"xticks {missing} are not in tau_list")
+        indices = np.array([listed.index(t) for t in xticklabels])
+    return x, list(x[indices]), xticklabels
+
+
+def plot_probability_of_improvement(probability_estimates: Mapping[str, Any],
+                                    probability_interval_estimates: Mapping[str, Any],
+                                    pair_separator: str = ",",
+                                    ax=None,
+                                    figsize: tuple[float, float] = (4, 3),
+                                    colors: Sequence[Any] | None = None,
+                                    color_palette: Any = "colorblind",
+                                    alpha: float = 0.75,
+                                    xticks: Sequence[float] | None = None,
+                                    xlabel: str = "P(X > Y)",
+                                    left_ylabel: str = "Algorithm X",
+                                    right_ylabel: str = "Algorithm Y",
+                                    **kwargs: Any):
+    """One bar per pair 'X<sep>Y': the CI of P(X > Y) as a bar, its estimate as a tick,
+    X named on the left axis and Y on the right. `colors` is a list, one per pair (as
+    rliable's). Returns ax."""
+    plt = _pyplot()
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    pairs = list(probability_estimates)
+    bad = [p for p in pairs if len(p.split(pair_separator)) != 2]
+    if bad:
+        raise AnalysisError(f"pair names must read 'X{pair_separator}Y'; got {bad}")
+    if not colors:
+        colors = list(palette_colors(pairs, color_palette).values())
+    height = kwargs.pop("interval_height", 0.6)
+    kwargs.pop("wrect", None)
+    ticklabelsize = kwargs.pop("ticklabelsize", "x-large")
+    labelsize = kwargs.pop("labelsize", "x-large")
+    ylabel_x = kwargs.pop("ylabel_x_coordinate", 0.2)
+    twin = ax.twinx()
+    left, right = [], []
+    for i, pair in enumerate(pairs):
+        lower, upper = np.asarray(probability_interval_estimates[pair],
+                                  dtype=np.float64).reshape(2, -1)[:, 0]
+        x_name, y_name = pair.split(pair_separator)
+        left.append(x_name)
+        right.append(y_name)
+        ax.barh(y=i, width=upper - lower, height=height, left=lower, color=colors[i],
+                alpha=alpha, label=x_name)
+        twin.barh(y=i, width=upper - lower, height=height, left=lower, color=colors[i],
+                  alpha=0.0, label=y_name)
+        point = float(np.asarray(probability_estimates[pair]).ravel()[0])
+        ax.vlines(x=point, ymin=i - 7.5 * height / 16, ymax=i + 6 * height / 16, color="k",
+                  alpha=min(alpha + 0.1, 1.0))
+    for axis, names, label, grid in ((ax, left, left_ylabel, 0.2),
+                                     (twin, right, right_ylabel, 0.0)):
+        _decorate(axis, xlabel=xlabel, xticks=xticks, xticklabels=xticks,
+                  yticks=list(range(len(pairs))), labelsize=labelsize,
+                  ticklabelsize=ticklabelsize, grid_alpha=grid, **kwargs)
+        axis.set_yticklabels(names, fontsize=ticklabelsize)
+        axis.set_ylabel(label, fontweight="bold", rotation="horizontal", va="bottom",
+                        fontsize=labelsize)
+        axis.spines["left"].set_visible(False)
+    ax.yaxis.set_label_coords(-ylabel_x, 1.0)
+    twin.yaxis.set_label_coords(1 + 0.7 * ylabel_x, 1.0)
+    return ax
+
+
 def plot_interval_estimates(point_estimates: Mapping[str, Any],
                             interval_estimates: Mapping[str, Any],
                             metric_names: Sequence[str],
@@ -170,8 +247,10 @@ def plot_performance_profiles(performance_profiles: Mapping[str, Any],
                               ylabel: str = r"Fraction of runs with score $> \tau$",
                               linestyles: Mapping[str, Any] | None = None,
                               **kwargs: Any):
-    """Performance profiles with CI bands. use_non_linear_scaling spaces the taus evenly
-    on the x axis (dense low taus stretched), labelled with their values. Returns ax."""
+    """Performance profiles with CI bands. use_non_linear_scaling places each tau at 1 -
+    the profiles' mean there (rliable's scaling: a stretch of taus takes room in
+    proportion to the runs it holds), ticks labelled with tau values (`xticks`: the
+    taus to label, each one of tau_list). Returns ax."""
     plt = _pyplot()
     if ax is None:
         _, ax = plt.subplots(figsize=figsize)
@@ -182,11 +261,7 @@ def plot_performance_profiles(performance_profiles: Mapping[str, Any],
     xticklabels = None
     x = taus
     if use_non_linear_scaling:
-        x = np.arange(len(taus), dtype=np.float64)  # equal spacing per threshold
-        chosen = np.asarray(xticks, dtype=np.float64) if xticks is not None else \
-            taus[np.linspace(0, len(taus) - 1, min(len(taus), 5)).round().astype(int)]
-        xticks = list(np.interp(chosen, taus, x))
-        xticklabels = [f"{t:g}" for t in chosen]
+        x, xticks, xticklabels = _non_linear_scaling(performance_profiles, taus, xticks)
     linewidth = kwargs.pop("linewidth", 2.0)
     for key in keys:
         ax.plot(x, performance_profiles[key], color=colors[key], linestyle=linestyles[key],

@@ -8,9 +8,11 @@ along the last two axes. Chunks keep memory bounded (`max_chunk_bytes` per resam
 array); the chunk size depends only on the input shape and that bound, so the same seed
 gives the same CIs.
 
-CIs: `percentile` (default, as rliable) or `basic` (2 * point - percentiles). At 3 runs
-per task the percentile bootstrap is too narrow (bootstrap variance is (n-1)/n of the
-true one); see docs/analysis.md.
+CIs: `percentile` (default, as rliable), `basic` (2 * point - percentiles), `bc` (bias
+corrected: percentiles moved by z0, the normal quantile of the share of replicates below
+the point) and `bca` (bc plus an acceleration, from a jackknife the caller supplies:
+analysis.rly.jackknife). At 3 runs per task the percentile bootstrap is too narrow
+(bootstrap variance is (n-1)/n of the true one); see docs/analysis.md.
 """
 
 from __future__ import annotations
@@ -19,13 +21,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from analysis.errors import AnalysisError
 from analysis.stats.metrics import Metric, probability_of_improvement
 
 DEFAULT_REPS = 50_000
 DEFAULT_MAX_CHUNK_BYTES = 16 * 2**20
-METHODS = ("percentile", "basic")
+METHODS = ("percentile", "basic", "bc", "bca")
+SUITE_METHODS = ("percentile", "basic", "bc")
+"""The methods interval_estimates takes: bca needs a jackknife of the metric, which
+analysis.rly.get_interval_estimates computes."""
 
 
 @dataclass(frozen=True)
@@ -49,21 +55,65 @@ def _chunk_size(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> int:
 
 
 def interval_from_replicates(point, reps_values, confidence: float = 0.95,
-                             method: str = "percentile") -> Interval:
-    """The CI of a point estimate from its bootstrap replicates (reps, ...)."""
-    return _ci(point, reps_values, confidence, method)
+                             method: str = "percentile", acceleration=None,
+                             tails: tuple[float, float] | None = None) -> Interval:
+    """The CI of a point estimate from its bootstrap replicates (reps, ...).
+
+    `acceleration` (same shape as point) is needed by 'bca' only. `tails`: the two
+    nominal tail probabilities (default (1 - confidence) / 2 each); a one-sided interval
+    passes 0 for the open side, whose bound is then -inf or +inf.
+    """
+    return _ci(point, reps_values, confidence, method, acceleration, tails)
 
 
-def _ci(point, reps_values, confidence: float, method: str) -> Interval:
+def bias_correction(point, reps_values) -> np.ndarray:
+    """z0 = Phi^-1(share of replicates below the point), ties counted half.
+
+    Ties count half (as scipy.stats.bootstrap does) because fractions such as performance
+    profiles put many replicates exactly on the point; arch counts only those strictly
+    below, which moves such intervals up for no reason.
+    """
+    below = (reps_values < point).mean(axis=0) + 0.5 * (reps_values == point).mean(axis=0)
+    if np.any(below <= 0) or np.any(below >= 1):
+        raise AnalysisError(
+            "bc/bca: every bootstrap replicate lies on one side of the point estimate, so "
+            "the bias cannot be corrected (an extreme statistic, or too few runs); use "
+            "method='percentile'")
+    return np.asarray(special.ndtri(below))
+
+
+def _ci(point, reps_values, confidence: float, method: str, acceleration=None,
+        tails: tuple[float, float] | None = None) -> Interval:
     if method not in METHODS:
         raise AnalysisError(f"unknown CI method {method!r}; valid: {list(METHODS)}")
     if not 0 < confidence < 1:
         raise AnalysisError(f"confidence must be in (0, 1), got {confidence}")
     alpha = 1.0 - confidence
-    lo, hi = np.percentile(reps_values, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+    lo_tail, hi_tail = (alpha / 2, alpha / 2) if tails is None else tails
+    point = np.asarray(point, dtype=np.float64)
+    reps_values = np.asarray(reps_values, dtype=np.float64)
+    # a 0 tail is an open side: computed at the other side's level (as arch does, so
+    # that 'basic' mirrors the right percentile), then replaced by an infinite bound
+    probs = np.array([lo_tail or hi_tail, 1 - (hi_tail or lo_tail)])
+    if method in ("bc", "bca"):
+        if method == "bca" and acceleration is None:
+            raise AnalysisError("method 'bca' needs the jackknife acceleration")
+        z0 = bias_correction(point, reps_values)
+        a = np.zeros_like(z0) if method == "bc" else np.asarray(acceleration, np.float64)
+        z = special.ndtri(probs).reshape((2,) + (1,) * z0.ndim)
+        adjusted = special.ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))  # (2, ...)
+        flat = reps_values.reshape(reps_values.shape[0], -1)
+        q = adjusted.reshape(2, -1)
+        bounds = [np.array([np.percentile(flat[:, i], 100 * q[k, i]) for i in range(q.shape[1])])
+                  for k in (0, 1)]
+        lo, hi = (b.reshape(point.shape) for b in bounds)
+    else:
+        lo, hi = np.percentile(reps_values, 100 * probs, axis=0)
     if method == "basic":
         lo, hi = 2 * point - hi, 2 * point - lo
-    return Interval(np.asarray(point), np.asarray(lo), np.asarray(hi))
+    lo = np.where(lo_tail == 0, -np.inf, lo)
+    hi = np.where(hi_tail == 0, np.inf, hi)
+    return Interval(point, np.asarray(lo), np.asarray(hi))
 
 
 def _resample(scores: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -151,8 +201,9 @@ def interval_estimates(
     scores: (runs, tasks) -> float intervals; (runs, tasks, points) -> (points,) intervals.
     """
     x = np.asarray(scores, dtype=np.float64)
-    if method not in METHODS:
-        raise AnalysisError(f"unknown CI method {method!r}; valid: {list(METHODS)}")
+    if method not in SUITE_METHODS:
+        raise AnalysisError(f"unknown CI method {method!r}; valid: {list(SUITE_METHODS)} "
+                            f"(bca: analysis.rly.get_interval_estimates)")
     if not np.all(np.isfinite(x)):
         raise AnalysisError("scores contain NaN or inf; every run needs a score on every task")
     reps_values = replicates(x, metrics, reps=reps, seed=seed, max_chunk_bytes=max_chunk_bytes)
