@@ -70,7 +70,8 @@ FLAG_BOUNDS: dict[str, Bound] = {
     # seeds of random generators (NumPy refuses a negative one)
     "seed": AT_LEAST_0, "draw_seed": AT_LEAST_0,
     # margins, spreads and levels
-    "delta": POSITIVE, "gate_delta": POSITIVE, "relative_margin": AT_LEAST_0,
+    # delta 0: no drop tolerated, which the gate allows (an equivalence then never passes)
+    "delta": AT_LEAST_0, "gate_delta": AT_LEAST_0, "relative_margin": AT_LEAST_0,
     "absolute_margin": AT_LEAST_0, "sd": POSITIVE, "auc_sd": POSITIVE,
     "reference_sd": AT_LEAST_0, "correlation": Bound(low=-1, high=1),
     "confidence": PROBABILITY, "alpha": PROBABILITY,

@@ -243,7 +243,7 @@ def test_harness_regress_errs_on_stderr(tmp_path, capsys):
     code, out, err = _run("harness", ["regress", "--preset", "smoke", "--results-root",
                                       str(root), "--reference", str(REFERENCE), "--delta",
                                       "-1"], capsys)
-    assert code == EXIT_BAD_INPUT and not out and "error: --delta -1.0: must be > 0" in err
+    assert code == EXIT_BAD_INPUT and not out and "error: --delta -1.0: must be >= 0" in err
 
 
 def test_certify_summary_says_what_does_not_apply():

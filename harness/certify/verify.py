@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,12 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
 
     with ThreadPoolExecutor(max_workers=max(1, len(todo))) as ex:
         try:
-            replays = list(ex.map(one, todo))
+            futures = [ex.submit(one, rid) for rid in todo]
+            # Waited for in short slices: a signal may land on a replay's thread, and the
+            # main thread runs Python's handler only once its wait returns.
+            while futures_wait(futures, timeout=0.2).not_done:
+                pass
+            replays = [f.result() for f in futures]
         except KeyboardInterrupt:  # SIGINT/SIGTERM: kill the replays, then say so
             stop.set()
             ex.shutdown(wait=True, cancel_futures=True)
