@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import tyro
 
@@ -27,6 +27,9 @@ from analysis.scoring.grouping import (
 )
 from analysis.scoring.scores import DEFAULT_POINTS
 from runrecord import Run
+
+if TYPE_CHECKING:
+    from analysis.output.tables import TableRows
 
 
 @dataclass(kw_only=True)
@@ -113,6 +116,32 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
                        normalisers=parse_normalisers(self.normaliser),
                        separate_systems=separate_systems,
                        allow_protocol_mismatch=self.allow_protocol_mismatch)
+
+
+@dataclass(kw_only=True)
+class TableFormat:
+    """How a command that ends in a table prints it."""
+
+    format: Literal["console", "markdown", "latex", "csv", "json"] = "console"
+    """console: the lines as always. markdown, latex (a booktabs tabular for \\input),
+    csv or json (a list of row objects): only the result's table on stdout, for a paper
+    (`> table.tex`); warnings stay on stderr, files and exit code as with console."""
+
+    def print_lines(self, lines: list[str]) -> None:
+        """The console lines, unless a table format replaces them."""
+        if self.format == "console":
+            print("\n".join(lines))
+
+    def say(self, line: str) -> None:
+        """A line beside the result (e.g. "wrote FILE"): on stderr when stdout is the
+        table, so that `> table.tex` holds the table alone."""
+        print(line, file=sys.stdout if self.format == "console" else sys.stderr)
+
+    def print_table(self, rows: TableRows) -> None:
+        if self.format != "console":
+            from analysis.output.tables import render
+
+            sys.stdout.write(render(rows, self.format))
 
 
 def print_left_out(rs: RunSet) -> None:

@@ -17,6 +17,7 @@ import tyro
 from analysis.cli.common import (
     RecordArgs,
     RunFilter,
+    TableFormat,
     print_imported,
     print_left_out,
     print_warnings,
@@ -122,7 +123,7 @@ class Atari5(RecordArgs):
 
 
 @dataclass(kw_only=True)
-class Reproduce(RunFilter):
+class Reproduce(RunFilter, TableFormat):
     """Did it reproduce? Your runs against a published table column (--published NAME|FILE
     --column NAME: per game and aggregate verdicts) or against published per-seed runs
     imported from openrlbenchmark's cache (--orb DIR: equivalence at matching frames).
@@ -207,11 +208,12 @@ class Reproduce(RunFilter):
                                last_n=self.last_n, reps=self.reps, seed=self.seed,
                                assume_equal_spread=self.assume_equal_spread,
                                strict=self.strict)
-            print("\n".join(res.lines()))
+            self.print_lines(res.lines())
+            self.print_table(rp.published_rows(res))
             print_warnings(res.warnings)
             if self.out:
                 info = rp.write_published_comparison(res, self.out)
-                print(f"wrote {info.png} and {info.pdf}")
+                self.say(f"wrote {info.png} and {info.pdf}")
             return res.exit_code
         imported = rp.imported_runs(
             self.orb, columns=ColumnMap(self.orb_step, self.orb_metric, self.orb_time),
@@ -227,12 +229,14 @@ class Reproduce(RunFilter):
                                  allow_protocol_mismatch=self.allow_protocol_mismatch,
                                  allow_budget_mismatch=self.allow_budget_mismatch,
                                  last_n=self.last_n)
-        print_imported(comp.imported)
-        print("\n".join(comp.lines()))
+        if self.format == "console":
+            print_imported(comp.imported)
+        self.print_lines(comp.lines())
+        self.print_table(rp.runs_rows(comp))
         print_warnings(comp.warnings)
         if self.out:
             info = rp.write_runs_comparison(comp, self.out, self.seed)
-            print(f"wrote {info.png} and {info.pdf}")
+            self.say(f"wrote {info.png} and {info.pdf}")
         return strict_exit(comp.exit_code, self.strict)
 
 

@@ -18,6 +18,7 @@ from analysis.cli.common import (
     Grouping,
     RecordArgs,
     ScoreOptions,
+    TableFormat,
     print_imported,
     print_left_out,
     print_warnings,
@@ -61,7 +62,7 @@ class Summary(RecordArgs):
 
 
 @dataclass(kw_only=True)
-class Aggregate(RecordArgs):
+class Aggregate(RecordArgs, TableFormat):
     """Median, IQM, mean and optimality gap of final scores with stratified bootstrap
     CIs per group, and the probability of improvement between groups."""
 
@@ -91,7 +92,11 @@ class Aggregate(RecordArgs):
                                     all_pairs=self.all_pairs)
         agg = aggregate_groups(groups, reps=self.reps, seed=self.seed, pairs=pairs,
                                which=which, confidence=self.confidence, method=self.method)
-        print("\n".join(agg.lines()))
+        self.print_lines(agg.lines())
+        if self.format != "console":
+            from analysis.output.table_rows import aggregate_rows
+
+            self.print_table(aggregate_rows(agg))
         if self.out:
             agg.write(self.out)
         print_warnings(a.warnings)

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from analysis.cli.common import RecordArgs, RunFilter, ScoreOptions, print_left_out, print_warnings
+from analysis.cli.common import (
+    RecordArgs,
+    RunFilter,
+    ScoreOptions,
+    TableFormat,
+    print_left_out,
+    print_warnings,
+)
 from analysis.errors import AnalysisError
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
@@ -21,7 +28,7 @@ from runrecord.exits import strict_exit
 
 
 @dataclass(kw_only=True)
-class Equivalence(RecordArgs):
+class Equivalence(RecordArgs, TableFormat):
     """Welch TOST of groups (e.g. hardware layouts) against a reference group on per-seed
     IQM of final score and of normalised AUC at margin delta, within each suite (Atari, or
     one other env). Exit 0 every pair PASS, 1 a DIFFERENT, 4 an INCONCLUSIVE (1 with
@@ -63,14 +70,18 @@ class Equivalence(RecordArgs):
                                    metric=self.metric, bitwise_only=self.bitwise_only,
                                    unpaired=self.unpaired)
         print_warnings(res.warnings)
-        print("\n".join(res.lines))
+        self.print_lines(res.lines)
+        if self.format != "console":
+            from analysis.output.table_rows import equivalence_rows
+
+            self.print_table(equivalence_rows(res.results))
         if self.json_out:
             write_json(self.json_out, res.as_json())
         return strict_exit(res.exit_code, self.strict)
 
 
 @dataclass(kw_only=True)
-class Regression(RunFilter, ScoreOptions):
+class Regression(RunFilter, ScoreOptions, TableFormat):
     """CI gate, three outcomes: PASS when the one-sided lower bound of new - reference
     (per independent seed: IQM over games of the final normalised score; layout copies
     of a seed are averaged first) is above -delta; REGRESSION on evidence of a drop (the
@@ -153,7 +164,11 @@ class Regression(RunFilter, ScoreOptions):
                    strict=self.strict, unpaired=self.unpaired,
                    reference_unit=self.reference_unit)
         print_warnings(out.warnings)
-        print("\n".join(out.lines(self.worst)))
+        self.print_lines(out.lines(self.worst))
+        if self.format != "console":
+            from analysis.output.table_rows import regression_rows
+
+            self.print_table(regression_rows(out.result))
         if self.json_out:
             write_json(self.json_out, out.result.as_dict())
         return out.exit_code

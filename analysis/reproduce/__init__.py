@@ -52,6 +52,7 @@ from analysis.reproduce.summary_stats import (
     power_consistent,
     welch_from_summary,
 )
+from analysis.reproduce.tables import published_rows, runs_rows
 
 __all__ = [
     "imported_runs",
@@ -86,10 +87,12 @@ __all__ = [
     "game_verdict",
     "match_game",
     "power_consistent",
+    "published_rows",
     "published_column",
     "report_assets",
     "reproduce",
     "reproduce_runs",
+    "runs_rows",
     "user_scores",
     "welch_from_summary",
 ]
