@@ -33,9 +33,12 @@ def run_analysis(capsys, args: list[str]) -> tuple[int, list[str], str]:
 def run_harness(capsys, sweep: Path, root: Path, reference: Path) -> tuple[int, list[str]]:
     code = harness_main(["regress", "--sweep", str(sweep), "--results-root", str(root),
                          "--reference", str(reference)])
-    lines = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
     assert lines[-1].startswith("regression verdict: ")
-    return code, lines[:-1]
+    # a gate that could not run says so on stderr, as an error
+    errors = [x for x in captured.err.splitlines() if x.startswith("regression: ERROR")]
+    return code, lines[:-1] + errors
 
 
 def write_sweep(tmp: Path, systems: list[str], games: list[str]) -> Path:
