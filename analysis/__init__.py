@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.scoring.grouping import analyse, labelled_groups
     from analysis.scoring.tables import ONE_SEED
     from analysis.verdicts.compare import equivalence_verdicts, pair_verdicts
+    from analysis.verdicts.equivalence import UNDECIDED
     from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, gate, suite_gates
     from analysis.verdicts.seedplan import given_spread, seed_plan_lines, spread_from_analysis
     from analysis.verdicts.staleness import audit
@@ -58,6 +59,7 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     "suite_gates": "analysis.verdicts.gate",
     "GATE_METRICS": "analysis.verdicts.gate",
     "DEFAULT_GATE_METRIC": "analysis.verdicts.gate",
+    "UNDECIDED": "analysis.verdicts.equivalence",  # a gate's verdict when no rule decides
     "audit": "analysis.verdicts.staleness",
     "given_spread": "analysis.verdicts.seedplan",
     "spread_from_analysis": "analysis.verdicts.seedplan",
@@ -85,6 +87,7 @@ __all__ = [  # the names of _API (tests/test_analysis_api.py checks they match)
     "DEFAULT_GATE_METRIC",
     "GATE_METRICS",
     "ONE_SEED",
+    "UNDECIDED",
     "aggregate_groups",
     "analyse",
     "audit",

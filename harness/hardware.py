@@ -33,11 +33,11 @@ from analysis import (
     equivalence_verdicts,
     spread_from_analysis,
 )
+from harness.page_style import verdict_class
 from runrecord.hardware import record_place
 
 TITLE = "Hardware evidence"
 CPU = "cpu"
-VERDICT_CLASS = {"PASS": "v-PASS", "DIFFERENT": "v-DIFFERENT", "INCONCLUSIVE": "v-INCONCLUSIVE"}
 TableHtml = Callable[[list[str], list[list[Any]]], str]
 
 
@@ -119,7 +119,7 @@ def equivalence_rows(store: Path) -> tuple[list[list[Any]], list[tuple[str, str]
                     needed[delta] = equivalence_seeds_needed(spread, delta)
                 rows.append(verdict_row(res, kind_of[group], kind_of[reference], stack,
                                         needed[delta]))
-                lines.append((VERDICT_CLASS.get(res["verdict"], "v-INCONCLUSIVE"),
+                lines.append((verdict_class(res["verdict"]),
                               f"{res['line']}; {res['stack_line']}"))
     return rows, lines, notes
 

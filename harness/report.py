@@ -13,17 +13,17 @@ import base64
 import csv
 import html
 import json
-import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from analysis import (
     DEFAULT_GATE_METRIC,
     ONE_SEED,
+    UNDECIDED,
     AnalysisError,
     build_report_assets,
     load_records,
@@ -34,6 +34,7 @@ from analysis import (
 from harness.adaptive.report import adaptive_section, needed_runs, status_lines
 from harness.certify.report_section import certificate_section
 from harness.hardware import hardware_section
+from harness.page_style import CSS, verdict_class
 from harness.store import Store, run_state
 from harness.sweep import Sweep
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
@@ -41,28 +42,6 @@ from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 from runrecord.provenance import DISTRIBUTION, collect, git_state
 
 REPORT_PAGE = "index.html"
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
-max-width:1100px;padding:0 1em;color:#222;line-height:1.45}
-h1{font-size:1.6em;overflow-wrap:anywhere}h2{font-size:1.25em;border-bottom:1px solid #ddd;
-padding-bottom:.2em;margin-top:2em}
-.scroll{overflow-x:auto;max-width:100%}
-table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.88em}
-th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-table.kv th{text-align:left;white-space:nowrap}table.kv td{text-align:left;overflow-wrap:anywhere}
-figure{margin:1.2em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption{font-size:.88em;color:#444}
-.verdict{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;padding:.3em .5em;
-margin:.2em 0;border-left:4px solid #999;background:#fafafa;white-space:pre-wrap;
-overflow-wrap:anywhere}
-.v-PASS,.v-OK,.v-BITWISE,.v-REPRODUCED{border-color:#2a7}
-.v-DIFFERENT,.v-FAIL,.v-REGRESSION,.v-NOTREPRODUCED{border-color:#c33}
-.v-INCONCLUSIVE,.v-WARN,.v-UNDECIDED,.v-NOTSHOWN{border-color:#d92}
-.muted{color:#666;font-size:.88em}code{font-size:.92em;overflow-wrap:anywhere}
-pre{white-space:pre-wrap;overflow-wrap:anywhere}li{overflow-wrap:anywhere}
-"""
 
 WHY_NO_INTERVAL = ("n/a (1 seed): with one seed per group there is no spread between "
                    "seeds to estimate, so no confidence interval (and no equivalence PASS) "
@@ -103,40 +82,12 @@ def _png_data_uri(path: str | Path) -> str:
     return f"data:image/png;base64,{data}"
 
 
-def _verdict_class(verdict: str) -> str:
-    words = str(verdict).upper().split() or ["WARN"]
-    word = "".join(words[:2]) if words[0] == "NOT" else words[0]  # NOT REPRODUCED / SHOWN
-    return "v-" + "".join(ch for ch in word if ch.isalnum())
-
-
-NAN_CI = re.compile(r"\[[+-]?nan, [+-]?nan\]", re.IGNORECASE)
-
-
-def _min_seeds(v: dict) -> int | None:
-    """Fewest seeds on a side of a verdict, from its JSON (None when unknown)."""
-    try:
-        d = json.loads(Path(v["json"]).read_text(encoding="utf-8"))
-        return min(len(d["seeds_a"]), len(d["seeds_b"]))
-    except (OSError, KeyError, TypeError, ValueError):
-        return None
-
-
 def verdict_text(v: dict) -> tuple[str, set[str]]:
-    """A verdict's line as the report and console show it: an undefined interval
-    ("[+nan, +nan]", a side with one seed) reads "n/a (1 seed)" (or "n/a"), never nan;
-    and which footnotes it needs ('one_seed', 'bitwise')."""
-    text = str(v.get("line", ""))
-    notes: set[str] = set()
-    if ONE_SEED in text:  # EquivalenceResult.line() says so itself
-        notes.add("one_seed")
-    elif NAN_CI.search(text):  # a line that printed the undefined interval as nan
-        one = _min_seeds(v) == 1
-        text = NAN_CI.sub(ONE_SEED if one else "n/a", text)
-        if one:
-            notes.add("one_seed")
-    if "bitwise identical" in str(v.get("verdict", "")):
-        notes.add("bitwise")
-    return text, notes
+    """A verdict's line as the report and console show it, and which footnotes it needs
+    ('one_seed', 'bitwise'), read from the verdict's own fields (analysis writes an
+    undefined interval as "n/a (1 seed)" itself: analysis.verdicts.equivalence.ci_text)."""
+    notes = {key for key in ("one_seed", "bitwise") if v.get(key)}
+    return str(v.get("line", "")), notes
 
 
 def run_description(sweep: Sweep) -> str:
@@ -181,7 +132,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     parts = [
         "<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f"<p id='what-ran'>{html.escape(run_description(sweep))}</p>",
     ]
@@ -203,7 +154,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
         # The line names its kind and subject already ("equivalence A vs B: PASS ...").
         text, notes = verdict_text(v)
         footnotes |= notes
-        parts.append(f"<div class='verdict {_verdict_class(v.get('verdict', ''))}' "
+        parts.append(f"<div class='verdict {verdict_class(v.get('verdict', ''))}' "
                      f"title='{html.escape(str(v.get('subject', '')))}'>"
                      f"{html.escape(text)}</div>")
     for key, note in (("one_seed", WHY_NO_INTERVAL), ("bitwise", WHY_BITWISE)):
@@ -371,19 +322,39 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
 # --------------------------------------------------------------------------- regression
 
 
+class Regressed(NamedTuple):
+    """What `harness regress` found: its exit code (the worst), the lines it prints, and
+    each decided gate's (verdict, exit code); a gate that could not be decided is an
+    ERROR line and exit 2, with no outcome."""
+
+    code: int
+    lines: list[str]
+    outcomes: list[tuple[str, int]]
+
+
+def summary_verdict(code: int, outcomes: Sequence[tuple[str, int]]) -> str:
+    """The word of `harness regress`'s last line: the exit code's verdict, except that an
+    exit 1 that only --strict UNDECIDED gates made reads as such (no gate regressed)."""
+    failing = [verdict for verdict, gate_code in outcomes if gate_code == EXIT_FAILED]
+    if code == EXIT_FAILED and failing and all(v == UNDECIDED for v in failing):
+        return "UNDECIDED (--strict: exit 1)"
+    return {EXIT_OK: "PASS", EXIT_FAILED: "REGRESSION", EXIT_BAD_INPUT: "ERROR",
+            EXIT_UNDECIDED: "UNDECIDED"}[code]
+
+
 def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
-            allow_protocol_mismatch: bool = False, strict: bool = False
-            ) -> tuple[int, list[str]]:
+            allow_protocol_mismatch: bool = False, strict: bool = False) -> Regressed:
     """One regression verdict per system and suite of the [regression] selection: the
     sweep's runs against `reference`, through analysis.suite_gates (the gate of
     `python -m analysis regression`, suite by suite: same checks, metrics and lines). Each (system, suite)
     is one gate over the layouts the sweep planned for it; a check that fails is an
     "regression: ERROR <system>: ..." line (exit 2) and the other systems are still
     gated."""
-    if "looks_at" in sweep.regression:  # the gate along training time (issue 39)
+    if "looks_at" in sweep.regression:  # gated along training time: its looks decide
         from harness.adaptive.curves import curve_regress
 
-        return curve_regress(sweep, store, reference, delta, allow_protocol_mismatch, strict)
+        return Regressed(*curve_regress(sweep, store, reference, delta,
+                                        allow_protocol_mismatch, strict))
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
     games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})
@@ -392,6 +363,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     new_runs = load_records(planned_run_dirs(sweep, store)).included
     ref_runs = load_records([reference]).included
     lines: list[str] = []
+    outcomes: list[tuple[str, int]] = []
     code = EXIT_OK
 
     def sel(runs: list[Run], system: str) -> list[Run]:
@@ -411,6 +383,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
                 lines += out.lines()
+                outcomes.append((out.result.verdict, out.exit_code))
                 code = worst_exit(code, out.exit_code)
         except AnalysisError as e:
             lines.append(f"regression: ERROR {system}: {e}")
@@ -419,7 +392,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
         lines.append("regression: ERROR: the [regression] selection matches no run of this "
                      "sweep")
         code = EXIT_BAD_INPUT
-    return code, lines
+    return Regressed(code, lines, outcomes)
 
 
 def do_regress(cmd: Any, sweep: Sweep) -> int:
@@ -434,16 +407,12 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
         print(f"error: reference {ref} does not exist", file=sys.stderr)
         return 2
     delta = cmd.delta if cmd.delta is not None else sweep.regression.get("delta")
-    code, lines = regress(sweep, store, ref, None if delta is None else float(delta),
-                          allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False),
-                          strict=getattr(cmd, "strict", False))
-    for line in lines:  # the gate's own lines, as `python -m analysis regression` prints them
+    found = regress(sweep, store, ref, None if delta is None else float(delta),
+                    allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False),
+                    strict=getattr(cmd, "strict", False))
+    for line in found.lines:  # the gate's own lines, as `python -m analysis regression` prints them
         print(line, file=sys.stderr if line.startswith("regression: ERROR") else sys.stdout)
-    verdict = {EXIT_OK: "PASS", EXIT_FAILED: "REGRESSION", EXIT_BAD_INPUT: "ERROR",
-               EXIT_UNDECIDED: "UNDECIDED"}[code]
-    if code == EXIT_FAILED and any(": UNDECIDED" in line for line in lines) and not any(
-            ": REGRESSION" in line for line in lines):
-        verdict = "UNDECIDED (--strict: exit 1)"
+    verdict = summary_verdict(found.code, found.outcomes)
     shown = delta if delta is not None else "suite default"
     print(f"regression verdict: {verdict} (reference {ref}, delta {shown})")
-    return code
+    return found.code

@@ -31,6 +31,15 @@ ARGS = {
 MATRIX: list[str] = []  # rows printed at the end of the module (pytest -s shows them)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _print_the_signal_matrix():
+    """After the module's last test, the table of what each signal did (a teardown, so it
+    comes after every row whatever order the tests ran in)."""
+    yield
+    print("\n| trainer | signal | moment | exit | record |\n|---|---|---|---|---|")
+    print("\n".join(MATRIX))
+
+
 class Trainer:
     """A trainer process whose stderr lines are collected by a thread (for markers)."""
 
@@ -229,12 +238,6 @@ def test_the_first_of_failure_and_signal_decides_the_status():
 
     assert final_status(Control(), None) == (schema.COMPLETED, None)
     assert final_status(Control(), KeyError("x"))[0] == schema.FAILED
-
-
-def test_zz_print_the_signal_matrix():
-    # Runs last in this module (name order within the file): the table of what was seen.
-    print("\n| trainer | signal | moment | exit | record |\n|---|---|---|---|---|")
-    print("\n".join(MATRIX))
 
 
 def test_a_hold_names_a_point_and_maybe_a_seed(tmp_path):

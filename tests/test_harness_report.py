@@ -270,21 +270,56 @@ def test_report_pages_read_well_at_1400_and_800_px(swept, tmp_path):
             assert ("1 seed (1)" in seen["what_ran"]) == scaled
 
 
-def test_one_seed_verdict_reads_n_a_not_nan(tmp_path):
-    """An interval that one seed cannot give is printed as 'n/a (1 seed)', with a note."""
+def test_one_seed_footnote_comes_from_the_verdict_not_its_line():
+    """A side with one seed: the equivalence line writes its intervals as 'n/a (1 seed)'
+    itself, and the report's footnote follows the verdict's own flag, not a search of the
+    line (a line quoting the words gets no footnote; a bitwise PASS gets its own)."""
+    from analysis import ONE_SEED
+    from analysis.stats.welch import welch_interval
+    from analysis.verdicts.equivalence import INCONCLUSIVE, BitwiseResult, EquivalenceResult
     from harness.report import WHY_NO_INTERVAL, verdict_text
 
-    path = tmp_path / "eq.json"
-    path.write_text(json.dumps({"seeds_a": [1], "seeds_b": [1]}))
-    line = ("equivalence A vs reference B: INCONCLUSIVE; delta 0.1; final IQM diff -0.007 "
-            "90% CI [+nan, +nan]; AUC IQM diff -0.009 90% CI [+nan, +nan]; 1 vs 1 "
-            "independent seeds")
-    text, notes = verdict_text({"json": str(path), "line": line, "verdict": "INCONCLUSIVE"})
-    assert "nan" not in text.lower() and text.count("90% CI n/a (1 seed)") == 2
-    assert text.startswith("equivalence A vs reference B: INCONCLUSIVE") and notes == {
-        "one_seed"}
+    one = welch_interval([0.5], [0.6])
+    res = EquivalenceResult(INCONCLUSIVE, "A", "B", 0.1, one, one,
+                            BitwiseResult(False, 1, "differs"), [1], [1], ["CartPole-v1"])
+    assert res.one_seed_interval() and res.line().count(f"90% CI {ONE_SEED}") == 2
+    v = {"line": res.line(), "verdict": res.label, "one_seed": res.one_seed_interval()}
+    assert verdict_text(v) == (res.line(), {"one_seed"}) and "nan" not in res.line()
     assert "no confidence" in WHY_NO_INTERVAL
-    # A defined interval is left alone; a bitwise-identical PASS gets its note.
-    ok = "equivalence A vs reference B: PASS (bitwise identical); 90% CI [-0.070, +0.070]"
-    assert verdict_text({"line": ok, "verdict": "PASS (bitwise identical)"}) == (
-        ok, {"bitwise"})
+    assert verdict_text({"line": f"staleness: PASS; {ONE_SEED}", "verdict": "PASS"}) == (
+        f"staleness: PASS; {ONE_SEED}", set())
+    same = EquivalenceResult("PASS", "A", "B", 0.1, one, one, BitwiseResult(True, 1, "same"),
+                             [1], [1], ["CartPole-v1"])
+    assert not same.one_seed_interval()
+    assert verdict_text({"line": same.line(), "verdict": same.label, "bitwise": True})[1] == {
+        "bitwise"}
+
+
+def test_regress_summary_comes_from_the_gates_outcomes(monkeypatch, capsys):
+    """`harness regress`'s last line reads each gate's verdict and exit code, not its
+    printed lines: a line that merely quotes ': UNDECIDED' does not turn a REGRESSION
+    into 'UNDECIDED (--strict: exit 1)', and a --strict UNDECIDED gate does read so."""
+    from types import SimpleNamespace
+
+    from analysis import UNDECIDED
+    from harness import report
+    from runrecord.exits import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
+
+    assert report.summary_verdict(EXIT_FAILED, [(UNDECIDED, EXIT_FAILED), ("PASS", EXIT_OK)]
+                                  ) == "UNDECIDED (--strict: exit 1)"
+    assert report.summary_verdict(EXIT_FAILED, [(UNDECIDED, EXIT_FAILED),
+                                                ("REGRESSION", EXIT_FAILED)]) == "REGRESSION"
+    assert report.summary_verdict(EXIT_UNDECIDED, [(UNDECIDED, EXIT_UNDECIDED)]) == UNDECIDED
+    assert report.summary_verdict(EXIT_OK, []) == "PASS"
+
+    # Lines made up to mislead a search of them: ': UNDECIDED' and no ': REGRESSION'.
+    misleading = ["regression over sys REGRESSION", "note: an earlier look: UNDECIDED"]
+    found = report.Regressed(EXIT_FAILED, misleading, [("REGRESSION", EXIT_FAILED)])
+    monkeypatch.setattr(report, "regress", lambda *a, **k: found)
+    cmd = SimpleNamespace(store=lambda sweep: None, reference=str(Path(__file__).parent),
+                          delta=0.1, strict=True)
+    sweep = SimpleNamespace(regression={})
+    assert report.do_regress(cmd, sweep) == EXIT_FAILED
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == found.lines
+    assert out[-1].startswith("regression verdict: REGRESSION (reference ")

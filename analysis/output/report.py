@@ -120,8 +120,10 @@ def build_report_assets(
     {"figures": [{"name", "title", "caption", "png", "pdf"}],
      "tables": [{"name", "title", "markdown", "csv"}],
      "verdicts": [{"kind", "subject", "verdict", "line", "json"}] (equivalence: and
-                  "determinism", the bitwise tier line, and "stacks", whether both sides
-                  ran the same jax, jaxlib, EnvPool and device kind),
+                  "one_seed", whether the line shows an interval as n/a (1 seed),
+                  "bitwise", whether the records are bitwise identical, "determinism",
+                  the bitwise tier line, and "stacks", whether both sides ran the same
+                  jax, jaxlib, EnvPool and device kind),
      "runs": {"included": int, "left_out": [{"run_id", "status", "reason"}]},
      "warnings": [str]}
 
@@ -323,6 +325,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
         path = write_json(out_dir / f"equivalence_{_slug(subject)}.json", res.as_dict())
         result["verdicts"].append({"kind": "equivalence", "subject": subject,
                                    "verdict": res.label, "line": res.line(),
+                                   "one_seed": res.one_seed_interval(),
+                                   "bitwise": res.bitwise.identical,
                                    "determinism": res.determinism_line(),
                                    "stacks": res.stack_line(),
                                    "json": str(path)})

@@ -273,6 +273,13 @@ class EquivalenceResult:
             f"{significant}; {self.seeds_text()}, {len(self.tasks)} task(s)"
         )
 
+    def one_seed_interval(self) -> bool:
+        """Whether line() shows an interval as ONE_SEED: a side has one seed, so there is
+        no spread to estimate (a bitwise identical line shows no interval)."""
+        fewest = min(len(self.seeds_a), len(self.seeds_b))
+        return (not self.bitwise.identical and fewest == 1
+                and any(math.isnan(x) for w in (self.final, self.auc) for x in w.ci90))
+
     def determinism_line(self) -> str:
         return determinism_line(self.group_a, self.group_b, self.determinism)
 

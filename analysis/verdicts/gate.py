@@ -2,8 +2,8 @@
 regression` and `harness regress`.
 
 `gate(new, reference, ...)` takes one system's runs of one suite on each side (or a
-published number as the reference) and applies, in this order, every check either entry
-point used to make on its own:
+published number as the reference) and applies, in this order, the checks both entry
+points need, so that neither can gate what the other would refuse:
 1. the metric is one of GATE_METRICS;
 2. each side has completed runs, of ONE system/architecture and ONE suite (select with
    --where, or a sweep's [regression] systems/games);
@@ -58,8 +58,8 @@ GATE_METRICS: dict[str, GateMetric] = {
     "atari5-median": GateMetric("final", "atari5-median"),
 }
 """The gate's metrics by name, the same in both entry points: iqm (IQM over games of the
-final normalised score; `final` is the same metric under `python -m analysis
-regression`'s original name), auc (IQM over games of the normalised AUC), atari5-median
+final normalised score; `final` is the same metric under a second name, so that commands
+written with `--metric final` still run), auc (IQM over games of the normalised AUC), atari5-median
 (the Atari-5 estimate of the 57-game median HNS, docs/atari5.md)."""
 
 DEFAULT_GATE_METRIC = "iqm"

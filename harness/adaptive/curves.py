@@ -309,7 +309,7 @@ def recorded_gates(sweep: Sweep, store: Store, reference: Path, options: GateOpt
 
 def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                   allow_protocol_mismatch: bool = False, strict: bool = False
-                  ) -> tuple[int, list[str]]:
+                  ) -> tuple[int, list[str], list[tuple[str, int]]]:
     """`harness regress` of a sweep with looks over training time: per gate, the looks
     `harness run` recorded; the looks it did not take (a sweep run on Slurm, or records
     made elsewhere) taken now from the finished records, in order, up to the first
@@ -325,6 +325,7 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
     gates = recorded_gates(sweep, store, reference, options)
     reference_runs = load_runs([reference]).included
     lines: list[str] = [f"looks over training time: {design.describe()}"]
+    outcomes: list[tuple[str, int]] = []  # each decided gate's (decision, exit code)
     code = EXIT_OK
     for gate in gates:
         mine = gate.options(options)
@@ -354,8 +355,10 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
             gate.blocked = str(e)
             continue
         lines += verdict_lines([gate])
-        code = worst_exit(code, gates_exit([gate], strict))
-    return code, lines
+        assert gate.decision is not None  # the looks above ran to a decision
+        outcomes.append((gate.decision.decision, gates_exit([gate], strict)))
+        code = worst_exit(code, outcomes[-1][1])
+    return code, lines, outcomes
 
 
 def status_lines(sweep: Sweep, store: Store) -> list[str]:

@@ -1,8 +1,9 @@
-"""Issue 38, part B: what the verdicts print does not contradict itself or overstate.
-
-Findings 4-7 of the issue, each with the case the issue quotes (the shipped reference
-records, the published tables, imports of other tools' runs); every assertion here
-failed on the code the issue was filed against.
+"""What the verdicts, tables and figures print does not contradict itself or overstate:
+equivalence headings and significance, a reference number's unit, the per-game sd, games
+too noisy in the published table, env versions, figure captions, aggregate caveats, the
+one-seed wording of the docs, and a group label's missing keys; each on the case that
+showed it (the shipped reference records, the published tables, imports of other tools'
+runs).
 """
 
 from __future__ import annotations
