@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from analysis.errors import AnalysisError
-from analysis.inputs.load import BACKEND_KEY
+from analysis.inputs.load import BACKEND_KEY, lookup_dotted
 from runrecord import Run
 
 
@@ -23,12 +23,7 @@ def has_key(manifest: dict[str, Any], dotted: str) -> bool:
     """Whether the manifest holds the dotted key (a null value counts as held)."""
     if dotted == BACKEND_KEY:  # read as EnvPool's when the protocol has no backend
         return isinstance(manifest.get("env_protocol"), dict)
-    value: Any = manifest
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return False
-        value = value[part]
-    return True
+    return lookup_dotted(manifest, dotted)[0]
 
 
 def dotted_keys(manifest: dict[str, Any], prefix: str = "") -> set[str]:

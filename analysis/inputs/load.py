@@ -72,12 +72,17 @@ def manifest_get(manifest: dict[str, Any], dotted: str) -> Any:
     recorded env protocol without a backend is EnvPool's (benchenv.LEGACY_BACKEND)."""
     if dotted == BACKEND_KEY and isinstance(manifest.get("env_protocol"), dict):
         return manifest["env_protocol"].get("backend", LEGACY_BACKEND)
+    return lookup_dotted(manifest, dotted)[1]
+
+
+def lookup_dotted(manifest: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+    """(whether the manifest holds the dotted key, its value or None)."""
     value: Any = manifest
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:
-            return None
+            return False, None
         value = value[part]
-    return value
+    return True, value
 
 
 def group_key(run: Run, group_by: str | Sequence[str]) -> str:
