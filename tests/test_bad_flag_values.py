@@ -196,6 +196,8 @@ def test_an_unknown_key_is_refused_with_the_valid_ones(results_root, capsys, arg
     assert code == EXIT_BAD_INPUT, out + err
     assert "layout.nam: no run's manifest has this key (did you mean layout.name" in err
     assert "keys the 6 run(s) have: " in err and "env_id" in err
+    # a table of many keys is counted under its name, not listed key by key
+    assert "summary.* (5 keys)" in err and "summary.wall_time_s" not in err
     assert "completed run(s)" not in out  # the old summary: "25 completed run(s), 0 left out"
     assert tree_hash(results_root) == before
 

@@ -60,6 +60,20 @@ def check_keys(runs: Sequence[Run], keys: Iterable[str], flag: str) -> list[str]
         close = difflib.get_close_matches(key, valid, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise AnalysisError(f"{flag} {key}: no run's manifest has this key{hint}; keys the "
-                            f"{len(runs)} run(s) have: {', '.join(valid)}")
+                            f"{len(runs)} run(s) have: {key_summary(valid)}")
     return warnings
+
+
+# The manifest's tables of many keys: named by their prefix, not key by key, in an error
+BULKY_TABLES = ("hyperparameters", "provenance", "summary", "error")
+
+
+def key_summary(valid: Sequence[str]) -> str:
+    """The keys one by one, except those under a bulky table, which are counted under its
+    name (`hyperparameters.* (61 keys)`): a message a reader can scan."""
+    out = [k for k in valid if k.split(".", 1)[0] not in BULKY_TABLES]
+    for table in BULKY_TABLES:
+        under = [k for k in valid if k == table or k.startswith(table + ".")]
+        out += under if len(under) == 1 else [f"{table}.* ({len(under)} keys)"] if under else []
+    return ", ".join(out)
 
