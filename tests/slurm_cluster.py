@@ -86,14 +86,17 @@ def job_state(job_id: str) -> str:
     return ""
 
 
-def wait_until(cond, timeout: float, what: str, step: float = 0.3):
+def wait_until(cond, timeout: float, what: str, step: float = 0.3, explain=None):
+    """Poll `cond` until it is true; on a timeout, the error carries `explain()` (the
+    cluster's view, for a failure seen only in CI)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         got = cond()
         if got:
             return got
         time.sleep(step)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    seen = f"\n{explain()}" if explain else ""
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{seen}")
 
 
 def node() -> str:
