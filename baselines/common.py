@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -145,21 +144,13 @@ def find_checkout(
 
 
 def checkout_info(path: Path, key_file: str) -> dict[str, Any]:
-    """Which baseline code ran: the checkout's git commit (when it is one) and the key file's hash."""
-    info: dict[str, Any] = {"path": str(path), "commit": None, "dirty": None}
-    try:
-        info["commit"] = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip()
-        info["dirty"] = bool(
-            subprocess.run(
-                ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True, text=True, timeout=10, check=True,
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.SubprocessError):
-        pass
+    """Which baseline code ran: the checkout's git commit (only when `path` is a checkout's
+    top level: a copy inside another repository is not that repository's commit) and the
+    key file's hash."""
+    state = provenance.git_state(path)
+    info: dict[str, Any] = {"path": str(path), "commit": state["sha"], "dirty": state["dirty"]}
+    if state["sha"] is None and state.get("inside"):
+        info["inside"] = state["inside"]
     f = path / key_file
     info["file"] = key_file
     info["file_sha256"] = hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None

@@ -2,7 +2,8 @@
 into another repository's folder, or installed into a .venv inside one, is "not a checkout"
 (git would answer with the enclosing repository's commit, as on the H200 lease of
 2026-12-04), and the installed version stands in. A certificate's code state
-(harness/certify/bind.py) asks the same question."""
+(harness/certify/bind.py) and a baseline's checkout (baselines/common.py) ask the same
+question."""
 
 import importlib.metadata
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from baselines.common import checkout_info
 from harness.certify.bind import code_state
 from runrecord.provenance import DISTRIBUTION, git_state
 
@@ -65,3 +67,17 @@ def test_no_repository_at_all_is_not_a_checkout(tmp_path, monkeypatch):
     state = git_state(tmp_path)
     assert state["sha"] is None and state["checkout"] == "not a checkout"
     assert state["inside"] is None and state["version"] == installed_version()
+
+
+def test_a_baseline_checkout_copied_into_another_repository_names_no_commit(tmp_path):
+    outer = tmp_path / "outer"
+    repository(outer)
+    torchbeast = outer / "third_party" / "torchbeast"  # a copy without its .git
+    (torchbeast / "torchbeast").mkdir(parents=True)
+    (torchbeast / "torchbeast" / "monobeast.py").write_text("# monobeast\n")
+    info = checkout_info(torchbeast, "torchbeast/monobeast.py")
+    assert info["commit"] is None and info["dirty"] is None
+    assert info["inside"] == str(outer.resolve())
+    assert info["file_sha256"] is not None  # the key file's hash still says which code ran
+    sha = repository(tmp_path / "own")
+    assert checkout_info(tmp_path / "own", "file.txt")["commit"] == sha
