@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from trainer_output import trainer_output
 
 from harness.adaptive.store import LOOKS_FILE, adaptive_dir, append_look, read_lines, recorded_looks
 from harness.store import Store
@@ -263,13 +264,6 @@ def _wait_for(cond, timeout: float = 120) -> None:
     pytest.fail("timed out waiting for the harness")
 
 
-def _log_text(run_dir: Path) -> str:
-    try:
-        return (run_dir / "stdout.log").read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 @pytest.mark.parametrize("sig, when", [
     (signal.SIGTERM, "between batches"), (signal.SIGKILL, "between batches"),
     (signal.SIGTERM, "during a batch"), (signal.SIGKILL, "during a batch")])
@@ -287,7 +281,7 @@ def test_killed_adaptive_sweep_resumes_at_the_right_look(tmp_path, sig, when):
     if when == "between batches":  # the moment look 1 is recorded
         _wait_for(lambda: look_indexes(root) == [1])
     else:  # a run of look 2 half-way
-        _wait_for(lambda: any("holding after update 3" in _log_text(d) for d in look2))
+        _wait_for(lambda: any("holding after update 3" in trainer_output(d) for d in look2))
     proc.send_signal(sig)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == (130 if sig == signal.SIGTERM else -9), out

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from trainer_output import trainer_said
 
 from analysis.inputs.load import load_runs
 from harness.store import ATTEMPTS_DIR, run_state
@@ -248,11 +249,8 @@ HOLDS = ",".join(f"{hold}@{seed}" for seed, (_, _, hold) in TRAINER_SIGNALS.item
 
 
 def holding(run_dir: Path, hold: str) -> bool:
-    """The trainer says it waits at `hold` (the harness keeps its output in stdout.log)."""
-    try:
-        return f"holding at {hold}" in (run_dir / "stdout.log").read_text(errors="replace")
-    except OSError:
-        return False
+    """The trainer says it waits at `hold`."""
+    return trainer_said(run_dir, f"holding at {hold}")
 
 
 def signal_trainers(harness_pid: int, dirs: dict[int, Path], sent: dict[int, str],
@@ -386,10 +384,7 @@ HOLD_MID_RUN = {**os.environ, "FAKE_TRAINER_HOLD_AFTER": "2"}
 
 
 def fake_holding(run_dir: Path) -> bool:
-    try:
-        return "holding after update 2" in (run_dir / "stdout.log").read_text(errors="replace")
-    except OSError:
-        return False
+    return trainer_said(run_dir, "holding after update 2")
 
 
 def _fake_setup(tmp_path: Path):

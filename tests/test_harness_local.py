@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from trainer_output import trainer_output
 
 from harness.execute import child_env, process_gpus
 from harness.store import RunLock, lock_holder, run_state
@@ -55,14 +56,6 @@ def harness(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProce
 
 def run_args(sweep: Path, root: Path, *extra: str) -> list[str]:
     return ["run", "--sweep", str(sweep), "--results-root", str(root), "--no-progress", *extra]
-
-
-def _log_text(run_dir: Path) -> str:
-    """What a run's trainer printed (the harness keeps it in the run's stdout.log)."""
-    try:
-        return (run_dir / "stdout.log").read_text(errors="replace")
-    except OSError:
-        return ""
 
 
 def ledger(tmp_path: Path) -> list[str]:
@@ -133,7 +126,7 @@ def test_kill_9_of_harness_loses_nothing_and_next_run_carries_on(tmp_path):
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if ledger(tmp_path) and any(
-                "holding after update 2" in _log_text(d) for d in runs_dir.glob("*")):
+                "holding after update 2" in trainer_output(d) for d in runs_dir.glob("*")):
             break
         time.sleep(0.1)  # a poll of the runs' folders
     else:
@@ -262,7 +255,7 @@ def test_ctrl_c_interrupts_runs_and_next_run_carries_on(tmp_path):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "FAKE_TRAINER_HOLD_AFTER": "2"})
     deadline = time.monotonic() + 60
-    while sum("holding after update 2" in _log_text(d) for d in runs_dir.glob("*")) < 2:
+    while sum("holding after update 2" in trainer_output(d) for d in runs_dir.glob("*")) < 2:
         if time.monotonic() > deadline:
             proc.kill()
             pytest.fail("the two runs never reached update 2")

@@ -60,6 +60,7 @@ class SignalWatcher:
         self._read_fd = self._write_fd = -1
         self._thread: threading.Thread | None = None
         self._signalled = threading.Event()
+        self._holds: set[tuple[str, int | None]] | None = None  # CLEANBA_HOLD_AT, read once
 
     # --- installation --------------------------------------------------------------
 
@@ -121,8 +122,9 @@ class SignalWatcher:
     def hold(self, point: str, seed: int | None = None) -> None:
         """The CLEANBA_HOLD_AT test hook (a no-op unless the variable names `point`, for
         every run or for the run of `seed`)."""
-        holds = parse_holds(os.environ.get(HOLD_ENV_VAR, ""))
-        if (point, None) not in holds and (point, seed) not in holds:
+        if self._holds is None:  # read at the first point, not at every learner update
+            self._holds = parse_holds(os.environ.get(HOLD_ENV_VAR, ""))
+        if (point, None) not in self._holds and (point, seed) not in self._holds:
             return
         _say(f"holding at {point} ({HOLD_ENV_VAR})")
         self._signalled.wait(HOLD_MAX_S)
