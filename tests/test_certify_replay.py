@@ -120,8 +120,9 @@ def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
 
 def test_scores_changed_then_certified_again_mismatch_in_the_replay(sweep, tmp_path, capsys):
     """A sceptic's test: every episode return multiplied by 3, the sweep certified again
-    (tier 1 then binds the changed files), a replay: the episodes that ended in the
-    replayed updates are not the certified ones, and the verify says where."""
+    (the files' hashes then bind the changed files). Tier 1 alone catches it (CartPole's
+    returns are no longer its lengths), and a replay: the episodes that ended in the
+    replayed updates are not the certified ones; each says where."""
     tmp, cert, doc, failed = sweep
     root = tmp_path / "res"
     shutil.copytree(tmp / "res", root)
@@ -139,6 +140,16 @@ def test_scores_changed_then_certified_again_mismatch_in_the_replay(sweep, tmp_p
     assert harness_main(["certify", "--sweep", str(tmp / "cert.toml"), "--results-root",
                          str(root)]) == EXIT_OK
     capsys.readouterr()
+    # No replay: tier 1 alone, each record against itself (CartPole: return = length)
+    code = harness_main(["verify", str(root / "cert" / "certificate.json")])
+    out = capsys.readouterr().out
+    assert code == EXIT_FAILED and "verdict: MISMATCH" in out, out
+    for rid, run in doc["runs"].items():
+        if run["status"] == "completed":
+            assert re.search(rf"MISMATCH: run {rid}: episodes\.csv row 1: episode_return "
+                             r"\S+ is not episode_length \d+ \(CartPole-v1 gives a reward of 1 "
+                             r"per step\) \(\d+ row\(s\) in all\)", out), out
+    assert "SHA-256 differs" not in out  # certified again: the hashes bind the forgery
     code = harness_main(["verify", str(root / "cert" / "certificate.json"), "--replay", "2",
                          "--updates", "2"])
     out = capsys.readouterr().out
