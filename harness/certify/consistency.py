@@ -188,7 +188,7 @@ def text_cells(file: str, table: Table) -> list[Finding]:
 
 
 def missing_columns(table: Table, needed: tuple[str, ...]) -> list[str]:
-    return [c for c in needed if c not in table] if len(table) else []
+    return [c for c in needed if c not in table]
 
 
 def check_record(manifest: Mapping[str, Any], episodes: Table, updates: Table,
@@ -204,13 +204,17 @@ def check_record(manifest: Mapping[str, Any], episodes: Table, updates: Table,
     for file, table, in_order in ((schema.UPDATES_FILE, updates, True),
                                   (schema.EPISODES_FILE, episodes,
                                    imported or is_cleanba(manifest))):
+        if not len(table):
+            continue
         lacking = missing_columns(table, ("env_steps", "frames"))
         if lacking:
             out.not_applied.append(f"{file}'s frames: no {', '.join(lacking)} column")
             continue
         out.findings += text_cells(file, table)
         out.findings += frames_findings(file, table, skip, in_order)
-    if len(episodes) and not (imported or is_cleanba(manifest)):
+    if not len(episodes):
+        return out
+    if not (imported or is_cleanba(manifest)):
         out.not_applied.append("episodes.csv frames in order: a baseline's actors report "
                                "episodes as they come, not in step order")
     lacking = missing_columns(episodes, ("env_steps", "episode_return", "episode_length"))
@@ -219,7 +223,7 @@ def check_record(manifest: Mapping[str, Any], episodes: Table, updates: Table,
                                "column in episodes.csv")
         return out
     envs = lockstep_envs(manifest)
-    if envs is None and len(episodes):
+    if envs is None:
         out.not_applied.append("episode lengths against env steps: "
                                + ("an import (steps as the source logged them)" if imported
                                   else "no num_envs in the hyperparameters"))
