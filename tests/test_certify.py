@@ -2,7 +2,9 @@
 RFC 6962's published vectors, what differs between a run's stack and this machine's, the
 claims file, and certify + verify on the committed reference records (real runs of the
 smoke preset), tampered with: one byte of one episodes.csv, a claim's number edited, a run
-the plan never held added, a wrong published root; bad input exits 2 and writes nothing.
+the plan never held added, a wrong published root, forged frames certified again (each
+record's consistency, on small tables and on the reference); bad input exits 2 and writes
+nothing.
 Tier 2 (replays) is tests/test_certify_replay.py."""
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.certify.claims import ClaimError, ClaimOutput, read_claims_file
@@ -302,6 +305,100 @@ def test_a_claim_over_a_bound_input(tmp_path, capsys):
     assert re.search(r"MISMATCH: claim C1 \(no regression\): stdout line 1: recorded "
                      r"\"regression: PASS \(bitwise identical\).*caused by input reference "
                      r"\(files changed\)", text), text
+
+
+def _rewrite_rows(path: Path, edit) -> None:
+    """`edit(rows)` on the CSV's rows (lists of cells, header left out), written back."""
+    lines = path.read_text().splitlines()
+    rows = [line.split(",") for line in lines[1:]]
+    edit(rows)
+    path.write_text("\n".join([lines[0], *(",".join(r) for r in rows)]) + "\n")
+
+
+def test_forged_frames_certified_again_fail_tier_1(certified, tmp_path, capsys):
+    """The files' hashes bind whatever was certified: a forgery certified again passes
+    them, and each record's consistency catches it (no replay)."""
+    records, _, _ = certified
+    run = records / "5be696be7488"
+
+    def swap_updates_2_and_3(rows):  # env_steps and frames move together: only the order
+        rows[1][1:3], rows[2][1:3] = rows[2][1:3], rows[1][1:3]
+
+    _rewrite_rows(run / "updates.csv", swap_updates_2_and_3)
+    _rewrite_rows(run / "episodes.csv", lambda rows: rows[4].__setitem__(1, "1680"))
+    cert = tmp_path / "again.json"
+    assert harness_main(_certify(tmp_path, records, "--out", str(cert))) == EXIT_OK
+    code, text = verify(capsys, cert)
+    assert code == EXIT_FAILED and "verdict: MISMATCH (3 mismatch(es), 0 not checkable)" in text, text
+    assert ("MISMATCH: run 5be696be7488: updates.csv row 3: frames 2048 after 3072 in the "
+            "row before: frames never decrease") in text, text
+    assert ("MISMATCH: run 5be696be7488: episodes.csv row 5: frames 1680 is not env_steps "
+            "168 x frame skip 1") in text, text
+    assert ("MISMATCH: run 5be696be7488: episodes.csv row 6: frames 208 after 1680 in the "
+            "row before: frames never decrease") in text
+    assert "SHA-256 differs" not in text  # certified again: the hashes bind the forgery
+
+
+def test_consistency_of_one_record():
+    """Each rule on small tables, the first row and the count it names, and the records
+    whose writer does not promise a rule (a baseline's episode order, an import's steps)."""
+    from harness.certify.consistency import check_record
+    from runrecord.reader import Table
+
+    def table(**cols):
+        arrays = {k: np.asarray(v, dtype=np.float64) for k, v in cols.items()}
+        return Table(arrays, len(next(iter(arrays.values()))))
+
+    updates = table(env_steps=[64, 128, 192], frames=[256, 512, 768])
+    episodes = table(env_steps=[32, 48, 48, 96], frames=[128, 192, 192, 384],
+                     episode_length=[8, 12, 13, 5], episode_return=[0, 1, 0, 2])
+    cleanba = {"system": "cleanba-ppo", "env_id": "Breakout-v5",
+               "env_protocol": {"frame_skip": 4}, "hyperparameters": {"num_envs": 4}}
+    found = check_record(cleanba, episodes, updates)
+    assert [f.line() for f in found.findings] == [
+        "episodes.csv row 3: episode_length 13 is longer than the steps its env had taken: "
+        "env_steps 48 over 4 env(s) (its env's share)"] and found.not_applied == []
+    # frame skip from the env when the protocol names none (1 off Atari); CartPole's rule
+    pole = {**cleanba, "env_id": "CartPole-v1", "env_protocol": {}}
+    found = check_record(pole, episodes, updates)
+    assert [f.line() for f in found.findings] == [
+        "updates.csv row 1: frames 256 is not env_steps 64 x frame skip 1 (3 row(s) in all)",
+        "episodes.csv row 1: frames 128 is not env_steps 32 x frame skip 1 (4 row(s) in all)",
+        "episodes.csv row 3: episode_length 13 is longer than the steps its env had taken: "
+        "env_steps 48 over 4 env(s) (its env's share)",
+        "episodes.csv row 1: episode_return 0 is not episode_length 8 (CartPole-v1 gives a "
+        "reward of 1 per step) (4 row(s) in all)"]
+    # a baseline: episodes out of step order are its actors' order; one env's bound is all
+    # envs' steps
+    late = table(env_steps=[96, 48], frames=[384, 192], episode_length=[50, 49],
+                 episode_return=[1, 1])
+    baseline = {**cleanba, "system": "monobeast-impala"}
+    found = check_record(baseline, late, updates)
+    assert [f.line() for f in found.findings] == [
+        "episodes.csv row 2: episode_length 49 is longer than the steps its env had taken: "
+        "env_steps 48 over 1 env(s) (all envs')"]
+    assert found.not_applied == ["episodes.csv frames in order: a baseline's actors report "
+                                 "episodes as they come, not in step order"]
+    found = check_record({**cleanba, "system": "cleanba-ppo"}, late, updates)
+    assert "episodes.csv row 2: frames 192 after 384 in the row before: frames never " \
+        "decrease" in [f.line() for f in found.findings]
+    # an import: steps as the source logged them (frames per step declared apart), no
+    # lengths: nothing to fail; still in step order
+    imported = {"system": "cleanrl-ppo", "env_id": "CartPole-v1", "env_protocol": {},
+                "imported": {"format": "table"}}
+    no_lengths = table(env_steps=[10, 20], frames=[40, 80], episode_length=[np.nan, np.nan],
+                       episode_return=[500, 9])
+    found = check_record(imported, no_lengths, table(env_steps=[], frames=[]))
+    assert found.findings == [] and len(found.not_applied) == 2
+    unordered = table(env_steps=[20, 10], frames=[80, 40], episode_length=[30, 9],
+                      episode_return=[30, 9])
+    assert [f.line() for f in check_record(imported, unordered, updates).findings] == [
+        "episodes.csv row 2: frames 40 after 80 in the row before: frames never decrease"]
+    # text where a number belongs
+    text = Table({"env_steps": np.array(["8", "x"], dtype=object),
+                  "frames": np.array([8.0, 9.0])}, 2)
+    assert [f.line() for f in check_record(pole, table(env_steps=[]), text).findings][0] == \
+        "updates.csv row 2: env_steps 'x' is not a number"
 
 
 def test_stop_after_updates_is_bookkeeping():

@@ -98,8 +98,10 @@ def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
     assert code == EXIT_OK and "verdict: VERIFIED" in text, text
     completed = sorted(r for r, v in doc["runs"].items() if v["status"] == "completed")
     for rid in completed:
-        assert f"run {rid} " in text and ": VERIFIED: params checksum identical at updates " \
-            "1-3, and the " in text and " episode(s) that ended in them" in text
+        assert f"run {rid} " in text and ": VERIFIED: params checksum and the other " in text
+    # every column the run wrote but its 4 wall-clock ones: 20 columns of PPO's updates.csv
+    assert text.count("the other 15 columns of updates.csv (all but wall-clock times) "
+                      "identical at updates 1-3, and the ") == 2, text
     counts = re.findall(r"1-3, and the (\d+) episode\(s\) that ended in them", text)
     assert len(counts) == 2 and all(int(c) > 0 for c in counts), text  # the scores compared
     assert "repeat this draw: python -m harness verify" in text and "--draw-seed" in text
@@ -120,8 +122,9 @@ def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
 
 def test_scores_changed_then_certified_again_mismatch_in_the_replay(sweep, tmp_path, capsys):
     """A sceptic's test: every episode return multiplied by 3, the sweep certified again
-    (tier 1 then binds the changed files), a replay: the episodes that ended in the
-    replayed updates are not the certified ones, and the verify says where."""
+    (the files' hashes then bind the changed files). Tier 1 alone catches it (CartPole's
+    returns are no longer its lengths), and a replay: the episodes that ended in the
+    replayed updates are not the certified ones; each says where."""
     tmp, cert, doc, failed = sweep
     root = tmp_path / "res"
     shutil.copytree(tmp / "res", root)
@@ -139,12 +142,70 @@ def test_scores_changed_then_certified_again_mismatch_in_the_replay(sweep, tmp_p
     assert harness_main(["certify", "--sweep", str(tmp / "cert.toml"), "--results-root",
                          str(root)]) == EXIT_OK
     capsys.readouterr()
+    # No replay: tier 1 alone, each record against itself (CartPole: return = length)
+    code = harness_main(["verify", str(root / "cert" / "certificate.json")])
+    out = capsys.readouterr().out
+    assert code == EXIT_FAILED and "verdict: MISMATCH" in out, out
+    for rid, run in doc["runs"].items():
+        if run["status"] == "completed":
+            assert re.search(rf"MISMATCH: run {rid}: episodes\.csv row 1: episode_return "
+                             r"\S+ is not episode_length \d+ \(CartPole-v1 gives a reward of 1 "
+                             r"per step\) \(\d+ row\(s\) in all\)", out), out
+    assert "SHA-256 differs" not in out  # certified again: the hashes bind the forgery
     code = harness_main(["verify", str(root / "cert" / "certificate.json"), "--replay", "2",
                          "--updates", "2"])
     out = capsys.readouterr().out
     assert code == EXIT_FAILED and "verdict: MISMATCH" in out, out
     assert ": MISMATCH: updates 1-2: episode 1 (env_steps " in out, out
     assert "episode_return " in out and "(replay) vs " in out and "(certified)" in out, out
+
+
+def test_compare_covers_every_column_but_the_wall_clock(sweep, tmp_path):
+    """compare() on a run's record against an edited copy of it (standing in for a
+    replay's record): a loss or a policy version differing in one update is a MISMATCH
+    naming the update and the column; the wall-clock columns may differ."""
+    from harness.certify.replay import NOT_REPRODUCED, Replay, compare, read_updates
+
+    tmp, cert, doc, failed = sweep
+    rid = next(r for r, v in doc["runs"].items() if v["status"] == "completed")
+    certified = cert.parent / "runs" / rid
+    recorded = read_updates(certified / "updates.csv", 3)
+    assert len(recorded) == 3 and "loss_total" in recorded[0]
+
+    def against(edit) -> Replay:
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(certified, copy)
+        lines = (copy / "updates.csv").read_text().splitlines()
+        header = lines[0].split(",")
+        rows = [dict(zip(header, line.split(","), strict=True)) for line in lines[1:]]
+        edit(rows)
+        (copy / "updates.csv").write_text("\n".join(
+            [lines[0], *(",".join(r[c] for c in header) for r in rows)]) + "\n")
+        return compare(Replay(rid, "NOT CHECKABLE", ""), copy, recorded, certified,
+                       tmp_path / "no.log")
+
+    def clocks(rows):
+        for r in rows:
+            for c in NOT_REPRODUCED:
+                r[c] = "0.5"
+
+    assert against(clocks).outcome == "VERIFIED"
+
+    def loss(rows):
+        rows[1]["loss_total"] = repr(float(rows[1]["loss_total"]) + 1e-9)
+
+    r = against(loss)
+    assert r.outcome == "MISMATCH" and r.text.startswith("update 2: loss_total "), r.text
+    assert f"(replay) vs {recorded[1]['loss_total']} (certified)" in r.text
+
+    def version(rows):
+        rows[2]["rollout_policy_version_max"] = "9"
+
+    r = against(version)
+    assert r.outcome == "MISMATCH" and r.text == (
+        "update 3: rollout_policy_version_max 9 (replay) vs "
+        f"{recorded[2]['rollout_policy_version_max']} (certified)")
 
 
 def test_the_failed_run_deleted(sweep, tmp_path, capsys):
@@ -174,7 +235,7 @@ def test_replay_with_changed_code_mismatches_at_update_1(sweep, tmp_path, capsys
     code = verify(VerifyArgs(cert, replay=1, updates=3, checkout=checkout))
     out = capsys.readouterr().out
     assert code == EXIT_FAILED and "verdict: MISMATCH" in out, out
-    assert ": MISMATCH: update 1: params checksum " in out
+    assert ": MISMATCH: update 1: params_checksum " in out  # first of the columns that differ
 
 
 def test_replay_under_another_xla_flag_or_jax_version_is_not_checkable(sweep, monkeypatch,

@@ -1,7 +1,8 @@
 """Tier 2 of `harness verify`: re-run the first N updates of K drawn runs with their
-recorded command and --deterministic, and compare the params checksum of every update bit
-for bit; only where the device kind and the stack match (else NOT CHECKABLE, naming what
-differs; never a tolerance).
+recorded command and --deterministic, and compare bit for bit every column of those
+updates.csv rows (params checksum, losses, versions, ...; not the wall-clock times,
+NOT_REPRODUCED) and every episode that ended in them; only where the device kind and the
+stack match (else NOT CHECKABLE, naming what differs; never a tolerance).
 
 The draw: K runs among the deterministic ones, ranked by SHA-256("<seed>:<run id>"), the
 K lowest; the seed comes from the OS's entropy unless given, and is printed, so a third
@@ -111,37 +112,46 @@ def replay_env(device: Mapping[str, Any], checkout: Path, process: int = 0,
     return env
 
 
-def _checksums(updates_csv: Path, limit: int) -> list[tuple[int, str]]:
-    """(update, params checksum) of the first `limit` rows of an updates.csv."""
-    rows: list[tuple[int, str]] = []
+# updates.csv columns a replay cannot reproduce, left out of its comparison: each is the
+# machine's timing of the update, not a result of the code (every other column the run
+# wrote is compared as its text)
+NOT_REPRODUCED = {
+    "wall_time_s": "seconds since the run started: wall clock",
+    "sps": "env steps per second over the update: wall clock",
+    "rollout_queue_get_s": "the learner's wait for data: wall clock",
+    "param_queue_get_s": "the actors' wait for parameters: wall clock",
+}
+
+
+def read_updates(updates_csv: Path, limit: int) -> list[dict[str, str]]:
+    """The first `limit` rows of an updates.csv, each {column: its text as written} (a
+    torn last line left out; no file: none)."""
+    rows: list[dict[str, str]] = []
     try:
         with open(updates_csv, newline="", encoding="utf-8") as f:
             for row in csv.DictReader(f):
                 if len(rows) >= limit:
                     break
-                try:
-                    rows.append((int(row["update"]), row.get("params_checksum") or ""))
-                except (KeyError, TypeError, ValueError):
-                    break  # a torn last line
+                if None in row or None in row.values() or not row.get("update", "").isdigit():
+                    break  # a torn last line: fields missing or spilling over
+                rows.append(row)
     except OSError:
         return []
     return rows
 
 
+def row_difference(recorded: Mapping[str, str], replayed: Mapping[str, str]) -> str | None:
+    """The columns of a certified updates.csv row (but NOT_REPRODUCED) whose text differs
+    in the replay's row; the params checksum named first (None: identical)."""
+    columns = sorted(recorded, key=lambda c: c != "params_checksum")
+    differ = [f"{c} {replayed.get(c, '(no such column)')} (replay) vs {recorded[c]} "
+              "(certified)" for c in columns
+              if c not in NOT_REPRODUCED and replayed.get(c) != recorded[c]]
+    return ", ".join(differ) or None
+
+
 # An episode's facts that the code decides (its wall time is the machine's)
 EPISODE_FACTS = ("env_steps", "frames", "env_index", "episode_return", "episode_length")
-
-
-def _env_steps_at(updates_csv: Path, update: int) -> int | None:
-    """The env_steps column of `update` in an updates.csv (None: not there)."""
-    try:
-        with open(updates_csv, newline="", encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                if row.get("update") == str(update):
-                    return int(row["env_steps"])
-    except (OSError, KeyError, TypeError, ValueError):
-        return None
-    return None
 
 
 def episodes_through(episodes_csv: Path, env_steps: int) -> list[tuple[str, ...]]:
@@ -275,11 +285,11 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
     processes = int(run.get("processes") or 1)
     base = Replay(run_id, NOT_CHECKABLE, "", processes=processes,
                   original_seconds=run.get("wall_time_s"))
-    recorded = _checksums(records / run_id / schema.UPDATES_FILE, updates)
+    recorded = read_updates(records / run_id / schema.UPDATES_FILE, updates)
     if not recorded:
         base.text = "it recorded no update"
         return base
-    if not all(c for _, c in recorded):
+    if not all(row.get("params_checksum") for row in recorded):
         base.text = "its updates.csv holds no params checksums (made with --no-params-checksum)"
         return base
     differ = differences(device, stack, here_facts(device, True), cores_at_least=True)
@@ -317,10 +327,11 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def compare(base: Replay, run_dir: Path, recorded: list[tuple[int, str]], record_dir: Path,
+def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_dir: Path,
             log: Path) -> Replay:
     """The replay's record against the certified one: the determinism block first (a
-    difference: NOT CHECKABLE), then the checksum of every update."""
+    difference: NOT CHECKABLE), then every column of every replayed update (but
+    NOT_REPRODUCED's), then the episodes that ended in those updates."""
     manifest = read_manifest_or_none(run_dir)
     if manifest is None:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
@@ -334,8 +345,10 @@ def compare(base: Replay, run_dir: Path, recorded: list[tuple[int, str]], record
     if differ:
         base.text = "NOT CHECKABLE HERE (the replay's own record): " + "; ".join(differ)
         return base
-    replayed = dict(_checksums(run_dir / schema.UPDATES_FILE, len(recorded)))
-    for update, checksum in recorded:
+    replayed = {row["update"]: row for row in read_updates(run_dir / schema.UPDATES_FILE,
+                                                           len(recorded))}
+    for row in recorded:
+        update = row["update"]
         got = replayed.get(update)
         if got is None:
             err = manifest.get("error") or {}
@@ -343,27 +356,28 @@ def compare(base: Replay, run_dir: Path, recorded: list[tuple[int, str]], record
             base.text = (f"update {update}: the replay stopped before it "
                          f"({manifest.get('status')}: {err.get('message', '')})")
             return base
-        if got != checksum:
+        differ_at = row_difference(row, got)
+        if differ_at is not None:
             base.outcome = MISMATCH
-            base.text = (f"update {update}: params checksum {got} (replay) vs {checksum} "
-                         "(certified)")
+            base.text = f"update {update}: {differ_at}"
             return base
     # The scores come from episodes.csv, which no checksum covers: the episodes that ended
     # in the replayed updates must be the certified ones, field for field.
-    last = len(recorded)
-    steps = _env_steps_at(record_dir / schema.UPDATES_FILE, recorded[-1][0])
-    if steps is None:
+    last, steps = recorded[-1]["update"], recorded[-1].get("env_steps", "")
+    if not steps.isdigit():
         base.outcome = MISMATCH
-        base.text = f"update {recorded[-1][0]}: the certified updates.csv has no env_steps"
+        base.text = f"update {last}: the certified updates.csv has no env_steps"
         return base
-    certified_eps = episodes_through(record_dir / schema.EPISODES_FILE, steps)
-    replayed_eps = episodes_through(run_dir / schema.EPISODES_FILE, steps)
+    certified_eps = episodes_through(record_dir / schema.EPISODES_FILE, int(steps))
+    replayed_eps = episodes_through(run_dir / schema.EPISODES_FILE, int(steps))
     differ_at = episode_difference(certified_eps, replayed_eps)
     if differ_at is not None:
         base.outcome = MISMATCH
         base.text = f"updates 1-{last}: {differ_at}"
         return base
+    compared = [c for c in recorded[0] if c not in NOT_REPRODUCED]
     base.outcome = VERIFIED
-    base.text = (f"params checksum identical at updates 1-{last}, and the "
+    base.text = (f"params checksum and the other {len(compared) - 1} columns of updates.csv "
+                 f"(all but wall-clock times) identical at updates 1-{last}, and the "
                  f"{len(certified_eps)} episode(s) that ended in them")
     return base

@@ -1,6 +1,7 @@
 """Tier 1 of `harness verify` (seconds): every bound file's SHA-256 and the Merkle root,
-the plan and each run's status (completeness), each run's facts against its record, and
-every claim recomputed from the records; each finding names the file, run or claim."""
+the plan and each run's status (completeness), each run's facts against its record, each
+record's internal consistency (harness/certify/consistency.py), and every claim
+recomputed from the records; each finding names the file, run or claim."""
 
 from __future__ import annotations
 
@@ -24,10 +25,13 @@ from harness.certify.bind import (
 )
 from harness.certify.certificate import Interner, analysis_stack, sweep_leaf
 from harness.certify.claims import RUNS, ClaimOutput, input_runs, placeholders, run_claim
+from harness.certify.consistency import check_record
 from harness.certify.merkle import Leaf, merkle_root
 from harness.store import PENDING, run_state
 from harness.sweep import SweepError, parse_list, parse_seeds, parse_sweep
-from runrecord import read_manifest_or_none, run_id
+from runrecord import read_manifest_or_none, run_id, schema
+from runrecord.reader import read_table
+from runrecord.writer import RecordError
 
 MISMATCH = "MISMATCH"
 NOT_CHECKABLE = "NOT CHECKABLE"
@@ -219,6 +223,39 @@ def check_plan(cert: Mapping[str, Any], records: Path, code_here: Mapping[str, A
                        f"{len(plan)} run(s); each run's status and facts as its record says")
 
 
+def check_consistency(cert: Mapping[str, Any], records: Path, out: Findings) -> None:
+    """Each certified run's record against itself (consistency.check_record): a broken
+    rule is a MISMATCH naming the run, the file and the row; a check the record gives no
+    ground for is listed as not checked, with why (it is no finding: the record never
+    claimed what it would check)."""
+    folders = run_folders(records)
+    checked = 0
+    why_not: dict[str, list[str]] = {}
+    for rid in cert["runs"]:
+        folder = folders.get(rid)
+        manifest = read_manifest_or_none(folder) if folder is not None else None
+        if folder is None or manifest is None:
+            continue  # check_files and check_plan name a run folder gone or torn
+        try:
+            episodes = read_table(folder / schema.EPISODES_FILE)
+            updates = read_table(folder / schema.UPDATES_FILE)
+        except RecordError as e:
+            out.mismatch(f"run {rid}: its record does not read ({e})")
+            continue
+        found = check_record(manifest, episodes, updates)
+        for f in found.findings:
+            out.mismatch(f"run {rid}: {f.line()}")
+        for why in found.not_applied:
+            why_not.setdefault(why, []).append(rid)
+        checked += 1
+    out.checked.append(f"consistency of {checked} record(s): frames in order and env_steps "
+                       "x frame skip, episode lengths within their env's steps, CartPole "
+                       "returns equal to lengths (each row of updates.csv and episodes.csv)")
+    for why, rids in why_not.items():
+        shown = ", ".join(rids[:12]) + (f", ... ({len(rids)} in all)" if len(rids) > 12 else "")
+        out.not_checked.append(f"tier 1 consistency n/a, {why}: {shown}")
+
+
 def check_claims(cert: Mapping[str, Any], bindings: Mapping[str, Path], fc: FileCheck,
                  code_here: Mapping[str, Any], out: Findings) -> None:
     """Each claim recomputed from the records now: a difference names the claim and the
@@ -265,6 +302,7 @@ def tier1(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Path],
         fc = check_files(cert, records, inputs, out)
         check_root(cert, expect_root, out)
         check_plan(cert, records, code_here, out)
+        check_consistency(cert, records, out)
     except BindError as e:
         out.mismatch(str(e))
         fc = FileCheck()

@@ -1,5 +1,6 @@
 """`harness verify CERT`: tier 1 (hashes, root, completeness, every claim recomputed) and,
-with --replay K --updates N, tier 2 (K drawn runs' first N updates re-run, checksums
+with --replay K --updates N, tier 2 (K drawn runs' first N updates re-run, every column
+of their updates.csv rows but wall-clock times, and the episodes that ended in them,
 compared bit for bit). Prints what was checked and what was not, the replay's cost, one
 verdict and its exit code: 0 VERIFIED, 1 MISMATCH, 4 NOT CHECKABLE, 2 bad input (nothing
 written). Each verification is appended to `<CERT>.verify.jsonl` (the report reads it)."""
@@ -28,6 +29,7 @@ from harness.certify.certificate import (
     verify_log,
 )
 from harness.certify.replay import (
+    NOT_REPRODUCED,
     VERIFIED,
     CorePool,
     Replay,
@@ -158,8 +160,10 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
             out.cannot(f"tier 2: {line}")
     done = [r for r in replays if r.outcome == VERIFIED]
     if done:
-        out.checked.append(f"tier 2: {len(done)} run(s) replayed, params checksum bit for bit "
-                           f"at updates 1-{args.updates}: {', '.join(r.run_id for r in done)}")
+        out.checked.append(f"tier 2: {len(done)} run(s) replayed, updates 1-{args.updates} "
+                           "bit for bit (every updates.csv column but "
+                           f"{', '.join(NOT_REPRODUCED)}; the episodes that ended in them): "
+                           f"{', '.join(r.run_id for r in done)}")
     total_updates = sum(int(cert["runs"][r.run_id].get("updates") or 0) for r in done)
     if done:
         out.not_checked.append(f"tier 2: the updates after {args.updates} of the replayed "
