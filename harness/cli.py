@@ -244,7 +244,7 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
     t0 = time.time()
     from harness.curve_monitor import start_monitor
 
-    monitor = start_monitor(sweep, store, runs, stop, cmd.strict) \
+    monitor = start_monitor(sweep, store, runs, stop, cmd.strict, cmd.verbose) \
         if cmd.backend == "local" else None
     if isinstance(monitor, int):
         return monitor
