@@ -16,6 +16,7 @@ from analysis.verdicts.equivalence import (
     DIFFERENT_LEVEL,
     EquivalenceResult,
     bitwise_identical,
+    ci_text,
     determinism_line,
     different_ci,
     equivalence,
@@ -43,9 +44,9 @@ def metrics_table(res: EquivalenceResult) -> TableData:
     """Both metrics of one verdict: means, difference and its 90% CI (what PASS reads)
     and its CI at the level DIFFERENT reads, paired or Welch as the verdict is."""
     pct = f"{DIFFERENT_LEVEL:.1%}"
+    fewest = min(len(res.seeds_a), len(res.seeds_b))
     rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
-             f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
-             "[{:+.3f}, {:+.3f}]".format(*different_ci(w))]
+             ci_text(w.ci90, fewest), ci_text(different_ci(w), fewest)]
             for name, w in res.metrics()]
     return TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
                                   "90% CI", f"{pct} CI"], rows)
@@ -124,7 +125,8 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
             stacks = group_stacks(ga, gb)
             if bw.identical and tier.startswith(UNKNOWN):  # above the tier and stack lines
                 out.lines.append(f"note: {BITWISE_WITHOUT_BLOCK}")
-            out.lines += [p.prefix + determinism_line(ga.group, gb.group, tier),
+            out.lines += [p.prefix + determinism_line(ga.group, gb.group, tier,
+                                                      bw.identical),
                           p.prefix + stacks.line(ga.group, gb.group)]
             out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
                                 "determinism": tier, "stacks": stacks.as_dict(),
