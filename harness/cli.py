@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Annotated, Any, get_args
@@ -45,6 +46,7 @@ from harness.sweep import (
 from runrecord import atomic_write_json, schema, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
 from runrecord.flag_bounds import FlagValueError, check_flags
+from runrecord.words import counted
 
 # What `harness status` shows for the states that need words (the JSON line keeps the keys).
 STATE_LABELS = {
@@ -242,7 +244,7 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
     t0 = time.time()
     from harness.curve_monitor import start_monitor
 
-    monitor = start_monitor(sweep, store, runs, stop, cmd.strict) \
+    monitor = start_monitor(sweep, store, runs, stop, cmd.strict, cmd.verbose) \
         if cmd.backend == "local" else None
     if isinstance(monitor, int):
         return monitor
@@ -358,6 +360,20 @@ def _fmt_s(s: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s"
 
 
+def run_eta(state: str, total_steps: int, env_steps: float, wall_time_s: float,
+            completed_walls: Sequence[float]) -> float | None:
+    """Seconds a run has left, from measured rates: a running run's own steps per second,
+    a run still to run the mean wall time of the sweep's completed runs; None (unknown)
+    when there is no such rate yet. 0 for runs with nothing left to run."""
+    if state == "running":
+        if env_steps and wall_time_s:
+            return (total_steps - env_steps) * wall_time_s / env_steps
+        return None
+    if state in (PENDING, CORRUPT, STALE, "interrupted"):
+        return sum(completed_walls) / len(completed_walls) if completed_walls else None
+    return 0.0
+
+
 def do_status(cmd: Status, sweep: Sweep) -> int:
     from collections import Counter
 
@@ -391,15 +407,13 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     table = Table()
     for col in ("run id", "run", "state", "progress", "elapsed", "ETA", "attempts", "error"):
         table.add_column(col)
-    remaining_s = 0.0
+    remaining_s, unmeasured = 0.0, 0
     for spec, st in rows:
         frac = min(1.0, st.env_steps / spec.total_timesteps) if spec.total_timesteps else 0.0
-        eta = 0.0
-        if st.state == "running" and st.env_steps and st.wall_time_s:
-            eta = (spec.total_timesteps - st.env_steps) * st.wall_time_s / st.env_steps
-        elif st.state in (PENDING, CORRUPT, STALE, "interrupted") and done_walls:
-            eta = sum(done_walls) / len(done_walls)
-        if st.state != "completed":
+        eta = run_eta(st.state, spec.total_timesteps, st.env_steps, st.wall_time_s, done_walls)
+        if eta is None:
+            unmeasured += 1
+        elif st.state != "completed":
             remaining_s += eta
         if not cmd.all_runs and st.state == "completed":
             continue
@@ -407,11 +421,15 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
                  if st.state == "failed" else stopped_label(st.error)
                  or STATE_LABELS.get(st.state, st.state))
         table.add_row(spec.run_id, spec.label(), shown, f"{100 * frac:.0f}%",
-                      _fmt_s(st.wall_time_s), _fmt_s(eta) if st.state != "completed" else "",
+                      _fmt_s(st.wall_time_s), "" if st.state == "completed"
+                      else "unknown" if eta is None else _fmt_s(eta),
                       str(st.attempts), st.error[:60])
     if table.row_count:
         console.print(table)
-    if remaining_s:
+    if unmeasured:
+        console.print(f"estimated run time left: unknown ({counted(unmeasured, 'run')} "
+                      "with no measured rate yet: no run of the sweep has completed)")
+    elif remaining_s:
         console.print(f"estimated run time left (sum over runs, before parallelism): "
                       f"{_fmt_s(remaining_s)}")
     for line in adaptive_lines + curve_status(sweep, store):

@@ -145,6 +145,9 @@ class Run(Select):
     """Local: start every CPU run at once (--max-parallel still caps), unpinned, the cores
     shared by the OS, so that the looks over training time ([regression] looks_at) see
     every seed early (a gate looks only when all its seeds have passed the look)."""
+    verbose: bool = False
+    """Also print the designs' internals (alpha spent, joint law, boundaries, each look's
+    contrast with its t and df); the JSON records keep them either way."""
 
     def load(self, until_decided: bool = False) -> Sweep:
         return super().load(until_decided or self.until_decided)
@@ -212,6 +215,9 @@ class Regress(Inspect):
     """Compare runs whose recorded env protocols differ (a note says so)."""
     strict: bool = False
     """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
+    verbose: bool = False
+    """Also print the designs' internals (alpha spent, joint law, boundaries, each look's
+    contrast with its t and df); the JSON records keep them either way."""
 
 
 @dataclass

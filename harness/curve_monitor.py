@@ -60,8 +60,9 @@ class CurveMonitor:
 
     def __init__(self, sweep: Sweep, store: Store, gates: list[CurveGate],
                  reference_runs: Sequence[Run], stop: threading.Event,
-                 strict: bool = False) -> None:
+                 strict: bool = False, verbose: bool = False) -> None:
         self.sweep, self.store, self.gates = sweep, store, gates
+        self.verbose = verbose
         self.reference_runs = list(reference_runs)
         self.stop = stop
         self.strict = strict
@@ -105,6 +106,8 @@ class CurveMonitor:
                     gate.blocked = f"the analysis refused look {gate.next_look}: {e}"
                     break
                 say(look.text)
+                if self.verbose and look.detail:
+                    say(look.detail)
                 if look.decision == "REGRESSION":
                     self._stop_gate(gate, stop_reason(look))
             self._pace(gate)
@@ -176,7 +179,8 @@ class CurveMonitor:
 
 
 def start_monitor(sweep: Sweep, store: Store, batch: Sequence[RunSpec],
-                  stop: threading.Event, strict: bool = False) -> CurveMonitor | int | None:
+                  stop: threading.Event, strict: bool = False, verbose: bool = False
+                  ) -> CurveMonitor | int | None:
     """The monitor of a batch of `harness run` (None: no looks over training time for
     it; an int: the exit code of a refusal, printed). A fixed sweep's gates cover all its
     runs; an adaptive sweep's, the runs of its first look over seeds only, with
@@ -196,14 +200,15 @@ def start_monitor(sweep: Sweep, store: Store, batch: Sequence[RunSpec],
         gates = curve_gates(sweep, specs)
         reference_runs = load_runs([project_path(ref)]).included
         lines = prepare(gates, design, store, reference_runs, project_path(ref),
-                        gate_options(sweep), alpha)
+                        gate_options(sweep), alpha, verbose)
     except AnalysisError as e:
         print(f"error: looks over training time: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not gates:
         return None
-    say(f"looks over training time: {design.describe()}")
+    if verbose:
+        say(f"looks over training time: {design.describe()}")
     for line in lines:
         say(line)
-    return CurveMonitor(sweep, store, gates, reference_runs, stop, strict)
+    return CurveMonitor(sweep, store, gates, reference_runs, stop, strict, verbose)
 

@@ -237,6 +237,21 @@ def progress_interval_s(elapsed_s: float) -> float:
     return 30.0 if elapsed_s < 600 else 60.0
 
 
+ETA_UNKNOWN = "ETA unknown (no run of this sweep has finished yet)"
+
+
+def sweep_eta(elapsed_s: float, runs_finished: int, steps_done: float, steps_todo: float
+              ) -> str:
+    """The sweep's ETA from its measured rate: env steps done (finished runs and the
+    progress of running ones) per wall second of this sweep. Unknown until a run has
+    finished here, because before that the rate is mostly start-up and compilation
+    and overstates the time left many times over (6h for a 10-minute sweep)."""
+    if runs_finished < 1 or steps_done <= 0 or elapsed_s <= 0:
+        return ETA_UNKNOWN
+    left = max(0.0, steps_todo - steps_done) * elapsed_s / steps_done
+    return f"ETA {fmt_duration(left)} (from this sweep's env steps per second)"
+
+
 def fmt_duration(s: float) -> str:
     s = max(0, int(s))
     h, rem = divmod(s, 3600)
@@ -263,6 +278,7 @@ class _Display:
         self.steps_total = sum(s.total_timesteps for s in specs)
         self.steps_done = 0  # of finished runs that ran here (not already completed ones)
         self.steps_skipped = 0  # of runs that were complete before this `run`
+        self.already_completed = 0  # runs that were complete before this `run`
         if enabled and self.console.is_terminal:
             from rich.progress import (
                 BarColumn,
@@ -270,19 +286,22 @@ class _Display:
                 Progress,
                 TextColumn,
                 TimeElapsedColumn,
-                TimeRemainingColumn,
             )
             from rich.table import Column
 
             # The description takes what the fixed columns leave and is cut with an
-            # ellipsis, so an 80-column terminal still shows counts, elapsed and ETA.
+            # ellipsis, so an 80-column terminal still shows counts, elapsed and ETA. The
+            # ETA is the sweep's own (sweep_eta), on its overall line: rich's would come
+            # from a run's last 30 s, compilation included.
             self.progress = Progress(
                 TextColumn("{task.description}", table_column=Column(
                     ratio=1, no_wrap=True, overflow="ellipsis")),
                 BarColumn(bar_width=16), MofNCompleteColumn(), TimeElapsedColumn(),
-                TimeRemainingColumn(), console=self.console, transient=False, expand=True,
+                TextColumn("{task.fields[eta]}"), console=self.console, transient=False,
+                expand=True,
             )
-            self.overall = self.progress.add_task("runs finished", total=self.total)
+            self.overall = self.progress.add_task("runs finished", total=self.total,
+                                                  eta=ETA_UNKNOWN.split(" (")[0])
 
     def __enter__(self) -> _Display:
         if self.progress is not None:
@@ -310,16 +329,20 @@ class _Display:
                                    highlight=False, soft_wrap=True)
             return None
         return self.progress.add_task(f"{spec.run_id} {spec.label()}",
-                                      total=spec.total_timesteps)
+                                      total=spec.total_timesteps, eta="")
 
     def refresh(self, active) -> None:
         if self.progress is None:
             self._progress_line(list(active))
             return
+        steps_running = 0
         for a in active:
+            steps, _ = last_progress(self.store.run_dir(a.spec.run_id))
+            steps_running += min(steps, a.spec.total_timesteps)
             if a.task is not None:
-                steps, _ = last_progress(self.store.run_dir(a.spec.run_id))
                 self.progress.update(a.task, completed=steps)
+        eta = self._eta(time.monotonic() - self.t0, steps_running)
+        self.progress.update(self.overall, eta=eta.split(" (")[0])
 
     def _progress_line(self, active: list, force: bool = False) -> None:
         now = time.monotonic()
@@ -335,15 +358,18 @@ class _Display:
             steps_running += steps
             share = steps / a.spec.total_timesteps if a.spec.total_timesteps else 0.0
             parts.append(f"{a.spec.run_id} {share:.0%}")
-        todo = self.steps_total - self.steps_skipped
-        done = self.steps_done + steps_running
-        eta = (f"ETA {fmt_duration(elapsed * (todo - done) / done)} (from env steps so far)"
-               if done > 0 and todo > done else "ETA unknown until a run reports progress")
+        eta = self._eta(elapsed, steps_running)
         running = f" ({', '.join(parts)})" if parts else ""
         self.console.print(
             f"progress: {self.finished}/{self.total} runs finished, {len(active)} running"
             f"{running}; elapsed {fmt_duration(elapsed)}; {eta}",
             highlight=False, soft_wrap=True)
+
+    def _eta(self, elapsed_s: float, steps_running: float) -> str:
+        # Runs complete before this `run` are neither work done here nor work left.
+        ran_here = self.finished - self.already_completed
+        return sweep_eta(elapsed_s, ran_here, self.steps_done + steps_running,
+                         self.steps_total - self.steps_skipped)
 
     def finish(self, a: _Active, o: Outcome) -> None:
         if self.progress is not None and a.task is not None:
@@ -352,6 +378,7 @@ class _Display:
             return
         self.finished += 1
         if o.status == ALREADY_COMPLETED:
+            self.already_completed += 1
             self.steps_skipped += a.spec.total_timesteps
         else:
             self.steps_done += a.spec.total_timesteps

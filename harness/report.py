@@ -343,7 +343,8 @@ def summary_verdict(code: int, outcomes: Sequence[tuple[str, int]]) -> str:
 
 
 def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
-            allow_protocol_mismatch: bool = False, strict: bool = False) -> Regressed:
+            allow_protocol_mismatch: bool = False, strict: bool = False,
+            verbose: bool = False) -> Regressed:
     """One regression verdict per system and suite of the [regression] selection: the
     sweep's runs against `reference`, through analysis.suite_gates (the gate of
     `python -m analysis regression`, suite by suite: same checks, metrics and lines). Each (system, suite)
@@ -354,7 +355,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
         from harness.adaptive.curves import curve_regress
 
         return Regressed(*curve_regress(sweep, store, reference, delta,
-                                        allow_protocol_mismatch, strict))
+                                        allow_protocol_mismatch, strict, verbose))
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
     games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})
@@ -409,7 +410,8 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
     delta = cmd.delta if cmd.delta is not None else sweep.regression.get("delta")
     found = regress(sweep, store, ref, None if delta is None else float(delta),
                     allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False),
-                    strict=getattr(cmd, "strict", False))
+                    strict=getattr(cmd, "strict", False),
+                    verbose=getattr(cmd, "verbose", False))
     for line in found.lines:  # the gate's own lines, as `python -m analysis regression` prints them
         print(line, file=sys.stderr if line.startswith("regression: ERROR") else sys.stdout)
     verdict = summary_verdict(found.code, found.outcomes)

@@ -11,7 +11,7 @@ import pytest
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
 from analysis.sequential.curve_design import CurveDesign, make_plan, plan_boundaries
-from analysis.sequential.curve_looks import GateOptions, decide_records
+from analysis.sequential.curve_looks import GateOptions, decide_records, plan_lines
 from analysis.sequential.curve_stat import (
     contrast_covariance,
     curve_contrast,
@@ -159,6 +159,33 @@ def test_records_an_unchanged_candidate_passes_at_the_end_a_broken_one_fails_ear
                               GateOptions(delta=0.3))
     assert looks[-1].decision == "REGRESSION" and looks[-1].look < len(LOOKS), looks
     assert "stopped at" in looks[-1].text and "frames not spent" in looks[-1].text
+
+
+def test_a_look_and_its_plan_print_one_plain_line_the_internals_only_with_verbose(tmp_path):
+    for s in (1, 2, 3):
+        write_synthetic_run(tmp_path / "ref", seed=s, skill=0.8, noise=0.02)
+        write_synthetic_run(tmp_path / "new", seed=s, skill=0.0, noise=0.02)
+    ref = load_runs([tmp_path / "ref"]).included
+    new = load_runs([tmp_path / "new"]).included
+    plan, looks = decide_records(CurveDesign(LOOKS), new, ref, 100_000, "broken",
+                                 "CartPole-v1", GateOptions(delta=0.3))
+    internals = ("joint law", "rho", "df", "alpha")
+    [line] = plan_lines(plan, "broken")
+    assert not any(word in line for word in internals), line
+    assert "6 looks at 10%, 20%" in line and "below -0.3" in line
+    assert "3 new vs 3 reference seeds" in line
+    verbose = "\n".join(plan_lines(plan, "broken", verbose=True))
+    assert "joint law: union bound" in verbose and "boundaries" in verbose
+    last = looks[-1]
+    assert last.decision == "REGRESSION"
+    assert not any(word in last.text for word in internals), last.text
+    # the estimate is new - reference (the contrast less the margin there), with its bound
+    diff = last.contrast - last.margin
+    assert f"new - reference {diff:+.3f}, repeated upper bound " \
+           f"{last.upper - last.margin:+.3f}, margin -{last.margin:.3f}" in last.text
+    assert "3 new vs 3 reference seeds" in last.text
+    assert "new - (1 - rho) x reference" in last.detail and "df" in last.detail
+    assert type(last).from_json(last.to_json()) == last
 
 
 def test_with_adaptive_seeds_regression_over_seeds_spends_only_its_share():

@@ -92,10 +92,11 @@ def test_cpu_signature_reads_the_first_processor():
     assert cpu_signature_of("") is None
 
 
-@pytest.mark.parametrize("case", ["same", "jaxlib differs", "no block"])
+@pytest.mark.parametrize("case", ["same", "jaxlib differs", "mode off", "no block"])
 def test_equivalence_and_report_print_the_tier(tmp_path, capsys, case):
     reference = block() if case != "no block" else None
-    other = block(jaxlib_version="0.10.1") if case == "jaxlib differs" else reference
+    other = {"jaxlib differs": block(jaxlib_version="0.10.1"),
+             "mode off": block(deterministic=False)}.get(case, reference)
     for seed in (1, 2, 3):
         write_synthetic_run(tmp_path, seed=seed, layout="a0-l0-d1", determinism=reference)
         write_synthetic_run(tmp_path, seed=seed, layout="a0-l1-d1", determinism=other)
@@ -103,10 +104,16 @@ def test_equivalence_and_report_print_the_tier(tmp_path, capsys, case):
     assert analysis_main(["equivalence", str(runs)]) == 0
     out = capsys.readouterr().out.splitlines()
     tiers = [line for line in out if line.startswith("determinism of ")]
+    # The records are identical (below): a tier that does not promise it says both, never
+    # "bitwise not expected" under "PASS (bitwise identical)".
     expected = {"same": MEANINGFUL,
-                "jaxlib differs": "bitwise not expected: jaxlib differs (0.10.1 vs 0.10.2)",
+                "jaxlib differs": "bitwise identical here, though not guaranteed: jaxlib "
+                                  "differs (0.10.1 vs 0.10.2)",
+                "mode off": "bitwise identical here, though not guaranteed: deterministic "
+                            "mode off in A; deterministic groups differs (4 vs None)",
                 "no block": f"{UNKNOWN} (6 of 6 runs)"}[case]
-    assert len(tiers) == 1 and tiers[0].endswith(f"/ a0-l0-d1: {expected}")
+    assert len(tiers) == 1 and tiers[0].endswith(f"/ a0-l0-d1: {expected}"), tiers
+    assert "PASS (bitwise identical)" in "\n".join(out) and "not expected" not in tiers[0]
     assert out[out.index(tiers[0]) - 1].startswith("equivalence ")  # under its verdict
     assets = build_report_assets([runs], tmp_path / "report", reps=100, aggregate_reps=200)
     assert [v["determinism"] for v in assets["verdicts"]

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.local import progress_interval_s
+from harness.cli import run_eta
+from harness.local import ETA_UNKNOWN, progress_interval_s, sweep_eta
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
@@ -64,3 +65,21 @@ def test_benchmark_help_is_whole():
     assert text.startswith("Run one of the paper's experiments")
     assert "Exit code: 0 all runs completed, 1 some failed, 2 bad input." in text
     assert "set -euo" not in text and text.rstrip().splitlines()[-1].startswith("presets: ")
+
+
+def test_sweep_eta_is_unknown_until_a_run_has_finished_then_follows_the_measured_rate():
+    # 60 s in, two runs compiling have reported 1% of 24 runs' steps: no finished run,
+    # so no rate (the start-up-dominated rate said hours for a 10-minute sweep).
+    assert sweep_eta(60, 0, 2_400, 240_000) == ETA_UNKNOWN
+    assert "unknown" in ETA_UNKNOWN
+    # one run finished after 120 s with a tenth of the steps done: 9x as long again
+    assert sweep_eta(120, 1, 24_000, 240_000).startswith("ETA 18m00s")
+    assert sweep_eta(600, 24, 240_000, 240_000).startswith("ETA 0m00s")
+
+
+def test_status_eta_of_a_run_is_unknown_without_a_measured_rate():
+    assert run_eta("pending", 1000, 0, 0, []) is None
+    assert run_eta("running", 1000, 0, 30.0, []) is None  # compiling: no step yet
+    assert run_eta("running", 1000, 250, 30.0, []) == 90.0
+    assert run_eta("pending", 1000, 0, 0, [100.0, 200.0]) == 150.0
+    assert run_eta("completed", 1000, 1000, 40.0, []) == 0.0

@@ -145,7 +145,7 @@ def test_with_adaptive_seeds_a_failure_over_time_ends_the_sweep_in_its_first_bat
     sweep.write_text(sweep.read_text() + "\n[adaptive]\nverdicts = ['gate']\n"
                      "first_seeds = 2\nbatch_seeds = 1\nmax_seeds = 3\n")
     root = tmp_path / "res"
-    p = run(sweep, root, "--share-cores")
+    p = run(sweep, root, "--share-cores", "--verbose")
     assert p.returncode == EXIT_FAILED, p.stdout + p.stderr
     assert "alpha spent by the last look 0.025" in p.stdout  # half of the gate's alpha
     assert "2 new vs 3 reference seeds" in p.stdout

@@ -50,12 +50,27 @@ def _blocks(out: str) -> list[str]:
     return out.split("### ")[1:]
 
 
+def test_equivalence_prints_each_verdict_as_its_line_the_table_only_with_verbose(capsys):
+    """Issue 47: by default a verdict is its one line (outcome, estimate, CI, margin,
+    seeds) under its heading; the per-metric table comes with --verbose."""
+    assert main(["equivalence", str(REFERENCE)]) == 0
+    out = capsys.readouterr().out
+    blocks = _blocks(out)
+    assert len(blocks) == 6 and "| metric (per seed)" not in out
+    for b in blocks:
+        line = b.splitlines()[1]
+        assert line.startswith("equivalence "), b
+        # an identical pair's evidence is its identity (difference exactly 0), no CI
+        assert ("90% CI" in line and "delta " in line) or "exactly 0 on every seed" in line
+        assert " seeds " in line or " seed " in line, line
+
+
 def test_equivalence_headings_bitwise_table_and_significance(capsys):
     """Finding 4: a heading per comparison; the bitwise pair's table shows the per-seed
     differences ([0, 0], not a Welch CI of +-0.038) and says what identity without a
     determinism block does not show; IMPALA vs PPO inside the margin says the difference
     is significant and that the default margin is not chosen for two systems."""
-    assert main(["equivalence", str(REFERENCE)]) == 0
+    assert main(["equivalence", str(REFERENCE), "--verbose"]) == 0
     out = capsys.readouterr().out
     blocks = _blocks(out)
     assert len(blocks) == 6 and all("| metric (per seed)" in b for b in blocks)

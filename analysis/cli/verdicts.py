@@ -58,6 +58,9 @@ class Equivalence(RecordArgs, TableFormat):
     pairing loses power at few seeds where the runs of a seed drift apart."""
     strict: bool = False
     """Exit 1 on INCONCLUSIVE too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
+    verbose: bool = False
+    """Also print each verdict's per-metric table (means, the 90% CI PASS reads and the
+    97.5% CI DIFFERENT reads); --json-out and the report hold them either way."""
 
     def run(self) -> int:
         from analysis.verdicts.compare import equivalence_verdicts
@@ -68,7 +71,7 @@ class Equivalence(RecordArgs, TableFormat):
                                    delta=self.delta,
                                    normalisers=parse_normalisers(self.normaliser),
                                    metric=self.metric, bitwise_only=self.bitwise_only,
-                                   unpaired=self.unpaired)
+                                   unpaired=self.unpaired, tables=self.verbose)
         print_warnings(res.warnings)
         self.print_lines(res.lines)
         if self.format != "console":

@@ -4,18 +4,21 @@ their printed lines. `reproduce`'s are in analysis.reproduce.tables (a layer up)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.output.tables import Column, Estimate, TableRows
 from analysis.scoring.aggregates import Aggregates
+from analysis.scoring.tables import ONE_SEED
 from analysis.stats.metrics import AGGREGATE_LABELS
 from analysis.verdicts.regression import RegressionResult
 
 
 def aggregate_rows(agg: Aggregates) -> TableRows:
     """One row per group: its seeds and tasks, and each aggregate with its bootstrap CI
-    (a group of one seed: the point alone, as the console table shows it)."""
+    (a group of one seed: the point and "n/a (1 seed)", as the console table shows it;
+    no degenerate [point, point] interval)."""
     metrics = list(next(iter(agg.intervals.values()))) if agg.intervals else []
     rows = []
     for g, ivs in agg.intervals.items():
@@ -23,7 +26,7 @@ def aggregate_rows(agg: Aggregates) -> TableRows:
         row: dict[str, Any] = {"group": g, "seeds": seeds, "tasks": tasks}
         for m, iv in ivs.items():
             point = float(iv.point)
-            row[m] = (Estimate(point) if seeds < 2
+            row[m] = (Estimate(point, missing=ONE_SEED) if seeds < 2
                       else Estimate(point, float(iv.low), float(iv.high)))
         rows.append(row)
     return TableRows(aggregate_columns(metrics), rows)
@@ -66,7 +69,7 @@ def equivalence_rows(results: Sequence[Mapping[str, Any]]) -> TableRows:
                          "reference": r["reference"],
                          "metric": f"{metric} {'final' if name == 'final' else 'AUC'}",
                          "mean": w["mean_a"], "reference_mean": w["mean_b"],
-                         "diff": Estimate(w["diff"], w["ci90"][0], w["ci90"][1]),
+                         "diff": _difference(w, min(len(r["seeds_a"]), len(r["seeds_b"]))),
                          "delta": r["delta"], "seeds": len(r["seeds_a"]),
                          "reference_seeds": len(r["seeds_b"]),
                          "design": "paired" if w.get("paired") else "Welch",
@@ -74,6 +77,15 @@ def equivalence_rows(results: Sequence[Mapping[str, Any]]) -> TableRows:
     suites = any(row["suite"] for row in rows)
     columns = (Column("suite", "suite"),) * suites + EQUIVALENCE_COLUMNS
     return TableRows(columns, rows)
+
+
+def _difference(w: Mapping[str, Any], fewest_seeds: int) -> Estimate:
+    """A verdict's difference with its 90% CI; none with one seed on a side (its JSON
+    holds NaN or null there: no spread to estimate)."""
+    lo, hi = (math.nan if x is None else float(x) for x in w["ci90"])
+    if fewest_seeds < 2 or math.isnan(lo) or math.isnan(hi):
+        return Estimate(w["diff"], missing=ONE_SEED if fewest_seeds < 2 else "n/a")
+    return Estimate(w["diff"], lo, hi)
 
 
 def regression_rows(res: RegressionResult) -> TableRows:

@@ -30,6 +30,9 @@ class Estimate:
     value: float
     low: float = math.nan
     high: float = math.nan
+    missing: str = ""
+    """Why there is no interval, shown in its place in Markdown and LaTeX (e.g. "n/a (1
+    seed)"); CSV and JSON leave KEY_low and KEY_high empty (null)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ def cell_text(v: Any, col: Column) -> str:
         est = v if isinstance(v, Estimate) else Estimate(v)
         text = _number_text(est.value, col)
         if math.isnan(est.low) and math.isnan(est.high):
-            return text
+            return f"{text} [{est.missing}]" if est.missing else text
         return f"{text} [{_number_text(est.low, col)}, {_number_text(est.high, col)}]"
     if col.kind == "number":
         return _number_text(v, col)

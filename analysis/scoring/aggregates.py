@@ -12,7 +12,7 @@ import numpy as np
 
 from analysis.json_file import write_json
 from analysis.scoring.scores import GroupScores
-from analysis.scoring.tables import TableData, aggregate_table, ci_text
+from analysis.scoring.tables import ONE_SEED, TableData, aggregate_table, ci_text
 from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES
 from analysis.stats.pairs import probability_of_improvement_pairs
@@ -91,6 +91,15 @@ def improvement_reading(iv: Interval, n_x: int, n_y: int) -> str:
     return f"no evidence either way: the CI contains 0.5 ({n_x} vs {n_y} seeds per task)"
 
 
+def improvement_cells(iv: Interval, n_x: int, n_y: int) -> list[str]:
+    """P(X > Y) [CI] and its reading; with one seed on a side the bootstrap resamples
+    that one seed only, so its [p, p] is no interval: "n/a (1 seed)" instead."""
+    if min(n_x, n_y) < 2:
+        return [f"{float(iv.point):.3f} [{ONE_SEED}]",
+                "cannot tell: one seed on a side gives no interval"]
+    return [ci_text(iv), improvement_reading(iv, n_x, n_y)]
+
+
 def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int = 0,
                      confidence: float = 0.95, method: str = "percentile",
                      pairs: Sequence[tuple[str, str]] | None = None,
@@ -102,7 +111,8 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
                                  confidence=confidence, method=method)
            for g, gs in groups.items()}
     table = aggregate_table(res, title=f"Aggregate final normalised scores, "
-                            f"{confidence:.0%} CIs, {reps} reps, seed {seed}")
+                            f"{confidence:.0%} CIs, {reps} reps, seed {seed}",
+                            seeds={g: len(gs.seeds) for g, gs in groups.items()})
     if pairs is None:
         pairs = [(x, y) for x, gx in groups.items() for y, gy in groups.items()
                  if x != y and gx.tasks == gy.tasks]
@@ -110,8 +120,7 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
     ivs = probability_of_improvement_pairs({g: gs.final for g, gs in groups.items()}, pairs,
                                            reps=reps, seed=seed, confidence=confidence,
                                            method=method)
-    rows = [[x, y, ci_text(iv), improvement_reading(iv, len(groups[x].seeds),
-                                                     len(groups[y].seeds))]
+    rows = [[x, y, *improvement_cells(iv, len(groups[x].seeds), len(groups[y].seeds))]
             for (x, y), iv in ivs.items()]
     poi = TableData("probability_of_improvement",
                     "P(X > Y) with CIs" + (f": {which}" if which else ""),

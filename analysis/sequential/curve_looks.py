@@ -55,8 +55,9 @@ class CurveLook:
     upper: float  # its repeated upper bound (REGRESSION when below 0)
     margin: float  # delta_j: how far behind the reference the candidate may be here
     decision: str  # CONTINUE | REGRESSION | PASS | UNDECIDED
-    text: str
+    text: str  # the one line printed by default
     fixed_gate: str = ""  # the fixed gate's verdict on the records as they stood
+    detail: str = ""  # the design's internals (contrast, t, df, rho): --verbose, JSON
 
     @property
     def decided(self) -> bool:
@@ -72,7 +73,7 @@ class CurveLook:
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> CurveLook:
         names = {f.name for f in fields(CurveLook)}
-        if not names.issuperset(d) or not names - {"fixed_gate"} <= set(d):
+        if not names.issuperset(d) or not names - {"fixed_gate", "detail"} <= set(d):
             raise AnalysisError(f"not a stored look over training time: {sorted(d)}")
         def number(key: str) -> float:
             return math.nan if d.get(key) is None else float(d[key])
@@ -81,7 +82,8 @@ class CurveLook:
                          float(d["fraction"]), float(d["frames"]),
                          {str(k): int(v) for k, v in dict(d["seeds"]).items()},
                          number("contrast"), number("upper"), number("margin"),
-                         str(d["decision"]), str(d["text"]), str(d.get("fixed_gate", "")))
+                         str(d["decision"]), str(d["text"]), str(d.get("fixed_gate", "")),
+                         str(d.get("detail", "")))
 
 
 @dataclass(frozen=True)
@@ -158,9 +160,10 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
     return CurveLook(subject, look, len(plan.frames), plan.looks_at[k], plan.frames[k],
                      {"new": res.n_new, "reference": res.n_reference}, contrast, upper,
                      margin_now, decision,
-                     look_text(plan, look, subject, decision, contrast, upper, t, df,
-                               margin_now, res.n_new, res.n_reference, others, res.verdict),
-                     str(res.verdict))
+                     look_text(plan, look, subject, decision, contrast, upper, margin_now,
+                               res.n_new, res.n_reference, others, res.verdict),
+                     str(res.verdict),
+                     look_detail(plan, look, subject, contrast, upper, t, df, margin_now))
 
 
 def _values(runs: Sequence[Run], frames: float | None, side: str, options: GateOptions
@@ -170,16 +173,18 @@ def _values(runs: Sequence[Run], frames: float | None, side: str, options: GateO
 
 
 def look_text(plan: CurvePlan, look: int, subject: str, decision: str, contrast: float,
-              upper: float, t: float, df: float, margin_now: float, n_new: int, n_ref: int,
+              upper: float, margin_now: float, n_new: int, n_ref: int,
               others: Sequence[str], fixed: str) -> str:
-    """The look's one line: where it is, what it decided, on which numbers."""
+    """The look's one line: where it is, what it decided, the estimate new - reference
+    with its repeated upper bound, the margin there and the seeds. The contrast is
+    new - (1 - rho) x reference = (new - reference) + margin, so the line subtracts the
+    margin back out to speak in the reader's difference."""
     k = look - 1
     where = (f"look {look}/{len(plan.frames)} at {plan.looks_at[k]:.0%} of the budget "
              f"({plan.frames[k]:,.0f} frames)")
-    bound = (f"new - (1 - rho) x reference = {contrast:+.4f}, repeated upper bound "
-             f"{upper:+.4f} (t {t:.2f}, {df:.1f} df) vs 0; margin here {margin_now:.4f} "
-             f"(rho {plan.rho:.2f} of the reference's progress); {n_new} new vs {n_ref} "
-             "reference seeds")
+    bound = (f"new - reference {contrast - margin_now:+.3f}, repeated upper bound "
+             f"{upper - margin_now:+.3f}, margin -{margin_now:.3f}; {n_new} new vs {n_ref} "
+             f"reference {'seed' if n_ref == 1 else 'seeds'}")
     rules = f"; rule(s) fired: {', '.join(others)}" if others else ""
     tail = ""
     if decision == CONTINUE:
@@ -190,6 +195,14 @@ def look_text(plan: CurvePlan, look: int, subject: str, decision: str, contrast:
     elif look == len(plan.frames):
         tail = f"; the fixed gate at the full budget says {fixed}"
     return f"{VERDICT} {subject}: {where}: {decision}; {bound}{rules}{tail}"
+
+
+def look_detail(plan: CurvePlan, look: int, subject: str, contrast: float, upper: float,
+                t: float, df: float, margin_now: float) -> str:
+    """The look's statistic as the design tests it (shown with --verbose)."""
+    return (f"  {subject} look {look}: new - (1 - rho) x reference = {contrast:+.4f}, repeated upper bound {upper:+.4f} (t {t:.2f}, "
+            f"{df:.1f} df) vs 0; margin here {margin_now:.4f} (rho {plan.rho:.2f} of the "
+            "reference's progress)")
 
 
 def first_decision(looks: Sequence[CurveLook]) -> CurveLook | None:
@@ -216,14 +229,22 @@ def decide_records(design: CurveDesign, new_runs: Sequence[Run],
     return plan, out
 
 
-def plan_lines(plan: CurvePlan, subject: str) -> list[str]:
-    """The plan as printed before the first look."""
+def plan_lines(plan: CurvePlan, subject: str, verbose: bool = False) -> list[str]:
+    """The plan as printed before the first look: one line (what is looked at, when,
+    the margin and the seeds); `verbose` adds the design's alpha, joint law and
+    boundaries."""
+    at = ", ".join(f"{t:.0%}" for t in plan.looks_at)
+    line = (f"{VERDICT} {subject}: {len(plan.frames)} looks at {at} of the budget; "
+            f"REGRESSION at the first look that shows new - reference below -{plan.delta:g} "
+            f"(the margin, scaled to the reference's progress), PASS at the full budget "
+            f"only; {plan.n_new} new vs {plan.n_reference} reference "
+            f"{'seed' if plan.n_reference == 1 else 'seeds'}")
+    if not verbose:
+        return [line]
     cells = ", ".join(f"{t:.0%}: {'never' if not math.isfinite(c) else f'{c:.2f}'}"
                       for t, c in zip(plan.looks_at, plan.boundaries, strict=True))
-    return [f"{VERDICT} {subject}: {len(plan.frames)} looks ({plan.n_new} new vs "
-            f"{plan.n_reference} reference seeds, delta {plan.delta:g}); alpha spent by the "
-            f"last look {plan.alpha_spent[-1]:g}; joint law: {plan.method}",
-            f"  boundaries (normal scale, carried to t at each look's df): {cells}",
-            "  FAIL at the first look whose repeated upper bound is below 0; PASS only at "
-            "the full budget (a late collapse cannot be seen early)"]
+    return [line,
+            f"  alpha spent by the last look {plan.alpha_spent[-1]:g}; joint law: "
+            f"{plan.method}",
+            f"  boundaries (normal scale, carried to t at each look's df): {cells}"]
 

@@ -16,6 +16,7 @@ from analysis.verdicts.equivalence import (
     DIFFERENT_LEVEL,
     EquivalenceResult,
     bitwise_identical,
+    ci_text,
     determinism_line,
     different_ci,
     equivalence,
@@ -43,9 +44,9 @@ def metrics_table(res: EquivalenceResult) -> TableData:
     """Both metrics of one verdict: means, difference and its 90% CI (what PASS reads)
     and its CI at the level DIFFERENT reads, paired or Welch as the verdict is."""
     pct = f"{DIFFERENT_LEVEL:.1%}"
+    fewest = min(len(res.seeds_a), len(res.seeds_b))
     rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
-             f"[{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}]",
-             "[{:+.3f}, {:+.3f}]".format(*different_ci(w))]
+             ci_text(w.ci90, fewest), ci_text(different_ci(w), fewest)]
             for name, w in res.metrics()]
     return TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
                                   "90% CI", f"{pct} CI"], rows)
@@ -107,10 +108,12 @@ def pair_verdicts(pairs: Iterable[SuitePair], margin_of: Callable[[str], Margin]
 def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
                   normalisers: Mapping[str, tuple[float, float]] | None = None,
                   metric: str = "iqm", bitwise_only: bool = False,
-                  unpaired: bool = False) -> Comparisons:
+                  unpaired: bool = False, tables: bool = True) -> Comparisons:
     """TOST of each pair at its suite's margin (or `delta`) on the per-seed `metric` (a
     SEED_METRICS key), paired by seed where the pairing holds (`unpaired`: Welch);
-    bitwise_only: only whether the records are identical."""
+    bitwise_only: only whether the records are identical. `tables`: each verdict's
+    lines open with its per-metric table (means, 90% and 97.5% CIs; the CLI's
+    --verbose); the verdict line carries the outcome, estimate, CI, margin and seeds."""
     out = Comparisons()
     if bitwise_only:
         for p in pairs:
@@ -124,7 +127,8 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
             stacks = group_stacks(ga, gb)
             if bw.identical and tier.startswith(UNKNOWN):  # above the tier and stack lines
                 out.lines.append(f"note: {BITWISE_WITHOUT_BLOCK}")
-            out.lines += [p.prefix + determinism_line(ga.group, gb.group, tier),
+            out.lines += [p.prefix + determinism_line(ga.group, gb.group, tier,
+                                                      bw.identical),
                           p.prefix + stacks.line(ga.group, gb.group)]
             out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
                                 "determinism": tier, "stacks": stacks.as_dict(),
@@ -140,7 +144,8 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
             res.notes.append(CROSS_SYSTEM_MARGIN)
         if res.bitwise.identical and res.determinism.startswith(UNKNOWN):
             res.notes.append(BITWISE_WITHOUT_BLOCK)
-        out.lines += [*([""] if out.lines else []), heading(p), metrics_table(res).markdown(),
+        table = [metrics_table(res).markdown()] if tables else []
+        out.lines += [*([""] if out.lines else []), heading(p), *table,
                       p.prefix + res.line(),
                       p.prefix + res.determinism_line(), p.prefix + res.stack_line()]
         out.lines += [f"note: {n}" for n in res.notes]
@@ -153,7 +158,7 @@ def equivalence_verdicts(a: Analysis, *, group: str | None = None,
                          reference: str | None = None, delta: float | None = None,
                          normalisers: Mapping[str, tuple[float, float]] | None = None,
                          metric: str = "iqm", bitwise_only: bool = False,
-                         unpaired: bool = False) -> Comparisons:
+                         unpaired: bool = False, tables: bool = True) -> Comparisons:
     """Every equivalence verdict of an analysis: the pairs of analysis_pairs (only the
     Atari suite for metric atari5-median, a warning naming the others), compared by
     compare_pairs. AnalysisError when there is nothing to compare."""
@@ -162,6 +167,6 @@ def equivalence_verdicts(a: Analysis, *, group: str | None = None,
                for name in a.suite_names if suites and name not in suites]
     pairs, warnings = analysis_pairs(a, group, reference, suites)
     out = compare_pairs(pairs, delta=delta, normalisers=normalisers, metric=metric,
-                        bitwise_only=bitwise_only, unpaired=unpaired)
+                        bitwise_only=bitwise_only, unpaired=unpaired, tables=tables)
     out.warnings = skipped + warnings
     return out

@@ -11,6 +11,7 @@ from analysis.scoring.scores import GroupScores
 
 MEANINGFUL = ("bitwise comparison meaningful: both sides deterministic on the same device "
               "kind, jax/jaxlib and XLA flags")
+NOT_EXPECTED = "bitwise not expected: "  # then what differs
 UNKNOWN = "unknown: records without a determinism block (written before it, or imported)"
 
 # What must be equal for equal bits, with its name in the line. On CPU the split of work
@@ -59,7 +60,7 @@ def determinism_tier(blocks_a: Sequence[Mapping[str, Any] | None],
         reason = _differs(name, key, values) if values else None
         if reason:
             reasons.append(reason)
-    return f"bitwise not expected: {'; '.join(reasons)}" if reasons else MEANINGFUL
+    return f"{NOT_EXPECTED}{'; '.join(reasons)}" if reasons else MEANINGFUL
 
 
 def group_determinism_tier(a: GroupScores, b: GroupScores) -> str:

@@ -37,7 +37,7 @@ from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
 from analysis.stats.paired import paired_interval
 from analysis.stats.welch import WelchInterval, t_quantile, welch_interval
-from analysis.verdicts.determinism import group_determinism_tier
+from analysis.verdicts.determinism import NOT_EXPECTED, group_determinism_tier
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from analysis.verdicts.seed_pairing import SeedDesign, seed_design
 from analysis.verdicts.stacks import StackComparison, group_stacks
@@ -160,9 +160,12 @@ def bitwise_identical(a: GroupScores, b: GroupScores) -> BitwiseResult:
 
 def ci_text(ci: tuple[float, float], fewest_seeds: int) -> str:
     """`[-0.036, +0.032]`, or why there is none: "n/a (1 seed)" when a side has one seed
-    (no spread to estimate), "n/a" for any other undefined interval; never nan."""
+    (no spread to estimate, so never a degenerate [x, x]), "n/a" for any other undefined
+    interval; never nan."""
+    if fewest_seeds == 1:
+        return ONE_SEED
     if any(math.isnan(x) for x in ci):
-        return ONE_SEED if fewest_seeds == 1 else "n/a"
+        return "n/a"
     return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
 
@@ -248,8 +251,9 @@ class EquivalenceResult:
         if self.design is not None and self.design.paired:
             return self.design.text()
         why = f", {self.design.text()}" if self.design is not None else ""
-        return (f"{len(self.seeds_a)} vs {len(self.seeds_b)} independent seeds (one run per "
-                f"seed and group){why}")
+        n_b = len(self.seeds_b)
+        return (f"{len(self.seeds_a)} vs {n_b} independent {'seed' if n_b == 1 else 'seeds'} "
+                f"(one run per seed and group){why}")
 
     def line(self) -> str:
         if self.bitwise.identical:  # the identity is the evidence: the differences are 0
@@ -281,7 +285,8 @@ class EquivalenceResult:
                 and any(math.isnan(x) for w in (self.final, self.auc) for x in w.ci90))
 
     def determinism_line(self) -> str:
-        return determinism_line(self.group_a, self.group_b, self.determinism)
+        return determinism_line(self.group_a, self.group_b, self.determinism,
+                                self.bitwise.identical)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -346,6 +351,12 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
                              stacks=group_stacks(a, b), design=design)
 
 
-def determinism_line(group_a: str, reference: str, tier: str) -> str:
-    """The line printed under a pair's verdict: the bitwise tier its records allow."""
+def determinism_line(group_a: str, reference: str, tier: str,
+                     identical: bool = False) -> str:
+    """The line printed under a pair's verdict: the bitwise tier its records allow. Of
+    records that are identical although the tier does not promise it, the line says
+    both, so that it does not read as a contradiction of "PASS (bitwise identical)"."""
+    if identical and tier.startswith(NOT_EXPECTED):
+        tier = (f"bitwise identical here, though not guaranteed: "
+                f"{tier.removeprefix(NOT_EXPECTED)}")
     return f"determinism of {group_a} and reference {reference}: {tier}"

@@ -158,8 +158,9 @@ def recorded(store: Store, key: str) -> dict[int, dict[str, Any]]:
 
 def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
             reference_runs: Sequence[Run], reference: Path, options: GateOptions,
-            alpha: float | None = None) -> list[str]:
-    """Fix (or read back) every gate's plan and recorded looks; the lines to print.
+            alpha: float | None = None, verbose: bool = False) -> list[str]:
+    """Fix (or read back) every gate's plan and recorded looks; the lines to print
+    (`verbose`: with the design's internals).
     AnalysisError (exit 2) when the reference cannot be read at the looks."""
     from analysis.sequential.curve_design import CurvePlan
     from analysis.sequential.curve_looks import CurveLook, curve_plan, plan_lines
@@ -178,7 +179,7 @@ def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
             gate.plan = curve_plan(design, ref, gate.budget, n_new, gate.suite, mine, alpha)
             record(store, gate.key, 0, gate.plan.to_json())
         gate.looks = [CurveLook.from_json(done[i]) for i in sorted(done) if i > 0]
-        out += plan_lines(gate.plan, gate.subject)
+        out += plan_lines(gate.plan, gate.subject, verbose)
         out += [f"  {x.text} (recorded by an earlier run)" for x in gate.looks]
     return out
 
@@ -307,14 +308,20 @@ def recorded_gates(sweep: Sweep, store: Store, reference: Path, options: GateOpt
     return gates
 
 
+def look_lines(look: CurveLook, verbose: bool) -> list[str]:
+    """A look's line, and with `verbose` the statistic the design tests."""
+    return [look.text, look.detail] if verbose and look.detail else [look.text]
+
+
 def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
-                  allow_protocol_mismatch: bool = False, strict: bool = False
-                  ) -> tuple[int, list[str], list[tuple[str, int]]]:
+                  allow_protocol_mismatch: bool = False, strict: bool = False,
+                  verbose: bool = False) -> tuple[int, list[str], list[tuple[str, int]]]:
     """`harness regress` of a sweep with looks over training time: per gate, the looks
     `harness run` recorded; the looks it did not take (a sweep run on Slurm, or records
     made elsewhere) taken now from the finished records, in order, up to the first
     decision (nothing recorded: regress only reads). An AnalysisError of one gate is its
-    ERROR line (exit 2); the other gates are still decided."""
+    ERROR line (exit 2); the other gates are still decided. `verbose`: with the design's
+    internals."""
     from analysis.errors import AnalysisError
     from analysis.inputs.load import load_runs
     from analysis.sequential.curve_looks import curve_look, curve_plan, plan_lines
@@ -324,7 +331,7 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
     options = gate_options(sweep, delta, allow_protocol_mismatch)
     gates = recorded_gates(sweep, store, reference, options)
     reference_runs = load_runs([reference]).included
-    lines: list[str] = [f"looks over training time: {design.describe()}"]
+    lines: list[str] = [f"looks over training time: {design.describe()}"] if verbose else []
     outcomes: list[tuple[str, int]] = []  # each decided gate's (decision, exit code)
     code = EXIT_OK
     for gate in gates:
@@ -337,8 +344,8 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
                 gate.plan = curve_plan(design, ref, gate.budget,
                                        len({s.seed for s in gate.specs}), gate.suite, mine,
                                        alpha)
-            lines += plan_lines(gate.plan, gate.subject)
-            lines += [x.text for x in gate.looks]
+            lines += plan_lines(gate.plan, gate.subject, verbose)
+            lines += [line for x in gate.looks for line in look_lines(x, verbose)]
             if gate.decision is None:
                 new = [load_run(store.run_dir(s.run_id)) for s in gate.specs]
                 unfinished = [r.run_id for r in new if r.status != "completed"]
@@ -348,7 +355,7 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
                 while gate.decision is None:
                     gate.looks.append(curve_look(gate.plan, new, ref, gate.next_look,
                                                  gate.subject, mine))
-                    lines.append(gate.looks[-1].text)
+                    lines += look_lines(gate.looks[-1], verbose)
         except (AnalysisError, RecordError, OSError) as e:
             lines.append(f"regression over training time: ERROR {gate.subject}: {e}")
             code = worst_exit(code, 2)
