@@ -39,6 +39,13 @@ class ScoringColumns(NamedTuple):
     steps: np.ndarray
 
 
+def final_window_mean(returns: np.ndarray, steps: np.ndarray, last_n: int) -> float:
+    """The raw final score: mean return of the last `last_n` episodes by env step (a
+    stable sort: episodes ending at one step keep their recorded order)."""
+    order = np.argsort(steps, kind="stable")
+    return float(np.mean(returns[order][-last_n:]))
+
+
 def episode_x(episodes: Table) -> np.ndarray:
     """Frames at which each episode ended (falls back to env_steps when frames is NaN)."""
     frames = episodes["frames"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.inputs.cache import CACHE_DIR, episode_count, load_many
-from analysis.inputs.facts import episode_x
+from analysis.inputs.facts import episode_x, final_window_mean
 from analysis.inputs.published_data import resolve_published_table
 from benchenv import LEGACY_BACKEND
 from runrecord import RecordError, Run, find_run_dirs, schema
@@ -167,8 +167,7 @@ def final_return(run: Run, last_n: int = DEFAULT_LAST_N) -> float:
     ret = run.episodes["episode_return"]
     if len(ret) == 0:
         raise AnalysisError(f"run {run.run_id}: no finished episode")
-    order = np.argsort(run.episodes["env_steps"], kind="stable")
-    return float(np.mean(ret[order][-last_n:]))
+    return final_window_mean(ret, run.episodes["env_steps"], last_n)
 
 
 def episode_frames(run: Run) -> np.ndarray:

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
+from analysis.inputs.cache import last_frame
 from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet, episode_frames
 from analysis.inputs.protocol import NAMED_PROTOCOLS, named_protocol
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id
@@ -397,10 +398,6 @@ def truncate_run(run: Run, max_frames: float) -> Run:
     n = int(keep.sum())
     episodes = Table({c: np.asarray(run.episodes[c])[keep] for c in run.episodes.names}, n)
     return Run(run.run_dir, dict(run.manifest), episodes, run.updates, list(run.warnings))
-
-
-def last_frame(run: Run) -> float:
-    return float(np.nanmax(episode_frames(run)))
 
 
 def match_frames(mine: Sequence[Run], imported: Sequence[Run], tolerance: float = 0.02

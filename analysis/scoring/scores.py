@@ -25,7 +25,7 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.inputs.cache import last_frame, longest_wall_time
 from analysis.inputs.derived import Quantity, run_values
-from analysis.inputs.facts import ScoringColumns
+from analysis.inputs.facts import ScoringColumns, final_window_mean
 from analysis.inputs.load import DEFAULT_LAST_N, group_key
 from analysis.scales.normalize import (
     ATARI_RANDOM_HUMAN,
@@ -130,8 +130,7 @@ def common_frame_grid(runs: Sequence[Run], points: int = DEFAULT_POINTS) -> np.n
 def _final_window(last_n: int) -> Quantity:
     """Raw final score: mean return of the last `last_n` episodes by env step."""
     def compute(run: Run, cols: ScoringColumns) -> np.ndarray:
-        order = np.argsort(cols.steps, kind="stable")
-        return np.array([np.mean(cols.ret[order][-last_n:])])
+        return np.array([final_window_mean(cols.ret, cols.steps, last_n)])
     return Quantity("final", f"last_n={last_n}", 1, lambda run: "", compute)
 
 
