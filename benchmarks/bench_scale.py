@@ -1,15 +1,15 @@
 """Benchmark: analysis and harness commands on study-sized run stores, without and with
 the cache.
 
-    python benchmarks/bench_scale.py                       # the issue's sizes
+    python benchmarks/bench_scale.py                       # the study sizes
     python benchmarks/bench_scale.py --long-runs 1000 --short-runs 10000   # a tenth
     python benchmarks/bench_scale.py --workdir /tmp/b --keep --stores long # one store, kept
 
 Builds stores in a temp folder with a fast writer (each table formatted in one string
 operation, not row by row through runrecord.RunWriter; the same columns and manifest keys
 the analysis reads):
-- long: `long_runs` runs of `long_episodes` episodes (issue: 10,000 x 20,000, ~11 GB);
-- short: `short_runs` runs of `short_episodes` episodes (issue: 100,000 x 300);
+- long: `long_runs` runs of `long_episodes` episodes (default: 10,000 x 20,000, ~11 GB);
+- short: `short_runs` runs of `short_episodes` episodes (default: 100,000 x 300);
 - harness: a sweep file of `harness_runs` runs (4 systems x 4 layouts x Atari games x
   seeds) with a record of `harness_episodes` episodes at each run's place in the store,
   each added to the analysis cache as `harness run` does when a run settles.
@@ -84,7 +84,7 @@ class BenchConfig:
     no_cache_baseline: bool = True
     """Also time `summary --no-cache` (parses every record once more)."""
     aggregate_stores: tuple[str, ...] = ("long",)
-    """Stores whose `aggregate` is timed (the issue's goal is on the long store; on the
+    """Stores whose `aggregate` is timed (the speed goal is on the long store; on the
     short one, 110 seeds per group, P(X > Y) compares 110 x 110 seeds per game and rep)."""
 
 

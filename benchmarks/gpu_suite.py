@@ -21,7 +21,7 @@ failing or slow step never takes a later step's share:
     against ours-ppo, and whether the two runs' params checksums agree at every update.
 On request only (--only ... ale-ppo; not in the default plan, whose shares are fitted):
   ale-ppo (125 s): ours-ppo again on the ALE backend (--env-backend ale): its SPS and its
-    learning line beside ours-ppo's at the same frames (issue 41, docs/cleanba.md).
+    learning line beside ours-ppo's at the same frames (docs/cleanba.md).
 A training run reaching its cap gets SIGTERM (its finished updates count) and is killed
 10 s later. `--tiny` runs every step with small budgets on CPU (1500 s budget).
 

@@ -99,7 +99,7 @@ PRESETS: dict[str, tuple[str, ImpalaConfig]] = {
     "cartpole": (
         "a small CPU preset: CartPole-v1 with an MLP",
         # 32 envs (4 minibatches of 8 envs x 32 steps), 400k steps, gradient-norm clip 8.
-        # On an AMD EPYC (issue 11), final 50-episode means of seeds 1-10: 446, 492, 487,
+        # On an AMD EPYC, final 50-episode means of seeds 1-10: 446, 492, 487,
         # 497, 500, 496, 494, 496, 495, 411. With the Atari clip of 40 (effectively none
         # for this MLP) ~1 seed in 5 collapsed after learning (seeds 1-5: 500, 271, 500,
         # 496, 500); clip 2 learned slower (seed 2: 284), clip 0.5 did not reach 400.

@@ -1,9 +1,9 @@
 """The values each numeric flag of `python -m analysis` and `python -m harness` may take,
-checked on the parsed config before a command reads or writes anything (issue 47).
+checked on the parsed config before a command reads or writes anything.
 
-One table by flag name, not a check in each command: a bad value used to surface deep
-in a command (a traceback from NumPy, or after `harness report` had rewritten
-staleness.*), and a new command reusing a name gets the check for free.
+One table by flag name, not a check in each command: a bad value checked in
+the command surfaces deep in it (a traceback from NumPy, or after `harness report` has
+rewritten staleness.*), and a new command reusing a name gets the check for free.
 tests/test_bad_flag_values.py fails for a new numeric flag until it is listed here (or
 among the flags with no bad value there).
 """

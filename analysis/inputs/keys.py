@@ -1,8 +1,8 @@
 """Manifest keys named on the command line (--group-by, --where) checked against the
-runs: a key that no run has is a typo, refused with the keys there are (issue 47).
+runs: a key that no run has is a typo, refused with the keys there are.
 
-A typo used to pass silently: `--group-by layout.nam` grouped every run under no value
-and the groups were then dropped, and `--where layout.nam=x` kept no run. A key that
+Unchecked, a typo passes silently: `--group-by layout.nam` groups every run under no
+value and the groups are then dropped, and `--where layout.nam=x` keeps no run. A key that
 some runs have and others lack is not refused: an imported run has no architecture, an
 older record no env_protocol.backend. Those runs group without the key (--group-by) or
 do not match (--where), and a warning says how many.

@@ -33,7 +33,7 @@ ESTIMATED = "reference"
 CORRELATIONS = (ESTIMATED, UNION, CANONICAL)
 """How the looks' joint law is taken: estimated from the reference's curves, the union
 bound (any correlation), or the canonical independent-increments law (calibration only:
-the issue's strawman, wrong for looks along a curve)."""
+the textbook law, wrong for looks along a curve, kept to show why)."""
 
 QMC_POINTS = 2**18
 """Quasi-Monte Carlo points of the joint law the boundaries are solved on (~0.2 s)."""

@@ -58,7 +58,7 @@ def trainer_xla_flags(flags: str, deterministic: bool) -> str:
 
 # XLA's CPU backend compiles for the host's instruction set; this caps it (the flag exists
 # in jax 0.10's XLA; an unknown flag in XLA_FLAGS aborts the process). Tests use it to check
-# determinism on the AVX2 code path of an AVX-512 host (issue 22).
+# determinism on the AVX2 code path of an AVX-512 host.
 AVX2_CAP_FLAG = "--xla_cpu_max_isa=AVX2"
 
 

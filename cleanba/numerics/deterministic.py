@@ -1,4 +1,4 @@
-"""Layout-independent numerics for the deterministic mode of the Cleanba trainers (issue 6).
+"""Layout-independent numerics for the deterministic mode of the Cleanba trainers.
 
 Goal: with the same seed and hyperparameters, bit-identical parameters, losses and episode
 records on every layout of the same device type (one or two learner devices, one or two
@@ -393,8 +393,8 @@ class FixedOrderGradient:
     `finish` turns the summed (grads, aux) into the new state and metrics (identically on
     every device). Same bits for 1, 2, 4, ... learner devices in one or several processes.
 
-    Every program whose result reaches the parameters has the SAME HLO on every layout
-    (issue 22): XLA's CPU emitters mark each reduction `reassoc`, so LLVM may sum in any
+    Every program whose result reaches the parameters has the SAME HLO on every layout:
+    XLA's CPU emitters mark each reduction `reassoc`, so LLVM may sum in any
     order, and it picks the order per compiled kernel (vectorisation and unrolling depend
     on the instruction set and on everything fused into the kernel). A kernel that also
     computed the layout-dependent index arithmetic of "group k of this device's slice"

@@ -11,7 +11,7 @@ Prints (does not assert):
     through the trainer's own actor and learner loops;
 (d) the cost of --deterministic: steady SPS with and without it (cleanba architecture) on
     Breakout (as (a)) and on CartPole-v1 PPO (cartpole preset, 64 updates), as a ratio.
-The targets of issue 2 (this 2-core machine): Breakout SPS >= 3x the reference Cleanba's
+The targets (a 2-core machine): Breakout SPS >= 3x the reference Cleanba's
 ~14 SPS, peak RSS <= 1/4 of its 19.7 GB, CartPole to 475 in under 60 s, overlap >= 0.9.
 """
 

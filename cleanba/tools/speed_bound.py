@@ -17,8 +17,8 @@ through the trainer's own loops, in one process:
 
 The bound is min(actor alone, learner alone): the pipeline cannot go faster than its
 slower stage. The share is together / bound: 1.0 means the two stages overlap perfectly,
-less means they wait for each other (or, on a CPU, compete for its cores). The goal
-(issue 42): share >= 0.9 on a GPU at the paper's settings.
+less means they wait for each other (or, on a CPU, compete for its cores). The goal:
+share >= 0.9 on a GPU at the paper's settings.
 """
 
 from __future__ import annotations
