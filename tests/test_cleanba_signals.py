@@ -166,20 +166,27 @@ def _listening(pid: int) -> list[tuple[str, int]]:
     return [(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN]
 
 
+def _two_processes(run_dir: Path, port: int, updates: int, **env: str) -> list[Trainer]:
+    common = [*TINY, "--total-timesteps", str(BATCH * updates), "--distributed",
+              "--coordinator-address", f"127.0.0.1:{port}", "--num-processes", "2"]
+    return [Trainer(command("ppo", "cartpole", run_dir, *common, "--process-id", str(i)), **env)
+            for i in range(2)]
+
+
+def _held(t: Trainer, point: str) -> bool:
+    return f"holding at {point}" in t.stderr
+
+
 def test_two_process_coordinator_listens_on_loopback_only_and_both_stop_on_sigterm(
         tmp_path: Path):
+    """Both processes held after update 2, then signalled together: each asks for a stop,
+    the request travels with update 3's all-gather, and both stop after it (before, each
+    stopped on its own and the one left in the next collective aborted, exit -6)."""
     port = free_port()
     run_dir = tmp_path / "run"
-    common = [*TINY, "--total-timesteps", str(BATCH * 400), "--distributed",
-              "--coordinator-address", f"127.0.0.1:{port}", "--num-processes", "2"]
-    # Not a hold here: two processes held at one update and signalled together race to
-    # their next collective, and the one left in it aborts (-6) once the coordinator's
-    # process exits. 400 updates keep the run going well past the signal.
-    trainers = [Trainer(command("ppo", "cartpole", run_dir, *common, "--process-id", str(i)))
-                for i in range(2)]
-    rows = run_dir / schema.UPDATES_FILE
-    trainers[0].wait_for(lambda: rows.exists() and len(rows.read_text().splitlines()) >= 3,
-                         "two updates")
+    trainers = _two_processes(run_dir, port, 40, **{HOLD_ENV_VAR: "update-2"})
+    for t in trainers:
+        t.wait_for(lambda t=t: _held(t, "update-2"), "update 2 (held)")
     sockets = _listening(trainers[0].proc.pid)
     on_port = [ip for ip, p in sockets if p == port]
     MATRIX.append(f"coordinator port {port} listens on {on_port} (all listening: {sockets})")
@@ -194,9 +201,37 @@ def test_two_process_coordinator_listens_on_loopback_only_and_both_stop_on_sigte
     assert codes == [130, 130], [t.stderr for t in trainers]
     r = load_run(run_dir)
     assert r.status == schema.INTERRUPTED
-    assert r.manifest["error"]["message"].startswith("SIGTERM during training (after update ")
-    MATRIX.append(f"| ppo d2 | SIGTERM | mid-run | {codes} | {r.status}: "
-                  f"{r.manifest['error']['message']} |")
+    message = r.manifest["error"]["message"]
+    assert message == ("SIGTERM during training (after update 2 of 40); every process "
+                       "stopped after update 3"), message
+    assert list(r.updates["update"]) == [1, 2, 3]
+    MATRIX.append(f"| ppo d2 | SIGTERM to both | held at update 2 | {codes} | {r.status}: "
+                  f"{message} |")
+
+
+def test_a_signal_to_one_process_stops_both_after_the_same_update(tmp_path: Path):
+    """SIGTERM to process 1 only: process 0 stops with it after the same update, and its
+    record names the process that was signalled. (A hold cannot pick one process: both
+    have the seed. So the run is long, and the signal comes once rows are written.)"""
+    run_dir = tmp_path / "run"
+    trainers = _two_processes(run_dir, free_port(), 400)
+    rows = run_dir / schema.UPDATES_FILE
+    trainers[0].wait_for(lambda: rows.exists() and len(rows.read_text().splitlines()) >= 3,
+                         "two updates")
+    trainers[1].proc.send_signal(signal.SIGTERM)
+    codes = [t.finish(timeout=120) for t in trainers]
+    assert codes == [130, 130], [t.stderr for t in trainers]
+    assert "stopping after this update, with the other processes" in trainers[1].stderr
+    r = load_run(run_dir)
+    message = r.manifest["error"]["message"]
+    assert r.status == schema.INTERRUPTED
+    last = len(r.updates)
+    assert 2 <= last < 400, "the run ended before the signal"
+    assert message == f"SIGTERM to process 1; every process stopped after update {last}", \
+        message
+    assert list(r.updates["update"]) == list(range(1, last + 1))
+    MATRIX.append(f"| ppo d2 | SIGTERM to process 1 | after 2 updates | {codes} | "
+                  f"{r.status}: {message} |")
 
 
 def test_a_closed_console_never_decides_the_run_status(tmp_path):

@@ -5,6 +5,7 @@ updates.csv row (and the batch's finished episodes)."""
 from __future__ import annotations
 
 import math
+import signal
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -66,34 +67,38 @@ def rollout_stats(rollouts: Sequence[Rollout]) -> np.ndarray:
 
 
 def gather_from_processes(
-    stats: np.ndarray, episodes: list[Episode], capacity: int
-) -> tuple[np.ndarray, list[Episode]]:
-    """All processes' rollout stats (combined) and episodes, in process order.
+    stats: np.ndarray, episodes: list[Episode], capacity: int, stop_signal: int = 0
+) -> tuple[np.ndarray, list[Episode], dict[int, str]]:
+    """All processes' rollout stats (combined) and episodes, in process order, and the
+    processes that a signal asked to stop ({index: signal name}; stop_signal: this
+    process's signal number, 0 for none).
 
     Episodes travel in a fixed-size buffer (one row per possible episode of a batch) so
     every process contributes arrays of the same shape to the all-gather.
     """
     if jax.process_count() == 1:
-        return stats, episodes
+        return stats, episodes, {}
     from jax.experimental import multihost_utils
 
-    buf = np.full((1 + capacity, 5), np.nan, np.float64)
+    buf = np.full((2 + capacity, 5), np.nan, np.float64)
     buf[0] = stats
+    buf[1, 0] = stop_signal
     for i, e in enumerate(episodes):
-        buf[1 + i] = (e.env_steps, e.env_index, e.episode_return, e.episode_length,
+        buf[2 + i] = (e.env_steps, e.env_index, e.episode_return, e.episode_length,
                       e.wall_time_s)
-    everything = np.asarray(multihost_utils.process_allgather(buf))  # (processes, 1 + cap, 5)
+    everything = np.asarray(multihost_utils.process_allgather(buf))  # (processes, 2 + cap, 5)
     all_stats = everything[:, 0]
     combined = np.array(
         [all_stats[:, 0].min(), all_stats[:, 1].max(), all_stats[:, 2].sum(),
          all_stats[:, 3].sum(), all_stats[:, 4].sum()]
     )
+    signalled = {i: signal.Signals(int(v)).name for i, v in enumerate(everything[:, 1, 0]) if v}
     out = []
-    for rows in everything[:, 1:]:
+    for rows in everything[:, 2:]:
         for row in rows[~np.isnan(rows[:, 0])]:
             out.append(Episode(int(row[0]), int(row[1]), float(row[2]), int(row[3]),
                                float(row[4])))
-    return combined, out
+    return combined, out, signalled
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -106,6 +111,7 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
     frames_per_step = benchenv.frames_per_step(cfg.env_id)
     capacity = plan.local_num_envs * plan.num_steps
     last_time, last_steps = time.monotonic(), 0
+    ctx.control.together = jax.process_count() > 1
     for k in range(1, plan.num_updates + 1):
         t0 = time.monotonic()
         rollouts = [ctx.control.get(q) for q in ctx.rollout_queues]
@@ -139,7 +145,10 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         digest = checksum(params) if cfg.params_checksum else ""
         ctx.timing["update"].append(time.monotonic() - t_update)
 
-        stats, episodes = gather_from_processes(stats, batch_episodes, capacity)
+        # Read once: a signal arriving later joins the next update's gather.
+        asked = ctx.control.requested_signal
+        stats, episodes, signalled = gather_from_processes(
+            stats, batch_episodes, capacity, signal.Signals[asked].value if asked else 0)
         # One order whatever the layout: by env step, then global env index.
         episodes.sort(key=lambda e: (e.env_steps, e.env_index))
         now = time.monotonic()
@@ -179,6 +188,9 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         ctx.control.phase = (f"training (after update {k} of {plan.num_updates})"
                              if k < plan.num_updates else
                              f"finishing (all {k} updates done, before the final write)")
+        if signalled:  # every process saw the same gather: all stop after update k
+            ctx.control.stop_together(k, signalled)
+            return
         if k < plan.num_updates:  # a test's hold mid-run (CLEANBA_HOLD_AT=update-K)
             stopping.hold(f"update-{k}", cfg.seed)
         if cfg.stop_after_updates == k and k < plan.num_updates:
