@@ -383,7 +383,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                                    strict=strict):
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
-                lines += out.lines()
+                lines += out.lines(verbose=verbose)
                 outcomes.append((out.result.verdict, out.exit_code))
                 code = worst_exit(code, out.exit_code)
         except AnalysisError as e:

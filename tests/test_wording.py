@@ -82,7 +82,7 @@ def test_equivalence_headings_bitwise_table_and_significance(capsys):
         assert "does not show that they would on other software" in b
     assert "-0.038, +0.038" not in out
     assert main(["equivalence", str(REFERENCE), "--a", f"{IMPALA} / a0-l0-d1",
-                 "--reference", f"{PPO} / a0-l0-d1"]) == 0
+                 "--reference", f"{PPO} / a0-l0-d1", "--verbose"]) == 0
     out = capsys.readouterr().out
     assert "PASS (equivalent within ±0.2; the difference is significant)" in out
     assert "significant inside the margin: 97.5% CI IQM final [-0.134" in out
@@ -100,7 +100,7 @@ def test_regression_reference_number_states_and_checks_its_unit(capsys):
     err = capsys.readouterr().err
     assert "cannot be a per-seed score of CartPole-v1" in err and "[-0.04624, 1]" in err
     assert "= 0.4742 normalised" in err and "--reference-unit return" in err
-    assert main([*base, "--reference-unit", "return"]) == 0
+    assert main([*base, "--reference-unit", "return", "--verbose"]) == 0
     out = capsys.readouterr().out
     assert "regression: PASS" in out and "numbers in normalised ((return - 22.1) / 477.9" in out
     assert main([*base[:-6], "--reference", "0.47", "--reference-sd", "6.8",

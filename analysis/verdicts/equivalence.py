@@ -247,13 +247,20 @@ class EquivalenceResult:
         return out
 
     def seeds_text(self) -> str:
-        """`3 seeds paired by seed (...)` or `3 vs 3 independent seeds, Welch (...)`."""
+        """`3 seeds on both sides, paired by seed` or `3 vs 3 independent seeds`: the
+        seeds and whether they pair; how the interval is built is design_line's."""
         if self.design is not None and self.design.paired:
-            return self.design.text()
-        why = f", {self.design.text()}" if self.design is not None else ""
+            return f"{counted(self.design.seeds, 'seed')} on both sides, paired by seed"
         n_b = len(self.seeds_b)
-        return (f"{len(self.seeds_a)} vs {n_b} independent {'seed' if n_b == 1 else 'seeds'} "
-                f"(one run per seed and group){why}")
+        return f"{len(self.seeds_a)} vs {n_b} independent {'seed' if n_b == 1 else 'seeds'}"
+
+    def design_line(self) -> str:
+        """How the intervals were built (--verbose, the report's details): `design: paired
+        by seed (...)` or `design: one run per seed and group, Welch (unpaired: why)`."""
+        if self.design is not None and self.design.paired:
+            return f"design: {self.design.text()}"
+        why = f", {self.design.text()}" if self.design is not None else ", Welch"
+        return f"design: one run per seed and group{why}"
 
     def line(self) -> str:
         if self.bitwise.identical:  # the identity is the evidence: the differences are 0
@@ -295,6 +302,7 @@ class EquivalenceResult:
         d["stacks"] = self.stacks.as_dict() if self.stacks else None
         d["stack_line"] = self.stack_line()
         d["design"] = self.design.as_dict() if self.design else None
+        d["design_line"] = self.design_line()
         d["significant"] = self.significant()
         return d
 

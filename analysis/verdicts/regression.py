@@ -308,9 +308,13 @@ class RegressionResult:
             f"{self.confidence:.0%} bounds [{self.lower_bound:+.4f}, {self.upper_bound:+.4f}]"
             f" vs -delta {-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"
-            + (f"; {self.design}" if self.design else "")
-            + (f"; numbers in {self.unit}" if self.unit else "")
         )
+
+    def detail_lines(self) -> list[str]:
+        """The design beside the verdict line (--verbose, JSON, the report's details): how
+        the bound was built (paired by seed, or Welch and why) and the numbers' unit."""
+        return ([f"design: {self.design}"] if self.design else []) \
+            + ([f"numbers in {self.unit}"] if self.unit else [])
 
     def rules_text(self) -> list[str]:
         out = []
@@ -350,6 +354,7 @@ class RegressionResult:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["line"] = self.line()
+        d["detail"] = self.detail_lines()
         return d
 
 
