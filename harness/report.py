@@ -31,6 +31,7 @@ from analysis import (
     resolve_published_table,
     suite_gates,
 )
+from analysis.errors import TooFewSeeds
 from harness.adaptive.report import adaptive_section, needed_runs, status_lines
 from harness.certify.report_section import certificate_section
 from harness.hardware import hardware_section
@@ -38,7 +39,14 @@ from harness.page_style import CSS, verdict_class
 from harness.store import Store, run_state
 from harness.sweep import Sweep
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED, worst_exit
+from runrecord.exits import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNDECIDED,
+    strict_exit,
+    worst_exit,
+)
 from runrecord.provenance import DISTRIBUTION, collect, git_state
 
 REPORT_PAGE = "index.html"
@@ -349,8 +357,9 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     sweep's runs against `reference`, through analysis.suite_gates (the gate of
     `python -m analysis regression`, suite by suite: same checks, metrics and lines). Each (system, suite)
     is one gate over the layouts the sweep planned for it; a check that fails is an
-    "regression: ERROR <system>: ..." line (exit 2) and the other systems are still
-    gated."""
+    "regression: ERROR <system>: ..." line (exit 2), one its seeds cannot decide (a
+    one-seed side) an "regression: UNDECIDED for <system>: ..." line (exit 4), and the
+    other systems are still gated."""
     if "looks_at" in sweep.regression:  # gated along training time: its looks decide
         from harness.adaptive.curves import curve_regress
 
@@ -386,6 +395,11 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                 lines += out.lines(verbose=verbose)
                 outcomes.append((out.result.verdict, out.exit_code))
                 code = worst_exit(code, out.exit_code)
+        except TooFewSeeds as e:  # every run completed; these seeds cannot decide it
+            lines.append(f"regression: UNDECIDED for {system}: these seeds cannot decide it: "
+                         f"{e}")
+            outcomes.append((UNDECIDED, strict_exit(EXIT_UNDECIDED, strict)))
+            code = worst_exit(code, outcomes[-1][1])
         except AnalysisError as e:
             lines.append(f"regression: ERROR {system}: {e}")
             code = worst_exit(code, EXIT_BAD_INPUT)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.errors import AnalysisError
+from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.load import DEFAULT_LAST_N
 from analysis.sequential.curve_design import CurveDesign, CurvePlan, make_plan
 from analysis.sequential.curve_records import (
@@ -112,7 +112,7 @@ def curve_plan(design: CurveDesign, reference_runs: Sequence[Run], budget_frames
                                  layouts=options.layouts, last_n=options.last_n,
                                  normalisers=options.normalisers)
     if values.shape[0] < 2:
-        raise AnalysisError("looks over training time need >= 2 reference seeds (the gate's "
+        raise TooFewSeeds("looks over training time need >= 2 reference seeds (the gate's "
                             "Welch bound)")
     return make_plan(design, values, budget_frames, n_new, options.suite_delta(suite), alpha)
 

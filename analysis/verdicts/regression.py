@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.errors import AnalysisError
+from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.env_versions import version_hint
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
@@ -81,25 +81,25 @@ def regression_variance(n_new: int, n_ref: int, *, assume_equal_spread: bool = F
         raise AnalysisError("regression needs at least one new seed")
     if paired:
         if n_new != n_ref or n_new < 2:
-            raise AnalysisError(f"a paired gate needs the same >= 2 seeds on both sides, "
+            raise TooFewSeeds(f"a paired gate needs the same >= 2 seeds on both sides, "
                                 f"got {n_new} new and {n_ref} reference")
         return PAIRED
     if n_ref == 0:
         if n_new < 2:
-            raise AnalysisError(
+            raise TooFewSeeds(
                 "regression against a published number needs >= 2 new seeds (one value has "
                 "no spread estimate, so no confidence bound); run more seeds")
         if not reference_exact:
             raise AnalysisError(BARE_NUMBER_REFUSAL)
         return ONE_SAMPLE
     if n_new < 2 and n_ref < 2:
-        raise AnalysisError(
+        raise TooFewSeeds(
             f"regression needs >= 2 independent seeds on at least one side to estimate the "
             f"spread; got {n_new} new and {n_ref} reference seed(s) (layout copies of one "
             f"seed count once); run more seeds")
     if min(n_new, n_ref) < 2:
         if not assume_equal_spread:
-            raise AnalysisError(f"{n_new} new vs {n_ref} reference seed(s): "
+            raise TooFewSeeds(f"{n_new} new vs {n_ref} reference seed(s): "
                                 + ONE_SEED_REFUSAL)
         return REFERENCE_SIDE if n_new < 2 else NEW_SIDE
     return WELCH
