@@ -81,11 +81,11 @@ def test_a_candidate_that_does_not_learn_is_stopped_early_and_stays_stopped(tmp_
                                                                           reference):
     sweep = sweep_file(tmp_path, "broken", 0.0, reference, sleep_s=0.3)
     root = tmp_path / "res"
-    p = run(sweep, root, "--share-cores")
+    p = run(sweep, root, "--share-cores", "--verbose")  # the design's internals too
     out = p.stdout
     assert p.returncode == EXIT_FAILED, out + p.stderr
     assert "joint law: union bound (the reference's 3 seeds" in out, out
-    assert "PASS only at the full budget" in out
+    assert "PASS at the full budget only" in out
     line = next(x for x in out.splitlines() if ": REGRESSION;" in x)
     assert "look 1/4 at 20% of the budget (400 frames)" in line, line
     assert "stopped at 20% of the budget, 80% of its frames not spent" in line

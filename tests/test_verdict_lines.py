@@ -9,16 +9,20 @@ import json
 from pathlib import Path
 
 import pytest
-from synthetic_records import write_synthetic_run
+import numpy as np
+from synthetic_records import write_final_score_run, write_synthetic_run
 
 from analysis.cli import main
 from analysis.inputs.load import NO_CACHE_ENV, load_runs
+from analysis.inputs.published_data import CLEANBA_TABLES
+from analysis.reproduce import published_column
 from analysis.sequential import Look, SequentialDesign, sweep_looks
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 IMPALA, PPO = "cleanba-impala / cleanba", "cleanba-ppo / cleanba"
-DESIGN_TEXT = ("paired by seed (", "Welch (", "one run per seed and group", "numbers in",
+TABLE, COLUMN = CLEANBA_TABLES / "main_10CPU.csv", "Cleanba IMPALA, 1 A100, 10 CPU"
+DESIGN_TEXT = ("paired by seed (", "precision-weighted", "PUBLISHED TOO NOISY", "Welch (", "one run per seed and group", "numbers in",
                " df", "DIFFERENT when")
 
 
@@ -101,3 +105,26 @@ def test_look_lines_are_plain_and_keep_their_design_in_detail(tmp_path):
                           reference_runs=_runs(tmp_path / "ref", range(1, 4), ["a0-l0-d1"]))
     assert _plain(gate.text) and "lower bound" in gate.text, gate.text
     assert gate.detail.startswith("repeated bounds: t ") and " df" in gate.detail
+
+
+def test_reproduce_line_is_plain_and_verbose_adds_how_it_was_built(tmp_path, capsys):
+    col = published_column(TABLE, COLUMN)
+    for game in ("Pong-v5", "Breakout-v5"):
+        j = col.games.index(game)
+        for seed in (1, 2, 3):
+            final = float(np.random.default_rng(seed).normal(col.mean[j], col.sd[j]))
+            write_final_score_run(tmp_path, final=final, env_id=game, seed=seed)
+    args = ["reproduce", "--runs", str(tmp_path), "--published", str(TABLE), "--column",
+            COLUMN, "--reps", "200"]
+    code = main(args)
+    out = capsys.readouterr().out.splitlines()
+    (line,) = [x for x in out if x.startswith("reproduce cleanba-impala")]
+    assert code in (0, 1, 4) and _plain(line), line
+    assert "Aggregate: yours - published" in line and "90% CI [" in line
+    assert line.endswith("vs +-10%; your seeds per game 3 vs 3 published"), line
+    assert not any(x.startswith("aggregate: precision-weighted") for x in out)
+    assert main([*args, "--verbose"]) == code
+    out = capsys.readouterr().out.splitlines()
+    assert line in out
+    assert "aggregate: precision-weighted over the judged games, both sides' noise" in out
+    assert out[out.index(line) + 1].startswith("judged games: 0 PUBLISHED TOO NOISY")
