@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import numpy as np
+import pytest
 from synthetic_records import write_final_score_run, write_synthetic_run
 
 from analysis.cli import main
