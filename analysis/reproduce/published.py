@@ -358,6 +358,14 @@ class ReproduceResult:
                 f"+-{AGGREGATE_MARGIN:.0%}; your seeds per game {seeds} vs "
                 f"{self.published.n_seeds} published")
 
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report): the aggregate's estimate and CI."""
+        lo, hi = self.aggregate_ci90
+        seeds = "/".join(map(str, sorted({len(g.seeds) for g in self.games}))) or "0"
+        return {"estimate": f"{self.aggregate_diff:+.1%}", "ci": f"90%: [{lo:+.1%}, {hi:+.1%}]",
+                "margin": f"±{AGGREGATE_MARGIN:.0%}",
+                "seeds": f"{seeds} vs {self.published.n_seeds} published"}
+
     def detail_lines(self) -> list[str]:
         """What the summary line leaves out (--verbose, JSON "detail"): the games judged on
         their own spread or not judged, and how the aggregate is built."""

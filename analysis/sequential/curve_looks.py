@@ -63,6 +63,15 @@ class CurveLook:
     def decided(self) -> bool:
         return self.decision != CONTINUE
 
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report), in the reader's difference as
+        look_text speaks it: new - reference, its repeated upper bound, the margin."""
+        new, ref = self.seeds.get("new", 0), self.seeds.get("reference", 0)
+        return {"estimate": f"{self.contrast - self.margin:+.3f}",
+                "ci": f"repeated upper bound {self.upper - self.margin:+.3f}",
+                "margin": f"-{self.margin:.3f} at look {self.look}/{self.looks}",
+                "seeds": f"{new} new vs {ref} reference"}
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         for key in ("contrast", "upper", "margin"):

@@ -284,6 +284,14 @@ class EquivalenceResult:
             f"{significant}; {self.seeds_text()}, {len(self.tasks)} task(s)"
         )
 
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report): estimate, CI, margin, seeds."""
+        fewest = min(len(self.seeds_a), len(self.seeds_b))
+        return {"estimate": f"final {self.final.diff:+.3f}, AUC {self.auc.diff:+.3f}",
+                "ci": f"90%: final {ci_text(self.final.ci90, fewest)}, "
+                      f"AUC {ci_text(self.auc.ci90, fewest)}",
+                "margin": f"±{self.delta:g}", "seeds": self.seeds_text()}
+
     def one_seed_interval(self) -> bool:
         """Whether line() shows an interval as ONE_SEED: a side has one seed, so there is
         no spread to estimate (a bitwise identical line shows no interval)."""

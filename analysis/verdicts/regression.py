@@ -316,6 +316,14 @@ class RegressionResult:
         return ([f"design: {self.design}"] if self.design else []) \
             + ([f"numbers in {self.unit}"] if self.unit else [])
 
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report): estimate, CI, margin, seeds."""
+        ref = f"{self.n_reference}" if self.n_reference else "a number"
+        return {"estimate": f"{self.diff:+.4f}",
+                "ci": f"one-sided {self.confidence:.0%}: [{self.lower_bound:+.4f}, "
+                      f"{self.upper_bound:+.4f}]",
+                "margin": f"-{self.delta:g}", "seeds": f"{self.n_new} new vs {ref} reference"}
+
     def rules_text(self) -> list[str]:
         out = []
         for r in self.rules:

@@ -318,7 +318,8 @@ def look_lines(look: CurveLook, verbose: bool) -> list[str]:
 
 def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                   allow_protocol_mismatch: bool = False, strict: bool = False,
-                  verbose: bool = False) -> tuple[int, list[str], list[tuple[str, int]]]:
+                  verbose: bool = False
+                  ) -> tuple[int, list[str], list[tuple[str, int]], list[dict[str, Any]]]:
     """`harness regress` of a sweep with looks over training time: per gate, the looks
     `harness run` recorded; the looks it did not take (a sweep run on Slurm, or records
     made elsewhere) taken now from the finished records, in order, up to the first
@@ -337,6 +338,7 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
     reference_runs = load_runs([reference]).included
     lines: list[str] = [f"looks over training time: {design.describe()}"] if verbose else []
     outcomes: list[tuple[str, int]] = []  # each decided gate's (decision, exit code)
+    verdicts: list[dict[str, Any]] = []  # each gate's entry of the report's verdicts
     code = EXIT_OK
     for gate in gates:
         mine = gate.options(options)
@@ -363,19 +365,35 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
         except TooFewSeeds as e:  # no run failed: UNDECIDED, with the reason
             gate.blocked, gate.too_few_seeds = f"these seeds cannot decide it: {e}", True
             lines += verdict_lines([gate])
+            verdicts.append(curve_verdict(gate))
             outcomes.append(("UNDECIDED", gates_exit([gate], strict)))
             code = worst_exit(code, outcomes[-1][1])
             continue
         except (AnalysisError, RecordError, OSError) as e:
             lines.append(f"regression over training time: ERROR {gate.subject}: {e}")
+            verdicts.append({"kind": "regression", "subject": gate.subject,
+                             "verdict": "ERROR", "line": lines[-1]})
             code = worst_exit(code, 2)
             gate.blocked = str(e)
             continue
         lines += verdict_lines([gate])
+        verdicts.append(curve_verdict(gate))
         assert gate.decision is not None  # the looks above ran to a decision
         outcomes.append((gate.decision.decision, gates_exit([gate], strict)))
         code = worst_exit(code, outcomes[-1][1])
-    return code, lines, outcomes
+    return code, lines, outcomes, verdicts
+
+
+def curve_verdict(gate: CurveGate) -> dict[str, Any]:
+    """A gate's entry of the report's verdicts: its verdict line, and the cells and
+    design of its deciding look (an undecided gate: the why, no cells)."""
+    d = gate.decision
+    entry: dict[str, Any] = {"kind": "regression", "subject": gate.subject,
+                             "verdict": d.decision if d else "UNDECIDED",
+                             "line": verdict_lines([gate])[0]}
+    if d is not None:
+        entry |= {"cells": d.cells(), "detail": [d.text, *([d.detail] if d.detail else [])]}
+    return entry
 
 
 def status_lines(sweep: Sweep, store: Store) -> list[str]:
