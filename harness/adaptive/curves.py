@@ -392,7 +392,7 @@ def curve_verdict(gate: CurveGate) -> dict[str, Any]:
                              "verdict": d.decision if d else "UNDECIDED",
                              "line": verdict_lines([gate])[0]}
     if d is not None:
-        entry |= {"cells": d.cells(), "detail": [d.text, *([d.detail] if d.detail else [])]}
+        entry |= {"cells": d.cells(), "detail": [d.text, *([d.detail.strip()] if d.detail else [])]}
     return entry
 
 
