@@ -25,13 +25,13 @@ from analysis import (
     ONE_SEED,
     UNDECIDED,
     AnalysisError,
+    TooFewSeeds,
     build_report_assets,
     load_records,
     reproduce_report_assets,
     resolve_published_table,
     suite_gates,
 )
-from analysis.errors import TooFewSeeds
 from harness.adaptive.report import adaptive_section, needed_runs, status_lines
 from harness.certify.report_section import certificate_section
 from harness.hardware import hardware_section
