@@ -9,7 +9,9 @@
 # sync-vs-cleanba (Fig. 6). --frames/--games/--seeds scale any preset down. Other options
 # go to `python -m harness run` (e.g. --backend slurm, --max-parallel 4, --max-attempts 3);
 # `python -m harness run --help` lists them. Ends by printing where the report is and its
-# verdict lines. Exit code: 0 all runs completed, 1 some failed, 2 bad input.
+# verdict lines. Exit code: 0 all runs completed, 1 a run or a verdict over training time
+# failed, 4 all runs completed and a verdict over training time is UNDECIDED (these seeds
+# cannot decide it), 2 bad input.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -68,8 +70,17 @@ echo
 echo "== $preset: finished in $(elapsed) (setup, runs and report)"
 grep -E '^(report|verdict):' "$report_out" || true
 rm -f "$report_out"
+if [ "$run_rc" = 4 ]; then  # harness run: every run completed, a verdict undecided
+  echo "every run completed; a verdict over training time is UNDECIDED (see above): more seeds decide it"
+  exit 4
+fi
 if [ "$run_rc" != 0 ]; then
-  echo "some runs did not complete (see above); \`python -m harness status --preset $preset\` lists them"
+  # status exits 0 unless a run failed: a failed verdict over training time is not one
+  if "$PY" -m harness status --preset "$preset" ${select[@]+"${select[@]}"} >/dev/null 2>&1; then
+    echo "no run failed; a verdict over training time failed (see above)"
+  else
+    echo "some runs did not complete (see above); \`python -m harness status --preset $preset\` lists them"
+  fi
   exit "$run_rc"
 fi
 exit "$report_rc"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.atari5 import estimate_analysis, load_model
-    from analysis.errors import AnalysisError
+    from analysis.errors import AnalysisError, TooFewSeeds
     from analysis.importers import import_runs
     from analysis.inputs.published_data import published_table_names, resolve_published_table
     from analysis.inputs.records import load_records, select_where
@@ -80,10 +80,12 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     "write_curves": "analysis.output.curve_files",
     "build_report_assets": "analysis.output.report",
     "AnalysisError": "analysis.errors",
+    "TooFewSeeds": "analysis.errors",
 }
 
 __all__ = [  # the names of _API (tests/test_analysis_api.py checks they match)
     "AnalysisError",
+    "TooFewSeeds",
     "DEFAULT_GATE_METRIC",
     "GATE_METRICS",
     "ONE_SEED",

@@ -9,3 +9,10 @@ class AnalysisError(ValueError):
     The message says what was wrong and what would be valid.
     """
 
+
+
+class TooFewSeeds(AnalysisError):
+    """A verdict these seeds cannot compute (a side without a spread of its own): more
+    seeds decide it. The analysis CLI refuses it like any bad input (exit 2: the user
+    chose the seeds); a harness that ran every run says UNDECIDED (exit 4) with this
+    reason instead, since no run failed and no verdict did."""

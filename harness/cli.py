@@ -233,7 +233,8 @@ def do_run(cmd: Run, sweep: Sweep) -> int:
 
         return run_until_decided(sweep, store, lambda runs: run_runs(cmd, sweep, store, runs,
                                                                      stop),
-                                 stop, max_attempts=cmd.max_attempts, strict=cmd.strict)
+                                 stop, max_attempts=cmd.max_attempts, strict=cmd.strict,
+                                 verbose=cmd.verbose)
     return run_runs(cmd, sweep, store, sweep.runs, stop)
 
 

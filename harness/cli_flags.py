@@ -216,8 +216,9 @@ class Regress(Inspect):
     strict: bool = False
     """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
     verbose: bool = False
-    """Also print the designs' internals (alpha spent, joint law, boundaries, each look's
-    contrast with its t and df); the JSON records keep them either way."""
+    """Also print the designs' internals (the gate's pairing and unit; a sequential
+    design's alpha spent, joint law, boundaries, each look's contrast with its t and df);
+    the JSON records keep them either way."""
 
 
 @dataclass

@@ -10,7 +10,8 @@ gate's seeds have reached it: a failed candidate spends the look's share of its 
 not more (single-process runs; see harness.adaptive.curves.ahead).
 
 `harness run` ends with the gates' three outcomes (0 PASS, 1 REGRESSION, 4 UNDECIDED at
-the full budget; --strict: 1), or worse when a run failed or the analysis refused.
+the full budget; --strict: 1), or worse when a run failed or the analysis refused; a gate
+its seeds cannot decide (a one-seed side) is UNDECIDED (4, --strict: 1) with the reason.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from analysis.errors import AnalysisError
+from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.load import load_runs
 from harness.adaptive.curves import (
     CurveGate,
@@ -102,6 +103,10 @@ class CurveMonitor:
                         break
                     self._hold_all(gate)  # the runs wait at the look while it is taken
                     look = take_look(gate, self.store, self.reference_runs, self.options)
+                except TooFewSeeds as e:  # no run failed: the gate stays UNDECIDED
+                    gate.blocked = f"these seeds cannot decide it at look {gate.next_look}: {e}"
+                    gate.too_few_seeds = True
+                    break
                 except AnalysisError as e:  # printed once, below
                     gate.blocked = f"the analysis refused look {gate.next_look}: {e}"
                     break

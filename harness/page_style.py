@@ -20,8 +20,14 @@ figcaption{font-size:.88em;color:#444}
 margin:.2em 0;border-left:4px solid #999;background:#fafafa;white-space:pre-wrap;
 overflow-wrap:anywhere}
 .v-PASS,.v-OK,.v-BITWISE,.v-REPRODUCED{border-color:#2a7}
-.v-DIFFERENT,.v-FAIL,.v-REGRESSION,.v-NOTREPRODUCED{border-color:#c33}
+.v-DIFFERENT,.v-FAIL,.v-REGRESSION,.v-NOTREPRODUCED,.v-ERROR{border-color:#c33}
 .v-INCONCLUSIVE,.v-WARN,.v-UNDECIDED,.v-NOTSHOWN{border-color:#d92}
+table.verdicts td,table.verdicts th{text-align:left}td.outcome{font-weight:600;border-left-width:4px}
+td.v-PASS,td.v-OK,td.v-BITWISE,td.v-REPRODUCED{color:#186;background:#eaf7ef}
+td.v-DIFFERENT,td.v-FAIL,td.v-REGRESSION,td.v-NOTREPRODUCED,td.v-ERROR{color:#a22;
+background:#fbeaea}
+td.v-INCONCLUSIVE,td.v-WARN,td.v-UNDECIDED,td.v-NOTSHOWN{color:#965;background:#fdf3e1}
+ul.detail{margin:.2em 0 0 1em;padding-left:1em;color:#555;font-size:.95em}
 .muted{color:#666;font-size:.88em}code{font-size:.92em;overflow-wrap:anywhere}
 pre{white-space:pre-wrap;overflow-wrap:anywhere}li{overflow-wrap:anywhere}
 """

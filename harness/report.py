@@ -25,6 +25,7 @@ from analysis import (
     ONE_SEED,
     UNDECIDED,
     AnalysisError,
+    TooFewSeeds,
     build_report_assets,
     load_records,
     reproduce_report_assets,
@@ -34,11 +35,19 @@ from analysis import (
 from harness.adaptive.report import adaptive_section, needed_runs, status_lines
 from harness.certify.report_section import certificate_section
 from harness.hardware import hardware_section
-from harness.page_style import CSS, verdict_class
+from harness.page_style import CSS
 from harness.store import Store, run_state
 from harness.sweep import Sweep
+from harness.verdict_table import verdict_details, verdict_table
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED, worst_exit
+from runrecord.exits import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNDECIDED,
+    strict_exit,
+    worst_exit,
+)
 from runrecord.provenance import DISTRIBUTION, collect, git_state
 
 REPORT_PAGE = "index.html"
@@ -150,13 +159,16 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     if not verdicts:
         parts.append("<p class='muted'>No verdict could be computed (see warnings).</p>")
     footnotes: set[str] = set()
+    lines = []
     for v in verdicts:
         # The line names its kind and subject already ("equivalence A vs B: PASS ...").
         text, notes = verdict_text(v)
         footnotes |= notes
-        parts.append(f"<div class='verdict {verdict_class(v.get('verdict', ''))}' "
-                     f"title='{html.escape(str(v.get('subject', '')))}'>"
-                     f"{html.escape(text)}</div>")
+        lines.append(text)
+    if verdicts:
+        parts.append(verdict_table(verdicts))
+        parts.append("<h3 id='verdict-details'>Verdict details</h3>")
+        parts.append(verdict_details(verdicts, lines))
     for key, note in (("one_seed", WHY_NO_INTERVAL), ("bitwise", WHY_BITWISE)):
         if key in footnotes:
             parts.append(f"<p class='muted'>{html.escape(note)}</p>")
@@ -278,6 +290,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
                                      reps=opts.get("aggregate_reps", 50_000), **pub)
         for key, entries in extra_assets.items():
             assets[key] = [*entries, *assets.get(key, [])]
+    assets["verdicts"] = [*gate_verdicts(sweep, store, delta, allow_protocol_mismatch),
+                          *assets.get("verdicts", [])]
     states = Counter(run_state(store.run_dir(s.run_id)).state for s in sweep.runs)
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE
@@ -293,6 +307,18 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     lines = [verdict_text(v)[0] for v in assets.get("verdicts", [])]
     (out_dir / "verdicts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return page, assets
+
+
+def gate_verdicts(sweep: Sweep, store: Store, delta: float | None,
+                  allow_protocol_mismatch: bool) -> list[dict[str, Any]]:
+    """The regression gate's verdicts for the report (what `harness regress` prints),
+    when the sweep names a [regression] reference that is here; else none."""
+    ref = sweep.regression.get("reference")
+    if not ref or not project_path(ref).is_dir():
+        return []
+    shown = delta if delta is not None else sweep.regression.get("delta")
+    return regress(sweep, store, project_path(ref), None if shown is None else float(shown),
+                   allow_protocol_mismatch=allow_protocol_mismatch).verdicts
 
 
 def do_report(cmd: Any, sweep: Sweep) -> int:
@@ -330,6 +356,7 @@ class Regressed(NamedTuple):
     code: int
     lines: list[str]
     outcomes: list[tuple[str, int]]
+    verdicts: list[dict[str, Any]]  # the report's entries (kind, subject, verdict, line, ...)
 
 
 def summary_verdict(code: int, outcomes: Sequence[tuple[str, int]]) -> str:
@@ -349,8 +376,9 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     sweep's runs against `reference`, through analysis.suite_gates (the gate of
     `python -m analysis regression`, suite by suite: same checks, metrics and lines). Each (system, suite)
     is one gate over the layouts the sweep planned for it; a check that fails is an
-    "regression: ERROR <system>: ..." line (exit 2) and the other systems are still
-    gated."""
+    "regression: ERROR <system>: ..." line (exit 2), one its seeds cannot decide (a
+    one-seed side) an "regression: UNDECIDED for <system>: ..." line (exit 4), and the
+    other systems are still gated."""
     if "looks_at" in sweep.regression:  # gated along training time: its looks decide
         from harness.adaptive.curves import curve_regress
 
@@ -365,6 +393,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     ref_runs = load_records([reference]).included
     lines: list[str] = []
     outcomes: list[tuple[str, int]] = []
+    verdicts: list[dict[str, Any]] = []
     code = EXIT_OK
 
     def sel(runs: list[Run], system: str) -> list[Run]:
@@ -383,17 +412,34 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                                    strict=strict):
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
-                lines += out.lines()
+                lines += out.lines(verbose=verbose)
                 outcomes.append((out.result.verdict, out.exit_code))
+                verdicts.append(gate_verdict(out.result))
                 code = worst_exit(code, out.exit_code)
+        except TooFewSeeds as e:  # every run completed; these seeds cannot decide it
+            lines.append(f"regression: UNDECIDED for {system}: these seeds cannot decide it: "
+                         f"{e}")
+            verdicts.append({"kind": "regression", "subject": system, "verdict": UNDECIDED,
+                             "line": lines[-1]})
+            outcomes.append((UNDECIDED, strict_exit(EXIT_UNDECIDED, strict)))
+            code = worst_exit(code, outcomes[-1][1])
         except AnalysisError as e:
             lines.append(f"regression: ERROR {system}: {e}")
+            verdicts.append({"kind": "regression", "subject": system, "verdict": "ERROR",
+                             "line": lines[-1]})
             code = worst_exit(code, EXIT_BAD_INPUT)
     if not lines:
         lines.append("regression: ERROR: the [regression] selection matches no run of this "
                      "sweep")
         code = EXIT_BAD_INPUT
-    return Regressed(code, lines, outcomes)
+    return Regressed(code, lines, outcomes, verdicts)
+
+
+def gate_verdict(res: Any) -> dict[str, Any]:
+    """A fixed gate's entry of the report's verdicts (its RegressionResult)."""
+    return {"kind": "regression", "subject": res.subject, "verdict": res.verdict,
+            "line": res.line(), "cells": res.cells(),
+            "detail": [*res.detail_lines(), *res.why_lines()]}
 
 
 def do_regress(cmd: Any, sweep: Sweep) -> int:

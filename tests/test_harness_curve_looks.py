@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.sweep import SweepError, parse_sweep
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
@@ -27,8 +27,8 @@ UPDATES = 20
 
 
 def sweep_file(tmp_path: Path, name: str, scale: float, reference: Path | None,
-               sleep_s: float = 0.05) -> Path:
-    """3 seeds of the fake trainer on one layout; returns rise by `scale` per update."""
+               sleep_s: float = 0.05, seeds: str = "1, 2, 3") -> Path:
+    """`seeds` of the fake trainer on one layout; returns rise by `scale` per update."""
     regression = "" if reference is None else f"""
 [regression]
 reference = "{reference}"
@@ -40,7 +40,7 @@ name = "{name}"
 systems = ["fake-ppo"]
 layouts = ["a0-l0-d1"]
 games = ["CartPole-v1"]
-seeds = [1, 2, 3]
+seeds = [{seeds}]
 frames = 2000
 overrides = {{ sleep-s = {sleep_s}, updates = {UPDATES}, return-scale = {scale}, ledger = "{tmp_path / f'{name}.ledger'}" }}
 {regression}
@@ -81,11 +81,11 @@ def test_a_candidate_that_does_not_learn_is_stopped_early_and_stays_stopped(tmp_
                                                                           reference):
     sweep = sweep_file(tmp_path, "broken", 0.0, reference, sleep_s=0.3)
     root = tmp_path / "res"
-    p = run(sweep, root, "--share-cores")
+    p = run(sweep, root, "--share-cores", "--verbose")  # the design's internals too
     out = p.stdout
     assert p.returncode == EXIT_FAILED, out + p.stderr
     assert "joint law: union bound (the reference's 3 seeds" in out, out
-    assert "PASS only at the full budget" in out
+    assert "PASS at the full budget only" in out
     line = next(x for x in out.splitlines() if ": REGRESSION;" in x)
     assert "look 1/4 at 20% of the budget (400 frames)" in line, line
     assert "stopped at 20% of the budget, 80% of its frames not spent" in line
@@ -191,3 +191,24 @@ def test_a_killed_run_resumes_at_its_first_look_not_recorded(tmp_path, reference
     assert "the fixed gate at the full budget says PASS" in p.stdout
     reg = harness("regress", "--sweep", str(sweep), "--results-root", str(root))
     assert reg.returncode == EXIT_OK and "regression verdict: PASS" in reg.stdout, reg.stdout
+
+
+def test_a_one_seed_candidate_completes_and_is_undecided_not_failed(tmp_path, reference):
+    """Issue 47: `--seeds 1` completes every run, but one new seed has no spread of its
+    own, so the looks cannot decide the gate: UNDECIDED (exit 4) with that reason, in
+    `harness run` and `harness regress`; never exit 1 (but under --strict), never a run
+    said not to complete."""
+    sweep = sweep_file(tmp_path, "one", 25.0, reference, sleep_s=0.0, seeds="1")
+    root = tmp_path / "res"
+    p = run(sweep, root)
+    assert p.returncode == EXIT_UNDECIDED, p.stdout + p.stderr
+    assert "sweep one: 1 completed" in p.stdout
+    assert ("regression over training time: UNDECIDED for fake-ppo CartPole-v1: these "
+            "seeds cannot decide it at look 1: 1 new vs 3 reference seed(s)") in p.stdout
+    assert "refused" not in p.stdout + p.stderr and "NONE" not in p.stdout
+    reg = harness("regress", "--sweep", str(sweep), "--results-root", str(root))
+    assert reg.returncode == EXIT_UNDECIDED, reg.stdout + reg.stderr
+    assert "regression verdict: UNDECIDED" in reg.stdout
+    assert "these seeds cannot decide it: 1 new vs 3 reference seed(s)" in reg.stdout
+    strict = run(sweep, root, "--strict")
+    assert strict.returncode == EXIT_FAILED, strict.stdout + strict.stderr

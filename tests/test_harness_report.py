@@ -244,7 +244,9 @@ def test_report_pages_read_well_at_1400_and_800_px(swept, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     # Each verdict printed once, without a doubled kind ("verdict: staleness: staleness").
     verdicts = [x for x in p.stdout.splitlines() if x.startswith("verdict: ")]
-    assert len(verdicts) == len(set(verdicts)) == 2
+    assert len(verdicts) == len(set(verdicts)) == 3  # the gate's too: one seed, UNDECIDED
+    assert any(x.startswith("verdict: regression: UNDECIDED for fake-ppo: these seeds "
+                            "cannot decide it") for x in verdicts), verdicts
     assert not any(x.startswith(("verdict: staleness: staleness", "verdict: equivalence: "))
                    for x in verdicts)
     one_seed = small / "new" / "report" / "index.html"
@@ -314,7 +316,7 @@ def test_regress_summary_comes_from_the_gates_outcomes(monkeypatch, capsys):
 
     # Lines made up to mislead a search of them: ': UNDECIDED' and no ': REGRESSION'.
     misleading = ["regression over sys REGRESSION", "note: an earlier look: UNDECIDED"]
-    found = report.Regressed(EXIT_FAILED, misleading, [("REGRESSION", EXIT_FAILED)])
+    found = report.Regressed(EXIT_FAILED, misleading, [("REGRESSION", EXIT_FAILED)], [])
     monkeypatch.setattr(report, "regress", lambda *a, **k: found)
     cmd = SimpleNamespace(store=lambda sweep: None, reference=str(Path(__file__).parent),
                           delta=0.1, strict=True)

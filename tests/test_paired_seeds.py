@@ -72,17 +72,17 @@ def test_equivalence_and_gate_pair_where_it_holds(tmp_path):
     welch = equivalence(b, a, 0.2, unpaired=True)
     assert res.final.paired and not welch.final.paired
     assert res.final.ci90[1] - res.final.ci90[0] < welch.final.ci90[1] - welch.final.ci90[0]
-    assert "paired by seed (3 seeds on both sides" in res.line()
-    assert "Welch (unpaired: --unpaired asked for it)" in welch.line()
+    assert "paired by seed (3 seeds on both sides" in res.design_line()
+    assert "Welch (unpaired: --unpaired asked for it)" in welch.design_line()
     gate = regression_gate([b], [a], 0.2)
     d = b.final[np.argsort(b.seeds), 0] - a.final[np.argsort(a.seeds), 0]
     lower = d.mean() - stats.t.ppf(0.95, 2) * d.std(ddof=1) / math.sqrt(3)
     assert gate.lower_bound == pytest.approx(lower) and gate.df == 2
-    assert "paired by seed" in gate.line()
+    assert "paired by seed" in "".join(gate.detail_lines())
     c, d2 = _layouts(tmp_path / "other", seeds_b=(4, 5, 6))
-    assert "the sides ran different seeds" in equivalence(c, d2, 0.2).line()
+    assert "the sides ran different seeds" in equivalence(c, d2, 0.2).design_line()
     assert "Welch (unpaired: the sides ran different seeds" in \
-        regression_gate([c], [d2], 0.2).line()
+        "".join(regression_gate([c], [d2], 0.2).detail_lines())
 
 
 def test_calibration_keeps_both_rates_and_shows_the_gain():

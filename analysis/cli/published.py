@@ -178,6 +178,9 @@ class Reproduce(RunFilter, TableFormat):
     strict: bool = False
     """NOT SHOWN (tables) and INCONCLUSIVE (--orb runs) exit 1 too (default: exit 4,
     runrecord.exits.EXIT_UNDECIDED)."""
+    verbose: bool = False
+    """Also print how the verdict was built: the games judged on their own spread and
+    how the aggregate is weighted (--published); each pair's design (--orb runs)."""
     reps: int = AGGREGATE_REPS
     """Bootstrap replicates of the aggregate CIs."""
     seed: int = 0
@@ -208,7 +211,7 @@ class Reproduce(RunFilter, TableFormat):
                                last_n=self.last_n, reps=self.reps, seed=self.seed,
                                assume_equal_spread=self.assume_equal_spread,
                                strict=self.strict)
-            self.print_lines(res.lines())
+            self.print_lines(res.lines(self.verbose))
             self.print_table(rp.published_rows(res))
             print_warnings(res.warnings)
             if self.out:
@@ -231,7 +234,7 @@ class Reproduce(RunFilter, TableFormat):
                                  last_n=self.last_n)
         if self.format == "console":
             print_imported(comp.imported)
-        self.print_lines(comp.lines())
+        self.print_lines(comp.lines(self.verbose))
         self.print_table(rp.runs_rows(comp))
         print_warnings(comp.warnings)
         if self.out:

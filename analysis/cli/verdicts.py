@@ -60,7 +60,8 @@ class Equivalence(RecordArgs, TableFormat):
     """Exit 1 on INCONCLUSIVE too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
     verbose: bool = False
     """Also print each verdict's per-metric table (means, the 90% CI PASS reads and the
-    97.5% CI DIFFERENT reads); --json-out and the report hold them either way."""
+    97.5% CI DIFFERENT reads) and its design (paired by seed or Welch, and its df);
+    --json-out and the report hold them either way."""
 
     def run(self) -> int:
         from analysis.verdicts.compare import equivalence_verdicts
@@ -138,7 +139,10 @@ class Regression(RunFilter, ScoreOptions, TableFormat):
     """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
     unpaired: bool = False
     """Welch's unpaired bound even where the pairing by seed holds (same seeds, system and
-    env protocol on both sides; the line says which was used). Decide before looking."""
+    env protocol on both sides; --verbose says which was used). Decide before looking."""
+    verbose: bool = False
+    """Also print the verdict's design (paired by seed or Welch, and its df) and the
+    numbers' unit under its line; --json-out holds them either way ("detail")."""
 
     def _runs(self, path: Path) -> list[Run]:
         rs = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n,
@@ -167,7 +171,7 @@ class Regression(RunFilter, ScoreOptions, TableFormat):
                    strict=self.strict, unpaired=self.unpaired,
                    reference_unit=self.reference_unit)
         print_warnings(out.warnings)
-        self.print_lines(out.lines(self.worst))
+        self.print_lines(out.lines(self.worst, self.verbose))
         if self.format != "console":
             from analysis.output.table_rows import regression_rows
 

@@ -119,7 +119,9 @@ def build_report_assets(
 
     {"figures": [{"name", "title", "caption", "png", "pdf"}],
      "tables": [{"name", "title", "markdown", "csv"}],
-     "verdicts": [{"kind", "subject", "verdict", "line", "json"}] (equivalence: and
+     "verdicts": [{"kind", "subject", "verdict", "line", "json"}] (a verdict with an
+                  estimate: "cells", the report's verdict table's estimate, ci, margin
+                  and seeds, and "detail", its design lines; equivalence: and
                   "one_seed", whether the line shows an interval as n/a (1 seed),
                   "bitwise", whether the records are bitwise identical, "determinism",
                   the bitwise tier line, and "stacks", whether both sides ran the same
@@ -329,6 +331,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                    "bitwise": res.bitwise.identical,
                                    "determinism": res.determinism_line(),
                                    "stacks": res.stack_line(),
+                                   "cells": res.cells(), "detail": [res.design_line()],
                                    "json": str(path)})
     if len(suite) < 2:
         warnings.append(

@@ -343,19 +343,37 @@ class ReproduceResult:
         ]
 
     def summary_line(self) -> str:
+        """The verdict: headline, why, per-game counts, the aggregate's estimate, 90% CI
+        and margin, the seeds; how the aggregate is built is detail_lines'."""
         c = self.counts
         judged = len(self.games) - c[NOT_LEARNED]
         lo, hi = self.aggregate_ci90
+        seeds = "/".join(map(str, sorted({len(g.seeds) for g in self.games}))) or "0"
         return (f"reproduce {self.system} vs '{self.published.column}'{self.budget_text}: "
                 f"{self.headline}; {self.why()}. Per game: {c[CONSISTENT]} consistent, "
                 f"{c[HIGHER]} higher, {c[LOWER]} lower, {c[COLLAPSED]} collapsed, "
-                f"{c[INCONCLUSIVE]} inconclusive of {judged} judged game(s) "
-                f"({sum(g.noisy for g in self.games)} of them {PUBLISHED_TOO_NOISY}: on their "
-                f"own spread), {c[NOT_LEARNED]} at random in the published agent (NOT "
-                "LEARNED, not judged). "
+                f"{c[INCONCLUSIVE]} inconclusive of {judged} judged game(s). "
                 f"Aggregate: yours - published {self.aggregate_diff:+.1%} of the published "
-                f"score above random (precision-weighted over the judged games, both sides' "
-                f"noise), 90% CI [{lo:+.1%}, {hi:+.1%}] vs +-{AGGREGATE_MARGIN:.0%}")
+                f"score above random, 90% CI [{lo:+.1%}, {hi:+.1%}] vs "
+                f"+-{AGGREGATE_MARGIN:.0%}; your seeds per game {seeds} vs "
+                f"{self.published.n_seeds} published")
+
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report): the aggregate's estimate and CI."""
+        lo, hi = self.aggregate_ci90
+        seeds = "/".join(map(str, sorted({len(g.seeds) for g in self.games}))) or "0"
+        return {"estimate": f"{self.aggregate_diff:+.1%}", "ci": f"90%: [{lo:+.1%}, {hi:+.1%}]",
+                "margin": f"±{AGGREGATE_MARGIN:.0%}",
+                "seeds": f"{seeds} vs {self.published.n_seeds} published"}
+
+    def detail_lines(self) -> list[str]:
+        """What the summary line leaves out (--verbose, JSON "detail"): the games judged on
+        their own spread or not judged, and how the aggregate is built."""
+        c = self.counts
+        return [f"judged games: {sum(g.noisy for g in self.games)} {PUBLISHED_TOO_NOISY} "
+                f"(judged on their own spread); {c[NOT_LEARNED]} at random in the published "
+                "agent (NOT LEARNED, not judged)",
+                "aggregate: precision-weighted over the judged games, both sides' noise"]
 
     def why(self) -> str:
         """Why the headline is what it is, in words."""
@@ -385,12 +403,13 @@ class ReproduceResult:
                 f"+-{AGGREGATE_MARGIN:.0%}: no failure shown, and no reproduction shown "
                 f"either; {seeds}; {UNTIL_DECIDED}")
 
-    def lines(self) -> list[str]:
+    def lines(self, verbose: bool = False) -> list[str]:
         """What `python -m analysis reproduce --published` prints: the table, a line per
-        game, the aggregate lines, the summary and the limits (as notes)."""
+        game, the aggregate lines, the summary (`verbose`: its detail) and the limits."""
         table = self.table()
         return [table.title, table.markdown(), *(self.game_line(g) for g in self.games),
                 *self.aggregate_lines(), self.summary_line(),
+                *(self.detail_lines() if verbose else []),
                 *(f"note: {line}" for line in self.limits())]
 
     def limits(self) -> list[str]:
@@ -422,6 +441,7 @@ class ReproduceResult:
                 "absolute_margin": self.absolute_margin,
                 "frames": self.budget_frames, "paper_frames": PAPER_FRAMES,
                 "counts": self.counts, "summary": self.summary_line(),
+                "detail": self.detail_lines(),
                 "games": [g.as_dict() for g in self.games],
                 "lines": [self.game_line(g) for g in self.games],
                 "aggregate": self.aggregate.as_dict() if self.aggregate else None,

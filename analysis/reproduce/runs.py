@@ -56,10 +56,12 @@ class RunsComparison:
         """0 every group PASS, 1 a DIFFERENT, 4 an INCONCLUSIVE (1 when there is none)."""
         return worst_exit(*(r.exit_code for r in self.results)) if self.results else EXIT_FAILED
 
-    def lines(self) -> list[str]:
+    def lines(self, verbose: bool = False) -> list[str]:
+        """Per pair: its verdict line (`verbose`: and its design line), notes, power."""
         out = []
         for r, power in zip(self.results, self.powers, strict=True):
             out.append(r.line() + (f"; {self.frames_note}" if self.frames_note else ""))
+            out += [r.design_line()] if verbose else []
             out += [f"note: {n}" for n in r.notes]
             out.append(f"note: {power}")
         return out

@@ -49,7 +49,11 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
 
     path = write_json(Path(out_dir) / "reproduce.json", res.as_dict())
     verdict = res.headline  # the CI's words: REPRODUCED, NOT REPRODUCED, NOT SHOWN
-    for line in [res.summary_line(), *res.aggregate_lines()]:
+    out["verdicts"].append({"kind": "reproduce", "subject": f"vs '{col.column}'",
+                            "verdict": verdict, "line": res.summary_line(),
+                            "cells": res.cells(), "detail": res.detail_lines(),
+                            "json": str(path)})
+    for line in res.aggregate_lines():  # descriptive: no cells of their own
         out["verdicts"].append({"kind": "reproduce", "subject": f"vs '{col.column}'",
                                 "verdict": verdict, "line": line, "json": str(path)})
     out["warnings"] += res.warnings

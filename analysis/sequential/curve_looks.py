@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.errors import AnalysisError
+from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.load import DEFAULT_LAST_N
 from analysis.sequential.curve_design import CurveDesign, CurvePlan, make_plan
 from analysis.sequential.curve_records import (
@@ -62,6 +62,15 @@ class CurveLook:
     @property
     def decided(self) -> bool:
         return self.decision != CONTINUE
+
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report), in the reader's difference as
+        look_text speaks it: new - reference, its repeated upper bound, the margin."""
+        new, ref = self.seeds.get("new", 0), self.seeds.get("reference", 0)
+        return {"estimate": f"{self.contrast - self.margin:+.3f}",
+                "ci": f"repeated upper bound {self.upper - self.margin:+.3f}",
+                "margin": f"-{self.margin:.3f} at look {self.look}/{self.looks}",
+                "seeds": f"{new} new vs {ref} reference"}
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -112,7 +121,7 @@ def curve_plan(design: CurveDesign, reference_runs: Sequence[Run], budget_frames
                                  layouts=options.layouts, last_n=options.last_n,
                                  normalisers=options.normalisers)
     if values.shape[0] < 2:
-        raise AnalysisError("looks over training time need >= 2 reference seeds (the gate's "
+        raise TooFewSeeds("looks over training time need >= 2 reference seeds (the gate's "
                             "Welch bound)")
     return make_plan(design, values, budget_frames, n_new, options.suite_delta(suite), alpha)
 

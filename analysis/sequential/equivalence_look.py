@@ -64,8 +64,13 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     if res.bitwise.identical:
         decision, statistic = PASS, 0.0
     subject = f"{prefix}{res.group_a} vs {res.group_b}"
-    lines = [f"{name} diff {w.diff:+.3f} {_interval(w, c_pass, c_diff)}"
-             for name, w in zip(("final", "AUC"), ws, strict=True)]
+    names = ("final", "AUC")
+    lines = [f"{name} diff {w.diff:+.3f} {_interval(w, c_pass)}"
+             for name, w in zip(names, ws, strict=True)]
+    detail = (f"largest |end| of the repeated {1 - 2 * design.alpha:.0%} CIs "
+              f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'}; "
+              + "; ".join(f"{name}: {_interval_design(w, c_pass, c_diff)}"
+                          for name, w in zip(names, ws, strict=True)))
     bitwise = "; records bitwise identical" if res.bitwise.identical else ""
     spread = _spread(group, ref, metric)
     fixed = needs = None
@@ -83,23 +88,29 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
         return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
                                                    res.group_b: len(res.seeds_b)},
                     0.0, float(res.delta), decision, text, "", fixed)
-    text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; largest |end| of "
-            f"the repeated {1 - 2 * design.alpha:.0%} CIs "
-            f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'} vs delta "
-            f"{res.margin or f'{res.delta:g}'}; " + "; ".join(lines)
+    text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; "
+            + "; ".join(lines) + f"; delta {res.margin or f'{res.delta:g}'}"
             + f"; {len(res.seeds_a)} vs {len(res.seeds_b)} seeds{bitwise}")
     return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
                                                res.group_b: len(res.seeds_b)},
-                statistic, float(res.delta), decision, text, needs or "", fixed)
+                statistic, float(res.delta), decision, text, needs or "", fixed, detail)
 
 
-def _interval(w: WelchInterval, c_pass: float, c_diff: float) -> str:
-    """`repeated CI [lo, hi] (t, df; DIFFERENT at t')`, or why there is none."""
+def _interval(w: WelchInterval, c_pass: float) -> str:
+    """`repeated CI [lo, hi]`, or why there is none."""
     if not np.isfinite(w.se):
         return "no repeated CI (a side with one seed has no spread)"
+    t = float(t_scale(c_pass, w.df))
+    return f"repeated CI [{w.diff - t * w.se:+.3f}, {w.diff + t * w.se:+.3f}]"
+
+
+def _interval_design(w: WelchInterval, c_pass: float, c_diff: float) -> str:
+    """How the repeated CI is built: `t 4.30, 2.0 df; DIFFERENT when +-6.96 se excludes
+    0` (the look's detail, --verbose)."""
+    if not np.isfinite(w.se):
+        return "no spread"
     t, t_diff = (float(t_scale(c, w.df)) for c in (c_pass, c_diff))
-    return (f"repeated CI [{w.diff - t * w.se:+.3f}, {w.diff + t * w.se:+.3f}] (t {t:.2f}, "
-            f"{w.df:.1f} df; DIFFERENT when +-{t_diff:.2f} se excludes 0)")
+    return f"t {t:.2f}, {w.df:.1f} df; DIFFERENT when +-{t_diff:.2f} se excludes 0"
 
 
 def _spread(group: GroupScores, ref: GroupScores, metric: str) -> Spread | None:

@@ -92,8 +92,10 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
     rules = f"; rule(s) fired: {', '.join(other_rules)}" if other_rules else ""
     text = (f"gate look {look}/{len(seeds)} {subject}: {decision}; new - reference "
             f"{res.diff:+.4f}, repeated {1 - design.alpha:.0%} lower bound "
-            f"{float(lower):+.4f} (upper {float(upper):+.4f}; t {t:.2f}, {res.df:.1f} df) vs "
+            f"{float(lower):+.4f} (upper {float(upper):+.4f}) vs "
             f"-delta {-res.delta:+.4f} (delta {res.margin or f'{res.delta:g}'}); "
             f"{res.n_new} new vs {res.n_reference} reference seeds{rules}{fixed_says}")
+    detail = f"repeated bounds: t {t:.2f}, {res.df:.1f} df" \
+        + (f"; {res.design}" if res.design else "")
     return Look("gate", subject, look, {"new": res.n_new, "reference": res.n_reference},
-                float(lower), -float(res.delta), decision, text, needs or "", fixed)
+                float(lower), -float(res.delta), decision, text, needs or "", fixed, detail)

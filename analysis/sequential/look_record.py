@@ -24,6 +24,7 @@ class Look:
     needs: str = ""  # at the cap: the planner's estimate of what a decision would need
     fixed_design_seeds: int | None = None  # seeds per growing side of the fixed design
     # of equal power (analysis.verdicts.seedplan, spread seen at this look); None: unknown
+    detail: str = ""  # the design's internals behind `text` (t, df, boundaries): --verbose
 
     @property
     def decided(self) -> bool:
@@ -51,7 +52,7 @@ class Look:
                     {str(k): int(v) for k, v in dict(d["seeds"]).items()},
                     _number(d["statistic"]), _number(d["boundary"]), str(d["decision"]),
                     str(d["text"]), str(d.get("needs", "")),
-                    None if fixed is None else int(fixed))
+                    None if fixed is None else int(fixed), str(d.get("detail", "")))
 
 
 def _number(value: Any) -> float:

@@ -112,8 +112,9 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
     """TOST of each pair at its suite's margin (or `delta`) on the per-seed `metric` (a
     SEED_METRICS key), paired by seed where the pairing holds (`unpaired`: Welch);
     bitwise_only: only whether the records are identical. `tables`: each verdict's
-    lines open with its per-metric table (means, 90% and 97.5% CIs; the CLI's
-    --verbose); the verdict line carries the outcome, estimate, CI, margin and seeds."""
+    lines open with its per-metric table (means, 90% and 97.5% CIs) and follow with its
+    design line (paired or Welch, df; the CLI's --verbose); the verdict line carries
+    the outcome, estimate, CI, margin and seeds."""
     out = Comparisons()
     if bitwise_only:
         for p in pairs:
@@ -145,8 +146,9 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
         if res.bitwise.identical and res.determinism.startswith(UNKNOWN):
             res.notes.append(BITWISE_WITHOUT_BLOCK)
         table = [metrics_table(res).markdown()] if tables else []
+        design = [p.prefix + res.design_line()] if tables else []
         out.lines += [*([""] if out.lines else []), heading(p), *table,
-                      p.prefix + res.line(),
+                      p.prefix + res.line(), *design,
                       p.prefix + res.determinism_line(), p.prefix + res.stack_line()]
         out.lines += [f"note: {n}" for n in res.notes]
         out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})

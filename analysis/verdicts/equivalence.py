@@ -247,13 +247,20 @@ class EquivalenceResult:
         return out
 
     def seeds_text(self) -> str:
-        """`3 seeds paired by seed (...)` or `3 vs 3 independent seeds, Welch (...)`."""
+        """`3 seeds on both sides, paired by seed` or `3 vs 3 independent seeds`: the
+        seeds and whether they pair; how the interval is built is design_line's."""
         if self.design is not None and self.design.paired:
-            return self.design.text()
-        why = f", {self.design.text()}" if self.design is not None else ""
+            return f"{counted(self.design.seeds, 'seed')} on both sides, paired by seed"
         n_b = len(self.seeds_b)
-        return (f"{len(self.seeds_a)} vs {n_b} independent {'seed' if n_b == 1 else 'seeds'} "
-                f"(one run per seed and group){why}")
+        return f"{len(self.seeds_a)} vs {n_b} independent {'seed' if n_b == 1 else 'seeds'}"
+
+    def design_line(self) -> str:
+        """How the intervals were built (--verbose, the report's details): `design: paired
+        by seed (...)` or `design: one run per seed and group, Welch (unpaired: why)`."""
+        if self.design is not None and self.design.paired:
+            return f"design: {self.design.text()}"
+        why = f", {self.design.text()}" if self.design is not None else ", Welch"
+        return f"design: one run per seed and group{why}"
 
     def line(self) -> str:
         if self.bitwise.identical:  # the identity is the evidence: the differences are 0
@@ -277,6 +284,14 @@ class EquivalenceResult:
             f"{significant}; {self.seeds_text()}, {len(self.tasks)} task(s)"
         )
 
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report): estimate, CI, margin, seeds."""
+        fewest = min(len(self.seeds_a), len(self.seeds_b))
+        return {"estimate": f"final {self.final.diff:+.3f}, AUC {self.auc.diff:+.3f}",
+                "ci": f"90%: final {ci_text(self.final.ci90, fewest)}, "
+                      f"AUC {ci_text(self.auc.ci90, fewest)}",
+                "margin": f"±{self.delta:g}", "seeds": self.seeds_text()}
+
     def one_seed_interval(self) -> bool:
         """Whether line() shows an interval as ONE_SEED: a side has one seed, so there is
         no spread to estimate (a bitwise identical line shows no interval)."""
@@ -295,6 +310,7 @@ class EquivalenceResult:
         d["stacks"] = self.stacks.as_dict() if self.stacks else None
         d["stack_line"] = self.stack_line()
         d["design"] = self.design.as_dict() if self.design else None
+        d["design_line"] = self.design_line()
         d["significant"] = self.significant()
         return d
 

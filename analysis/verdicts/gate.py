@@ -76,10 +76,11 @@ class GateOutcome:
     def exit_code(self) -> int:
         return self.result.exit_code
 
-    def lines(self, worst: int = DEFAULT_WORST) -> list[str]:
-        """The verdict line, the `worst` games when there are several, and the notes."""
+    def lines(self, worst: int = DEFAULT_WORST, verbose: bool = False) -> list[str]:
+        """The verdict line, the `worst` games when there are several, and the notes;
+        `verbose`: the design and unit lines under the verdict line."""
         res = self.result
-        out = [res.line(), *res.why_lines()]
+        out = [res.line(), *(res.detail_lines() if verbose else []), *res.why_lines()]
         if len(res.per_game) > 1:
             out.append("worst games (new - reference):")
             out += res.game_lines(worst)

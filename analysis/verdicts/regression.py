@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.errors import AnalysisError
+from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.env_versions import version_hint
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
@@ -81,25 +81,25 @@ def regression_variance(n_new: int, n_ref: int, *, assume_equal_spread: bool = F
         raise AnalysisError("regression needs at least one new seed")
     if paired:
         if n_new != n_ref or n_new < 2:
-            raise AnalysisError(f"a paired gate needs the same >= 2 seeds on both sides, "
+            raise TooFewSeeds(f"a paired gate needs the same >= 2 seeds on both sides, "
                                 f"got {n_new} new and {n_ref} reference")
         return PAIRED
     if n_ref == 0:
         if n_new < 2:
-            raise AnalysisError(
+            raise TooFewSeeds(
                 "regression against a published number needs >= 2 new seeds (one value has "
                 "no spread estimate, so no confidence bound); run more seeds")
         if not reference_exact:
             raise AnalysisError(BARE_NUMBER_REFUSAL)
         return ONE_SAMPLE
     if n_new < 2 and n_ref < 2:
-        raise AnalysisError(
+        raise TooFewSeeds(
             f"regression needs >= 2 independent seeds on at least one side to estimate the "
             f"spread; got {n_new} new and {n_ref} reference seed(s) (layout copies of one "
             f"seed count once); run more seeds")
     if min(n_new, n_ref) < 2:
         if not assume_equal_spread:
-            raise AnalysisError(f"{n_new} new vs {n_ref} reference seed(s): "
+            raise TooFewSeeds(f"{n_new} new vs {n_ref} reference seed(s): "
                                 + ONE_SEED_REFUSAL)
         return REFERENCE_SIDE if n_new < 2 else NEW_SIDE
     return WELCH
@@ -308,9 +308,21 @@ class RegressionResult:
             f"{self.confidence:.0%} bounds [{self.lower_bound:+.4f}, {self.upper_bound:+.4f}]"
             f" vs -delta {-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"
-            + (f"; {self.design}" if self.design else "")
-            + (f"; numbers in {self.unit}" if self.unit else "")
         )
+
+    def detail_lines(self) -> list[str]:
+        """The design beside the verdict line (--verbose, JSON, the report's details): how
+        the bound was built (paired by seed, or Welch and why) and the numbers' unit."""
+        return ([f"design: {self.design}"] if self.design else []) \
+            + ([f"numbers in {self.unit}"] if self.unit else [])
+
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report): estimate, CI, margin, seeds."""
+        ref = f"{self.n_reference}" if self.n_reference else "a number"
+        return {"estimate": f"{self.diff:+.4f}",
+                "ci": f"one-sided {self.confidence:.0%}: [{self.lower_bound:+.4f}, "
+                      f"{self.upper_bound:+.4f}]",
+                "margin": f"-{self.delta:g}", "seeds": f"{self.n_new} new vs {ref} reference"}
 
     def rules_text(self) -> list[str]:
         out = []
@@ -350,6 +362,7 @@ class RegressionResult:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["line"] = self.line()
+        d["detail"] = self.detail_lines()
         return d
 
 

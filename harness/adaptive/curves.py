@@ -77,6 +77,7 @@ class CurveGate:
     layouts: list[str] = field(default_factory=list)  # the layouts its runs cover
     blocked: str = ""  # why no further look can be taken (a run did not complete)
     announced: bool = False  # `blocked` was printed
+    too_few_seeds: bool = False  # blocked as the seeds cannot decide it: UNDECIDED, not failed
 
     @property
     def subject(self) -> str:
@@ -265,14 +266,16 @@ def stop_reason(look: CurveLook) -> str:
 
 def gates_exit(gates: Sequence[CurveGate], strict: bool = False) -> int:
     """The gates' three outcomes as one exit code (the worst wins); a gate with no
-    decision (a run failed) counts as failed."""
+    decision counts as failed (a run failed), or as UNDECIDED when its seeds cannot
+    decide it (a one-seed side: no run and no verdict failed)."""
     from analysis.verdicts.equivalence import PASS, REGRESSION
 
     codes = []
     for gate in gates:
         d = gate.decision
         if d is None:
-            codes.append(EXIT_FAILED)
+            codes.append(verdict_exit(False, False, strict) if gate.too_few_seeds
+                         else EXIT_FAILED)
         else:
             codes.append(verdict_exit(d.decision == PASS, d.decision == REGRESSION, strict))
     return worst_exit(EXIT_OK, *codes)
@@ -315,14 +318,16 @@ def look_lines(look: CurveLook, verbose: bool) -> list[str]:
 
 def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                   allow_protocol_mismatch: bool = False, strict: bool = False,
-                  verbose: bool = False) -> tuple[int, list[str], list[tuple[str, int]]]:
+                  verbose: bool = False
+                  ) -> tuple[int, list[str], list[tuple[str, int]], list[dict[str, Any]]]:
     """`harness regress` of a sweep with looks over training time: per gate, the looks
     `harness run` recorded; the looks it did not take (a sweep run on Slurm, or records
     made elsewhere) taken now from the finished records, in order, up to the first
     decision (nothing recorded: regress only reads). An AnalysisError of one gate is its
-    ERROR line (exit 2); the other gates are still decided. `verbose`: with the design's
+    ERROR line (exit 2), a gate its seeds cannot decide (TooFewSeeds) its UNDECIDED line
+    (4); the other gates are still decided. `verbose`: with the design's
     internals."""
-    from analysis.errors import AnalysisError
+    from analysis.errors import AnalysisError, TooFewSeeds
     from analysis.inputs.load import load_runs
     from analysis.sequential.curve_looks import curve_look, curve_plan, plan_lines
 
@@ -333,6 +338,7 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
     reference_runs = load_runs([reference]).included
     lines: list[str] = [f"looks over training time: {design.describe()}"] if verbose else []
     outcomes: list[tuple[str, int]] = []  # each decided gate's (decision, exit code)
+    verdicts: list[dict[str, Any]] = []  # each gate's entry of the report's verdicts
     code = EXIT_OK
     for gate in gates:
         mine = gate.options(options)
@@ -356,16 +362,38 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
                     gate.looks.append(curve_look(gate.plan, new, ref, gate.next_look,
                                                  gate.subject, mine))
                     lines += look_lines(gate.looks[-1], verbose)
+        except TooFewSeeds as e:  # no run failed: UNDECIDED, with the reason
+            gate.blocked, gate.too_few_seeds = f"these seeds cannot decide it: {e}", True
+            lines += verdict_lines([gate])
+            verdicts.append(curve_verdict(gate))
+            outcomes.append(("UNDECIDED", gates_exit([gate], strict)))
+            code = worst_exit(code, outcomes[-1][1])
+            continue
         except (AnalysisError, RecordError, OSError) as e:
             lines.append(f"regression over training time: ERROR {gate.subject}: {e}")
+            verdicts.append({"kind": "regression", "subject": gate.subject,
+                             "verdict": "ERROR", "line": lines[-1]})
             code = worst_exit(code, 2)
             gate.blocked = str(e)
             continue
         lines += verdict_lines([gate])
+        verdicts.append(curve_verdict(gate))
         assert gate.decision is not None  # the looks above ran to a decision
         outcomes.append((gate.decision.decision, gates_exit([gate], strict)))
         code = worst_exit(code, outcomes[-1][1])
-    return code, lines, outcomes
+    return code, lines, outcomes, verdicts
+
+
+def curve_verdict(gate: CurveGate) -> dict[str, Any]:
+    """A gate's entry of the report's verdicts: its verdict line, and the cells and
+    design of its deciding look (an undecided gate: the why, no cells)."""
+    d = gate.decision
+    entry: dict[str, Any] = {"kind": "regression", "subject": gate.subject,
+                             "verdict": d.decision if d else "UNDECIDED",
+                             "line": verdict_lines([gate])[0]}
+    if d is not None:
+        entry |= {"cells": d.cells(), "detail": [d.text, *([d.detail.strip()] if d.detail else [])]}
+    return entry
 
 
 def status_lines(sweep: Sweep, store: Store) -> list[str]:
@@ -414,7 +442,8 @@ def verdict_lines(gates: Sequence[CurveGate]) -> list[str]:
         d = gate.decision
         if d is None:
             why = gate.blocked or "its looks are not all taken yet"
-            out.append(f"regression over training time: NONE for {gate.subject}: {why}")
+            word = "UNDECIDED" if gate.too_few_seeds else "NONE"
+            out.append(f"regression over training time: {word} for {gate.subject}: {why}")
             continue
         saved = (f"; {1 - d.fraction:.0%} of the frame budget not spent"
                  if d.fraction < 1 else "; ran to the full budget")

@@ -102,9 +102,12 @@ def seeds_text(look: Look) -> str:
     return ", ".join(f"{side} {n}" for side, n in look.seeds.items())
 
 
-def look_lines(look: Look) -> list[str]:
-    """A Look as the console shows it: its own line, and at the cap what it would need."""
+def look_lines(look: Look, verbose: bool = False) -> list[str]:
+    """A Look as the console shows it: its own line, with `verbose` its design's
+    internals, and at the cap what it would need."""
     lines = [f"  look {look.look}: {look.text}"]
+    if verbose and look.detail:
+        lines.append(f"    design: {look.detail}")
     if look.needs:
         lines.append(f"    needs: {look.needs}")
     return lines
@@ -178,7 +181,9 @@ def adaptive_section(sweep: Sweep, store: Store,
         parts.append(table_html(["look", "verdict", "subject", "seeds per side", "statistic",
                                  "boundary", "decision", "fixed design (seeds per side)"],
                                 rows))
-        parts += [f"<div class='verdict'>{html.escape(look.text)}</div>" for look in prog.latest]
+        parts += [f"<div class='verdict'>{html.escape(look.text)}</div>"
+                  + (f"<details><summary>design</summary>{html.escape(look.detail)}</details>"
+                     if look.detail else "") for look in prog.latest]
         parts += [f"<p>Needs: {html.escape(look.needs)}</p>" for look in prog.latest
                   if look.needs]
     why = stop_reason(sweep, prog).removeprefix("adaptive: ")

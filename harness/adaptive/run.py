@@ -59,12 +59,12 @@ def say(text: str) -> None:
 
 def run_until_decided(sweep: Sweep, store: Store, run_batch: RunBatch,
                       stop: threading.Event, max_attempts: int = 2,
-                      strict: bool = False) -> int:
+                      strict: bool = False, verbose: bool = False) -> int:
     """Run the sweep's looks from the first one not recorded; the exit code says why it
     stopped. Stopped on its looks: the verdicts' own three outcomes (decisions_exit: 0
     every verdict passed, 1 one failed, 4 UNDECIDED AT CAP, 1 under `strict`). Else 1 a
     run failed, 3 a run was skipped (unavailable), 2 the analysis refused the runs, 130
-    interrupted."""
+    interrupted. `verbose`: each look's line with its design's internals."""
     assert sweep.adaptive is not None
     lock = adaptive_lock(store)
     if not lock.acquire():
@@ -72,7 +72,8 @@ def run_until_decided(sweep: Sweep, store: Store, run_batch: RunBatch,
               f"({lock_holder(lock.path.parent)}); wait for it", file=sys.stderr)
         return EXIT_FAILED
     try:
-        return _looks(_Adaptive(sweep, store, run_batch, stop, max_attempts, strict))
+        return _looks(_Adaptive(sweep, store, run_batch, stop, max_attempts, strict,
+                                verbose))
     finally:
         lock.release()
 
@@ -87,6 +88,7 @@ class _Adaptive:
     stop: threading.Event
     max_attempts: int
     strict: bool = False
+    verbose: bool = False
 
     @property
     def config(self) -> AdaptiveConfig:
@@ -122,7 +124,7 @@ def _looks(ad: _Adaptive) -> int:
                 return code
             prog = progress(ad.sweep, ad.store)
         for look in looks:
-            for line in look_lines(look):
+            for line in look_lines(look, ad.verbose):
                 say(line)
         if all(look.decided for look in looks) or index == total:
             say(stop_reason(ad.sweep, prog))
