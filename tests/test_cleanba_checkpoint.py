@@ -5,7 +5,7 @@ update 7 (checkpoints after updates 3 and 6 on disk), resumed, has updates.csv a
 episodes.csv identical to an uninterrupted run's in every column but the wall-clock ones.
 A torn checkpoint is skipped (the run falls back to the older one and says why), and a
 checkpoint of another configuration is refused (the run starts from update 0 and says
-why). Cost: 5 tiny trainer runs, ~40 s on the 2-core CI box.
+why). Cost: 4 tiny trainer runs and 2 short ones, ~60 s on the 2-core CI box.
 """
 
 from __future__ import annotations
@@ -119,20 +119,30 @@ def test_a_torn_checkpoint_is_skipped_for_the_older_one(uninterrupted, killed_co
 
 
 def test_a_checkpoint_of_another_configuration_is_refused(uninterrupted, killed_copy):
-    p = resume(killed_copy, "--learning-rate", "0.002")
-    assert p.returncode == 0, p.stderr
+    # one update of the fresh start is enough to see it start from 0 (the flag is
+    # bookkeeping: no part of the fingerprint)
+    p = resume(killed_copy, "--learning-rate", "0.002", "--stop-after-updates", "1")
+    assert p.returncode == 130, p.stderr
     for update in (6, 3):
         assert (f"[cleanba] checkpoints/{update} not used: another configuration "
                 "(--learning-rate)") in p.stdout
     assert "no usable checkpoint, starting from update 0" in p.stdout
     record = manifest(killed_copy)
     assert "resumptions" not in record and record["previous_attempt"] == "previous_attempts/1"
-    assert record["summary"]["updates"] == UPDATES
     updates = rows_without_wall_clock(killed_copy, schema.UPDATES_FILE)
-    assert [int(r["update"]) for r in updates] == list(range(1, UPDATES + 1))
-    # trained with another learning rate from update 1: not the uninterrupted run's losses
+    assert [int(r["update"]) for r in updates] == [1]
+    # trained with another learning rate from update 1: not the uninterrupted run's loss
     assert updates[0]["loss_total"] != rows_without_wall_clock(
         uninterrupted, schema.UPDATES_FILE)[0]["loss_total"]
+
+
+def test_a_completed_run_is_not_resumed(uninterrupted, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(uninterrupted, copy)
+    p = resume(copy)
+    assert p.returncode == 2 and "that run is already completed" in p.stderr
+    for name in (schema.UPDATES_FILE, schema.EPISODES_FILE):
+        assert (copy / name).read_bytes() == (uninterrupted / name).read_bytes()
 
 
 def test_the_reseeding_is_in_the_env_protocol(uninterrupted):
@@ -151,6 +161,27 @@ def test_only_the_newest_checkpoints_are_kept(tmp_path):
     assert checkpoint.updates_on_disk(tmp_path) == [9, 6]
     meta = json.loads((tmp_path / "checkpoints" / "9" / "meta.json").read_text())
     assert meta["update"] == 9 and meta["files"]["a.bin"]["bytes"] == 1
+
+
+def test_a_checkpoint_is_read_only_when_whole_and_matching(tmp_path):
+    print_ = {"configuration": {"seed": 1}, "code": {}, "stack": {}}
+    files = {checkpoint.LEARNER_STATE_FILE: b"state", checkpoint.ACTOR_PARAMS_FILE: b"params"}
+    meta = {"rows": {"updates.csv": 3, "episodes.csv": 5}, "actor_version": 3,
+            "wall_time_s": 1.5, "action_key": [1, 2], "fingerprint": print_}
+    folder = checkpoint.write(tmp_path, 3, files, meta, keep=2)
+    rows = {"updates.csv": 4, "episodes.csv": 5}
+    found = checkpoint.read(folder, print_, rows)
+    assert (found.update, found.actor_version, found.learner_state) == (3, 3, b"state")
+    with pytest.raises(ValueError, match="updates.csv holds 2 rows, fewer than the 3"):
+        checkpoint.read(folder, print_, {**rows, "updates.csv": 2})
+    with pytest.raises(ValueError, match=r"another configuration \(seed\)"):
+        checkpoint.read(folder, {**print_, "configuration": {"seed": 2}}, rows)
+    (folder / checkpoint.ACTOR_PARAMS_FILE).unlink()
+    with pytest.raises(ValueError, match="torn: actor_params.msgpack missing"):
+        checkpoint.read(folder, print_, rows)
+    (folder / checkpoint.META_FILE).write_text('{"format": 1, "upd')
+    assert checkpoint.newest_usable(tmp_path, print_, rows) == (
+        None, ["checkpoints/3 not used: torn: meta.json missing or unreadable (JSONDecodeError)"])
 
 
 def test_csv_rows_are_cut_back_to_a_checkpoint(tmp_path):

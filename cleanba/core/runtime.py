@@ -55,6 +55,7 @@ from cleanba.core.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_fl
 from cleanba.numerics.parallel import LearnerMesh, first_replica
 from runrecord import LayoutError, RecordError, RunWriter, error_entry, schema
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from runrecord.writer import read_manifest_or_none
 
 
 def _thread(ctx: Context, name: str, target: Callable, *args: Any) -> threading.Thread:
@@ -214,6 +215,10 @@ def find_resume_point(prep: Prepared) -> checkpoint.Checkpoint | None:
     and why, printed), with the record's CSVs cut back to the rows it names; None (said)
     when there is none: the run starts from update 0 and the old record is archived."""
     run_dir = prep.run_dir
+    old = read_manifest_or_none(run_dir)
+    if old is not None and old.get("status") == schema.COMPLETED:
+        raise RecordError(f"--resume-from {run_dir}: that run is already completed; nothing "
+                          "to resume (its record is left as it is)")
     rows = {name: checkpoint.complete_rows(run_dir / name)
             for name in (schema.UPDATES_FILE, schema.EPISODES_FILE)}
     found, skipped = checkpoint.newest_usable(run_dir, checkpoint.fingerprint(prep.manifest),
@@ -230,6 +235,9 @@ def find_resume_point(prep: Prepared) -> checkpoint.Checkpoint | None:
     console(f"[cleanba] resuming from {found.folder.relative_to(run_dir)} (after update "
             f"{found.update}; {found.updates_rows} updates.csv and {found.episodes_rows} "
             "episodes.csv rows kept)")
+    if not prep.plan.deterministic:
+        console("[cleanba] not --deterministic: the updates from here on are not the bits an "
+                "uninterrupted run would give (the same in distribution)")
     return found
 
 
