@@ -5,7 +5,8 @@ update 7 (checkpoints after updates 3 and 6 on disk), resumed, has updates.csv a
 episodes.csv identical to an uninterrupted run's in every column but the wall-clock ones.
 A torn checkpoint is skipped (the run falls back to the older one and says why), and a
 checkpoint of another configuration is refused (the run starts from update 0 and says
-why). Cost: 4 tiny trainer runs and 2 short ones, ~60 s on the 2-core CI box.
+why). The same for IMPALA under sync. Cost: 7 tiny trainer runs and 2 short ones, ~80 s
+on the 2-core CI box.
 """
 
 from __future__ import annotations
@@ -134,6 +135,22 @@ def test_a_checkpoint_of_another_configuration_is_refused(uninterrupted, killed_
     # trained with another learning rate from update 1: not the uninterrupted run's loss
     assert updates[0]["loss_total"] != rows_without_wall_clock(
         uninterrupted, schema.UPDATES_FILE)[0]["loss_total"]
+
+
+def test_impala_under_sync_resumes_bit_for_bit(tmp_path):
+    """The other trainer, and the architecture whose actors take the learner's newest
+    params (version C + 1 after checkpoint C, not cleanba's C): stopped after update 3
+    (--stop-after-updates, bookkeeping), resumed from checkpoint 2."""
+    flags = ["--num-envs", "4", "--num-steps", "16", "--num-actor-threads", "1",
+             "--num-minibatches", "1", "--progress-interval-s", "0", "--architecture", "sync", "--deterministic", "--total-timesteps", str(4 * 16 * 4),
+             "--checkpoint-every", "2"]
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    assert run("impala", whole, *flags).returncode == 0
+    assert run("impala", stopped, *flags, "--stop-after-updates", "3").returncode == 130
+    p = run("impala", stopped, *flags, "--resume-from", str(stopped))
+    assert p.returncode == 0, p.stderr
+    assert "[cleanba] resuming from checkpoints/2 (after update 2;" in p.stdout
+    assert_same_records(whole, stopped)
 
 
 def test_a_completed_run_is_not_resumed(uninterrupted, tmp_path):
