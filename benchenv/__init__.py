@@ -211,19 +211,25 @@ def check_seed(seed: int) -> None:
                          f"pack the run seed and the env index into EnvPool's int32 range)")
 
 
-def env_seeds(base_seed: int, first_env_index: int, num_envs: int) -> list[int]:
+def env_seeds(base_seed: int, first_env_index: int, num_envs: int,
+              segment: int = 0) -> list[int]:
     """EnvPool seeds of envs [first, first + num) of the run with seed `base_seed`:
     mix31(seed * MAX_ENVS + global env index).
 
     Depends only on (run seed, global env index), never on which thread, device or process
     runs the env, so one seed gives the same streams on every layout (the deterministic
     mode relies on it), and distinct (seed, index) pairs never share a seed.
+
+    segment > 0: the seeds of the envs re-seeded at that update (checkpoint boundaries,
+    cleanba/core/checkpoint.py): mix31(segment seed + segment), a bijection of the
+    segment-0 seed for each segment, so one segment's envs never share a seed.
     """
     check_seed(base_seed)
     if first_env_index < 0 or first_env_index + num_envs > MAX_ENVS:
         raise ValueError(f"env indices {first_env_index}..{first_env_index + num_envs - 1} "
                          f"outside 0..{MAX_ENVS - 1}")
-    return [mix31(base_seed * MAX_ENVS + first_env_index + i) for i in range(num_envs)]
+    first = [mix31(base_seed * MAX_ENVS + first_env_index + i) for i in range(num_envs)]
+    return first if segment == 0 else [mix31(s + segment) for s in first]
 
 
 def make_env(
@@ -232,17 +238,19 @@ def make_env(
     base_seed: int,
     first_env_index: int = 0,
     protocol: dict[str, Any] | None = None,
+    segment: int = 0,
     **backend_kwargs: Any,
 ):
     """A gymnasium-API vector env of the protocol's backend (default: env_protocol(env_id)):
     reset() -> (obs, info), step(actions) -> (obs, reward, terminated, truncated, info),
     close(); EnvPool's semantics on either backend (benchenv/ale_env.py). Env i is the
-    run's env first_env_index + i and gets its seed from `env_seeds`. backend_kwargs:
+    run's env first_env_index + i and gets its seed from `env_seeds` (of `segment`: 0, or
+    the update at which the run re-seeds its envs). backend_kwargs:
     num_threads (both backends), or any other EnvPool kwarg (EnvPool only)."""
     protocol = env_protocol(env_id) if protocol is None else protocol
     backend = protocol_backend(protocol)
     check_env_id(env_id, backend)
-    seeds = env_seeds(base_seed, first_env_index, num_envs)
+    seeds = env_seeds(base_seed, first_env_index, num_envs, segment)
     if backend == "ale":
         from benchenv.ale_env import AleVectorEnv
 

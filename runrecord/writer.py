@@ -200,6 +200,12 @@ class CsvAppender:
             self._f.write(buf.getvalue())
             self._f.flush()
 
+    def sync(self) -> None:
+        with self._lock:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._last_fsync = time.monotonic()
+
     def close(self) -> None:
         with self._lock:
             if not self._f.closed:
@@ -238,7 +244,11 @@ class RunWriter:
         run_dir: Path | str,
         manifest: Mapping[str, Any],
         extra_update_columns: Sequence[str] = (),
+        resumed: Mapping[str, Any] | None = None,
     ):
+        """resumed: this attempt continues the record in run_dir from a checkpoint (what
+        it resumed from, appended to the manifest's `resumptions`): its CSVs are kept,
+        already cut to the checkpoint's rows, instead of archived."""
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         old = read_manifest_or_none(self.run_dir)
@@ -248,7 +258,8 @@ class RunWriter:
                     f"run {self.run_dir} is already completed; refusing to overwrite it "
                     "(delete the folder or choose another --run-dir)"
                 )
-        self.previous_attempt = _archive_previous_attempt(self.run_dir)
+        self.previous_attempt = (None if resumed is not None
+                                 else _archive_previous_attempt(self.run_dir))
         for c in extra_update_columns:
             if not (c.startswith(schema.LOSS_PREFIX) or c.startswith(schema.STAT_PREFIX)):
                 raise RecordError(f"extra update column {c!r} must start with 'loss_' or 'stat_'")
@@ -267,6 +278,9 @@ class RunWriter:
         self.manifest["error"] = None
         if self.previous_attempt is not None:
             self.manifest["previous_attempt"] = str(self.previous_attempt.relative_to(self.run_dir))
+        if resumed is not None:
+            earlier = (old or {}).get("resumptions") or []
+            self.manifest["resumptions"] = [*earlier, {**resumed, "at": utc_now()}]
         self._write_manifest()
         self.episodes = CsvAppender(self.run_dir / schema.EPISODES_FILE, schema.EPISODE_COLUMNS)
         self.updates = CsvAppender(self.run_dir / schema.UPDATES_FILE, self.update_columns)
@@ -283,6 +297,11 @@ class RunWriter:
 
     def log_update(self, row: Mapping[str, Any]) -> None:
         self.updates.append(row)
+
+    def sync(self) -> None:
+        """Make every row written so far durable (fsync both CSVs)."""
+        self.episodes.sync()
+        self.updates.sync()
 
     def set(self, **fields: Any) -> None:
         """Update manifest fields mid-run (e.g. devices found after start-up)."""

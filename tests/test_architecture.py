@@ -96,7 +96,7 @@ CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
 # run's settings before the threads that read them, the runtime that starts them on top
 NUMERICS_LAYERS = wing("cleanba.numerics", "losses networks parallel", "deterministic")
 CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers",
-                   "config", "layout records", "control channel", "algorithm checks",
+                   "config", "layout records checkpoint", "control channel", "algorithm checks",
                    "context", "actor", "learner", "runtime", "cli")
 TOOLS_LAYERS = wing("cleanba.tools", "actor_hook",
                     "throughput bench determinism_check speed_bound")

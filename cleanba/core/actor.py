@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import benchenv
+from cleanba.core import checkpoint
 from cleanba.core.context import Context
 from cleanba.core.records import Episode, EpisodeTracker, record_step
 from cleanba.core.rollout_buffers import RolloutBuffers
@@ -103,17 +104,14 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
     n, T = plan.envs_per_thread, plan.num_steps
     first_env = plan.first_env_index(thread_global)
     spec = ctx.prep.checked.env
-    env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env, protocol=spec.protocol)
     inference_envs = plan.envs_per_group if plan.deterministic else 0
     policy = jax.jit(partial(packed_sample_step, policy_network(ctx), inference_envs))
     env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
     key = jax.device_put(ctx.action_key, device)
-    tracker = EpisodeTracker(first_env, n)
     rewards_clipped = bool(spec.protocol.get("reward_clip", False))
     on_device = obs_on_device(ctx, device)
-    obs, _ = env.reset()
-    obs_now = jax.device_put(obs, device) if on_device else obs  # what the policy step reads
-    prev_done = np.zeros(n, bool)
+    env: Any = None
+    segment = -1
     version, params = 0, None
     # the rollouts' host memory, reused once the learner lets go of it: writing fresh pages
     # step by step cost up to a tenth of an env step (cleanba/core/rollout_buffers.py)
@@ -127,12 +125,24 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
         "dones": ((T, n), np.float32),
         "mask": ((T, n), np.float32),
     })
-    for k in range(1, plan.num_updates + 1):
+    for k in range(ctx.start_update + 1, plan.num_updates + 1):
+        if checkpoint.env_segment(k, cfg.checkpoint_every) != segment:
+            # a checkpoint boundary (or the start): new envs seeded for this segment, new
+            # episodes; the running ones are cut (cleanba/core/checkpoint.py)
+            if env is not None:
+                env.close()
+            segment = checkpoint.env_segment(k, cfg.checkpoint_every)
+            env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env,
+                                    protocol=spec.protocol, segment=segment)
+            tracker = EpisodeTracker(first_env, n)
+            obs, _ = env.reset()
+            obs_now = jax.device_put(obs, device) if on_device else obs  # the policy step's
+            prev_done = np.zeros(n, bool)
         if ctx.fault is not None and ctx.fault.kind == "actor" and ctx.fault.at == k \
                 and thread_global == 0:
             raise RuntimeError(f"injected actor fault at rollout {k} ({ctx.fault})")
         t_wait = time.monotonic()
-        got = ctx.channel.for_rollout(local_thread, k)
+        got = ctx.channel.for_rollout(local_thread, k, first=k == ctx.start_update + 1)
         if got is not None:
             version, params = got[0], jax.device_put(got[1], device)
         param_wait = time.monotonic() - t_wait
@@ -179,4 +189,5 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
         ctx.timing["rollout"].append(time.monotonic() - t_rollout)
         rollout = Rollout(thread_global, k, arrays, versions, param_wait, episodes)
         ctx.control.put(ctx.rollout_queues[local_thread], rollout)
-    env.close()
+    if env is not None:
+        env.close()

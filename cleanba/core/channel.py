@@ -49,11 +49,13 @@ class ParamChannel:
                 self._latest = (version, params)
                 self._cond.notify_all()
 
-    def for_rollout(self, thread: int, iteration: int) -> tuple[int, Any] | None:
+    def for_rollout(self, thread: int, iteration: int,
+                    first: bool = False) -> tuple[int, Any] | None:
         """Actor side, before rollout `iteration` (1-based): the (version, params) to use
-        from now on, or None to keep the current ones."""
+        from now on, or None to keep the current ones. `first`: the actor's first rollout
+        (of a run resumed from a checkpoint, maybe not rollout 1), which has none yet."""
         if self.architecture == "cleanba":
-            if iteration == 2:
+            if iteration == 2 and not first:
                 return None  # the queue-of-one trick: overlap rollout 2 with update 1
             return self.control.get(self._queues[thread])
         want = iteration if self.architecture == "sync" else 1

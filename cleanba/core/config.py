@@ -111,6 +111,17 @@ class CommonConfig:
     """Stop after this many updates, with the learning-rate schedule and everything else of
     the whole run (status `interrupted`, the reason naming the flag): the prefix replay of
     `harness verify --replay` (docs/certificate.md). Not part of the run id."""
+    checkpoint_every: int = 0
+    """Write a checkpoint of the whole training state every this many updates into the
+    record's checkpoints/ folder (0: none). Every env is re-seeded at each checkpoint, the
+    episodes running there cut, so the run differs from one without (its env protocol says
+    `reseed_every_updates`; docs/cleanba.md, "Checkpoints and resume")."""
+    checkpoint_keep: int = 2
+    """Checkpoints kept: the newest ones; an older one goes once a newer one is durable."""
+    resume_from: str | None = None
+    """Continue the interrupted run whose record is this folder, from its newest valid
+    checkpoint (a torn one, or one of another code, configuration or stack, is skipped and
+    said why; none valid: from update 0). The record continues in that folder."""
     track: bool = False
     """Also log to Weights & Biases (honours WANDB_MODE=offline)."""
     wandb_project: str = "cleanba"
@@ -142,6 +153,17 @@ class CommonConfig:
             raise ConfigError(f"--num-envs must be <= {MAX_ENVS}, got {self.num_envs}")
         if self.stop_after_updates is not None and self.stop_after_updates < 1:
             raise ConfigError(f"--stop-after-updates must be >= 1, got {self.stop_after_updates}")
+        if self.checkpoint_every < 0:
+            raise ConfigError(f"--checkpoint-every must be >= 0, got {self.checkpoint_every}")
+        if self.checkpoint_keep < 1:
+            raise ConfigError(f"--checkpoint-keep must be >= 1, got {self.checkpoint_keep}")
+        if self.distributed and (self.checkpoint_every or self.resume_from):
+            raise ConfigError("--checkpoint-every/--resume-from do not work with --distributed "
+                              "yet: only a one-process run writes and reads checkpoints")
+        if self.resume_from is not None and self.run_dir is not None \
+                and os.path.abspath(self.run_dir) != os.path.abspath(self.resume_from):
+            raise ConfigError(f"--resume-from {self.resume_from} continues that record: "
+                              f"--run-dir {self.run_dir} must be the same folder or left out")
         if self.learner_delay_s < 0:
             raise ConfigError(f"--learner-delay-s must be >= 0, got {self.learner_delay_s}")
         if self.architecture not in ("sync", "cleanba", "async"):
@@ -192,6 +214,9 @@ BOOKKEEPING_FIELDS = (
     "params_checksum",
     "progress_interval_s",
     "stop_after_updates",
+    "checkpoint_every",  # its re-seeding is in the env protocol (reseed_every_updates)
+    "checkpoint_keep",
+    "resume_from",
     "track",
     "wandb_project",
     "wandb_entity",

@@ -64,7 +64,12 @@ class Context:
     memory reused from rollout to rollout (False), or by its device's platform (None: on
     the device unless it is a CPU; cleanba/core/actor.py, `obs_on_device`). Records are the
     same bits either way; runs leave it None, tests and tools set it."""
+    start_update: int = 0
+    """0, or the update of the checkpoint the run resumed from (its next rollout is
+    start_update + 1)."""
     updates_done: int = 0
+    checkpoint_bytes: int = 0
+    """Size of the last checkpoint written (cleanba/core/checkpoint.py)."""
     episodes_written: int = 0
     timing: dict[str, list[float]] = field(default_factory=lambda: {"rollout": [], "update": []})
     host_rollout_sets: dict[int, int] = field(default_factory=dict)

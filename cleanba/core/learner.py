@@ -14,10 +14,10 @@ import jax
 import numpy as np
 
 import benchenv
-from cleanba.core import stopping
+from cleanba.core import checkpoint, stopping
 from cleanba.core.actor import Rollout
 from cleanba.core.context import Context
-from cleanba.core.records import Episode
+from cleanba.core.records import Episode, console
 from cleanba.numerics.parallel import LearnerMesh, checksum, first_replica
 
 
@@ -105,14 +105,46 @@ class NonFiniteLoss(FloatingPointError):
     pass
 
 
+def actor_params_after(architecture: str, update: int, before: Any, after: Any) -> tuple[int, Any]:
+    """(version, params) the actors act with from rollout `update` + 1 on: under cleanba's
+    queue of one the version the update started from, else the update's result."""
+    return (update, before) if architecture == "cleanba" else (update + 1, after)
+
+
+def write_checkpoint(ctx: Context, k: int, state: Any, actor: tuple[int, Any]) -> None:
+    """Checkpoint after update k (cleanba/core/checkpoint.py): the CSV rows it names are
+    made durable first, so a checkpoint never names rows the record may lose."""
+    assert ctx.writer is not None
+    t0 = time.monotonic()
+    ctx.writer.sync()
+    meta = {"rows": {"updates.csv": k, "episodes.csv": ctx.episodes_written},
+            "actor_version": actor[0], "wall_time_s": time.monotonic() - ctx.start_time,
+            "action_key": np.asarray(ctx.action_key).tolist(),
+            "fingerprint": checkpoint.fingerprint(ctx.prep.manifest)}
+    files = checkpoint.state_files(first_replica(state), actor[1])
+    folder = checkpoint.write(ctx.prep.run_dir, k, files, meta, ctx.config.checkpoint_keep)
+    ctx.timing.setdefault("checkpoint", []).append(time.monotonic() - t0)
+    ctx.checkpoint_bytes = sum(len(b) for b in files.values())
+    console(f"[cleanba] checkpoint after update {k}: {folder.relative_to(ctx.prep.run_dir)}"
+                f" ({ctx.checkpoint_bytes:,} bytes, {time.monotonic() - t0:.3f} s)")
+
+
 def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
+    """Updates start + 1 .. num_updates (start = ctx.start_update > 0: resumed from the
+    checkpoint of update `start`, whose actor params make_context published already)."""
     plan, cfg, alg = ctx.plan, ctx.config, ctx.algorithm
+    start = ctx.start_update
     update = alg.make_update(mesh)
     frames_per_step = benchenv.frames_per_step(cfg.env_id)
     capacity = plan.local_num_envs * plan.num_steps
-    last_time, last_steps = time.monotonic(), 0
+    last_time, last_steps = time.monotonic(), start * plan.batch_size
     ctx.control.together = jax.process_count() > 1
-    for k in range(1, plan.num_updates + 1):
+    published = first_replica(state.params)  # what the learner published last
+    if start > 0 and cfg.architecture == "cleanba":
+        # the publish that ended update `start` before the checkpoint: rollout start + 2's
+        # params, queued behind rollout start + 1's (make_context's)
+        ctx.channel.publish(start + 1, published)
+    for k in range(start + 1, plan.num_updates + 1):
         t0 = time.monotonic()
         rollouts = [ctx.control.get(q) for q in ctx.rollout_queues]
         queue_wait = time.monotonic() - t0
@@ -140,8 +172,9 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
                 f"loss_total is {metrics['loss_total']} at update {k} (learner version {k + 1}); "
                 "stopping the run"
             )
-        params = first_replica(state.params)
+        params, before = first_replica(state.params), published
         ctx.channel.publish(k + 1, params)
+        published = params
         digest = checksum(params) if cfg.params_checksum else ""
         ctx.timing["update"].append(time.monotonic() - t_update)
 
@@ -185,6 +218,10 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         p.update, p.env_steps, p.sps = k, env_steps, sps
         p.recent_returns.extend(e.episode_return for e in episodes)
         ctx.updates_done = k
+        if ctx.writer is not None and checkpoint.is_boundary(k, cfg.checkpoint_every,
+                                                             plan.num_updates):
+            write_checkpoint(ctx, k, state,
+                             actor_params_after(cfg.architecture, k, before, params))
         ctx.control.phase = (f"training (after update {k} of {plan.num_updates})"
                              if k < plan.num_updates else
                              f"finishing (all {k} updates done, before the final write)")

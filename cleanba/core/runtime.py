@@ -29,9 +29,10 @@ from typing import Any
 
 import jax
 import jax._src.distributed as jax_distributed  # the client, for the exit barrier (no public API)
+import numpy as np
 
 import benchenv
-from cleanba.core import stopping
+from cleanba.core import checkpoint, stopping
 from cleanba.core.actor import actor_loop
 from cleanba.core.algorithm import AlgorithmFactory
 from cleanba.core.channel import ParamChannel
@@ -54,6 +55,7 @@ from cleanba.core.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_fl
 from cleanba.numerics.parallel import LearnerMesh, first_replica
 from runrecord import LayoutError, RecordError, RunWriter, error_entry, schema
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from runrecord.writer import read_manifest_or_none
 
 
 def _thread(ctx: Context, name: str, target: Callable, *args: Any) -> threading.Thread:
@@ -86,8 +88,10 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
     rollout_obs = rollout_obs_from_env()
     checked = check_run(config, factory, start_processes, preset, presets)
     plan, protocol = checked.plan, checked.env.protocol
+    protocol = checkpoint.recorded_protocol(protocol, config.checkpoint_every)
     rid = config.run_id or make_run_id(system, config, protocol, plan.layout)
-    run_dir = Path(config.run_dir) if config.run_dir else default_run_dir(rid)
+    folder = config.resume_from or config.run_dir
+    run_dir = Path(folder) if folder else default_run_dir(rid)
     local = jax.local_devices()
     devices = [local[i].device_kind for i in sorted(set(plan.actor_device_ids + plan.learner_device_ids))]
     derived = {
@@ -143,8 +147,10 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
         # Under the watcher's lock: a signal finds either no record (exit, nothing written)
         # or a record and a run that stops through `control` (status interrupted).
         with watcher.lock:
+            resume = find_resume_point(prep) if config.resume_from else None
             if jax.process_index() == 0:
-                writer = RunWriter(prep.run_dir, prep.manifest, prep.algorithm.metric_columns)
+                writer = RunWriter(prep.run_dir, prep.manifest, prep.algorithm.metric_columns,
+                                   resumed=None if resume is None else resume_entry(resume))
             control.phase = "start-up (compiling, creating environments)"
             watcher.running(control.interrupt)
     except (ConfigError, benchenv.EnvError, LayoutError, RecordError) as exc:
@@ -161,7 +167,7 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
     try:
         if config.track and writer is not None:
             wandb_logger = WandbLogger(config, system, prep.run_id, prep.run_dir, prep.manifest)
-        ctx, threads = _start(config, prep, control, writer, wandb_logger)
+        ctx, threads = _start(config, prep, control, writer, wandb_logger, resume)
         _supervise(ctx, threads)
         watcher.hold("finishing", config.seed)
         if control.error is None and not control.interrupted \
@@ -204,6 +210,43 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
     return code
 
 
+def find_resume_point(prep: Prepared) -> checkpoint.Checkpoint | None:
+    """--resume-from: the newest usable checkpoint of the record (each newer one skipped,
+    and why, printed), with the record's CSVs cut back to the rows it names; None (said)
+    when there is none: the run starts from update 0 and the old record is archived."""
+    run_dir = prep.run_dir
+    old = read_manifest_or_none(run_dir)
+    if old is not None and old.get("status") == schema.COMPLETED:
+        raise RecordError(f"--resume-from {run_dir}: that run is already completed; nothing "
+                          "to resume (its record is left as it is)")
+    rows = {name: checkpoint.complete_rows(run_dir / name)
+            for name in (schema.UPDATES_FILE, schema.EPISODES_FILE)}
+    found, skipped = checkpoint.newest_usable(run_dir, checkpoint.fingerprint(prep.manifest),
+                                              rows)
+    for line in skipped:
+        console(f"[cleanba] {line}")
+    if found is None:
+        console(f"[cleanba] --resume-from {run_dir}: no usable checkpoint, starting from "
+                "update 0")
+        return None
+    for name, kept in ((schema.UPDATES_FILE, found.updates_rows),
+                       (schema.EPISODES_FILE, found.episodes_rows)):
+        checkpoint.truncate_rows(run_dir / name, kept)
+    console(f"[cleanba] resuming from {found.folder.relative_to(run_dir)} (after update "
+            f"{found.update}; {found.updates_rows} updates.csv and {found.episodes_rows} "
+            "episodes.csv rows kept)")
+    if not prep.plan.deterministic:
+        console("[cleanba] not --deterministic: the updates from here on are not the bits an "
+                "uninterrupted run would give (the same in distribution)")
+    return found
+
+
+def resume_entry(found: checkpoint.Checkpoint) -> dict[str, Any]:
+    """The manifest's record of one resumption."""
+    return {"checkpoint": f"{checkpoint.CHECKPOINTS_DIR}/{found.update}", "update": found.update,
+            "updates_rows": found.updates_rows, "episodes_rows": found.episodes_rows}
+
+
 def backend_text(protocol: dict[str, Any]) -> str:
     """`envpool 1.2.5`, or `ale 0.12.1 (EnvPool is not installed: the ALE backend)`."""
     backend = benchenv.protocol_backend(protocol)
@@ -230,15 +273,23 @@ def final_status(control: Control, error: BaseException | None,
 def make_context(config: CommonConfig, prep: Prepared, control: Control,
                  writer: RunWriter | None = None, wandb_logger: WandbLogger | None = None,
                  actor_forward: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]]
-                 | None = None) -> tuple[Context, LearnerMesh, Any]:
+                 | None = None, resume: checkpoint.Checkpoint | None = None,
+                 ) -> tuple[Context, LearnerMesh, Any]:
     """Shared state, the learner mesh and the replicated initial train state (version 1,
-    already published to the actors). actor_forward: the seam of the actors' forward
-    pass (Context.actor_forward), for benchmarks; runs leave it None."""
+    already published to the actors; resumed: the checkpoint's state, and the params its
+    actors act with published). actor_forward: the seam of the actors' forward pass
+    (Context.actor_forward), for benchmarks; runs leave it None."""
     plan = prep.plan
     root = jax.random.PRNGKey(config.seed)
     init_key, action_key = jax.random.fold_in(root, 0), jax.random.fold_in(root, 1)
     mesh = LearnerMesh(plan.learner_device_ids)
-    state = mesh.replicate(jax.device_get(prep.algorithm.init_state(init_key)))
+    host_state = jax.device_get(prep.algorithm.init_state(init_key))
+    actor_version, actor_params = 1, host_state.params
+    if resume is not None:
+        host_state, actor_params = checkpoint.restored_state(resume, host_state)
+        actor_version = resume.actor_version
+        action_key = jax.numpy.asarray(np.asarray(resume.action_key, np.uint32))
+    state = mesh.replicate(host_state)
     channel = ParamChannel(config.architecture, plan.threads_per_process, plan.num_updates,
                            control)
     ctx = Context(
@@ -248,7 +299,13 @@ def make_context(config: CommonConfig, prep: Prepared, control: Control,
         writer=writer, wandb=wandb_logger, start_time=time.monotonic(),
         actor_forward=actor_forward, rollout_obs_on_device=prep.rollout_obs_on_device,
     )
-    channel.publish(1, first_replica(state.params))
+    if resume is None:
+        channel.publish(1, first_replica(state.params))
+    else:
+        ctx.start_update = ctx.updates_done = ctx.progress.update = resume.update
+        ctx.episodes_written = resume.episodes_rows
+        ctx.start_time = time.monotonic() - resume.wall_time_s
+        channel.publish(actor_version, actor_params)
     return ctx, mesh, state
 
 
@@ -265,8 +322,9 @@ def actor_threads(ctx: Context) -> list[threading.Thread]:
 
 
 def _start(config: CommonConfig, prep: Prepared, control: Control, writer: RunWriter | None,
-           wandb_logger: WandbLogger | None) -> tuple[Context, list[threading.Thread]]:
-    ctx, mesh, state = make_context(config, prep, control, writer, wandb_logger)
+           wandb_logger: WandbLogger | None, resume: checkpoint.Checkpoint | None,
+           ) -> tuple[Context, list[threading.Thread]]:
+    ctx, mesh, state = make_context(config, prep, control, writer, wandb_logger, resume=resume)
     threads = [_thread(ctx, "learner", learner_loop, ctx, mesh, state), *actor_threads(ctx)]
     for t in threads:
         t.start()
