@@ -9,12 +9,34 @@ it) and its private folder (tests/test_slurm_local.py stops the cluster). The ot
 are dealt one at a time, the slow ones first, so that the workers end together."""
 
 import os
+import signal
 
 import pytest
 
 from cleanba.core.xla_flags import apply_cpu_conv_flag
 
 apply_cpu_conv_flag()
+
+
+def give_back_ignored_stop_signals() -> list[str]:
+    """Make SIGINT and SIGQUIT default again in the test process if it was started with
+    them ignored; the names of those it changed.
+
+    A non-interactive shell starts a background job (`scripts/test.sh &`, a CI runner's
+    step) with SIGINT and SIGQUIT ignored, and an ignored signal stays ignored across fork
+    and exec. Every child a test starts then ignored the Ctrl-C the test sends it: the
+    replay under `harness verify` ran on to exit 0 instead of 130 (in CI). A handled
+    signal, unlike an ignored one, is reset to its default in a child at exec."""
+    changed = []
+    for signum, handler in ((signal.SIGINT, signal.default_int_handler),
+                            (signal.SIGQUIT, signal.SIG_DFL)):
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            signal.signal(signum, handler)
+            changed.append(signal.Signals(signum).name)
+    return changed
+
+
+give_back_ignored_stop_signals()
 
 # The files of the `slurm`-marked tests (a slurm test elsewhere is refused at collection:
 # under xdist it would run beside the others on another worker).

@@ -63,3 +63,27 @@ def test_no_test_sleeps_then_signals():
     assert offenders == {}, (
         f"sleeps right before a signal or kill (file: line numbers): {offenders}; wait for an "
         "event instead (a printed line, a file, CLEANBA_HOLD_AT / FAKE_TRAINER_HOLD_AFTER)")
+
+
+def test_children_of_a_test_started_with_ctrl_c_ignored_still_get_it():
+    """A test process started as a shell's background job (SIGINT ignored) gives the
+    signal back before its tests start children (tests/conftest.py): a child started from
+    it handles Ctrl-C, so a test's SIGINT reaches it."""
+    import subprocess
+    import sys
+
+    # (conftest gives the signals back when it is imported, as pytest imports it)
+    child = ("import signal; print(signal.getsignal(signal.SIGINT) is "
+             "signal.default_int_handler)")
+    test_process = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); import subprocess, "
+                    f"conftest; "
+                    f"subprocess.run([sys.executable, '-c', {child!r}])")
+    out = subprocess.run(["bash", "-c", 'trap "" INT QUIT; exec "$0" -c "$1"', sys.executable,
+                          test_process], capture_output=True, text=True, timeout=120,
+                         cwd=TESTS.parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True"], out.stdout
+    # and without the give-back, the child inherits the ignored signal (why it exists)
+    plain = subprocess.run(["bash", "-c", 'trap "" INT; exec "$0" -c "$1"', sys.executable,
+                            child], capture_output=True, text=True, timeout=60)
+    assert plain.stdout.split() == ["False"], plain.stdout
