@@ -304,8 +304,12 @@ def test_seed_metric_matches_the_estimator(five_games):
 def test_equivalence_on_atari5_median(five_games, capsys):
     assert cli_main(["equivalence", str(five_games), "--metric", "atari5-median"]) == 0
     out = capsys.readouterr().out
-    # identical pairs: the identity is said first, and no interval beside it (issue 33)
-    assert "atari5-median final" in out and "final and AUC atari5-median" in out
+    # identical pairs: the identity is said first, and no interval beside it; the
+    # per-metric table comes with --verbose only
+    assert "final and AUC atari5-median" in out and "atari5-median final" not in out
+    assert cli_main(["equivalence", str(five_games), "--metric", "atari5-median",
+                     "--verbose"]) == 0
+    assert "atari5-median final" in capsys.readouterr().out
 
 
 def test_regression_gate_on_atari5_median(tmp_path, capsys):
