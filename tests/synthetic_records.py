@@ -174,3 +174,17 @@ def write_final_score_run(
                                         "wall_time_s": float(h["wall_time_s"][-1]),
                                         "episodes": episodes, "updates": 0})
     return run_dir
+
+
+def synthetic_layout_runs(root, seeds, layouts, shift=None, noise=0.05):
+    """Synthetic runs of `seeds` on `layouts` under `root`, loaded (included runs). A
+    shifted layout gets its own noise (offset 23): a seed's runs on two layouts are then
+    not copies plus a constant, which the pairing by seed would decide at once."""
+    from analysis.inputs.load import load_runs
+
+    for lay in layouts:
+        for s in seeds:
+            write_synthetic_run(root, seed=s, layout=lay, noise=noise,
+                                shift=(shift or {}).get(lay, 0.0),
+                                noise_seed_offset=23 * int(lay in (shift or {})))
+    return load_runs([root]).included

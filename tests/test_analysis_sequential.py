@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from synthetic_records import write_synthetic_run
+from synthetic_records import synthetic_layout_runs
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
@@ -126,19 +126,9 @@ def test_look_json_round_trip():
     assert np.isnan(Look.from_json(d).statistic)
 
 
-def _runs(root, seeds, layouts, shift=None, noise=0.05):
-    """A shifted layout gets its own noise (offset 23): a seed's runs on two layouts are
-    then not copies plus a constant, which the pairing by seed would decide at once."""
-    for lay in layouts:
-        for s in seeds:
-            write_synthetic_run(root, seed=s, layout=lay, noise=noise,
-                                shift=(shift or {}).get(lay, 0.0),
-                                noise_seed_offset=23 * int(lay in (shift or {})))
-    return load_runs([root]).included
-
 
 def test_identical_layouts_pass_at_the_first_look(tmp_path):
-    runs = _runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"])
+    runs = synthetic_layout_runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"])
     looks = sweep_looks(runs, SequentialDesign(), 1)
     assert len(looks) == 1
     (look,) = looks
@@ -152,8 +142,8 @@ def test_identical_layouts_pass_at_the_first_look(tmp_path):
 def test_small_effect_continues_then_is_undecided_at_the_cap(tmp_path):
     """A shift of 0.15 normalised (margin 0.2) with per-seed noise: 3 seeds per side
     cannot decide; at the cap the Look says so with the planner's estimate."""
-    runs = _runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"],
-                 shift={"a0-l1-d1": 0.15}, noise=0.3)
+    runs = synthetic_layout_runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"],
+                                 shift={"a0-l1-d1": 0.15}, noise=0.3)
     design = SequentialDesign(3, 2, 3 + 2)
     (first,) = sweep_looks(runs, design, 1)
     assert first.decision == CONTINUE and not first.decided
@@ -170,8 +160,8 @@ def test_small_effect_continues_then_is_undecided_at_the_cap(tmp_path):
 
 
 def test_gate_looks_and_kept_decisions(tmp_path):
-    ref = _runs(tmp_path / "ref", range(1, 4), ["a0-l0-d1"])
-    new = _runs(tmp_path / "new", range(11, 14), ["a0-l0-d1"])
+    ref = synthetic_layout_runs(tmp_path / "ref", range(1, 4), ["a0-l0-d1"])
+    new = synthetic_layout_runs(tmp_path / "new", range(11, 14), ["a0-l0-d1"])
     looks = sweep_looks(new, SequentialDesign(), 1, verdicts=("gate",), reference_runs=ref)
     assert [x.verdict for x in looks] == ["gate"]
     assert looks[0].seeds == {"new": 3, "reference": 3}
@@ -196,8 +186,8 @@ def test_one_look_design_is_the_fixed_verdict(tmp_path):
     from analysis.verdicts.pairing import pair_groups
     for shift, noise in ((0.0, 0.05), (0.1, 0.3), (0.6, 0.05)):
         root = tmp_path / f"{shift}-{noise}"
-        runs = _runs(root, range(1, 5), ["a0-l0-d1", "a0-l1-d1"],
-                     shift={"a0-l1-d1": shift}, noise=noise)
+        runs = synthetic_layout_runs(root, range(1, 5), ["a0-l0-d1", "a0-l1-d1"],
+                                 shift={"a0-l1-d1": shift}, noise=noise)
         suite = analyse(load_runs([root])).suites[0]
         ((group, ref),) = pair_groups(suite).pairs
         fixed = equivalence(group, ref, 0.2).verdict
@@ -248,7 +238,7 @@ def test_plan_sequential_cli_prints_boundaries_and_costs(tmp_path, capsys):
     assert "| 4 | 9 | 1.00 | 0.0500 | 1.731 |" in out  # the last O'Brien-Fleming boundary
     assert "| equivalence (final + AUC) | 0.2 |" in out and "| gate (vs 9 reference" in out
     # From pilot runs, as plan-seeds.
-    _runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"], noise=0.3)
+    synthetic_layout_runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"], noise=0.3)
     assert main(["plan-sequential", str(tmp_path), "--sims", "1000", "--spending",
                  "pocock", "--reference-seeds", "3"]) == 0
     assert "pocock alpha spending" in capsys.readouterr().out

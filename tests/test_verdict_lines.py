@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synthetic_records import write_final_score_run, write_synthetic_run
+from synthetic_records import synthetic_layout_runs, write_final_score_run
 
 from analysis.cli import main
-from analysis.inputs.load import NO_CACHE_ENV, load_runs
+from analysis.inputs.load import NO_CACHE_ENV
 from analysis.inputs.published_data import CLEANBA_TABLES
 from analysis.reproduce import published_column
 from analysis.sequential import Look, SequentialDesign, sweep_looks
@@ -82,27 +82,19 @@ def test_equivalence_line_is_plain_and_verbose_adds_the_design(capsys):
     assert _plain(paired) and "3 seeds on both sides, paired by seed, 1 task(s)" in paired
 
 
-def _runs(root, seeds, layouts, shift=None, noise=0.05):
-    for lay in layouts:
-        for s in seeds:
-            write_synthetic_run(root, seed=s, layout=lay, noise=noise,
-                                shift=(shift or {}).get(lay, 0.0),
-                                noise_seed_offset=23 * int(lay in (shift or {})))
-    return load_runs([root]).included
-
 
 def test_look_lines_are_plain_and_keep_their_design_in_detail(tmp_path):
-    runs = _runs(tmp_path / "eq", range(1, 4), ["a0-l0-d1", "a0-l1-d1"],
-                 shift={"a0-l1-d1": 0.15}, noise=0.3)
+    runs = synthetic_layout_runs(tmp_path / "eq", range(1, 4), ["a0-l0-d1", "a0-l1-d1"],
+                                 shift={"a0-l1-d1": 0.15}, noise=0.3)
     (look,) = sweep_looks(runs, SequentialDesign(3, 2, 5), 1)
     assert look.decision == "CONTINUE" and _plain(look.text), look.text
     assert "final diff" in look.text and "repeated CI [" in look.text
     assert "delta 0.2" in look.text and "3 vs 3 seeds" in look.text
     assert "2.0 df; DIFFERENT when +-" in look.detail and "final: t " in look.detail
     assert Look.from_json(json.loads(json.dumps(look.to_json()))) == look
-    new = _runs(tmp_path / "new", range(11, 14), ["a0-l0-d1"])
+    new = synthetic_layout_runs(tmp_path / "new", range(11, 14), ["a0-l0-d1"])
     (gate,) = sweep_looks(new, SequentialDesign(), 1, verdicts=("gate",),
-                          reference_runs=_runs(tmp_path / "ref", range(1, 4), ["a0-l0-d1"]))
+                          reference_runs=synthetic_layout_runs(tmp_path / "ref", range(1, 4), ["a0-l0-d1"]))
     assert _plain(gate.text) and "lower bound" in gate.text, gate.text
     assert gate.detail.startswith("repeated bounds: t ") and " df" in gate.detail
 
