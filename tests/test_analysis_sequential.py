@@ -187,7 +187,7 @@ def test_one_look_design_is_the_fixed_verdict(tmp_path):
     for shift, noise in ((0.0, 0.05), (0.1, 0.3), (0.6, 0.05)):
         root = tmp_path / f"{shift}-{noise}"
         runs = synthetic_layout_runs(root, range(1, 5), ["a0-l0-d1", "a0-l1-d1"],
-                                 shift={"a0-l1-d1": shift}, noise=noise)
+                                     shift={"a0-l1-d1": shift}, noise=noise)
         suite = analyse(load_runs([root])).suites[0]
         ((group, ref),) = pair_groups(suite).pairs
         fixed = equivalence(group, ref, 0.2).verdict
