@@ -215,6 +215,10 @@ class Regress(Inspect):
     """Compare runs whose recorded env protocols differ (a note says so)."""
     strict: bool = False
     """Exit 1 on UNDECIDED too (default: exit 4, runrecord.exits.EXIT_UNDECIDED)."""
+    assume_equal_spread: bool = False
+    """A side with one seed borrows the other side's spread, which you vouch both sides
+    share (the gate's error rate holds only then); default: the sweep's [regression]
+    assume_equal_spread, else such a side is UNDECIDED."""
     verbose: bool = False
     """Also print the designs' internals (the gate's pairing and unit; a sequential
     design's alpha spent, joint law, boundaries, each look's contrast with its t and df);

@@ -369,16 +369,21 @@ def summary_verdict(code: int, outcomes: Sequence[tuple[str, int]]) -> str:
             EXIT_UNDECIDED: "UNDECIDED"}[code]
 
 
+# The gate's one-seed refusal names its flag; a sweep vouches in its file too.
+SWEEP_KEY_HINT = " (or, in the sweep file, [regression] assume_equal_spread = true)"
+
+
 def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
             allow_protocol_mismatch: bool = False, strict: bool = False,
-            verbose: bool = False) -> Regressed:
+            verbose: bool = False, assume_equal_spread: bool | None = None) -> Regressed:
     """One regression verdict per system and suite of the [regression] selection: the
     sweep's runs against `reference`, through analysis.suite_gates (the gate of
     `python -m analysis regression`, suite by suite: same checks, metrics and lines). Each (system, suite)
     is one gate over the layouts the sweep planned for it; a check that fails is an
     "regression: ERROR <system>: ..." line (exit 2), one its seeds cannot decide (a
     one-seed side) an "regression: UNDECIDED for <system>: ..." line (exit 4), and the
-    other systems are still gated."""
+    other systems are still gated. assume_equal_spread (None: the sweep's [regression]
+    assume_equal_spread): a one-seed side borrows the other side's spread."""
     if "looks_at" in sweep.regression:  # gated along training time: its looks decide
         from harness.adaptive.curves import curve_regress
 
@@ -389,6 +394,8 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})
     layouts = cfg.get("layouts") or sorted({s.layout.name for s in sweep.runs})
     metric = str(cfg.get("metric", DEFAULT_GATE_METRIC))
+    if assume_equal_spread is None:
+        assume_equal_spread = bool(cfg.get("assume_equal_spread", False))
     new_runs = load_records(planned_run_dirs(sweep, store)).included
     ref_runs = load_records([reference]).included
     lines: list[str] = []
@@ -409,7 +416,8 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
             for out in suite_gates(sel(new_runs, system), sel(ref_runs, system), delta=delta,
                                    metric=metric, layouts=mine,
                                    allow_protocol_mismatch=allow_protocol_mismatch,
-                                   strict=strict):
+                                   strict=strict,
+                                   assume_equal_spread=assume_equal_spread):
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
                 lines += out.lines(verbose=verbose)
@@ -418,7 +426,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                 code = worst_exit(code, out.exit_code)
         except TooFewSeeds as e:  # every run completed; these seeds cannot decide it
             lines.append(f"regression: UNDECIDED for {system}: these seeds cannot decide it: "
-                         f"{e}")
+                         f"{e}{SWEEP_KEY_HINT if '--assume-equal-spread' in str(e) else ''}")
             verdicts.append({"kind": "regression", "subject": system, "verdict": UNDECIDED,
                              "line": lines[-1]})
             outcomes.append((UNDECIDED, strict_exit(EXIT_UNDECIDED, strict)))
@@ -457,7 +465,8 @@ def do_regress(cmd: Any, sweep: Sweep) -> int:
     found = regress(sweep, store, ref, None if delta is None else float(delta),
                     allow_protocol_mismatch=getattr(cmd, "allow_protocol_mismatch", False),
                     strict=getattr(cmd, "strict", False),
-                    verbose=getattr(cmd, "verbose", False))
+                    verbose=getattr(cmd, "verbose", False),
+                    assume_equal_spread=getattr(cmd, "assume_equal_spread", False) or None)
     for line in found.lines:  # the gate's own lines, as `python -m analysis regression` prints them
         print(line, file=sys.stderr if line.startswith("regression: ERROR") else sys.stdout)
     verdict = summary_verdict(found.code, found.outcomes)

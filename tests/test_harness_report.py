@@ -148,6 +148,28 @@ def test_regress_passes_on_equal_and_fails_on_worse(swept):
     assert "missing in the reference: ['CartPole-v1']" in p.stderr  # an error: stderr
 
 
+def test_regress_one_new_seed_is_undecided_until_equal_spread_is_vouched(swept):
+    """One new seed against three: UNDECIDED (4), naming the flag and the sweep key that
+    vouch for equal spreads; with the flag, the gate decides (the sides are equal: PASS)."""
+    root, files = swept
+    one = root / "one-seed"
+    p = harness("run", "--sweep", str(files["new"]), "--results-root", str(one), "--seeds",
+                "1", "--no-progress")
+    assert p.returncode == 0, p.stdout + p.stderr
+    reference = ["--reference", str(root / "ref" / "runs")]
+    p = harness("regress", "--sweep", str(files["new"]), "--results-root", str(one),
+                *reference)
+    assert p.returncode == 4, p.stdout + p.stderr
+    assert "regression: UNDECIDED for fake-ppo: these seeds cannot decide it: 1 new vs 3 " \
+        "reference seed(s)" in p.stdout
+    assert "--assume-equal-spread" in p.stdout
+    assert "[regression] assume_equal_spread = true" in p.stdout
+    p = harness("regress", "--sweep", str(files["new"]), "--results-root", str(one),
+                *reference, "--assume-equal-spread")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "regression verdict: PASS" in p.stdout
+
+
 def test_report_analyses_each_benchmark_apart(tmp_path):
     """CartPole and Atari runs of one sweep (like smoke) get separate analyses, so a group
     that ran both does not drop out of the CartPole comparisons."""

@@ -58,3 +58,55 @@ def test_preset_that_does_not_fit_the_game_fails_plan(tmp_path, capsys):
     assert main(["plan", "--sweep", str(sweep), "--results-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "preset 'cartpole'" in err and "Breakout-v5" in err
+
+
+SECTIONS = """\
+name = "v"
+systems = ["cleanba-ppo"]
+layouts = ["a0-l0-d1"]
+games = ["CartPole-v1"]
+seeds = [1, 2]
+frames = 8192
+
+[report]
+{report}
+
+[regression]
+{regression}
+"""
+
+
+@pytest.mark.parametrize("report, regression, words", [
+    ("delta = -1", "", ["line 9", "delta must be a number > 0", "got -1"]),
+    ("delta = nan", "", ["line 9", "delta must be a number > 0", "got nan"]),
+    ("reps = 0", "", ["line 9", "reps must be an integer >= 1", "bootstrap replicates"]),
+    ("seed = 1.5", "", ["line 9", "seed must be an integer >= 0"]),
+    ("group_by = 3", "", ["line 9", "group_by must be a non-empty string"]),
+    ("", 'delta = "big"', ["line 12", "delta must be a number > 0", "allowed drop"]),
+    ("", "delta = 0", ["line 12", "delta must be a number > 0", "got 0"]),
+    ("", "assume_equal_spread = 1", ["line 12", "assume_equal_spread must be true or false"]),
+    ("", "games = []", ["line 12", "games must be a non-empty list of strings"]),
+    ("", "reference = 7", ["line 12", "reference must be a non-empty string"]),
+])
+def test_bad_report_or_regression_value_fails_plan_and_run(tmp_path, capsys, report,
+                                                           regression, words):
+    """A value the report or the gate would refuse after the whole sweep has run is
+    refused when the file is read, at its line, with what is valid."""
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(SECTIONS.format(report=report, regression=regression))
+    root = tmp_path / "res"
+    for cmd in ("plan", "run"):
+        assert main([cmd, "--sweep", str(sweep), "--results-root", str(root)]) == 2
+        err = capsys.readouterr().err
+        assert str(sweep) in err, err
+        for w in words:
+            assert w in err, (w, err)
+    assert not root.exists()  # nothing written
+
+
+def test_good_report_and_regression_values_plan(tmp_path, capsys):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(SECTIONS.format(
+        report='delta = 0.2\nreps = 100\nseed = 0\ngroup_by = "layout.name"',
+        regression='delta = 1\nassume_equal_spread = true\ngames = ["CartPole-v1"]'))
+    assert main(["plan", "--sweep", str(sweep), "--results-root", str(tmp_path)]) == 0

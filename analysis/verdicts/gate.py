@@ -243,16 +243,18 @@ def _chosen(groups: Mapping[str, GroupScores], selected: Sequence[str]) -> list[
 def suite_gates(new: Sequence[Run], reference: Sequence[Run], *,
                 delta: float | None = None, metric: str = DEFAULT_GATE_METRIC,
                 layouts: Sequence[str] | None = None,
-                allow_protocol_mismatch: bool = False, strict: bool = False
-                ) -> Iterator[GateOutcome]:
+                allow_protocol_mismatch: bool = False, strict: bool = False,
+                assume_equal_spread: bool = False) -> Iterator[GateOutcome]:
     """The gate of one system's runs against its reference runs, suite by suite (Atari;
     each other env), largest suite first: both sides must cover the same games (an
     AnalysisError before any gate), then one `gate` per suite. A generator: the gates
     of the suites before one that raises are already given. `harness regress` calls
-    this once per system."""
+    this once per system. assume_equal_spread: a one-seed side borrows the other side's
+    spread (ReferenceSpread.equal_spread)."""
     check_same_games(sorted({str(r.manifest["env_id"]) for r in new}),
                      sorted({str(r.manifest["env_id"]) for r in reference}))
     for suite, suite_new in runs_by_suite(new).items():
         suite_ref = [r for r in reference if suite_name(str(r.manifest["env_id"])) == suite]
         yield gate(suite_new, suite_ref, delta=delta, metric=metric, layouts=layouts,
-                   allow_protocol_mismatch=allow_protocol_mismatch, strict=strict)
+                   allow_protocol_mismatch=allow_protocol_mismatch, strict=strict,
+                   spread=ReferenceSpread(equal_spread=assume_equal_spread))

@@ -27,6 +27,7 @@ from harness.sweep.model import (
     ValidatedMatrix,
     adaptive_seeds,
 )
+from harness.sweep.section_checks import check_regression, check_report
 from harness.sweep.systems import (
     BASELINE_LAYOUT,
     PRESETS,
@@ -112,6 +113,10 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
             doc["report"].get("hardware", ""), str):
         raise checker.error(("report", "hardware"), "hardware must be a folder (a string, "
                             "relative to the project root), e.g. 'results/hardware'")
+    if isinstance(doc.get("report"), dict):
+        check_report(checker, doc["report"])
+    if isinstance(doc.get("regression"), dict):
+        check_regression(checker, doc["regression"])
     if isinstance(doc.get("regression"), dict) and "metric" in doc["regression"]:
         checker.gate_metric(doc["regression"]["metric"])
     if isinstance(doc.get("regression"), dict) and any(

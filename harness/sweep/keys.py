@@ -83,6 +83,9 @@ REGRESSION_KEYS = {
                 "1.0, e.g. [0.1, 0.2, 0.3, 0.5, 0.7, 1.0] (a failing candidate is stopped at "
                 "the first look that shows it)",
     "look_spending": "alpha spending over those looks: 'pocock' (default) or 'obrien-fleming'",
+    "assume_equal_spread": "a side with one seed borrows the other side's spread (true/false, "
+                           "default false): the gate's error rate holds only if both sides "
+                           "truly share one spread (docs/analysis.md)",
     "look_correlation": "the looks' joint law: 'reference' (estimated from the reference's "
                         "curves when it has enough seeds, default) or 'union' (union bound)",
 }
