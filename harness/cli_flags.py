@@ -32,7 +32,7 @@ class Select:
     """Sweep file (TOML). Give this or --preset."""
     preset: str | None = None
     """Name of a preset under harness/presets/ (smoke, deterministic, section3, base,
-    workstation, scaling, sync-vs-cleanba, atari5)."""
+    workstation, scaling, sync-vs-cleanba, atari5, backends, hardware)."""
     results_root: Path = PROJECT_ROOT / "results"
     """Root of the results store; a sweep's runs go to <root>/<sweep name>/runs/<run id>/."""
     frames: int | None = None

@@ -226,3 +226,17 @@ def test_import_says_what_it_is(capsys):
         assert "Runs from other tools as run records" in flat, command
         assert "Union" not in flat, command
 
+
+
+def test_preset_help_names_every_preset(capsys):
+    """--preset's help lists every preset (it is the only listing a user of `--help`
+    sees)."""
+    from harness.cli import main as harness_main
+    from harness.sweep import list_presets
+
+    with pytest.raises(SystemExit):
+        harness_main(["plan", "--help"])
+    shown = " ".join(re.sub(r"[│╭╮╰╯─]", " ", capsys.readouterr().out).split())
+    listed = re.search(r"Name of a preset under harness/presets/ \(([^)]*)\)", shown)
+    assert listed, shown
+    assert sorted(p.strip() for p in listed[1].split(",")) == sorted(list_presets())
