@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness_cli import ROOT
+
 DOCS = ("README.md", *sorted(p.relative_to(ROOT).as_posix()
                              for p in (ROOT / "docs").glob("*.md")), "results/README.md")
 SHELL_LANGS = ("bash", "sh", "shell", "console")

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 # Jobs of these tests mostly sleep: declare more CPUs than the machine has, so that the

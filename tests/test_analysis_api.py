@@ -7,11 +7,10 @@ import doctest
 import importlib
 import subprocess
 import sys
-from pathlib import Path
+
+from harness_cli import ROOT
 
 import analysis
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_docs_example_runs(monkeypatch):

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 from synthetic_records import write_synthetic_run
 
 from analysis.cli import main as analysis_main
@@ -18,7 +19,6 @@ from harness.cli import main as harness_main
 from harness.store import Store
 from harness.sweep import load_sweep
 
-ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 ATARI = {"total_frames": 400_000, "episodes": 150, "updates": 10}

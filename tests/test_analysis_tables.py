@@ -15,11 +15,11 @@ import math
 import re
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from harness_cli import ROOT
 from synthetic_records import write_final_score_run
 
 from analysis.cli import main
@@ -27,7 +27,6 @@ from analysis.inputs.published_data import CLEANBA_TABLES
 from analysis.output.tables import Column, Estimate, TableRows, latex_escape, render, to_latex
 from analysis.reproduce import published_column
 
-ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 TABLE = CLEANBA_TABLES / "main_10CPU.csv"
 COLUMN = "Cleanba IMPALA, 1 A100, 10 CPU"

@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness_cli import ROOT
 
 PACKAGE_IMPORTS: dict[str, set[str]] = {
     # lowest first; each package may import only the packages listed for it

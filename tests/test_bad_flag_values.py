@@ -19,13 +19,13 @@ import typing
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 from synthetic_records import write_final_score_run
 from test_help_texts import help_text
 
 from runrecord.exits import EXIT_BAD_INPUT
 from runrecord.flag_bounds import FLAG_BOUNDS, Bound
 
-ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 
 NO_BAD_VALUE: dict[str, str] = {

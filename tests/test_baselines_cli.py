@@ -4,11 +4,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from harness_cli import ROOT
 
 
 def _run(module, args, env_extra=None, unset=()):

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from harness_cli import ROOT
 
 from baselines.native_logs import read_monobeast_logs, read_moolib_logs
 from benchenv import env_seeds
 from runrecord import load_run, schema
 
-ROOT = Path(__file__).resolve().parent.parent
 TORCHBEAST_PATH = os.environ.get("TORCHBEAST_PATH", "")
 MOOLIB_PATH = os.environ.get("MOOLIB_PATH", "")
 

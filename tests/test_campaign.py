@@ -17,9 +17,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 from synthetic_records import write_synthetic_run
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from campaign_merge import merge  # noqa: E402

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 from synthetic_records import write_synthetic_run
 from venv_install import pip_install
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("runrecord", "benchenv", "cleanba", "analysis", "harness", "baselines")
 TRAINER_STACK = ("jax", "jaxlib", "flax", "optax", "envpool", "torch", "wandb", "cleanba",
                  "harness", "baselines")

@@ -14,11 +14,10 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SWEEP = ROOT / "tests" / "data" / "sabotaged-cartpole.toml"
 BUDGET = 50_000
 

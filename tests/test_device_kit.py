@@ -21,8 +21,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from device_kit import ENVPOOL_ENTRY, MIB, keep_rule, kept, rom_name, strip_wheel  # noqa: E402

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 from synthetic_records import write_final_score_run
 from test_help_texts import HELP_COMMANDS, _flat, help_text
 
@@ -24,7 +25,6 @@ from runrecord.exits import (
     exit_code_text,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- exit-codes: runrecord/exits.py; tests/test_exit_codes.py checks this table -->"
 END = "<!-- /exit-codes -->"
 DOCS_WITH_TABLE = ("README.md", "docs/analysis.md", "docs/harness.md", "docs/reproduce.md",

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gpu_suite import (  # noqa: E402

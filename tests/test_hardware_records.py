@@ -10,9 +10,9 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness_cli import ROOT
+
 STACK = "py3.12-jax0.11.2-jaxlib0.11.2-envpool1.2.5"
 STORE = ROOT / "results" / "hardware"
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT, harness
 from trainer_output import trainer_output
 
 from harness.adaptive.store import LOOKS_FILE, adaptive_dir, append_look, read_lines, recorded_looks
@@ -23,7 +24,6 @@ from harness.sweep import SweepError, load_sweep, parse_sweep
 from harness.sweep.model import AdaptiveConfig, adaptive_seeds
 from runrecord.exits import EXIT_UNDECIDED
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 
 BASE = """\
@@ -158,11 +158,6 @@ overrides = {{ sleep-s = {sleep_s}, updates = {updates}, ledger = "{tmp_path / '
     path = tmp_path / "sweep.toml"
     path.write_text(text)
     return path
-
-
-def harness(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def run_args(sweep: Path, root: Path, *extra: str) -> list[str]:

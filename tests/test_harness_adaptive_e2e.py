@@ -6,17 +6,12 @@ would need; the reports show every look."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from harness_cli import harness
 
 from harness.adaptive.store import read_lines
 from harness.store import Store
 from runrecord.exits import EXIT_FAILED, EXIT_UNDECIDED
-
-ROOT = Path(__file__).resolve().parent.parent
 
 EASY = """\
 name = "easy"
@@ -62,17 +57,13 @@ reference = "{reference}"
 """
 
 
-def harness(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
-
-
 @pytest.mark.slow
 def test_cartpole_easy_comparison_stops_early_hard_one_runs_to_its_cap(tmp_path):
     root = tmp_path / "res"
     easy = tmp_path / "easy.toml"
     easy.write_text(EASY)
-    p = harness("run", "--sweep", str(easy), "--results-root", str(root), "--no-progress")
+    p = harness("run", "--sweep", str(easy), "--results-root", str(root), "--no-progress",
+                timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "every verdict decided before the cap" in p.stdout, p.stdout
     looks = [e["index"] for e in read_lines(Store(root, "easy"))]
@@ -81,7 +72,8 @@ def test_cartpole_easy_comparison_stops_early_hard_one_runs_to_its_cap(tmp_path)
 
     hard = tmp_path / "hard.toml"
     hard.write_text(HARD.format(reference=root / "easy"))
-    p = harness("run", "--sweep", str(hard), "--results-root", str(root), "--no-progress")
+    p = harness("run", "--sweep", str(hard), "--results-root", str(root), "--no-progress",
+                timeout=900)
     assert "reached the cap at look 2 without a decision" in p.stdout, p.stdout
     assert "needs:" in p.stdout, p.stdout
     lines = read_lines(Store(root, "hard"))

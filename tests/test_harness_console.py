@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
+
+from harness_cli import ROOT
 
 from harness.cli import run_eta
 from harness.local import ETA_UNKNOWN, progress_interval_s, sweep_eta
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 
 SWEEP = f"""\

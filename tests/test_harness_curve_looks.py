@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT, harness
 
 from harness.sweep import SweepError, parse_sweep
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 UPDATES = 20
 
@@ -50,11 +50,6 @@ entry = "{FAKE}"
     path = tmp_path / f"{name}.toml"
     path.write_text(text)
     return path
-
-
-def harness(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
 
 
 def run(sweep: Path, root: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 
 from harness.sweep import load_sweep
 from runrecord import load_run
-
-ROOT = Path(__file__).resolve().parent.parent
 
 SWEEP = """\
 name = "e2e"

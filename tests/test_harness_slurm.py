@@ -8,15 +8,14 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 
 from harness.slurm import coordinator_address, job_shape, sbatch_script
 from harness.sweep import parse_sweep
 from runrecord import read_manifest
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 
 GPU_SWEEP = """\

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 
 from harness.sweep import SweepError, list_presets, load_sweep, parse_sweep, preset_path
-
-ROOT = Path(__file__).resolve().parent.parent
 
 GOOD = """\
 name = "t"

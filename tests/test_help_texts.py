@@ -25,12 +25,11 @@ import sys
 import typing
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
+from harness_cli import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("runrecord", "benchenv", "cleanba", "baselines", "analysis", "harness")
 
 

@@ -23,6 +23,7 @@ from foreign_runs import (
     write_tensorboard_run,
     write_wandb_offline_run,
 )
+from harness_cli import ROOT
 
 import analysis
 from analysis.cli import main
@@ -30,7 +31,6 @@ from analysis.errors import AnalysisError
 from analysis.importers import TableColumns, import_runs
 from analysis.inputs.records import load_records
 
-ROOT = Path(__file__).resolve().parents[1]
 ATARI = ["--protocol", "paper", "--frames-per-step", "4"]
 
 

@@ -17,6 +17,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 from synthetic_records import write_final_score_run
 
 from analysis.cli import main
@@ -29,7 +30,6 @@ from analysis.inputs.published_data import (
     resolve_published_table,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 NAMES = ["cleanba:cleanrl", "cleanba:main_10CPU", "cleanba:ppo_vs_impala_fair",
          "cleanba:smootheness", "cleanba:smootheness_complete", "cleanba:spec_out",
          "cleanba:sync_or_not_sync"]

@@ -13,11 +13,11 @@ import inspect
 import subprocess
 import sys
 import typing
-from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pytest
+from harness_cli import ROOT
 from rly_data import atari_like, example_scores, ours_rliable
 from scipy import stats
 
@@ -31,7 +31,6 @@ rliable_lib = pytest.importorskip("rliable.library", reason="rliable is the test
 rliable_metrics = pytest.importorskip("rliable.metrics")
 rliable_plots = pytest.importorskip("rliable.plot_utils")
 
-ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = {
     "library": ["Float", "StratifiedBootstrap", "StratifiedIndependentBootstrap",
                 "average_score_distributions", "create_performance_profile",

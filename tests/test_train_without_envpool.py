@@ -25,10 +25,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT
 from packaging.requirements import Requirement
 from venv_install import pip_install
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _extra(name: str) -> list[Requirement]:

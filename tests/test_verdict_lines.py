@@ -6,10 +6,10 @@ the adaptive looks, on the shipped reference records and synthetic runs."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from harness_cli import ROOT
 from synthetic_records import synthetic_layout_runs, write_final_score_run
 
 from analysis.cli import main
@@ -18,7 +18,6 @@ from analysis.inputs.published_data import CLEANBA_TABLES
 from analysis.reproduce import published_column
 from analysis.sequential import Look, SequentialDesign, sweep_looks
 
-ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 IMPALA, PPO = "cleanba-impala / cleanba", "cleanba-ppo / cleanba"
 TABLE, COLUMN = CLEANBA_TABLES / "main_10CPU.csv", "Cleanba IMPALA, 1 A100, 10 CPU"

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from foreign_runs import history, write_monitor_run
+from harness_cli import ROOT
 from synthetic_records import write_final_score_run
 
 from analysis.cli import main
@@ -27,7 +28,6 @@ from analysis.scoring.curves import efficiency_curve
 from analysis.scoring.grouping import analyse
 from analysis.verdicts.seedplan import spread_from_analysis
 
-ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 IMPALA, PPO = "cleanba-impala / cleanba", "cleanba-ppo / cleanba"
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness_cli import ROOT
 
 
 def pip_install(python: str | Path, *args: str,
