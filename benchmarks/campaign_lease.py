@@ -66,8 +66,11 @@ from gpu_suite import (
     run_child,
 )
 
-# chunk (c)'s own together run, when the lease has no chunk (b) run to take it from: a
-# PPO run of 8 updates (on an H100: ~56 s to the first update, then ~2.7 s per update)
+from cleanba.core.actor_clock import breakdown_text
+
+# chunk (c)'s own together run (its actor-step breakdown; its share too when the lease has
+# no chunk (b) run): a PPO run of 6-8 updates (on an H100: ~56 s to the first update, then
+# ~2.7 s per update)
 GPU_TOGETHER_S, CPU_TOGETHER_S, TINY_TOGETHER_S = 80.0, 400.0, 60.0
 TINY_EQUIVALENCE_FRAMES = 4096  # CartPole frames per run with --tiny (4 updates of 8 x 128)
 KILL_GRACE_S = 15.0  # a harness run gets SIGTERM this long before its cap (it stops its
@@ -274,25 +277,30 @@ def speed_bound_spec(cfg: LeaseConfig, together_updates: int) -> dict[str, Any]:
 
 
 def item_c(lease: Lease, cap_s: float, together_sps: float | None) -> dict[str, Any]:
-    """Chunk (c): actor alone, learner alone (cleanba.tools.speed_bound, a measured child)
-    and both together: this lease's chunk (b) run when it has one (same settings, same
-    machine, minutes earlier), else the tool's own together run."""
+    """Chunk (c): actor alone, learner alone and both together (cleanba.tools.speed_bound,
+    a measured child), each with where an actor step's time goes and the learner's update
+    time. The share is this lease's chunk (b) run's when it has one (same settings, same
+    machine, minutes earlier, a longer window), else the tool's own together run's; the
+    tool's together run is made either way, for its breakdown."""
     spec = {"task": "speed-bound", "name": "speed-bound",
-            "config": speed_bound_spec(lease.cfg, 0 if together_sps else 8)}
+            "config": speed_bound_spec(lease.cfg, 6 if together_sps else 8)}
     child, facts = run_child(spec, lease.workdir, cap_s)
     figures = {"lease": lease.id, **child, "process": facts}
     if child and together_sps:
         bound = child["bound_sps"]
-        figures["together"] = {"sps": together_sps, "source": "this lease's chunk (b) run "
-                               "of our PPO (steady SPS)"}
+        figures["together_chunk_b"] = {"sps": together_sps, "source": "this lease's chunk "
+                                       "(b) run of our PPO (steady SPS)"}
         figures["share"] = together_sps / bound
     name = f"speed-bound/{lease.id}.json"
     (lease.staging / "speed-bound").mkdir(exist_ok=True)
     (lease.staging / name).write_text(json.dumps(figures, indent=2))
     ok = bool(child) and figures.get("share") is not None
     keep = ("bound_sps", "bound_by", "share")
+    steps = {phase: (figures.get(phase) or {}).get("actor_step")
+             for phase in ("actor_alone", "together")}
     return {"ok": ok, "wall_s": facts["wall_s"], "files": [name] if ok else [],
-            "figures": {k: figures.get(k) for k in keep}}
+            "figures": {**{k: figures.get(k) for k in keep},
+                        "actor_step": {k: breakdown_text(v) for k, v in steps.items() if v}}}
 
 
 def item_d(lease: Lease, cap_s: float) -> dict[str, Any]:
@@ -366,7 +374,7 @@ def run_lease(cfg: LeaseConfig) -> dict[str, Any]:
     together_sps: float | None = None
     for item in items:
         est, left = estimates[item.chunk], lease.left_s()
-        if item.chunk == "c" and together_sps is None:  # no (b) run in this lease to pair
+        if item.chunk == "c":  # the actor and learner together, made for the breakdown
             est += (TINY_TOGETHER_S if cfg.tiny else GPU_TOGETHER_S if on_gpu else CPU_TOGETHER_S)
         if est > left:
             if len(lease.facts["deferred"]) < 20:

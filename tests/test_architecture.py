@@ -73,6 +73,7 @@ def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
 
 # harness/sweep/: values before the checks that make them; harness/adaptive/: the looks
 SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "checker",
+                    "section_checks",
                     "adaptive_checks", "checks", "expand", "read")
 ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report curves", "run")
 # harness/certify/: the pure hashing and facts, what is bound, the file, then its checks
@@ -95,7 +96,7 @@ CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
 # cleanba/numerics/: the losses and the mesh before what combines them; cleanba/core/: a
 # run's settings before the threads that read them, the runtime that starts them on top
 NUMERICS_LAYERS = wing("cleanba.numerics", "losses networks parallel", "deterministic")
-CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers",
+CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers actor_clock",
                    "config", "layout records checkpoint", "control channel", "algorithm checks",
                    "context", "actor", "learner", "runtime", "cli")
 TOOLS_LAYERS = wing("cleanba.tools", "actor_hook",

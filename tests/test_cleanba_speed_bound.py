@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from cleanba_runs import trainer_env
 
+from cleanba.core.actor_clock import PHASES
 from cleanba.tools.speed_bound import SpeedBoundConfig, measure, share
 
 
@@ -44,6 +45,14 @@ def test_three_measurements_of_one_tiny_run(tmp_path: Path) -> None:
     # concatenation is the learner's copy, so an actor thread needs 2 rollout sets
     assert f["together"]["host_rollout_sets"] == 2
     assert "of the bound" in p.stdout
+    # where an actor step's time goes, alone and together, and the learner's update time
+    for phases in (f["actor_alone"]["actor_step"], f["together"]["actor_step"]):
+        assert set(phases) == set(PHASES)
+        assert sum(x["share"] for x in phases.values()) == pytest.approx(1.0)
+        assert phases["env_step"]["ms_per_step"] > 0 and phases["policy_result"]["ms_per_step"] > 0
+    assert f["together"]["seconds_per_update"] > 0
+    assert "actor step alone: " in p.stdout and "actor step together: " in p.stdout
+    assert "learner update: alone " in p.stdout
 
 
 def test_bad_settings_are_refused_before_anything_runs():

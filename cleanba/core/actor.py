@@ -26,6 +26,7 @@ import numpy as np
 
 import benchenv
 from cleanba.core import checkpoint
+from cleanba.core.actor_clock import ActorClock
 from cleanba.core.context import Context
 from cleanba.core.records import Episode, EpisodeTracker, record_step
 from cleanba.core.rollout_buffers import RolloutBuffers
@@ -125,6 +126,7 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
         "dones": ((T, n), np.float32),
         "mask": ((T, n), np.float32),
     })
+    clock = ActorClock()  # where this thread's time goes (cleanba.speed_bound reads it)
     for k in range(ctx.start_update + 1, plan.num_updates + 1):
         if checkpoint.env_segment(k, cfg.checkpoint_every) != segment:
             # a checkpoint boundary (or the start): new envs seeded for this segment, new
@@ -141,11 +143,13 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
         if ctx.fault is not None and ctx.fault.kind == "actor" and ctx.fault.at == k \
                 and thread_global == 0:
             raise RuntimeError(f"injected actor fault at rollout {k} ({ctx.fault})")
+        clock.start()
         t_wait = time.monotonic()
         got = ctx.channel.for_rollout(local_thread, k, first=k == ctx.start_update + 1)
         if got is not None:
             version, params = got[0], jax.device_put(got[1], device)
         param_wait = time.monotonic() - t_wait
+        clock.lap("param_wait")
         t_rollout = time.monotonic()
         arrays: dict[str, Any] = buffers.take()  # every element is written below
         ctx.host_rollout_sets[thread_global] = buffers.allocated
@@ -158,17 +162,24 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
                 t0 = time.monotonic()
                 version, params = newer[0], jax.device_put(newer[1], device)
                 param_wait += time.monotonic() - t0
+            clock.lap("param_wait")
             step = (k - 1) * T + t  # this env block's step counter, same for every layout
             if on_device:
                 obs_steps.append(obs_now)
             else:
                 arrays["obs"][t] = obs
+            clock.lap("bookkeeping")
+            launched = policy(params, obs_now, env_index, np.int32(step), key)
+            clock.lap("policy_dispatch")
             # the result waits for the policy step, hence for obs_now's transfer: EnvPool
             # may write its next observations only after that
-            packed = np.asarray(policy(params, obs_now, env_index, np.int32(step), key))
+            packed = np.asarray(launched)
+            clock.lap("policy_result")
             actions, logprobs, logits, values = unpack_policy_step(packed)
             obs, reward, term, trunc, info = env.step(actions)
+            clock.lap("env_step")
             obs_now = jax.device_put(obs, device) if on_device else obs
+            clock.lap("obs_transfer")
             rec = record_step(prev_done, reward, term, trunc, info, rewards_clipped)
             arrays["actions"][t] = actions
             arrays["logprobs"][t] = logprobs
@@ -181,6 +192,7 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
             episodes += tracker.step(rec.raw_reward, rec.done, rec.mask,
                                      (step + 1) * plan.num_envs, time.monotonic() - ctx.start_time)
             prev_done = rec.done
+            clock.lap("bookkeeping")
         if on_device:  # obs_now is also step 0's observations of the next rollout
             arrays["obs"] = jnp.stack([*obs_steps, obs_now])
             del obs_steps
@@ -188,6 +200,9 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
             arrays["obs"][T] = obs
         ctx.timing["rollout"].append(time.monotonic() - t_rollout)
         rollout = Rollout(thread_global, k, arrays, versions, param_wait, episodes)
+        clock.lap("bookkeeping")
         ctx.control.put(ctx.rollout_queues[local_thread], rollout)
+        clock.lap("rollout_put")
+        clock.flush(ctx.timing)
     if env is not None:
         env.close()

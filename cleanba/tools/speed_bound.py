@@ -15,6 +15,11 @@ through the trainer's own loops, in one process:
   its actor and learner threads; steady SPS from the end of update WARMUP_UPDATES to the
   last (as benchmarks/gpu_suite.py and the run records measure it).
 
+Alone and together, where an actor step's time goes (cleanba.core.actor_clock: param
+wait, policy dispatch, policy result, env step, obs transfer, bookkeeping, rollout put),
+in ms per step and share, and the learner's seconds per update: the stage that slows down
+together, and the phase in it, show what the overlap costs.
+
 The bound is min(actor alone, learner alone): the pipeline cannot go faster than its
 slower stage. The share is together / bound: 1.0 means the two stages overlap perfectly,
 less means they wait for each other (or, on a CPU, compete for its cores). The goal:
@@ -37,6 +42,7 @@ import numpy as np
 import tyro
 
 from cleanba import impala, ppo
+from cleanba.core.actor_clock import breakdown_text, phase_breakdown
 from cleanba.core.control import Control, Stopped
 from cleanba.core.learner import learner_loop
 from cleanba.core.runtime import actor_threads, make_context, prepare
@@ -113,7 +119,9 @@ def actor_alone(cfg: SpeedBoundConfig, config: Any) -> tuple[dict[str, float], l
     finally:
         _stop(control, threads)
     steps = plan.local_num_envs * plan.num_steps * cfg.rollouts
-    return {"sps": steps / seconds, "seconds": seconds, "env_steps": steps}, last
+    phases = phase_breakdown(ctx.timing, WARMUP_ROLLOUTS * len(threads), plan.num_steps)
+    return {"sps": steps / seconds, "seconds": seconds, "env_steps": steps,
+            "actor_step": phases}, last
 
 
 def learner_alone(cfg: SpeedBoundConfig, config: Any, rollouts: list[Any]) -> dict[str, float]:
@@ -160,9 +168,16 @@ def together(cfg: SpeedBoundConfig, config: Any) -> dict[str, Any]:
         _stop(control, threads)
     window = ends[WARMUP_UPDATES - 1:]
     seconds = window[-1] - window[0]
+    actors = len(ctx.rollout_queues)
     return {"sps": plan.batch_size * (len(window) - 1) / seconds, "seconds": seconds,
             "updates_in_window": len(window) - 1, "architecture": config.architecture,
-            "host_rollout_sets": max(ctx.host_rollout_sets.values(), default=0)}
+            "host_rollout_sets": max(ctx.host_rollout_sets.values(), default=0),
+            # the same phases and update time as alone: what the overlap costs each stage.
+            # Rollout WARMUP_UPDATES + 1 still waits for version 1 under cleanba's lag of
+            # one, i.e. for the learner's compilation: left out with the ones before it.
+            "actor_step": phase_breakdown(ctx.timing, (WARMUP_UPDATES + 1) * actors,
+                                          plan.num_steps),
+            "seconds_per_update": float(np.median(ctx.timing["update"][WARMUP_UPDATES:]))}
 
 
 def _guarded(control: Control, fn: Any, *args: Any) -> None:
@@ -216,6 +231,11 @@ def summary(f: dict[str, Any]) -> str:
     if both is not None:
         line += (f" | together ({both['architecture']}) {both['sps']:,.0f} SPS = "
                  f"{f['share']:.2f} of the bound")
+    line += f"\nactor step alone: {breakdown_text(f['actor_alone']['actor_step'])}"
+    if both is not None:
+        line += (f"\nactor step together: {breakdown_text(both['actor_step'])}"
+                 f"\nlearner update: alone {f['learner_alone']['seconds_per_update']:.3f} s, "
+                 f"together {both['seconds_per_update']:.3f} s")
     return line
 
 
