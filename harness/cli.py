@@ -319,6 +319,9 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
         print(f"  {what}: {o.run_id} {o.label}{kind}: "
               f"{o.error.splitlines()[0] if o.error else ''}")
         print(f"    log: {store.run_dir(o.run_id) / 'stdout.log'}")
+    for o in outcomes:
+        if o.resumed_from:
+            print(f"  resumed: {o.run_id} {o.label} from {o.resumed_from} ({o.status})")
     if any(o.status == EXHAUSTED for o in outcomes):
         print("  (runs that exhausted their attempts run again with a larger --max-attempts)")
     if any(o.status == NOT_RETRIED or o.kind == "deterministic" for o in bad):

@@ -23,6 +23,7 @@ from typing import Any
 
 from analysis.inputs.cache import refresh_run
 from cleanba.core.layout import free_port
+from harness.resume import confirmed, resume_args, resume_point, resumptions
 from harness.retry import failure_kind, will_retry
 from harness.store import (
     LOG_FILE,
@@ -117,6 +118,9 @@ class Outcome:
     cpus: int = 1
     kind: str = ""
     """Failed runs: 'transient' (retried) or 'deterministic' (not), see harness.retry."""
+    resumed_from: str = ""
+    """The checkpoint this attempt continued from, as its record confirms (harness.resume),
+    e.g. 'checkpoints/6 (after update 6)'; '' when it started from update 0."""
 
 
 def process_gpus(gpu_ids: Sequence[int] | None, per_process: int,
@@ -203,8 +207,10 @@ def launch_and_wait(
     stop: threading.Event | None,
     header: str,
     python: str = sys.executable,
+    extra_args: Sequence[str] = (),
 ) -> tuple[list[int], str]:
-    """Start the given processes of a run, wait for all; returns (exit codes, why stopped)."""
+    """Start the given processes of a run, wait for all; returns (exit codes, why stopped).
+    `extra_args` follow each process's command (e.g. --resume-from)."""
     log_path = run_dir / LOG_FILE
     procs: list[subprocess.Popen] = []
     why = ""
@@ -213,7 +219,8 @@ def launch_and_wait(
         log.flush()
         cpp = spec.resources.cpus_per_process
         for i, pid in enumerate(process_ids):
-            argv = spec.command(run_dir, process_id=pid, coordinator=coordinator, python=python)
+            argv = [*spec.command(run_dir, process_id=pid, coordinator=coordinator,
+                                  python=python), *extra_args]
             my_cpus = list(cpu_ids[i * cpp:(i + 1) * cpp]) if cpu_ids else None
             my_gpus = process_gpus(gpu_ids, spec.layout.devices_per_process, i)
             shim = [python, "-m", "harness._child"]
@@ -349,17 +356,24 @@ def execute_run(
             mark_interrupted(run_dir, "its supervising harness died before it finished "
                              "(the run's lock was free); re-run")
         out.attempt = attempts + 1
+        point = resume_point(spec, run_dir)
+        resumptions_before = len(resumptions(read_manifest_or_none(run_dir)))
         if process_ids is None:
             process_ids = list(range(spec.num_processes))
         if coordinator is None:
             coordinator = f"127.0.0.1:{free_port()}"
         t0 = time.monotonic()
         header = (f"attempt {out.attempt} of run {spec.run_id} ({spec.label()}) started "
-                  f"{utc_now()} on {socket.gethostname()}")
+                  f"{utc_now()} on {socket.gethostname()}"
+                  + (f", resumes from {point.text()}" if point else ""))
         codes, why = launch_and_wait(spec, run_dir, process_ids, coordinator, cpu_ids,
-                                     gpu_ids, stop, header)
+                                     gpu_ids, stop, header,
+                                     extra_args=resume_args(point, run_dir))
         out.wall_time_s = time.monotonic() - t0
         out.returncode = codes[0]
+        if point is not None:  # the trainer checks the checkpoint again and may refuse it
+            done = confirmed(run_dir, resumptions_before)
+            out.resumed_from = "" if done is None else done.text()
         try:
             settled = _settle(spec, run_dir, out, codes, why, stop)
             add_to_analysis_cache(run_dir)  # the first report after a sweep parses nothing

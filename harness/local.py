@@ -394,6 +394,8 @@ class _Display:
             # The harness's clock: the whole attempt, start-up and compilation included
             # (the report's run times are the trainer's own training clock).
             msg += f" ({o.wall_time_s:.1f} s incl. start-up, attempt {o.attempt})"
+        if o.resumed_from:
+            msg += f"; resumed from {o.resumed_from}"
         if o.error and o.status != "completed":
             msg += f": {o.error.splitlines()[0][:160]}"
         self.console.print(msg, highlight=False, soft_wrap=True)

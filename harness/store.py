@@ -111,8 +111,16 @@ def previous_statuses(run_dir: Path) -> list[str]:
     out = []
     for d in sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
         m = read_manifest_or_none(d)
-        out.append(str(m.get("status")) if m else "no-record")
+        out.extend(attempt_statuses(m) if m else ["no-record"])
     return out
+
+
+def attempt_statuses(manifest: dict) -> list[str]:
+    """Statuses of the attempts one record holds, oldest first: those its resumptions
+    continued from a checkpoint (each overwrote the manifest), then its own."""
+    earlier = [str(r["previous_status"]) for r in manifest.get("resumptions") or []
+               if r.get("previous_status")]
+    return [*earlier, str(manifest.get("status"))]
 
 
 @dataclass
@@ -132,12 +140,8 @@ class RunState:
 
 def failed_attempts(run_dir: Path, manifest: dict | None) -> tuple[int, int]:
     """(attempts so far, failed attempts so far) of a run folder."""
-    prev = previous_statuses(run_dir)
-    attempts = len(prev) + (1 if manifest else 0)
-    failures = sum(s == schema.FAILED for s in prev)
-    if manifest and manifest.get("status") == schema.FAILED:
-        failures += 1
-    return attempts, failures
+    statuses = previous_statuses(run_dir) + (attempt_statuses(manifest) if manifest else [])
+    return len(statuses), sum(s == schema.FAILED for s in statuses)
 
 
 def last_progress(run_dir: Path) -> tuple[int, float]:

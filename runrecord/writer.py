@@ -280,7 +280,11 @@ class RunWriter:
             self.manifest["previous_attempt"] = str(self.previous_attempt.relative_to(self.run_dir))
         if resumed is not None:
             earlier = (old or {}).get("resumptions") or []
-            self.manifest["resumptions"] = [*earlier, {**resumed, "at": utc_now()}]
+            # The attempt it continues is overwritten: its status and error stay here,
+            # where the harness counts attempts and failures (harness.store).
+            replaced = ({} if old is None else
+                        {"previous_status": old.get("status"), "previous_error": old.get("error")})
+            self.manifest["resumptions"] = [*earlier, {**resumed, "at": utc_now(), **replaced}]
         self._write_manifest()
         self.episodes = CsvAppender(self.run_dir / schema.EPISODES_FILE, schema.EPISODE_COLUMNS)
         self.updates = CsvAppender(self.run_dir / schema.UPDATES_FILE, self.update_columns)

@@ -122,6 +122,8 @@ def test_baseline_only_on_single_device_layout():
 def test_reserved_and_bad_overrides():
     msg = error_of(GOOD.replace("num-envs = 8", "seed = 8"))
     assert "may not set 'seed'" in msg and "line 17" in msg
+    msg = error_of(GOOD.replace("num-envs = 8", 'resume-from = "runs/x"'))
+    assert "may not set 'resume-from': the harness sets it from the record's checkpoints" in msg
     msg = error_of(GOOD.replace("num-envs = 8", "num-envs = {a = 1}"))
     assert "hyperparameter values" in msg
 
