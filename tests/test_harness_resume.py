@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from harness_cli import ROOT
 from test_cleanba_checkpoint import assert_same_records, rows_without_wall_clock
 from trainer_output import trainer_said
 
@@ -30,7 +31,6 @@ from harness.store import failed_attempts, run_state
 from harness.sweep import load_sweep
 from runrecord import schema
 
-ROOT = Path(__file__).resolve().parent.parent
 UPDATES = 10  # of 4 envs x 16 steps; checkpoints after updates 3, 6 and 9
 KILLED_AT = 7  # past the checkpoint of update 6
 
