@@ -28,7 +28,7 @@ td.v-DIFFERENT,td.v-FAIL,td.v-REGRESSION,td.v-NOTREPRODUCED,td.v-ERROR{color:#a2
 background:#fbeaea}
 td.v-INCONCLUSIVE,td.v-WARN,td.v-UNDECIDED,td.v-NOTSHOWN{color:#965;background:#fdf3e1}
 ul.detail{margin:.2em 0 0 1em;padding-left:1em;color:#555;font-size:.95em}
-.muted{color:#666;font-size:.88em}code{font-size:.92em;overflow-wrap:anywhere}
+.muted{color:#666;font-size:.88em}p.table-files{margin-top:-.6em}code{font-size:.92em;overflow-wrap:anywhere}
 pre{white-space:pre-wrap;overflow-wrap:anywhere}li{overflow-wrap:anywhere}
 """
 

@@ -4,7 +4,8 @@ its public API (analysis/__init__.py) only.
 The report is analysis.build_report_assets (figures, tables, verdicts) plus one
 self-contained HTML page built here: figures embedded as base64 PNG, tables as HTML,
 verdict lines, runs left out, warnings and the sweep's provenance. The page has no
-external references, so it opens from disk or as an e-mail attachment.
+external references, so it opens from disk or as an e-mail attachment; each table's CSV
+and LaTeX files are also written to tables/ beside it (harness/table_files.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from harness.hardware import hardware_section
 from harness.page_style import CSS
 from harness.store import Store, run_state
 from harness.sweep import Sweep
+from harness.table_files import table_links, write_table_files
 from harness.verdict_table import verdict_details, verdict_table
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
 from runrecord.exits import (
@@ -129,14 +131,16 @@ def _anchor(title: str) -> str:
 
 def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = None,
                sections: Sequence[tuple[str, str]] = (),
-               leading: Sequence[tuple[str, str]] = ()) -> str:
+               leading: Sequence[tuple[str, str]] = (),
+               report_dir: Path | None = None) -> str:
     """The report page: everything inline (no network, no files beside it needed).
 
     `extra`: more provenance rows (key -> value). `sections`: more report sections, each
     (title, inner HTML), placed after the tables and before the run list; other report
     parts (e.g. an Atari-5 estimate, a reproduction check) add theirs here. `leading`:
     sections placed right after the verdicts, before the figures (an adaptive sweep's
-    looks: its decisions are theirs)."""
+    looks: its decisions are theirs). `report_dir`: where the page goes; each table's
+    CSV and LaTeX files are written to its tables/ and linked under the table."""
     title = f"Sweep {sweep.name}: report"
     parts = [
         "<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
@@ -192,6 +196,8 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     for t in assets.get("tables", []):
         parts.append(f"<h3>{html.escape(t['title'])}</h3>")
         parts.append(_csv_table(t["csv"]))
+        if report_dir is not None:
+            parts.append(table_links(write_table_files(t, report_dir)))
     if any(ONE_SEED in Path(t["csv"]).read_text(encoding="utf-8")
            for t in assets.get("tables", [])):
         parts.append("<p class='muted'>n/a (1 seed): a bootstrap over one seed resamples the "
@@ -300,7 +306,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     hardware = ([hardware_section(project_path(str(sweep.report["hardware"])), _table_html)]
                 if "hardware" in sweep.report else [])  # the GPU campaign's evidence
     tmp.write_text(build_html(assets, sweep, store, extra, sections=hardware,
-                              leading=[s for s in (adaptive, certificate) if s]),
+                              leading=[s for s in (adaptive, certificate) if s],
+                              report_dir=out_dir),
                    encoding="utf-8")
     tmp.replace(page)
     atomic_write_json(out_dir / "assets.json", assets)

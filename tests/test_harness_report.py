@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
@@ -81,6 +82,15 @@ def test_report_page_is_self_contained(swept):
         assert v["line"].split(";")[0].replace("&", "&amp;") in html or v["line"][:40] in html
     # Moved elsewhere, the page still has everything (no relative file references).
     assert not re.search(r"""(src|href)=['"](?!data:|#)""", html)
+    # Each table's CSV and LaTeX: beside the page in tables/, and linked (as data) under it.
+    for t in assets["tables"]:
+        for suffix, media in ((".csv", "text/csv"), (".tex", "application/x-tex")):
+            written = root / "new" / "report" / "tables" / f"{t['name']}{suffix}"
+            link = re.search(rf"download='{re.escape(written.name)}' "
+                             rf"href='data:{media};base64,([^']*)'", html)
+            assert link and base64.b64decode(link[1]) == written.read_bytes(), written
+    tex = (root / "new" / "report" / "tables" / "aggregates.tex").read_text()
+    assert tex.startswith("\\begin{tabular}") and "\\toprule" in tex
 
 
 def _chromium() -> str | None:

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.inputs.load import load_published_table, runtimes_twin  # noqa: E402
+from analysis.output.figure_axes import ONE_SEED_NOTE, few_ticks, one_seed_mark  # noqa: E402
 from analysis.output.palette import MARKERS, OKABE_ITO  # noqa: E402
 from analysis.scoring.curves import Curve  # noqa: E402
 from analysis.scoring.scores import GroupScores  # noqa: E402  # noqa: E402
@@ -167,9 +168,15 @@ def efficiency_curves_figure(
         for i, c in enumerate(curves):
             iv = c.metrics[metric]
             x = c.grid / scale
-            ax.plot(x, iv.point, color=colour(i), lw=2, label=c.group,
+            one_seed = c.seeds == 1
+            ax.plot(x, iv.point, color=colour(i), lw=2,
+                    label=f"{c.group} ({ONE_SEED_NOTE})" if one_seed else c.group,
                     marker=MARKERS[i % len(MARKERS)], markevery=max(1, len(x) // 8))
-            ax.fill_between(x, iv.low, iv.high, color=colour(i), alpha=0.15, lw=0)
+            if not one_seed:  # NaN where not every run has data: no band there
+                band = np.isfinite(iv.low) & np.isfinite(iv.high)
+                ax.fill_between(x, iv.low, iv.high, where=band, color=colour(i), alpha=0.15,
+                                lw=0)
+        few_ticks(ax.yaxis)
         ax.set_xlabel(xlabel)
         label = _names([metric, *same_as])
         ax.set_ylabel(f"{label} {score_label}")
@@ -182,6 +189,10 @@ def efficiency_curves_figure(
     caption = (f"{label} of the {score_label} of episodes finishing in each bin, vs {what} "
                f"({defined}); shaded: pointwise 95% stratified bootstrap CI (no band for a "
                "group of one seed)."
+               + (" Each line ends where its group's last run ended and, once a run has "
+                  "ended, is the aggregate of the runs still going; the band stops where "
+                  "the group's first run ended (past it, not every seed has data)."
+                  if any(c.band_end is not None for c in curves) else "")
                + (" The curves of these aggregates are identical here (e.g. one task: its "
                   "median and mean over tasks are its mean, and at 3 or fewer seeds the IQM "
                   "trims nothing), so they are drawn once." if same_as else ""))
@@ -200,9 +211,10 @@ def _padded_limits(low: float, high: float, pad: float = 0.06) -> tuple[float, f
 
 def aggregate_intervals_figure(
     results: Mapping[str, Mapping[str, Interval]], out_dir: Path, *, name: str = "aggregates",
-    score_label: str = "normalised score",
+    score_label: str = "normalised score", seeds: Mapping[str, int] | None = None,
 ) -> FigureInfo:
-    """rliable-style interval plot: one panel per metric, one bar (CI) per group."""
+    """rliable-style interval plot: one panel per metric, one bar (CI) per group; a group
+    of one seed (per `seeds`) has no interval: its point, marked and noted, instead."""
     groups = list(results)
     panels = coinciding({m: [results[g][m] for g in groups]
                          for m in next(iter(results.values()))})
@@ -218,28 +230,34 @@ def aggregate_intervals_figure(
             axes[j // ncols, j % ncols].axis("off")
         for k, m in enumerate(metrics):
             ax = axes[k // ncols, k % ncols]
-            lows, highs = [], []
+            lows, highs, single = [], [], []
             for i, g in enumerate(groups):
                 iv = results[g][m]
                 lo, hi, pt = float(iv.low), float(iv.high), float(iv.point)
-                ax.barh(i, hi - lo, left=lo, height=0.6, color=colour(i), alpha=0.75)
-                ax.vlines(pt, i - 0.3, i + 0.3, color="black", lw=2)
+                if seeds is not None and seeds.get(g, 2) < 2:
+                    single.append((i, pt))
+                else:
+                    ax.barh(i, hi - lo, left=lo, height=0.6, color=colour(i), alpha=0.75)
+                    ax.vlines(pt, i - 0.3, i + 0.3, color="black", lw=2)
                 lows += [lo, pt]
                 highs += [hi, pt]
             finite = [v for v in lows + highs if math.isfinite(v)]
             if finite:
                 ax.set_xlim(*_padded_limits(min(finite), max(finite)))
+            few_ticks(ax.xaxis)
+            for i, pt in single:
+                one_seed_mark(ax, pt, i, colour(i))
             ax.set_yticks(range(len(groups)))
             ax.set_yticklabels(groups if k % ncols == 0 else [])
             ax.set_title(_names(panels[k]))
-            ax.invert_yaxis()
+            ax.set_ylim(len(groups) - 0.5, -0.5)  # first group on top; room around markers
             ax.grid(axis="y", visible=False)
         fig.supxlabel(score_label)
     title = "Aggregate metrics with 95% CIs"
     caption = ("Median, IQM and mean (higher is better) and optimality gap (lower is better) "
                f"of the final {score_label} (mean of each run's last 100 episodes); bars are "
                "95% stratified bootstrap CIs, black ticks the point estimates (a group of one "
-               "seed has no interval: only its tick)."
+               f"seed has no interval: its point is a diamond, noted '{ONE_SEED_NOTE}')."
                + (" Aggregates that are the same numbers here (e.g. one task: its median and "
                   "mean are its mean, and at 3 or fewer seeds the IQM trims nothing) share a "
                   "panel."
@@ -444,14 +462,22 @@ def performance_profile_figure(
         fig, ax = plt.subplots(figsize=(6.4, 4.2 + 0.22 * len(groups)), layout="constrained")
         for i, (g, gs) in enumerate(groups.items()):
             point = performance_profile(gs.final, taus)
+            one_seed = len(gs.seeds) < 2
+            # Markers staggered across groups, so equal curves still show every marker.
+            every = max(2, points // 6)
+            ax.plot(taus, point, color=colour(i), lw=2,
+                    label=f"{g} ({ONE_SEED_NOTE}; diamonds: its runs)" if one_seed else g,
+                    marker=MARKERS[i % len(MARKERS)],
+                    markevery=((i * every) // max(1, len(groups)), every))
+            if one_seed:  # each run's score at the top of its step: the data, not a band
+                runs = np.sort(gs.final.ravel())
+                ax.plot(np.clip(runs, lo_tau, hi_tau), [np.mean(runs >= v) for v in runs],
+                        ls="none", marker="D", ms=7, color=colour(i), markeredgecolor="black",
+                        zorder=3)
+                continue
             reps_v = replicates(gs.final, {"p": lambda x: performance_profile(x, taus)},
                                 reps=reps, seed=seed)["p"]
             lo, hi = np.percentile(reps_v, [2.5, 97.5], axis=0)
-            # Markers staggered across groups, so equal curves still show every marker.
-            every = max(2, points // 6)
-            ax.plot(taus, point, color=colour(i), lw=2, label=g,
-                    marker=MARKERS[i % len(MARKERS)],
-                    markevery=((i * every) // max(1, len(groups)), every))
             ax.fill_between(taus, lo, hi, color=colour(i), alpha=0.15, lw=0)
         ax.set_xlabel(score_label + r" $\tau$")
         ax.set_ylabel(r"fraction of runs with score > $\tau$")
@@ -463,7 +489,8 @@ def performance_profile_figure(
     beyond = (f" {max(above):.0%} of a group's runs x tasks score above {hi_tau:g}."
               if max(above) > 0 else "")
     caption = (f"Run-score distribution of final {score_label}s over all runs x tasks; "
-               f"{why}; bands: 95% stratified bootstrap CIs ({reps} reps).{beyond}")
+               f"{why}; bands: 95% stratified bootstrap CIs ({reps} reps; a group of one "
+               f"seed has none: its runs' scores are diamonds).{beyond}")
     return _save(fig, out_dir, name, title, caption)
 
 

@@ -3,7 +3,7 @@
 `build_report_assets(inputs, out_dir)` loads every run record under `inputs`, groups
 completed runs into suites (all Atari games one suite, every other env its own), groups
 each suite's runs by system and `group_by` (dotted manifest keys, e.g. `layout.name`),
-and writes into `out_dir` figures (PNG + PDF), tables (.md + .csv) and verdict JSONs
+and writes into `out_dir` figures (PNG + PDF), tables (.md, .csv and .tex) and verdict JSONs
 (one subfolder per suite when there are several). It returns their index
 (see the function's docstring), which harness/ turns into the HTML page.
 """
@@ -118,7 +118,8 @@ def build_report_assets(
     """Write the report's figures, tables and verdicts into `out_dir`; return their index:
 
     {"figures": [{"name", "title", "caption", "png", "pdf"}],
-     "tables": [{"name", "title", "markdown", "csv"}],
+     "tables": [{"name", "title", "markdown", "csv", "latex"}] (latex: a booktabs
+                tabular, .tex),
      "verdicts": [{"kind", "subject", "verdict", "line", "json"}] (a verdict with an
                   estimate: "cells", the report's verdict table's estimate, ci, margin
                   and seeds, and "detail", its design lines; equivalence: and
@@ -231,7 +232,8 @@ def build_report_assets(
 def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
     _, csv_path = table.write(out_dir)
     result["tables"].append({"name": table.name, "title": table.title,
-                             "markdown": table.markdown(), "csv": str(csv_path)})
+                             "markdown": table.markdown(), "csv": str(csv_path),
+                             "latex": str(table.write_latex(out_dir))})
 
 
 def _runtime_references(suite: dict[str, GroupScores], reference: str | None
@@ -257,13 +259,14 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     add_fig = result["figures"].append
     # Aggregates
     agg = aggregate_intervals(suite, reps=aggregate_reps, seed=seed)
+    seeds = {g: len(gs.seeds) for g, gs in suite.items()}
     t = aggregate_table(agg, name=f"aggregates{sfx}",
                         title=f"Aggregate final {score} ({label}), 95% CIs, "
                               f"{aggregate_reps} bootstrap reps, seed {seed}",
-                        seeds={g: len(gs.seeds) for g, gs in suite.items()})
+                        seeds=seeds)
     _add_table(result, t, out_dir)
     add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
-                                            score_label=score).as_dict())
+                                            score_label=score, seeds=seeds).as_dict())
     # Curves: one figure per aggregate, or one for aggregates whose curves coincide
     curves = [efficiency_curve(gs, metrics=("median", "iqm"), reps=reps, seed=seed)
               for gs in suite.values()]

@@ -41,7 +41,7 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
     t = res.table()
     _, csv_path = t.write(out_dir)
     out["tables"].append({"name": t.name, "title": t.title, "markdown": t.markdown(),
-                          "csv": str(csv_path)})
+                          "csv": str(csv_path), "latex": str(t.write_latex(out_dir))})
     info = figs.reproduce_scatter_figure(figure_points(res), out_dir, column=col.column,
                                          budget=res.budget_text).as_dict()
     info["caption"] += " " + " ".join(res.limits())

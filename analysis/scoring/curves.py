@@ -22,6 +22,10 @@ class Curve:
     axis: str  # "frames" or "wall_time_s"
     grid: np.ndarray  # (points,)
     metrics: dict[str, Interval]  # metric -> (points,) intervals
+    seeds: int = 0  # seeds of the group (one seed: no band)
+    band_end: float | None = None
+    """Wall time up to which every run has data and the band is drawn (None: the whole
+    grid); past it the line aggregates the runs still going, and no band is drawn."""
 
     def as_dict(self) -> dict:
         return {"group": self.group, "axis": self.axis, "grid": self.grid.tolist(),
@@ -52,4 +56,45 @@ def efficiency_curve(
         raise AnalysisError(f"unknown curve axis {axis!r}; valid: frames, wall_time_s")
     iv = interval_estimates(values, {m: AGGREGATES[m] for m in metrics}, reps=reps, seed=seed,
                             confidence=confidence, method=method)
-    return Curve(scores.group, axis, np.asarray(grid), iv)
+    grid = np.asarray(grid)
+    band_end = None
+    if axis == "wall_time_s":
+        iv, band_end = _until_runs_end(values, grid, scores.wall_time_s, iv)
+    return Curve(scores.group, axis, grid, iv, len(scores.seeds), band_end)
+
+
+def _until_runs_end(values: np.ndarray, grid: np.ndarray, wall_s: np.ndarray,
+                    iv: dict[str, Interval]) -> tuple[dict[str, Interval], float | None]:
+    """The wall-time curves cut where the runs end: a run's binned curve holds its last
+    value past its last record, which would draw a flat line (and a flat band) where it
+    had stopped. At each grid point the line aggregates the runs still going (NaN once a
+    task has none); the band, a bootstrap over every seed, only where every run still has
+    data. Returns the intervals and the time the band ends (None: it spans the grid)."""
+    # A run has data at grid[k] when it ran at least that long (tolerance: the grid's
+    # last point is the longest run's wall time, computed in another order).
+    alive = grid[None, None, :] <= wall_s[:, :, None] * (1 + 1e-9)  # (seeds, tasks, points)
+    everyone = alive.all(axis=(0, 1))
+    if everyone.all():
+        return iv, None
+    out = {}
+    for name, interval in iv.items():
+        point = np.asarray(interval.point, dtype=np.float64).copy()
+        for k in np.flatnonzero(~everyone):
+            point[k] = _point_of_running(name, values[:, :, k], alive[:, :, k])
+        low = np.where(everyone, interval.low, np.nan)
+        high = np.where(everyone, interval.high, np.nan)
+        out[name] = Interval(point, low, high)
+    band_end = float(grid[everyone][-1]) if everyone.any() else float(grid[0])
+    return out, band_end
+
+
+def _point_of_running(metric: str, values: np.ndarray, alive: np.ndarray) -> float:
+    """`metric` over the runs (seeds, tasks) that are `alive`: per task for the aggregates
+    of per-task means (median, mean), pooled for those of all runs x tasks (IQM,
+    optimality gap); NaN when a task has no run left."""
+    if not alive.any(axis=0).all():
+        return float("nan")
+    if metric in ("median", "mean"):
+        per_task = np.array([values[alive[:, t], t].mean() for t in range(values.shape[1])])
+        return float(AGGREGATES[metric](per_task[None, :]))
+    return float(AGGREGATES[metric](values[alive][:, None]))
