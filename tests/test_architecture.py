@@ -60,8 +60,8 @@ HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "harness.slurm", "harness.slurm_queue", "harness.slurm_wait",
                    "harness.curve_monitor")),
     ("certify", ("harness.certify",)),  # certificates: certify, verify (tiers 1 and 2)
-    ("report", ("harness.page_style", "harness.verdict_table", "harness.hardware",
-                "harness.report")),
+    ("report", ("harness.page_style", "harness.verdict_table", "harness.table_files",
+                "harness.hardware", "harness.report")),
     ("entry points", ("harness.cli_flags", "harness.cli", "harness.__main__", "harness")),
 ]
 

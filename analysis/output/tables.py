@@ -14,7 +14,10 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
+
+from analysis.scoring.tables import TableData
 
 ColumnKind = Literal["text", "number", "count", "estimate"]
 
@@ -165,6 +168,17 @@ def to_latex(table: TableRows) -> str:
         line([c.label for c in table.columns]), r"\midrule",
         *(line([cell_text(r.get(c.key), c) for c in table.columns]) for r in table.rows),
         r"\bottomrule", r"\end{tabular}"]) + "\n"
+
+
+def write_table_latex(table: TableData, out_dir: Path) -> Path:
+    """Write a report table as <name>.tex into out_dir: a booktabs tabular (`to_latex`) of
+    its cells as its Markdown shows them."""
+    columns = tuple(Column(f"c{i}", h) for i, h in enumerate(table.header))
+    rows = [{f"c{i}": c for i, c in enumerate(r)} for r in table.cells()]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{table.name}.tex"
+    path.write_text(to_latex(TableRows(columns, rows)), encoding="utf-8")
+    return path
 
 
 RENDERERS: dict[str, Callable[[TableRows], str]] = {

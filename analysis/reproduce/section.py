@@ -13,6 +13,7 @@ from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
 from analysis.json_file import write_json
 from analysis.output import figures as figs
+from analysis.output.tables import write_table_latex
 from analysis.reproduce.published import (
     ReproduceResult,
     published_column,
@@ -41,7 +42,7 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
     t = res.table()
     _, csv_path = t.write(out_dir)
     out["tables"].append({"name": t.name, "title": t.title, "markdown": t.markdown(),
-                          "csv": str(csv_path), "latex": str(t.write_latex(out_dir))})
+                          "csv": str(csv_path), "latex": str(write_table_latex(t, out_dir))})
     info = figs.reproduce_scatter_figure(figure_points(res), out_dir, column=col.column,
                                          budget=res.budget_text).as_dict()
     info["caption"] += " " + " ".join(res.limits())

@@ -13,7 +13,6 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import PublishedTable, load_published_table, runtimes_twin
-from analysis.output.tables import Column, TableRows, to_latex
 from analysis.scales.normalize import get_normaliser
 from analysis.stats.bootstrap import Interval
 from analysis.stats.metrics import AGGREGATE_LABELS
@@ -28,8 +27,12 @@ class TableData:
     header: list[str]
     rows: list[list[Any]]
 
+    def cells(self) -> list[list[str]]:
+        """The rows as the Markdown (and the LaTeX of analysis.output.tables) shows them."""
+        return [[_fmt(c) for c in r] for r in self.rows]
+
     def markdown(self) -> str:
-        cells = [[_fmt(c) for c in r] for r in self.rows]
+        cells = self.cells()
         widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
                   for i, h in enumerate(self.header)]
         lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(self.header, widths, strict=True))
@@ -52,21 +55,6 @@ class TableData:
             for r in self.rows:
                 w.writerow([_csv(c) for c in r])
         return md, path
-
-
-    def latex(self) -> str:
-        """The table as a booktabs tabular (analysis.output.tables.to_latex), its cells
-        as the Markdown shows them."""
-        columns = tuple(Column(f"c{i}", h) for i, h in enumerate(self.header))
-        rows = [{f"c{i}": _fmt(c) for i, c in enumerate(r)} for r in self.rows]
-        return to_latex(TableRows(columns, rows))
-
-    def write_latex(self, out_dir: Path) -> Path:
-        """Write <name>.tex into out_dir (`\\input` it inside a table environment)."""
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / f"{self.name}.tex"
-        path.write_text(self.latex(), encoding="utf-8")
-        return path
 
 
 def _fmt(c: Any) -> str:
