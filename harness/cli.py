@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         from harness.certify import VerifyArgs, verify
 
         return verify(VerifyArgs(cmd.cert, cmd.records, cmd.input, cmd.replay, cmd.updates,
-                                 cmd.draw_seed, cmd.expect_root))
+                                 cmd.draw_seed, cmd.expect_root, segments=cmd.segments))
     try:
         sweep = cmd.load()
     except SweepError as e:

@@ -246,7 +246,8 @@ class Certify(Inspect):
 class Verify:
     """Check a certificate: tier 1 (hashes, Merkle root, completeness, every claim
     recomputed) and, with --replay K, tier 2 (K runs drawn with fresh randomness, their
-    first --updates N re-run with --deterministic, params checksums compared bit for bit).
+    first --updates N, or --segments S between their checkpoints, re-run with
+    --deterministic, every updates.csv column and episode compared bit for bit).
     Exit 0 VERIFIED, 1 MISMATCH, 4 NOT CHECKABLE, 2 bad input."""
 
     cert: tyro.conf.Positional[Path]
@@ -259,6 +260,10 @@ class Verify:
     """Tier 2: replay this many runs, drawn among the deterministic ones."""
     updates: int = 3
     """Tier 2: updates replayed per run (the first N)."""
+    segments: str | None = None
+    """Tier 2: instead of the first N updates, replay S segments of each drawn run (S, or
+    'all'), each from one of its certified checkpoints to the next or to its end; the
+    last segment, which sets the final score, always (runs made with --checkpoint-every)."""
     draw_seed: int | None = None
     """Tier 2: repeat a printed draw (default: fresh randomness from the OS)."""
     expect_root: str | None = None

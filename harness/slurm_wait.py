@@ -215,6 +215,8 @@ class Watcher:
         self.outcomes.append(o)
         line = f"[{len(self.outcomes)}/{self.total}] {o.status} {o.run_id} {o.label} " \
                f"(job {w.job.job_id})"
+        if o.resumed_from:  # as the local console says it
+            line += f"; resumed from {o.resumed_from}"
         if o.status not in (schema.COMPLETED,) and o.error:
             line += f": {o.error.splitlines()[0]}"
         self.say(line)

@@ -40,7 +40,8 @@ give_back_ignored_stop_signals()
 
 # The files of the `slurm`-marked tests (a slurm test elsewhere is refused at collection:
 # under xdist it would run beside the others on another worker).
-SLURM_FILES = ("tests/test_harness_slurm_cluster.py", "tests/test_slurm_local.py")
+SLURM_FILES = ("tests/test_harness_slurm_cluster.py", "tests/test_harness_slurm_resume.py",
+               "tests/test_slurm_local.py")
 
 
 def pytest_collection_modifyitems(config, items):

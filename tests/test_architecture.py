@@ -78,8 +78,8 @@ SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "
                     "adaptive_checks", "checks", "expand", "read")
 ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report curves", "run")
 # harness/certify/: the pure hashing and facts, what is bound, the file, then its checks
-CERTIFY_LAYERS = wing("harness.certify", "merkle facts consistency", "claims bind", "certificate",
-                      "tier1", "replay", "verify report_section")
+CERTIFY_LAYERS = wing("harness.certify", "merkle facts consistency segments", "claims bind",
+                      "certificate", "tier1", "replay", "verify report_section")
 
 CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
     # lowest first, as HARNESS_LAYERS: the trainer core imports the numerics, the

@@ -1,8 +1,10 @@
-"""Tier 2 of `harness verify`: re-run the first N updates of K drawn runs with their
-recorded command and --deterministic, and compare bit for bit every column of those
-updates.csv rows (params checksum, losses, versions, ...; not the wall-clock times,
-NOT_REPRODUCED) and every episode that ended in them; only where the device kind and the
-stack match (else NOT CHECKABLE, naming what differs; never a tolerance).
+"""Tier 2 of `harness verify`: re-run updates of K drawn runs with their recorded command
+and --deterministic, and compare bit for bit every column of those updates.csv rows
+(params checksum, losses, versions, ...; not the wall-clock times, NOT_REPRODUCED) and
+every episode that ended in them; only where the device kind and the stack match (else
+NOT CHECKABLE, naming what differs; never a tolerance). The updates re-run are the first
+N (from update 0), or a segment between two of the run's checkpoints (resumed from the
+first, harness.certify.segments).
 
 The draw: K runs among the deterministic ones, ranked by SHA-256("<seed>:<run id>"), the
 K lowest; the seed comes from the OS's entropy unless given, and is printed, so a third
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cleanba.core import checkpoint
 from cleanba.core.layout import free_port
 from harness.certify.facts import CPU_ONLY, differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
@@ -69,12 +73,15 @@ def _set_flag(argv: list[str], flag: str, value: str | None) -> None:
 
 
 def replay_argv(recorded: Sequence[str], run_dir: Path, process_id: int, coordinator: str,
-                updates: int, python: str = sys.executable) -> list[str]:
+                updates: int, python: str = sys.executable, resume: bool = False) -> list[str]:
     """The recorded command of process 0, for process `process_id` of a replay into
-    `run_dir` that stops after `updates` updates; the interpreter is this one (its
-    versions are the stack compared)."""
+    `run_dir` that stops after `updates` updates (resume: continuing the record copied
+    there from its newest checkpoint); the interpreter is this one (its versions are the
+    stack compared)."""
     argv = [python, *recorded[1:]]
     _set_flag(argv, "--run-dir", str(run_dir))
+    if resume:
+        _set_flag(argv, "--resume-from", str(run_dir))
     if "--coordinator-address" in argv or any(w.startswith("--coordinator-address=")
                                               for w in argv):
         _set_flag(argv, "--coordinator-address", coordinator)
@@ -154,15 +161,16 @@ def row_difference(recorded: Mapping[str, str], replayed: Mapping[str, str]) -> 
 EPISODE_FACTS = ("env_steps", "frames", "env_index", "episode_return", "episode_length")
 
 
-def episodes_through(episodes_csv: Path, env_steps: int) -> list[tuple[str, ...]]:
-    """The facts of every episode that ended by `env_steps`, as written (the text, so the
-    comparison is of the bits the record holds)."""
+def episodes_through(episodes_csv: Path, env_steps: int, after: int = 0
+                     ) -> list[tuple[str, ...]]:
+    """The facts of every episode that ended after `after` and by `env_steps` env steps,
+    as written (the text, so the comparison is of the bits the record holds)."""
     rows: list[tuple[str, ...]] = []
     try:
         with open(episodes_csv, newline="", encoding="utf-8") as f:
             for row in csv.DictReader(f):
                 try:
-                    if int(row["env_steps"]) <= env_steps:
+                    if after < int(row["env_steps"]) <= env_steps:
                         rows.append(tuple(row[k] for k in EPISODE_FACTS))
                 except (KeyError, TypeError, ValueError):
                     break  # a torn last line
@@ -277,17 +285,19 @@ def _wait(procs: Sequence[subprocess.Popen], deadline: float,
 def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], records: Path,
                updates: int, checkout: Path = PROJECT_ROOT, cores: Sequence[int] = (),
                timeout_s: float = REPLAY_TIMEOUT_S,
-               stop: threading.Event | None = None) -> Replay:
-    """Replay one run's first `updates` updates on `cores` (default: this process's) and
-    compare, or say why it cannot. `stop` set: the replay's processes are killed."""
+               stop: threading.Event | None = None, first: int = 0) -> Replay:
+    """Replay one run's updates first + 1 to `updates` on `cores` (default: this
+    process's) and compare, or say why it cannot: from update 0 when `first` is 0, else
+    resumed from the record's checkpoint of update `first`. `stop` set: the replay's
+    processes are killed."""
     device = cert["devices"].get(run.get("device"), {})
     stack = cert["stacks"].get(run.get("stack"), {})
     processes = int(run.get("processes") or 1)
     base = Replay(run_id, NOT_CHECKABLE, "", processes=processes,
                   original_seconds=run.get("wall_time_s"))
-    recorded = read_updates(records / run_id / schema.UPDATES_FILE, updates)
+    recorded = read_updates(records / run_id / schema.UPDATES_FILE, updates)[first:]
     if not recorded:
-        base.text = "it recorded no update"
+        base.text = "it recorded no update" + (f" after update {first}" if first else "")
         return base
     if not all(row.get("params_checksum") for row in recorded):
         base.text = "its updates.csv holds no params checksums (made with --no-params-checksum)"
@@ -303,8 +313,11 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
     recorded_cmd = [str(resolve_path(w, project_root=checkout)) if w.endswith(".py") else w
                     for w in command]
     tmp = Path(tempfile.mkdtemp(prefix="cleanba-replay-"))
+    if first:  # the certified record up to the segment's checkpoint, to resume from
+        copy_for_resume(records / run_id, tmp / "run", first)
     coordinator = f"127.0.0.1:{free_port()}"
-    argvs = [(replay_argv(recorded_cmd, tmp / "run", pid, coordinator, updates), cpus)
+    argvs = [(replay_argv(recorded_cmd, tmp / "run", pid, coordinator, updates,
+                          resume=bool(first)), cpus)
              for pid, cpus in enumerate(cpu_sets(device, processes,
                                                  list(cores) or available_cores()))]
     t0 = time.perf_counter()
@@ -317,7 +330,8 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
         if why is not None:
             base.text = f"the replay {why} after {base.seconds:.0f} s"
             return base
-        return compare(base, tmp / "run", recorded, records / run_id, tmp / "replay.log")
+        return compare(base, tmp / "run", recorded, records / run_id, tmp / "replay.log",
+                       first)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -327,11 +341,28 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def copy_for_resume(record_dir: Path, run_dir: Path, first: int) -> None:
+    """A scratch copy of a certified record that a trainer resumes from its checkpoint of
+    update `first`: the newer checkpoints left out (the trainer takes the newest usable
+    one), the earlier attempts too, and its status `interrupted` (a completed record is
+    not resumed)."""
+    shutil.copytree(record_dir, run_dir,
+                    ignore=shutil.ignore_patterns(schema.ATTEMPTS_DIR))
+    for update in checkpoint.updates_on_disk(run_dir):
+        if update > first:
+            shutil.rmtree(run_dir / checkpoint.CHECKPOINTS_DIR / str(update))
+    manifest_path = run_dir / schema.MANIFEST_FILE
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest_path.write_text(json.dumps({**manifest, "status": schema.INTERRUPTED}),
+                             encoding="utf-8")
+
+
 def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_dir: Path,
-            log: Path) -> Replay:
+            log: Path, first: int = 0) -> Replay:
     """The replay's record against the certified one: the determinism block first (a
     difference: NOT CHECKABLE), then every column of every replayed update (but
-    NOT_REPRODUCED's), then the episodes that ended in those updates."""
+    NOT_REPRODUCED's), then the episodes that ended in those updates (after update
+    `first`, where a segment's replay starts)."""
     manifest = read_manifest_or_none(run_dir)
     if manifest is None:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
@@ -346,7 +377,7 @@ def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_
         base.text = "NOT CHECKABLE HERE (the replay's own record): " + "; ".join(differ)
         return base
     replayed = {row["update"]: row for row in read_updates(run_dir / schema.UPDATES_FILE,
-                                                           len(recorded))}
+                                                           first + len(recorded))}
     for row in recorded:
         update = row["update"]
         got = replayed.get(update)
@@ -368,16 +399,38 @@ def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_
         base.outcome = MISMATCH
         base.text = f"update {last}: the certified updates.csv has no env_steps"
         return base
-    certified_eps = episodes_through(record_dir / schema.EPISODES_FILE, int(steps))
-    replayed_eps = episodes_through(run_dir / schema.EPISODES_FILE, int(steps))
+    before = steps_before(record_dir, first)
+    certified_eps = episodes_through(record_dir / schema.EPISODES_FILE, int(steps), before)
+    replayed_eps = episodes_through(run_dir / schema.EPISODES_FILE, int(steps), before)
+    span = f"updates {first + 1}-{last}"
     differ_at = episode_difference(certified_eps, replayed_eps)
     if differ_at is not None:
         base.outcome = MISMATCH
-        base.text = f"updates 1-{last}: {differ_at}"
+        base.text = f"{span}: {differ_at}"
         return base
     compared = [c for c in recorded[0] if c not in NOT_REPRODUCED]
     base.outcome = VERIFIED
     base.text = (f"params checksum and the other {len(compared) - 1} columns of updates.csv "
-                 f"(all but wall-clock times) identical at updates 1-{last}, and the "
-                 f"{len(certified_eps)} episode(s) that ended in them")
+                 f"(all but wall-clock times) identical at {span}, and the "
+                 f"{len(certified_eps)} episode(s) that ended in them"
+                 + (resumed_text(manifest, first) if first else ""))
     return base
+
+
+def steps_before(record_dir: Path, first: int) -> int:
+    """The env steps of the certified run at the end of update `first` (0: none)."""
+    if not first:
+        return 0
+    row = read_updates(record_dir / schema.UPDATES_FILE, first)[-1]
+    return int(row["env_steps"])
+
+
+def resumed_text(manifest: Mapping[str, Any], first: int) -> str:
+    """Whether the replay really started at the segment's checkpoint (a checkpoint of
+    other code is refused by the trainer, which then replays from update 0: the same
+    comparison, at a higher cost)."""
+    resumed = [r.get("update") for r in manifest.get("resumptions") or []]
+    if resumed and resumed[-1] == first:
+        return f" (resumed from the certified checkpoints/{first})"
+    return (f" (the trainer did not resume from checkpoints/{first}, it re-ran from update "
+            "0: its stdout names why)")

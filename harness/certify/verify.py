@@ -37,6 +37,14 @@ from harness.certify.replay import (
     draw,
     run_replay,
 )
+from harness.certify.segments import (
+    Segment,
+    covered_share,
+    escape_probability,
+    parse_count,
+    pick,
+    run_segments,
+)
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE, Findings, same_code, tier1
 from runrecord import PROJECT_ROOT, resolve_path, utc_now
 from runrecord.exits import (
@@ -60,6 +68,7 @@ class VerifyArgs:
     draw_seed: int | None = None
     expect_root: str | None = None
     checkout: Path = PROJECT_ROOT
+    segments: str | None = None  # S or "all": replay segments between checkpoints
 
 
 def _locate(cert: Mapping[str, Any], args: VerifyArgs) -> tuple[Path, dict[str, Path]]:
@@ -114,33 +123,37 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
     drawn = draw(eligible, args.replay, seed)
     print(f"tier 2: draw seed {seed} (fresh randomness{' given' if args.draw_seed is not None else ''}"
           f"): {len(drawn)} of {len(eligible)} deterministic run(s): {', '.join(drawn)}")
+    what = (f"--segments {args.segments}" if args.segments is not None
+            else f"--updates {args.updates}")
     print(f"  repeat this draw: python -m harness verify {args.cert} --replay {args.replay} "
-          f"--updates {args.updates} --draw-seed {seed}")
-    todo = []
+          f"{what} --draw-seed {seed}")
+    todo: list[tuple[str, Segment]] = []
     for rid in drawn:
         if rid in out.changed_runs:
             text = f"tier 2: run {rid}: {out.changed_runs[rid]} since certified: not replayed"
             print(f"  {NOT_CHECKABLE}: {text}")
             out.cannot(text)
+        elif args.segments is None:
+            todo.append((rid, Segment(0, args.updates)))
         else:
-            todo.append(rid)
+            todo += [(rid, s) for s in drawn_segments(cert, records, rid, args, seed, out)]
     pool = CorePool(available_cores())
 
     stop = threading.Event()
 
-    def one(rid: str) -> Replay:  # concurrent where the cores allow, each on its own
+    def one(rid: str, segment: Segment) -> Replay:  # concurrent where the cores allow
         run = cert["runs"][rid]
         device = cert["devices"].get(run.get("device"), {})
         cores = pool.take(pool.need(device, int(run.get("processes") or 1)))
         try:
-            return run_replay(rid, run, cert, records, args.updates, checkout=args.checkout,
-                              cores=cores, stop=stop)
+            return run_replay(rid, run, cert, records, segment.last, checkout=args.checkout,
+                              cores=cores, stop=stop, first=segment.first)
         finally:
             pool.give(cores)
 
     with ThreadPoolExecutor(max_workers=max(1, len(todo))) as ex:
         try:
-            futures = [ex.submit(one, rid) for rid in todo]
+            futures = [ex.submit(one, rid, segment) for rid, segment in todo]
             # Waited for in short slices: a signal may land on a replay's thread, and the
             # main thread runs Python's handler only once its wait returns.
             while futures_wait(futures, timeout=0.2).not_done:
@@ -159,6 +172,16 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
         elif r.outcome == NOT_CHECKABLE:
             out.cannot(f"tier 2: {line}")
     done = [r for r in replays if r.outcome == VERIFIED]
+    if args.segments is not None:
+        if done:
+            out.checked.append(f"tier 2: {len(done)} segment(s) replayed bit for bit (every "
+                               f"updates.csv column but {', '.join(NOT_REPRODUCED)}; the "
+                               "episodes that ended in them), each from its certified "
+                               "checkpoint")
+        if len(eligible) > len(drawn):
+            out.not_checked.append(f"tier 2: the {len(eligible) - len(drawn)} deterministic "
+                                   "run(s) not drawn (a later draw may pick them)")
+        return replays
     if done:
         out.checked.append(f"tier 2: {len(done)} run(s) replayed, updates 1-{args.updates} "
                            "bit for bit (every updates.csv column but "
@@ -173,6 +196,30 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
         out.not_checked.append(f"tier 2: the {len(eligible) - len(done)} deterministic "
                                "run(s) not replayed (a later draw may pick them)")
     return replays
+
+
+def drawn_segments(cert: Mapping[str, Any], records: Path, rid: str, args: VerifyArgs,
+                   seed: int, out: Findings) -> list[Segment]:
+    """The segments of run `rid` this draw replays (the last always), with what they
+    cover printed; none (NOT CHECKABLE) for a run without checkpoints."""
+    updates = int(cert["runs"][rid].get("updates") or 0)
+    segments = run_segments(records / rid, updates)
+    if not segments:
+        text = (f"tier 2: run {rid}: no checkpoint in its record (made without "
+                "--checkpoint-every): no segment to replay; --updates N replays its first N")
+        print(f"  {NOT_CHECKABLE}: {text}")
+        out.cannot(text)
+        return []
+    picked = pick(segments, parse_count(str(args.segments)), seed, rid)
+    escape = escape_probability(len(segments), len(picked))
+    print(f"  run {rid}: {len(picked)} of its {len(segments)} segment(s): "
+          f"{'; '.join(s.text() for s in picked)}: {covered_share(picked, updates):.0%} of "
+          f"its {updates} updates; a forgery confined to one other segment escapes this draw "
+          f"with probability {escape:.2f}")
+    if covered_share(picked, updates) < 1:
+        out.not_checked.append(f"tier 2: run {rid}: the updates outside its replayed "
+                               "segment(s)")
+    return picked
 
 
 def cost_lines(cert: Mapping[str, Any], replays: list[Replay], wall: float) -> list[str]:
@@ -194,6 +241,17 @@ NEVER_CHECKED = (
     "wall times, SPS and host names: self-reported by the records",
     "that the sweep file was fixed before the runs: publish its SHA-256 beforehand",
 )
+
+
+def worst_per_run(replays: list[Replay]) -> dict[str, str]:
+    """Each replayed run's outcome over its segments: MISMATCH, else NOT CHECKABLE, else
+    VERIFIED."""
+    rank = {VERIFIED: 0, NOT_CHECKABLE: 1, MISMATCH: 2}
+    out: dict[str, str] = {}
+    for r in replays:
+        if rank[r.outcome] >= rank.get(out.get(r.run_id, VERIFIED), 0):
+            out[r.run_id] = r.outcome
+    return out
 
 
 def verdict(found: Findings) -> str:
@@ -227,6 +285,12 @@ def _verify(args: VerifyArgs) -> int:
     if args.replay < 0 or args.updates < 1:
         print("error: --replay K needs K >= 0 and --updates N needs N >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.segments is not None:
+        try:
+            parse_count(args.segments)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
         cert = load_certificate(args.cert)
         records, inputs = _locate(cert, args)
@@ -270,7 +334,8 @@ def _verify(args: VerifyArgs) -> int:
     _log(args.cert, {"verified_at": utc_now(), "root": cert["root"], "verdict": result,
                      "exit_code": EXIT_CODES[result], "host": socket.gethostname(),
                      "tier2": {"replay": args.replay, "updates": args.updates,
-                               "runs": {r.run_id: r.outcome for r in replays}},
+                               "segments": args.segments,
+                               "runs": worst_per_run(replays)},
                      "findings": [f"{o}: {t}" for o, t in found.found][:20],
                      "tier1_seconds": round(found.seconds, 3),
                      "replay_seconds": round(sum(r.seconds for r in replays), 3)})
