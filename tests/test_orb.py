@@ -8,6 +8,7 @@ path, user), named as the Cleanba projects are.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -182,3 +183,53 @@ def test_imported_records_are_marked_in_summary_and_report(tmp_path, capsys):
     assert table["markdown"].count("https://wandb.ai/openrlbenchmark/cleanba/runs/") == 6
     assert any("imported:openrlbenchmark/cleanba" in t["markdown"] for t in res["tables"]
                if t["name"] == "per_game")
+
+
+def test_orb_import_and_a_table_import_of_the_same_episodes_write_the_same_record(tmp_path):
+    """One writer of imported records: the same episodes from openrlbenchmark's cache and
+    from a long table give byte-identical episodes.csv and updates.csv and the same
+    manifest (fields, their order, summary, provenance's keys); only where each came from
+    (run_id, `imported`) and when it was written differ."""
+    from analysis.importers import TableColumns, import_runs
+
+    cache = tmp_path / "cache"
+    write_orb_cache(cache, {("Pong-v5", 1): 19.0})
+    orb = tmp_path / "orb" / "imported"
+    assert main(["orb-import", str(cache), "--out", str(orb), "--protocol", "paper",
+                 "--frames", "200e6"]) == 0
+    (run,) = load_orb_cache(cache).included
+    ep = run.episodes
+    table = tmp_path / "runs.csv"
+    with open(table, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["task", "seed", "return", "step", "time"])
+        w.writerows(["Pong-v5", 1, *map(repr, row)] for row in zip(
+            *(ep[c].tolist() for c in ("episode_return", "env_steps", "wall_time_s")),
+            strict=True))
+    tab = tmp_path / "table" / "imported"
+    import_runs("table", table, tab, protocol="paper", frames=200e6, frames_per_step=4,
+                system=EXP, layout=f"imported:{ENTITY}/{PROJECT}",
+                columns=TableColumns(step="step", time="time"))
+    (a,), (b,) = (list((d / "runs").iterdir()) for d in (orb, tab))
+    for name in ("episodes.csv", "updates.csv"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    ma, mb = (json.loads((d / "manifest.json").read_text()) for d in (a, b))
+    assert list(ma) == list(mb)
+    assert set(ma["provenance"]) == set(mb["provenance"]) and ma["provenance"]
+    differ = {"run_id", "imported", "started_at", "finished_at", "provenance"}
+    assert {k: v for k, v in ma.items() if k not in differ} == {
+        k: v for k, v in mb.items() if k not in differ}
+
+
+def test_orb_reimport_keeps_the_same_import_and_refuses_another(tmp_path, capsys):
+    cache, recs = tmp_path / "cache", tmp_path / "imported"
+    write_orb_cache(cache, {("Pong-v5", 1): 19.0})
+    args = ["orb-import", str(cache), "--out", str(recs), "--protocol", "paper"]
+    assert main([*args, "--frames", "200e6"]) == 0
+    before = {p: p.read_bytes() for p in recs.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main([*args, "--frames", "200e6"]) == 0
+    assert capsys.readouterr().out.startswith("already imported (same files): ")
+    assert main([*args, "--frames", "100e6"]) == 2
+    assert "holds an import of wandb run openrlbenchmark/cleanba/" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in recs.rglob("*") if p.is_file()} == before

@@ -23,13 +23,13 @@ from analysis.cli.common import (
     print_warnings,
 )
 from analysis.errors import AnalysisError
+from analysis.importers.build import write_orb_records
 from analysis.inputs.load import load_published_table
 from analysis.inputs.orb import (
     ColumnMap,
     declaration,
     fetch_wandb,
     load_orb_cache,
-    write_imported_records,
 )
 from analysis.inputs.published_data import resolve_published_table
 from analysis.inputs.records import parse_key_values
@@ -274,8 +274,7 @@ class OrbImport:
             raise AnalysisError(f"{self.cache}: no finished run to import"
                                 + (f" with exp_name in {list(self.exp_name)}"
                                    if self.exp_name else ""))
-        for d in write_imported_records(runs, self.out):
-            print(f"wrote {d}")
+        print("\n".join(write_orb_records(runs, self.out).lines()))
         print_warnings(rs.warnings)
         return EXIT_OK
 

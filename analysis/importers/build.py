@@ -1,9 +1,11 @@
-"""Imported runs -> run records: shape checks, provenance, and runrecord's writer.
+"""Imported runs -> run records: shape checks, provenance, and the one writer of them.
 
 Every importer reads its files into `ImportedRun`s (episodes in memory, the source files
 they came from); `write_records` checks the whole import first and writes nothing when a
-check fails, then writes one record per run with `runrecord.RunWriter` (the writer our
-trainers use), so summary, verdicts, report, cache and adaptive looks read them unchanged.
+check fails. `write_orb_records` does the same for runs read from openrlbenchmark's
+cache. Both hand `RecordPlan`s to `write_planned`, which writes one record per run with
+`runrecord.RunWriter` (the writer our trainers use), so summary, verdicts, report, cache
+and adaptive looks read them unchanged, and both kinds of import alike.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,11 +24,9 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.importers.declare import MAX_SEED_VALUES, Declared
-from runrecord import RunWriter, schema
+from runrecord import Run, RunWriter, schema
 from runrecord.ids import run_id as definition_id
 from runrecord.provenance import collect
-
-IMPORTED_LAYOUT_PREFIX = "imported:"
 
 
 @dataclass
@@ -56,6 +57,16 @@ class ImportedRun:
         return (f"{self.system} / {self.layout} on {self.env_id}, seed {self.seed}: {rows}"
                 f"{len(self.episode_return)} episodes written; used: "
                 f"{', '.join(self.used) or '-'}; ignored: {', '.join(self.ignored) or 'none'}")
+
+    def episode_columns(self) -> dict[str, np.ndarray]:
+        """Every column of episodes.csv (env 0 and unknown lengths where not read)."""
+        n = len(self.episode_return)
+        return {"env_steps": self.env_steps, "frames": self.frames,
+                "wall_time_s": self.wall_time_s,
+                "env_index": self.env_index if self.env_index is not None else np.zeros(n),
+                "episode_return": self.episode_return,
+                "episode_length": (self.episode_length if self.episode_length is not None
+                                   else np.full(n, np.nan))}
 
     def key(self) -> tuple[str, str, str, int]:
         return (self.system, self.layout, self.env_id, self.seed)
@@ -148,23 +159,9 @@ def record_definition(run: ImportedRun, declared: Declared, fmt: str,
     their contents, so a re-import of changed files is caught rather than added."""
     return {"system": run.system, "architecture": None, "env_id": run.env_id,
             "seed": run.seed, "layout": {"name": run.layout},
-            "hyperparameters": hyperparameters(declared),
+            "hyperparameters": {} if declared.frames is None else {"total_frames": declared.frames},
             "env_protocol": dict(declared.protocol),
             "imported": {"format": fmt, "sources": list(rel_sources)}}
-
-
-def hyperparameters(declared: Declared) -> dict[str, Any]:
-    return {} if declared.frames is None else {"total_frames": declared.frames}
-
-
-def _summary(run: ImportedRun) -> dict[str, Any]:
-    def last(a: np.ndarray) -> float | None:
-        finite = a[np.isfinite(a)]
-        return float(finite.max()) if len(finite) else None
-
-    return {"env_steps": last(run.env_steps), "frames": last(run.frames),
-            "wall_time_s": last(run.wall_time_s), "mean_sps": None, "updates": 0,
-            "episodes": int(len(run.episode_return))}
 
 
 def _cell(v: float) -> Any:
@@ -173,23 +170,29 @@ def _cell(v: float) -> Any:
     return int(v) if v.is_integer() and abs(v) < 2**53 else v
 
 
-def _episode_rows(run: ImportedRun) -> list[dict[str, Any]]:
-    n = len(run.episode_return)
-    nan = np.full(n, np.nan)
-    cols = {
-        "env_steps": run.env_steps, "frames": run.frames, "wall_time_s": run.wall_time_s,
-        "env_index": run.env_index if run.env_index is not None else np.zeros(n),
-        "episode_return": run.episode_return,
-        "episode_length": run.episode_length if run.episode_length is not None else nan,
-    }
-    lists = {c: np.asarray(v, dtype=np.float64).tolist() for c, v in cols.items()}
+def _episode_rows(columns: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Rows of episodes.csv: NaN as an empty cell, an integral value as an integer."""
+    lists = {c: np.asarray(columns[c], dtype=np.float64).tolist()
+             for c in schema.EPISODE_COLUMNS}
+    n = len(lists["episode_return"])
     return [{c: _cell(lists[c][i]) for c in schema.EPISODE_COLUMNS} for i in range(n)]
+
+
+def _summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    def last(name: str) -> float | None:
+        a = np.asarray(columns[name], dtype=np.float64)
+        finite = a[np.isfinite(a)]
+        return float(finite.max()) if len(finite) else None
+
+    return {"env_steps": last("env_steps"), "frames": last("frames"),
+            "wall_time_s": last("wall_time_s"), "mean_sps": None, "updates": 0,
+            "episodes": int(len(columns["episode_return"]))}
 
 
 @dataclass
 class ImportResult:
     written: list[Path] = field(default_factory=list)
-    unchanged: list[Path] = field(default_factory=list)  # imported before, same files
+    unchanged: list[Path] = field(default_factory=list)  # imported before, same source
     warnings: list[str] = field(default_factory=list)
     read: dict[Path, str] = field(default_factory=dict)  # run folder -> ImportedRun.read_line
 
@@ -202,18 +205,82 @@ class ImportResult:
                    for x in with_read("already imported (same files):", p)])
 
 
+@dataclass
+class RecordPlan:
+    """One imported run, ready to be written as a record."""
+
+    run_dir: Path
+    manifest: dict[str, Any]  # run_id, system, env_id, seed, layout name, hyperparameters,
+    # env_protocol, imported; the writer adds sweep, provenance, status, times, summary
+    episodes: Mapping[str, np.ndarray]  # every column of schema.EPISODE_COLUMNS
+    same_import: dict[str, Any]  # what `imported` of an earlier record in run_dir must
+    # hold for it to be this import (kept as it is); anything else is refused
+    source: str  # names what was imported, in a refusal
+    read_line: str | None = None
+
+
+def _earlier_import(manifest_path: Path, same: Mapping[str, Any]) -> bool:
+    try:
+        imported = json.loads(manifest_path.read_text(encoding="utf-8"))["imported"]
+        return all(imported[k] == v for k, v in same.items())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def write_planned(plans: Sequence[RecordPlan], out: Path, *, packages: Sequence[str],
+                  warnings: Sequence[str] = ()) -> ImportResult:
+    """The one writer of imported records (file importers and openrlbenchmark's cache).
+
+    Every plan is checked before anything is written: a folder already holding this import
+    (`same_import`) is left as it is; one holding anything else refuses the whole import.
+    Then each run is written with runrecord.RunWriter (atomic manifest, the trainers'
+    CSV format), with the importing environment's provenance, a completed status and a
+    summary of its episodes; a run whose episodes cannot be written is marked failed.
+    """
+    result = ImportResult(warnings=list(warnings))
+    todo = []
+    for plan in plans:
+        if (plan.run_dir / schema.MANIFEST_FILE).exists():
+            if not _earlier_import(plan.run_dir / schema.MANIFEST_FILE, plan.same_import):
+                raise AnalysisError(
+                    f"{plan.run_dir} holds an import of {plan.source} made from other file "
+                    "contents (or another record): delete that folder to import again, or "
+                    "choose another --out; nothing was written")
+            result.unchanged.append(plan.run_dir)
+        else:
+            todo.append(plan)
+            result.written.append(plan.run_dir)
+        if plan.read_line is not None:
+            result.read[plan.run_dir] = plan.read_line
+    prov = collect(packages=packages) if todo else {}
+    for plan in todo:
+        layout = plan.manifest["layout"]["name"]
+        manifest = {**plan.manifest, "sweep": out.name, "architecture": None,
+                    "layout": {k: (layout if k == "name" else None) for k in schema.LAYOUT_KEYS},
+                    "provenance": prov, "determinism": None}
+        w = RunWriter(plan.run_dir, manifest)
+        try:
+            w.episodes.append_many(_episode_rows(plan.episodes))
+        except BaseException as e:
+            w.finish(schema.FAILED, error=e)
+            raise
+        w.finish(schema.COMPLETED, summary=_summary(plan.episodes))
+    return result
+
+
 def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str, *,
                   fmt: str, declared: Declared, reader: Mapping[str, Any],
                   packages: Sequence[str] = ("numpy",)) -> ImportResult:
-    """Check the import (check_shape), then write each run as a completed record under
-    `<out>/runs/<run_id>/` with `imported` = {format, source root, source files relative
-    to it with SHA-256 and size, what the reader read (`reader`), what was declared}.
+    """Check the import (check_shape), then write each run (write_planned) as a completed
+    record under `<out>/runs/<run_id>/` with `imported` = {format, source root, source
+    files relative to it with SHA-256 and size, what the reader read (`reader`), what was
+    declared}.
 
     A run imported before from the same files is left as it is; from files that changed
     since, the import is refused (nothing written) naming the record.
     """
     src, out = Path(src), Path(out)
-    result = ImportResult(warnings=check_shape(runs, src, declared) + list(declared.notes))
+    warnings = check_shape(runs, src, declared) + list(declared.notes)
     plans = []
     for r in sorted(runs, key=lambda r: (r.system, r.layout, r.env_id, r.seed)):
         rel = [_rel(p, src) for p in r.sources]
@@ -221,41 +288,33 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
                  for q, p in zip(rel, r.sources, strict=True)]
         definition = record_definition(r, declared, fmt, rel)
         run_dir = out / "runs" / definition_id(definition)
-        old = run_dir / schema.MANIFEST_FILE
-        if old.exists():
-            try:
-                old_files = json.loads(old.read_text(encoding="utf-8"))["imported"]["files"]
-            except (OSError, ValueError, KeyError, TypeError):
-                old_files = None
-            if old_files == files:
-                result.unchanged.append(run_dir)
-                result.read[run_dir] = r.read_line()
-                continue
-            raise AnalysisError(
-                f"{run_dir} holds an import of {', '.join(rel)} made from other file contents "
-                "(or another record): delete that folder to import again, or choose another "
-                "--out; nothing was written")
-        plans.append((r, definition, files, run_dir))
-    prov = collect(packages=packages) if plans else {}
-    for r, definition, files, run_dir in plans:
         imported = {"format": fmt, "source_root": str(src.resolve()),
                     "files": files, "reader": dict(reader), **r.details,
                     "declared": declared.describe()}
-        manifest = {
-            "run_id": run_dir.name, "sweep": out.name, "system": r.system,
-            "architecture": None, "env_id": r.env_id, "seed": r.seed,
-            "layout": {k: (r.layout if k == "name" else None) for k in schema.LAYOUT_KEYS},
-            "hyperparameters": definition["hyperparameters"],
-            "env_protocol": definition["env_protocol"], "provenance": prov,
-            "determinism": None, "imported": imported,
-        }
-        w = RunWriter(run_dir, manifest)
-        try:
-            w.episodes.append_many(_episode_rows(r))
-        except BaseException as e:
-            w.finish(schema.FAILED, error=e)
-            raise
-        w.finish(schema.COMPLETED, summary=_summary(r))
-        result.written.append(run_dir)
-        result.read[run_dir] = r.read_line()
-    return result
+        plans.append(RecordPlan(run_dir, {**definition, "run_id": run_dir.name,
+                                          "imported": imported},
+                                r.episode_columns(), {"files": files}, ", ".join(rel),
+                                r.read_line()))
+    return write_planned(plans, out, packages=packages, warnings=warnings)
+
+
+def write_orb_records(runs: Sequence[Run], out: Path | str) -> ImportResult:
+    """Write runs read from openrlbenchmark's cache (analysis.inputs.orb.read_cached_run)
+    as records under `<out>/runs/wandb_<entity>_<project>_<wandb run id>/`, keeping their
+    run id, `imported` (provenance) and what was declared, so the summary, report and
+    verdicts show them as imported. A folder holding the import of the same wandb run,
+    metric and declarations is kept as it is."""
+    out = Path(out)
+    plans = []
+    for run in runs:
+        p = run.manifest["imported"]
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_",
+                      f"wandb_{p['entity']}_{p['project']}_{p['wandb_run_id']}")
+        keep = ("run_id", "system", "env_id", "seed", "layout", "hyperparameters",
+                "env_protocol", "imported")
+        plans.append(RecordPlan(
+            out / "runs" / name, {k: run.manifest[k] for k in keep},
+            {c: run.episodes[c] for c in schema.EPISODE_COLUMNS},
+            {k: p[k] for k in ("entity", "project", "wandb_run_id", "metric", "declared")},
+            f"wandb run {p['entity']}/{p['project']}/{p['wandb_run_id']}"))
+    return write_planned(plans, out, packages=("numpy",))

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episodes_in_order
+from analysis.importers.build import ImportedRun, episodes_in_order
 from analysis.importers.declare import (
     SEED_PATTERN,
     Declared,
@@ -35,6 +35,7 @@ from analysis.importers.declare import (
     resolve_task,
     run_path_facts,
 )
+from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX
 
 MONITOR_SUFFIX = "monitor.csv"
 

@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episodes_in_order
+from analysis.importers.build import ImportedRun, episodes_in_order
 from analysis.importers.declare import Declared, require_frames_per_step, require_library
+from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episodes_in_order
+from analysis.importers.build import ImportedRun, episodes_in_order
 from analysis.importers.declare import (
     CLEANRL_RUN_NAME,
     SEED_PATTERN,
@@ -41,6 +41,7 @@ from analysis.importers.declare import (
     resolve_task,
     run_path_facts,
 )
+from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX
 
 EVENT_FILE_MARK = "tfevents"
 RETURN_TAG = "charts/episodic_return"

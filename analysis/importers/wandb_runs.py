@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.importers.build import IMPORTED_LAYOUT_PREFIX, ImportedRun, episodes_in_order
+from analysis.importers.build import ImportedRun, episodes_in_order
 from analysis.importers.declare import (
     CLEANRL_RUN_NAME,
     SEED_PATTERN,
@@ -41,7 +41,7 @@ from analysis.importers.declare import (
     resolve_task,
     run_path_facts,
 )
-from analysis.inputs.orb import ColumnMap, load_openrlbenchmark_csv
+from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX, ColumnMap, load_openrlbenchmark_csv
 
 BLOCK = 32768
 HEADER = struct.Struct("<4sHB")  # ":W&B", magic 0xBEE1, version 0

@@ -58,11 +58,16 @@ from analysis.inputs.facts import (
     EPISODES,
     UPDATES,
     ScoringColumns,
-    episode_x,
+    audit_table,
+    episode_count,
+    last_frame,
+    longest_wall_time,
     narrow,
     run_facts,
+    scoring_columns,
     scoring_columns_of,
-    wall_max,
+    stored_digest,
+    update_layout,
     widen,
 )
 from runrecord import RecordError, Run, load_run, schema
@@ -234,45 +239,17 @@ class CachedRun(Run):
         return Table(cols, int(self.facts["update_rows"]))
 
 
-def audit_table(run: Run) -> Table:
-    """What the staleness audit reads of updates.csv (its AUDIT_COLUMNS, or all columns)."""
-    return run.audit_table() if isinstance(run, CachedRun) else run.updates
-
-
-def scoring_columns(run: Run) -> ScoringColumns:
-    """The columns scoring reads, from the cache for a CachedRun."""
-    return run.scoring_columns() if isinstance(run, CachedRun) else scoring_columns_of(run)
-
-
-def episode_count(run: Run) -> int:
-    """Finished episodes of a run."""
-    return int(run.facts["episodes"]) if isinstance(run, CachedRun) else len(run.episodes)
-
-
-def last_frame(run: Run) -> float:
-    """The largest frame count at which an episode of the run ended (NaN when none)."""
-    if isinstance(run, CachedRun):
-        return float(run.facts["last_frame"])
-    x = episode_x(run.episodes)
-    return float(np.nanmax(x)) if not np.isnan(x).all() else float("nan")
-
-
-def longest_wall_time(run: Run) -> float:
-    """Longest finite wall time over both tables of a run (NaN when there is none)."""
-    return float(run.facts["wall_max"]) if isinstance(run, CachedRun) else wall_max(run)
-
-
-def stored_digest(run: Run, table: str, column: str) -> list[Any] | None:
-    """The cached digest of a column (analysis.inputs.facts.column_digest); None for a
-    run that was parsed."""
-    return run.facts["digests"].get(f"{table}/{column}") if isinstance(run, CachedRun) else None
-
-
-def update_layout(run: Run) -> tuple[list[str], int]:
-    """(column names, rows) of a run's updates.csv."""
-    if isinstance(run, CachedRun):
-        return list(run.facts["update_names"]), int(run.facts["update_rows"])
-    return run.updates.names, len(run.updates)
+# Each fact of a CachedRun from what its entry stored (analysis.inputs.facts answers them
+# for any other run), so no reader of a fact asks where the run came from.
+audit_table.register(CachedRun, CachedRun.audit_table)
+scoring_columns.register(CachedRun, CachedRun.scoring_columns)
+episode_count.register(CachedRun, lambda run: int(run.facts["episodes"]))
+last_frame.register(CachedRun, lambda run: float(run.facts["last_frame"]))
+longest_wall_time.register(CachedRun, lambda run: float(run.facts["wall_max"]))
+stored_digest.register(CachedRun, lambda run, table, column:
+                       run.facts["digests"].get(f"{table}/{column}"))
+update_layout.register(CachedRun, lambda run: (list(run.facts["update_names"]),
+                                               int(run.facts["update_rows"])))
 
 
 # ---------------------------------------------------------------- one entry per run

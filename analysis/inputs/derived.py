@@ -19,13 +19,14 @@ with one os.replace, which SQLite's own locking does not promise on NFS.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -116,6 +117,26 @@ def _prune(folder: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
+class CacheSlot(NamedTuple):
+    """Where values derived from a run are stored: its cache root, its path relative to
+    it, and the key that says they are current."""
+
+    root: Path
+    rel: str
+    key: str
+
+
+@functools.singledispatch
+def cache_slot(run: Run) -> CacheSlot | None:
+    """Where the run's derived values are stored; None for a run outside any cache."""
+    return None
+
+
+@cache_slot.register
+def _cached_run_slot(run: CachedRun) -> CacheSlot | None:
+    return CacheSlot(run.cache_root, run.cache_rel, run.cache_key)
+
+
 def run_values(runs: Sequence[Run],
                quantities: Sequence[Quantity | Sequence[Quantity]]) -> list[np.ndarray]:
     """For each quantity a (len(runs), width) array of its rows: from the derived files
@@ -129,17 +150,18 @@ def run_values(runs: Sequence[Run],
     out = [np.empty((len(runs), w)) for w in widths]
     files: dict[tuple[Path, str, str], _Rows] = {}
     for i, run in enumerate(runs):
+        slot = cache_slot(run)
         todo = []
         for j, column in enumerate(per_run):
             q = column[i]
-            if not isinstance(run, CachedRun):
+            if slot is None:
                 todo.append(j)
                 continue
-            where = (run.cache_root, q.name, q.params)
+            where = (slot.root, q.name, q.params)
             rows = files.get(where)
             if rows is None:
-                rows = files.setdefault(where, _Rows(q.file(run.cache_root), q.width))
-            got = rows.get(run.cache_rel, f"{run.cache_key}|{q.run_params(run)}")
+                rows = files.setdefault(where, _Rows(q.file(slot.root), q.width))
+            got = rows.get(slot.rel, f"{slot.key}|{q.run_params(run)}")
             if got is None:
                 todo.append(j)
             else:
@@ -150,9 +172,9 @@ def run_values(runs: Sequence[Run],
         for j in todo:
             q = per_run[j][i]
             out[j][i] = q.compute(run, cols)
-            if isinstance(run, CachedRun):
-                files[run.cache_root, q.name, q.params].put(
-                    run.cache_rel, f"{run.cache_key}|{q.run_params(run)}", out[j][i].copy())
+            if slot is not None:
+                files[slot.root, q.name, q.params].put(
+                    slot.rel, f"{slot.key}|{q.run_params(run)}", out[j][i].copy())
     for (root, _, _), rows in files.items():
         rows.save(root)
     return out
@@ -165,25 +187,25 @@ def run_records(runs: Sequence[Run], name: str,
     else computed and stored (runs outside any cache: computed each time)."""
     out: list[dict[str, Any]] = []
     files: dict[Path, tuple[dict[str, Any], bool]] = {}
-    seen = {(run.cache_root, run.cache_rel) for run in runs  # present: loaded just now
-            if isinstance(run, CachedRun)}
-    for run in runs:
-        if not isinstance(run, CachedRun):
+    slots = [cache_slot(run) for run in runs]
+    seen = {(slot.root, slot.rel) for slot in slots if slot is not None}  # loaded just now
+    for run, slot in zip(runs, slots, strict=True):
+        if slot is None:
             out.append(compute(run))
             continue
-        path = run.cache_root / CACHE_DIR / DERIVED_DIR / f"{name}.json"
+        path = slot.root / CACHE_DIR / DERIVED_DIR / f"{name}.json"
         if path not in files:
             try:
                 files[path] = (json.loads(path.read_text()), False)
             except (OSError, ValueError):
                 files[path] = ({}, False)
         rows, _ = files[path]
-        row = rows.get(run.cache_rel)
-        if isinstance(row, list) and len(row) == 2 and row[0] == run.cache_key:
+        row = rows.get(slot.rel)
+        if isinstance(row, list) and len(row) == 2 and row[0] == slot.key:
             out.append(row[1])
             continue
         out.append(compute(run))
-        rows[run.cache_rel] = [run.cache_key, out[-1]]
+        rows[slot.rel] = [slot.key, out[-1]]
         files[path] = (rows, True)
     for path, (rows, changed) in files.items():
         if changed:

@@ -3,11 +3,12 @@
 Scoring reads four episode columns (`ScoringColumns`); the rest of the analysis reads a
 few facts (episode count, last frame, longest wall time) and, for the bitwise check of
 equivalence, whether two runs' columns are identical: a digest per column answers that
-without the columns. All pure functions of a parsed `runrecord.Run`.
+without the columns. Each fact is a function of any run (`last_frame`, ...).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any, NamedTuple
@@ -106,20 +107,63 @@ def compared_update_columns(updates: Table) -> list[str]:
             or c == "params_checksum"]
 
 
-def wall_max(run: Run) -> float:
-    """Longest finite wall time over both tables (NaN when there is none)."""
+# ---------------------------------------------------------------- each fact of a run
+
+# Each read from a parsed run's tables; analysis.inputs.cache registers how a CachedRun
+# answers it from what its entry stored, without parsing.
+
+@functools.singledispatch
+def longest_wall_time(run: Run) -> float:
+    """Longest finite wall time over both tables of a run (NaN when there is none)."""
     times = np.concatenate([run.episodes["wall_time_s"], run.updates["wall_time_s"]])
     times = times[np.isfinite(times)]
     return float(times.max()) if len(times) else float("nan")
 
 
+@functools.singledispatch
+def audit_table(run: Run) -> Table:
+    """What the staleness audit reads of updates.csv (its AUDIT_COLUMNS, or all columns)."""
+    return run.updates
+
+
+@functools.singledispatch
+def scoring_columns(run: Run) -> ScoringColumns:
+    """The columns scoring reads."""
+    return scoring_columns_of(run)
+
+
+@functools.singledispatch
+def episode_count(run: Run) -> int:
+    """Finished episodes of a run."""
+    return len(run.episodes)
+
+
+@functools.singledispatch
+def last_frame(run: Run) -> float:
+    """The largest frame count at which an episode of the run ended (NaN when none)."""
+    x = episode_x(run.episodes)
+    return float(np.nanmax(x)) if not np.isnan(x).all() else float("nan")
+
+
+@functools.singledispatch
+def stored_digest(run: Run, table: str, column: str) -> list[Any] | None:
+    """The cached digest of a column (analysis.inputs.facts.column_digest); None for a
+    run that was parsed."""
+    return None
+
+
+@functools.singledispatch
+def update_layout(run: Run) -> tuple[list[str], int]:
+    """(column names, rows) of a run's updates.csv."""
+    return run.updates.names, len(run.updates)
+
+
 def run_facts(run: Run) -> dict[str, Any]:
     """The JSON-able facts of a parsed run that the cache index holds (module docstring)."""
-    x = episode_x(run.episodes)
     return {
         "episodes": len(run.episodes),
-        "last_frame": float(np.nanmax(x)) if not np.isnan(x).all() else float("nan"),
-        "wall_max": wall_max(run),
+        "last_frame": last_frame(run),
+        "wall_max": longest_wall_time(run),
         "update_names": run.updates.names,
         "update_rows": len(run.updates),
         "digests": {

@@ -49,7 +49,7 @@ from analysis.inputs.cache import last_frame
 from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet, episode_frames
 from analysis.inputs.protocol import NAMED_PROTOCOLS, named_protocol
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id
-from runrecord import Run, RunWriter, Table, schema
+from runrecord import Run, Table, schema
 
 RUN_JSON = "run.json"
 RUN_DF = "run_df.csv"
@@ -498,38 +498,3 @@ def fetch_wandb(entity: str, project: str, cache_dir: Path | str,
             continue
         out.append(cache_wandb_run(run, cache_dir))
     return out
-
-
-# ---------------------------------------------------------------- as run records
-
-def write_imported_records(runs: Iterable[Run], out_dir: Path | str) -> list[Path]:
-    """Write imported runs as run records (runrecord.RunWriter) under
-    `<out_dir>/runs/<run id>/`, keeping `imported` (provenance) and what was declared,
-    so the summary, report and verdicts show them as imported. A folder whose record is
-    already completed is kept as it is."""
-
-    written = []
-    for run in runs:
-        if not is_imported(run):
-            continue
-        p = run.manifest["imported"]
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_",
-                      f"wandb_{p['entity']}_{p['project']}_{p['wandb_run_id']}")
-        run_dir = Path(out_dir) / "runs" / name
-        if (run_dir / schema.MANIFEST_FILE).exists():
-            written.append(run_dir)
-            continue
-        manifest = {k: v for k, v in run.manifest.items()
-                    if k not in ("status", "schema_version", "summary", "source")}
-        w = RunWriter(run_dir, manifest)
-        ep = run.episodes
-        for i in range(len(ep)):
-            w.log_episode({c: _plain(ep[c][i]) for c in schema.EPISODE_COLUMNS})
-        w.finish(schema.COMPLETED, summary=run.manifest.get("summary"))
-        written.append(run_dir)
-    return written
-
-
-def _plain(v: Any) -> Any:
-    v = v.item() if hasattr(v, "item") else v
-    return "" if isinstance(v, float) and math.isnan(v) else v
