@@ -24,7 +24,6 @@ from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
 from analysis.inputs.orb import IMPORTED_HEADER, imported_rows
 from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.tables import write_table_latex
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.aggregates import AGGREGATE_REPS
 from analysis.scoring.curves import CURVE_REPS, efficiency_curve
@@ -231,10 +230,10 @@ def build_report_assets(
 
 
 def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
-    _, csv_path = table.write(out_dir)
+    files = table.write(out_dir)
     result["tables"].append({"name": table.name, "title": table.title,
-                             "markdown": table.markdown(), "csv": str(csv_path),
-                             "latex": str(write_table_latex(table, out_dir))})
+                             "markdown": table.markdown(), "csv": str(files.csv),
+                             "latex": str(files.latex)})
 
 
 def _runtime_references(suite: dict[str, GroupScores], reference: str | None
