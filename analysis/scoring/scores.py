@@ -225,25 +225,6 @@ def check_group(group: str, runs: Sequence[Run], *,
         get_normaliser(t, normalisers)
 
 
-def group_scores(
-    group: str,
-    runs: Sequence[Run],
-    *,
-    frame_grid: np.ndarray,
-    last_n: int = DEFAULT_LAST_N,
-    points: int = DEFAULT_POINTS,
-    normalisers: Mapping[str, tuple[float, float]] | None = None,
-) -> GroupScores:
-    """Score arrays of one group. Seeds that lack a run on some task are dropped (warning).
-    Per-run values come from the cache's derived layer where current
-    (analysis.inputs.derived).
-
-    Raises AnalysisError when two runs share (seed, env) (group by more keys) or when no
-    seed covers every task.
-    """
-    return _score_groups({group: runs}, frame_grid, last_n, points, normalisers)[group]
-
-
 def scores_by_group(
     runs: Sequence[Run],
     group_by: str | Sequence[str],
