@@ -176,7 +176,7 @@ def build_report_assets(
         path = write_json(out_dir / "staleness.json", rep.as_dict())
         result["verdicts"].append({"kind": "staleness", "subject": "all completed runs",
                                    "verdict": rep.verdict, "line": rep.line(),
-                                   "json": str(path)})
+                                   "cells": rep.cells(), "json": str(path)})
         if any(r.updates for r in rep.runs):
             result["figures"].append(figs.staleness_figure(rep, out_dir).as_dict())
     else:
