@@ -48,7 +48,8 @@ def _group(name: str, seeds, final: np.ndarray, auc: np.ndarray | None = None,
     u = f if auc is None else np.asarray(auc, dtype=np.float64).reshape(f.shape)
     curves = np.repeat(u[:, :, None], 2, axis=2)
     return GroupScores(name, list(tasks), list(seeds), f, f, np.arange(2.0), curves,
-                       np.arange(2.0), curves, np.zeros_like(f))
+                       np.arange(2.0), curves, np.zeros_like(f), np.arange(2.0), curves,
+                       np.zeros_like(f))
 
 
 def _copies(rng, sims, seeds, copies, jitter, shift=0.0) -> np.ndarray:

@@ -14,7 +14,7 @@ def _group(name: str, seeds: list[int], final: list[list[float]], tasks=("Pong-v
     f = np.array(final, dtype=np.float64)
     z = np.zeros((len(seeds), len(tasks), 2))
     return GroupScores(name, list(tasks), seeds, f, f, np.arange(2.0), z, np.arange(2.0), z,
-                       np.zeros_like(f))
+                       np.zeros_like(f), np.arange(2.0), z, np.zeros_like(f))
 
 
 def test_copies_are_averaged_per_seed():

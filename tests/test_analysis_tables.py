@@ -24,8 +24,9 @@ from synthetic_records import write_final_score_run
 
 from analysis.cli import main
 from analysis.inputs.published_data import CLEANBA_TABLES
-from analysis.output.tables import Column, Estimate, TableRows, latex_escape, render, to_latex
+from analysis.output.tables import Column, Estimate, TableRows, render, to_latex
 from analysis.reproduce import published_column
+from analysis.scoring.tables import latex_escape
 
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 TABLE = CLEANBA_TABLES / "main_10CPU.csv"
@@ -263,3 +264,51 @@ def test_console_stays_the_default(capsys):
     code, out = _run(["regression", "--new", str(REFERENCE), "--reference", "0.3",
                       "--reference-exact", "--where", "system=cleanba-ppo"], capsys)
     assert out.startswith("regression: ") and code == 0
+
+
+# ---------------------------------------------------------------- --out files
+
+def _assert_booktabs_file(path, rows: int) -> None:
+    """`path` is a booktabs tabular with a header and `rows` body lines."""
+    text = path.read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith(r"\begin{tabular}") and lines[1] == r"\toprule"
+    assert lines[3] == r"\midrule" and lines[-2:] == [r"\bottomrule", r"\end{tabular}"]
+    assert len(lines[4:-2]) == rows
+
+
+def _markdown_rows(path) -> int:
+    """Body rows of a written <name>.md (its title, header and rule lines left out)."""
+    return sum(1 for x in path.read_text().splitlines() if x.startswith("| ")) - 1
+
+
+def test_out_tables_are_also_latex(tmp_path, capsys):
+    """Every table `--out` writes (aggregate, paper-tables, reproduce) has its .tex beside
+    its .md and .csv, one LaTeX row per table row, and the "wrote" line names it."""
+    out = tmp_path / "agg"
+    assert main(["aggregate", str(REFERENCE), "--no-cache", "--reps", "100",
+                 "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    truth = json.loads((out / "aggregates.json").read_text())
+    for name in ("aggregates", "probability_of_improvement"):
+        assert str(out / f"{name}.tex") in said
+        rows = len(truth) if name == "aggregates" else _markdown_rows(out / f"{name}.md")
+        assert len(list(csv.reader((out / f"{name}.csv").open()))) == rows + 1
+        _assert_booktabs_file(out / f"{name}.tex", rows)
+
+    paper = tmp_path / "paper"
+    assert main(["paper-tables", "--table", str(TABLE), "--out", str(paper)]) == 0
+    assert str(paper / "paper_main_10CPU.tex") in capsys.readouterr().out
+    _assert_booktabs_file(paper / "paper_main_10CPU.tex",
+                          _markdown_rows(paper / "paper_main_10CPU.md"))
+
+    col = published_column(TABLE, COLUMN)
+    j = col.games.index("Pong-v5")
+    for seed in (1, 2):
+        write_final_score_run(tmp_path / "runs", final=float(col.mean[j]), env_id="Pong-v5",
+                              seed=seed)
+    rep = tmp_path / "rep"
+    main(["reproduce", "--runs", str(tmp_path / "runs"), "--published", str(TABLE),
+          "--column", COLUMN, "--reps", "100", "--out", str(rep)])
+    assert str(rep / "reproduce_per_game.tex") in capsys.readouterr().out
+    _assert_booktabs_file(rep / "reproduce_per_game.tex", 1)

@@ -41,7 +41,8 @@ def _group(name: str, system: str, seeds: list[int], tasks: list[str],
     curves = np.repeat(final[:, :, None], 2, axis=2)
     runs = {(s, t): _run(system, s, t) for s in seeds for t in tasks} if with_runs else {}
     return GroupScores(name, list(tasks), list(seeds), final, final, np.arange(2.0), curves,
-                       np.arange(2.0), curves, np.zeros_like(final), runs=runs)
+                       np.arange(2.0), curves, np.zeros_like(final), np.arange(2.0), curves,
+                       np.zeros_like(final), runs=runs)
 
 
 def _case(rng: np.random.Generator) -> dict:

@@ -93,6 +93,10 @@ def test_the_report_opens_with_one_row_per_verdict_and_the_gate_is_one(reports):
     assert eq[1].startswith("PASS") and eq[4] == "±0.2" and "paired by seed" in eq[5]
     assert eq[3].startswith("90%: final [")
     assert "<td class='outcome v-PASS'>PASS</td>" in text
+    for row in rows:  # every verdict kind gives its estimate, CI, margin and seeds
+        assert "–" not in row[2:6], row
+    stale = by_kind["staleness"]
+    assert stale[3] == "exact: every update counted" and stale[5] == "6 of 6 run(s) checked"
     for row in rows:  # every details link lands on that verdict's full line
         target = re.search(rf"<div id='{row[-1]}' class='verdict [^']*'[^>]*>([^<]*)", text)
         assert target and target[1].startswith(row[0].split(":")[0]), row

@@ -1,6 +1,7 @@
 """The report's figures at publication quality, measured on the drawn figures: tick
 labels that never overlap over a narrow range, a one-seed group's points and note instead
-of a zero-width bar or band, and wall-time curves that end where their runs end."""
+of a zero-width bar or band, and curves (frames and wall time) that end where their runs
+end."""
 
 from __future__ import annotations
 
@@ -128,3 +129,27 @@ def test_wall_time_curve_ends_where_the_runs_end(runs, tmp_path):
     x, y = line.get_xdata(), np.asarray(line.get_ydata(), dtype=float)
     assert x[np.isfinite(y)][-1] * figs._time_label(curve.grid)[0] == pytest.approx(walls.max())
     assert after.any() and "band stops where the group's first run ended" in info.caption
+
+
+def test_frame_curve_ends_where_the_runs_end(tmp_path):
+    """Two seeds of one group, one trained half the frames of the other (an interrupted
+    or imported run): the frame curve reaches the longer run's end, its band stops at the
+    shorter run's, and past it the line is the longer run alone, not the shorter one's
+    last value held flat."""
+    for s, frames in ((1, 20_000), (2, 10_000)):
+        write_synthetic_run(tmp_path, seed=s, episodes=120 * frames // 20_000, updates=8,
+                            total_frames=frames)
+    (gs,) = _suite(tmp_path).values()
+    assert sorted(gs.frames.ravel()) == [10_000, 20_000]
+    curve = efficiency_curve(gs, axis="frames", reps=100)
+    iv = curve.metrics["iqm"]
+    assert curve.grid[-1] == pytest.approx(20_000)
+    assert np.isfinite(iv.point).all()
+    band = np.isfinite(iv.low) & np.isfinite(iv.high)
+    assert curve.band_end is not None and curve.band_end <= 10_000
+    assert band[curve.grid <= 10_000].all() and not band[curve.grid > 10_000].any()
+    longer = gs.reach_curves[int(np.argmax(gs.frames[:, 0])), 0]
+    past = curve.grid > 10_000
+    assert iv.point[past] == pytest.approx(longer[past])
+    info = figs.efficiency_curves_figure([curve], tmp_path, metric="iqm")
+    assert "band stops where the group's first run ended" in info.caption

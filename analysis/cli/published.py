@@ -51,7 +51,8 @@ class PaperTables:
     """A published `mean ± std` table: a shipped one by name (cleanba:main_10CPU,
     cleanba:spec_out, ...: docs/reproduce.md) or a CSV file."""
     out: Path | None = None
-    """Folder for the table (.md/.csv) and a runtime bar figure."""
+    """Folder for the table (.md/.csv/.tex, the .tex a booktabs tabular) and a runtime bar
+    figure."""
 
     def run(self) -> int:
         from analysis.output import figures as figs
@@ -64,7 +65,7 @@ class PaperTables:
         for n in res.notes:
             print(f"note: {n}")
         if self.out:
-            t.write(self.out)
+            print(f"wrote {t.write(self.out).text()}")
             if not all(np.isnan(res.runtime_ratio)):
                 info = figs.paper_runtimes_figure(res, table, self.out)
                 print(f"wrote {info.png} and {info.pdf}")
@@ -186,7 +187,8 @@ class Reproduce(RunFilter, TableFormat):
     seed: int = 0
     """Bootstrap seed."""
     out: Path | None = None
-    """Folder for the table (.md/.csv), reproduce.json and the figure (PNG + PDF)."""
+    """Folder for the table (.md/.csv/.tex, the .tex a booktabs tabular), reproduce.json
+    and the figure (PNG + PDF)."""
 
     def run(self) -> int:
         from analysis import reproduce as rp
@@ -215,8 +217,8 @@ class Reproduce(RunFilter, TableFormat):
             self.print_table(rp.published_rows(res))
             print_warnings(res.warnings)
             if self.out:
-                info = rp.write_published_comparison(res, self.out)
-                self.say(f"wrote {info.png} and {info.pdf}")
+                files, info = rp.write_published_comparison(res, self.out)
+                self.say(f"wrote {files.text()}, {info.png} and {info.pdf}")
             return res.exit_code
         imported = rp.imported_runs(
             self.orb, columns=ColumnMap(self.orb_step, self.orb_metric, self.orb_time),

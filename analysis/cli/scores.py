@@ -75,8 +75,9 @@ class Aggregate(RecordArgs, TableFormat):
     method: Literal["percentile", "basic"] = "percentile"
     """Bootstrap CI method."""
     out: Path | None = None
-    """Also write the tables here: aggregates.md/.csv, probability_of_improvement.md/.csv
-    and aggregates.json (they are printed either way)."""
+    """Also write the tables here: aggregates.md/.csv/.tex (booktabs),
+    probability_of_improvement.md/.csv/.tex and aggregates.json (they are printed either
+    way)."""
     reference: str | None = None
     """P(X > Y) of every group against this group (label or layout name); default the
     smallest hardware of each system, e.g. a0-l0-d1."""
@@ -98,7 +99,7 @@ class Aggregate(RecordArgs, TableFormat):
 
             self.print_table(aggregate_rows(agg))
         if self.out:
-            agg.write(self.out)
+            self.say("wrote " + ", ".join(str(p) for p in agg.write(self.out)))
         print_warnings(a.warnings)
         return EXIT_OK
 

@@ -27,17 +27,6 @@ def few_ticks(axis: Any, nbins: int = MAX_TICKS) -> None:
     axis.set_major_formatter(formatter)
 
 
-def labels_overlap(ax: Any, which: str = "x") -> bool:
-    """Whether two visible tick labels of the axis overlap once drawn (for tests and
-    checks; the figure must have been drawn, e.g. by fig.canvas.draw())."""
-    renderer = ax.figure.canvas.get_renderer()
-    labels = ax.get_xticklabels() if which == "x" else ax.get_yticklabels()
-    boxes = sorted((t.get_window_extent(renderer) for t in labels
-                    if t.get_visible() and t.get_text()),
-                   key=lambda b: b.x0 if which == "x" else b.y0)
-    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:], strict=False))
-
-
 def one_seed_mark(ax: Any, x: float, y: float, colour: str, *, text: str = ONE_SEED_NOTE
                   ) -> None:
     """A one-seed group's point: a filled marker at (x, y) and the note beside it, on the

@@ -24,7 +24,6 @@ from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
 from analysis.inputs.orb import IMPORTED_HEADER, imported_rows
 from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.tables import write_table_latex
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.aggregates import AGGREGATE_REPS
 from analysis.scoring.curves import CURVE_REPS, efficiency_curve
@@ -177,7 +176,7 @@ def build_report_assets(
         path = write_json(out_dir / "staleness.json", rep.as_dict())
         result["verdicts"].append({"kind": "staleness", "subject": "all completed runs",
                                    "verdict": rep.verdict, "line": rep.line(),
-                                   "json": str(path)})
+                                   "cells": rep.cells(), "json": str(path)})
         if any(r.updates for r in rep.runs):
             result["figures"].append(figs.staleness_figure(rep, out_dir).as_dict())
     else:
@@ -231,10 +230,10 @@ def build_report_assets(
 
 
 def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
-    _, csv_path = table.write(out_dir)
+    files = table.write(out_dir)
     result["tables"].append({"name": table.name, "title": table.title,
-                             "markdown": table.markdown(), "csv": str(csv_path),
-                             "latex": str(write_table_latex(table, out_dir))})
+                             "markdown": table.markdown(), "csv": str(files.csv),
+                             "latex": str(files.latex)})
 
 
 def _runtime_references(suite: dict[str, GroupScores], reference: str | None

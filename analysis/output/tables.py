@@ -14,10 +14,9 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from analysis.scoring.tables import TableData
+from analysis.scoring.tables import booktabs
 
 ColumnKind = Literal["text", "number", "count", "estimate"]
 
@@ -143,42 +142,12 @@ def to_markdown(table: TableRows) -> str:
     return "\n".join(lines) + "\n"
 
 
-# In text mode `<`, `>` and `|` come out as other glyphs (OT1 encoding): written as commands.
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                  "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-                  "|": r"\textbar{}", "±": r"$\pm$"}
-
-
-def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-
-
 def to_latex(table: TableRows) -> str:
-    """A booktabs tabular, ready for `\\input` inside a table environment (the document
-    needs `\\usepackage{booktabs}`): text columns left, numbers right, each estimate one
-    cell with its interval."""
+    """A booktabs tabular (`booktabs`): text columns left, numbers right, each estimate
+    one cell with its interval."""
     align = "".join("l" if c.kind == "text" else "r" for c in table.columns)
-
-    def line(cells: list[str]) -> str:
-        return " & ".join(latex_escape(x) for x in cells) + r" \\"
-
-    return "\n".join([
-        rf"\begin{{tabular}}{{{align}}}", r"\toprule",
-        line([c.label for c in table.columns]), r"\midrule",
-        *(line([cell_text(r.get(c.key), c) for c in table.columns]) for r in table.rows),
-        r"\bottomrule", r"\end{tabular}"]) + "\n"
-
-
-def write_table_latex(table: TableData, out_dir: Path) -> Path:
-    """Write a report table as <name>.tex into out_dir: a booktabs tabular (`to_latex`) of
-    its cells as its Markdown shows them."""
-    columns = tuple(Column(f"c{i}", h) for i, h in enumerate(table.header))
-    rows = [{f"c{i}": c for i, c in enumerate(r)} for r in table.cells()]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{table.name}.tex"
-    path.write_text(to_latex(TableRows(columns, rows)), encoding="utf-8")
-    return path
+    return booktabs(align, [c.label for c in table.columns],
+                    [[cell_text(r.get(c.key), c) for c in table.columns] for r in table.rows])
 
 
 RENDERERS: dict[str, Callable[[TableRows], str]] = {

@@ -13,7 +13,6 @@ from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
 from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.tables import write_table_latex
 from analysis.reproduce.published import (
     ReproduceResult,
     published_column,
@@ -22,6 +21,7 @@ from analysis.reproduce.published import (
 from analysis.reproduce.runs import RunsComparison
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.curves import efficiency_curve
+from analysis.scoring.tables import TableFiles
 from runrecord import RecordError
 
 # ---------------------------------------------------------------- the HTML report
@@ -40,9 +40,9 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
         out["warnings"].append(f"no 'Did it reproduce?' section: {e}")
         return out
     t = res.table()
-    _, csv_path = t.write(out_dir)
+    files = t.write(out_dir)
     out["tables"].append({"name": t.name, "title": t.title, "markdown": t.markdown(),
-                          "csv": str(csv_path), "latex": str(write_table_latex(t, out_dir))})
+                          "csv": str(files.csv), "latex": str(files.latex)})
     info = figs.reproduce_scatter_figure(figure_points(res), out_dir, column=col.column,
                                          budget=res.budget_text).as_dict()
     info["caption"] += " " + " ".join(res.limits())
@@ -61,12 +61,14 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
     return out
 
 
-def write_published_comparison(res: ReproduceResult, out: Path) -> figs.FigureInfo:
-    """The table (.md/.csv), reproduce.json and the scatter figure into `out`."""
-    res.table().write(out)
+def write_published_comparison(res: ReproduceResult, out: Path
+                               ) -> tuple[TableFiles, figs.FigureInfo]:
+    """The table (.md/.csv/.tex), reproduce.json and the scatter figure into `out`."""
+    files = res.table().write(out)
     write_json(out / "reproduce.json", res.as_dict())
-    return figs.reproduce_scatter_figure(figure_points(res), out, column=res.published.column,
-                                         budget=res.budget_text)
+    return files, figs.reproduce_scatter_figure(figure_points(res), out,
+                                                column=res.published.column,
+                                                budget=res.budget_text)
 
 
 def write_runs_comparison(comp: RunsComparison, out: Path, seed: int = 0) -> figs.FigureInfo:

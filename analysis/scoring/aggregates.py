@@ -66,7 +66,8 @@ class Aggregates:
         return out + ([self.improvement.markdown()] if self.improvement.rows else [])
 
     def write(self, out: Path) -> list[Path]:
-        """aggregates.md/.csv, probability_of_improvement.md/.csv and aggregates.json."""
+        """aggregates.md/.csv/.tex, probability_of_improvement.md/.csv/.tex and
+        aggregates.json."""
         paths = [*self.table.write(out), *self.improvement.write(out)]
         return paths + [write_json(out / "aggregates.json", {
             g: {m: iv.as_dict() for m, iv in d.items()} for g, d in self.intervals.items()})]

@@ -24,8 +24,9 @@ class Curve:
     metrics: dict[str, Interval]  # metric -> (points,) intervals
     seeds: int = 0  # seeds of the group (one seed: no band)
     band_end: float | None = None
-    """Wall time up to which every run has data and the band is drawn (None: the whole
-    grid); past it the line aggregates the runs still going, and no band is drawn."""
+    """x (frames or wall time) up to which every run has data and the band is drawn
+    (None: the whole grid); past it the line aggregates the runs still going, and no band
+    is drawn."""
 
     def as_dict(self) -> dict:
         return {"group": self.group, "axis": self.axis, "grid": self.grid.tolist(),
@@ -47,9 +48,9 @@ def efficiency_curve(
     if unknown:
         raise AnalysisError(f"unknown metric(s) {unknown}; valid: {list(AGGREGATES)}")
     if axis == "frames":
-        grid, values = scores.frame_grid, scores.curves
+        grid, values, ends = scores.reach_grid, scores.reach_curves, scores.frames
     elif axis == "wall_time_s":
-        grid, values = scores.time_grid, scores.time_curves
+        grid, values, ends = scores.time_grid, scores.time_curves, scores.wall_time_s
         if not np.isfinite(values).all():
             raise AnalysisError(f"group {scores.group!r}: some runs have no wall times")
     else:
@@ -57,22 +58,22 @@ def efficiency_curve(
     iv = interval_estimates(values, {m: AGGREGATES[m] for m in metrics}, reps=reps, seed=seed,
                             confidence=confidence, method=method)
     grid = np.asarray(grid)
-    band_end = None
-    if axis == "wall_time_s":
-        iv, band_end = _until_runs_end(values, grid, scores.wall_time_s, iv)
+    iv, band_end = _until_runs_end(values, grid, ends, iv)
     return Curve(scores.group, axis, grid, iv, len(scores.seeds), band_end)
 
 
-def _until_runs_end(values: np.ndarray, grid: np.ndarray, wall_s: np.ndarray,
+def _until_runs_end(values: np.ndarray, grid: np.ndarray, ends: np.ndarray,
                     iv: dict[str, Interval]) -> tuple[dict[str, Interval], float | None]:
-    """The wall-time curves cut where the runs end: a run's binned curve holds its last
-    value past its last record, which would draw a flat line (and a flat band) where it
-    had stopped. At each grid point the line aggregates the runs still going (NaN once a
-    task has none); the band, a bootstrap over every seed, only where every run still has
-    data. Returns the intervals and the time the band ends (None: it spans the grid)."""
-    # A run has data at grid[k] when it ran at least that long (tolerance: the grid's
-    # last point is the longest run's wall time, computed in another order).
-    alive = grid[None, None, :] <= wall_s[:, :, None] * (1 + 1e-9)  # (seeds, tasks, points)
+    """The curves cut where the runs end, on either axis (`ends`: each run's wall time or
+    trained frames): a run's binned curve holds its last value past its last record, which
+    would draw a flat line (and a flat band) where it had stopped. The grid runs to the
+    group's longest run. At each grid point the line aggregates the runs still going (NaN
+    once a task has none); the band, a bootstrap over every seed, only where every run
+    still has data. Returns the intervals and the x the band ends (None: it spans the
+    grid)."""
+    # A run has data at grid[k] when it reached that far (tolerance: the grid's last point
+    # is the longest run's end, computed in another order).
+    alive = grid[None, None, :] <= ends[:, :, None] * (1 + 1e-9)  # (seeds, tasks, points)
     everyone = alive.all(axis=(0, 1))
     if everyone.all():
         return iv, None

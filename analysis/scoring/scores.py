@@ -50,11 +50,14 @@ class GroupScores:
     seeds: list[int]
     final: np.ndarray  # (seeds, tasks) normalised final score
     final_raw: np.ndarray  # (seeds, tasks) raw mean return of the last N episodes
-    frame_grid: np.ndarray  # (points,)
+    frame_grid: np.ndarray  # (points,) common to every group scored together (AUC)
     curves: np.ndarray  # (seeds, tasks, points) normalised, on frame_grid
     time_grid: np.ndarray  # (points,) seconds
     time_curves: np.ndarray  # (seeds, tasks, points) normalised, on time_grid
     wall_time_s: np.ndarray  # (seeds, tasks) each run's wall time
+    reach_grid: np.ndarray  # (points,) frames, up to this group's longest run
+    reach_curves: np.ndarray  # (seeds, tasks, points) normalised, on reach_grid
+    frames: np.ndarray  # (seeds, tasks) each run's trained frames
     runs: dict[tuple[int, str], Run] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -80,6 +83,22 @@ def binned_curve(x: np.ndarray, returns: np.ndarray, grid: np.ndarray) -> np.nda
         return np.full(len(grid), float(returns[np.argsort(x)][:1].mean()))
     idx = np.arange(len(grid))
     return np.interp(idx, idx[filled], sums[filled] / counts[filled])
+
+
+def _frames_trained(run: Run) -> float:
+    """The frames a run trained: its summary's, else (or when its last episode ended
+    later) the frame its last episode ended at."""
+    summary = run.manifest.get("summary") or {}
+    f = summary.get("frames") if isinstance(summary, dict) else None
+    last = last_frame(run)
+    return float(last if f is None or not np.isfinite(f) else max(float(f), last))
+
+
+def _grid_to(end: float, points: int) -> np.ndarray:
+    """`points` values up to `end` (NaN throughout when `end` is not a positive number)."""
+    if np.isfinite(end) and end > 0:
+        return np.linspace(end / points, end, points)
+    return np.full(points, np.nan)
 
 
 def _wall_time(run: Run) -> float:
@@ -124,7 +143,7 @@ def common_frame_grid(runs: Sequence[Run], points: int = DEFAULT_POINTS) -> np.n
     end = min(last_frame(r) for r in runs)
     if not np.isfinite(end) or end <= 0:
         raise AnalysisError("runs have no episode with a positive frame count")
-    return np.linspace(end / points, end, points)
+    return _grid_to(end, points)
 
 
 def _final_window(last_n: int) -> Quantity:
@@ -206,25 +225,6 @@ def check_group(group: str, runs: Sequence[Run], *,
         get_normaliser(t, normalisers)
 
 
-def group_scores(
-    group: str,
-    runs: Sequence[Run],
-    *,
-    frame_grid: np.ndarray,
-    last_n: int = DEFAULT_LAST_N,
-    points: int = DEFAULT_POINTS,
-    normalisers: Mapping[str, tuple[float, float]] | None = None,
-) -> GroupScores:
-    """Score arrays of one group. Seeds that lack a run on some task are dropped (warning).
-    Per-run values come from the cache's derived layer where current
-    (analysis.inputs.derived).
-
-    Raises AnalysisError when two runs share (seed, env) (group by more keys) or when no
-    seed covers every task.
-    """
-    return _score_groups({group: runs}, frame_grid, last_n, points, normalisers)[group]
-
-
 def scores_by_group(
     runs: Sequence[Run],
     group_by: str | Sequence[str],
@@ -253,22 +253,28 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
         norms.update((t, get_normaliser(t, normalisers)) for t in cells[g][2])
     runs = [by_cell[s, t] for by_cell, seeds, tasks, _ in cells.values()
             for s in seeds for t in tasks]
-    spans, walls, time_grids = {}, {}, {}
+    spans, walls, time_grids, frames, reach_grids = {}, {}, {}, {}, {}
     start = 0
     for g, (by_cell, seeds, tasks, _) in cells.items():
         spans[g] = slice(start, start + len(seeds) * len(tasks))
         start = spans[g].stop
         walls[g] = np.array([[_wall_time(by_cell[s, t]) for t in tasks] for s in seeds])
-        t_end = float(np.nanmax(walls[g])) if np.isfinite(walls[g]).any() else np.nan
-        time_grids[g] = (np.linspace(t_end / points, t_end, points)
-                         if np.isfinite(t_end) and t_end > 0 else np.full(points, np.nan))
-    curve_of: dict[str, Quantity] = {}  # one Quantity per distinct time grid
-    for same_grid in _groups_by_grid(time_grids):
-        q = _time_curve(time_grids[same_grid[0]], norms)
-        curve_of.update((g, q) for g in same_grid)
-    time_curve = [curve_of[g] for g in cells for _ in range(spans[g].stop - spans[g].start)]
-    final_rows, curve_rows, time_rows = run_values(
-        runs, [_final_window(last_n), _frame_curve(frame_grid, norms), time_curve])
+        frames[g] = np.array([[_frames_trained(by_cell[s, t]) for t in tasks] for s in seeds])
+        time_grids[g] = _grid_to(_largest(walls[g]), points)
+        reach_grids[g] = _grid_to(_largest(frames[g]), points)
+
+    def per_run(grids: Mapping[str, np.ndarray],
+                quantity: Callable[[np.ndarray, Mapping[str, Normaliser]], Quantity]
+                ) -> list[Quantity]:
+        of: dict[str, Quantity] = {}  # one Quantity per distinct grid
+        for same_grid in _groups_by_grid(grids):
+            q = quantity(grids[same_grid[0]], norms)
+            of.update((g, q) for g in same_grid)
+        return [of[g] for g in cells for _ in range(spans[g].stop - spans[g].start)]
+
+    final_rows, curve_rows, time_rows, reach_rows = run_values(
+        runs, [_final_window(last_n), _frame_curve(frame_grid, norms),
+               per_run(time_grids, _time_curve), per_run(reach_grids, _frame_curve)])
     out = {}
     for g, (by_cell, seeds, tasks, warnings) in cells.items():
         shape = (len(seeds), len(tasks))
@@ -277,9 +283,14 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
         out[g] = GroupScores(g, tasks, seeds, final, final_raw, frame_grid,
                              curve_rows[spans[g]].reshape(*shape, len(frame_grid)),
                              time_grids[g], time_rows[spans[g]].reshape(*shape, points),
-                             walls[g], {k: v for k, v in by_cell.items() if k[0] in seeds},
-                             warnings)
+                             walls[g], reach_grids[g],
+                             reach_rows[spans[g]].reshape(*shape, points), frames[g],
+                             {k: v for k, v in by_cell.items() if k[0] in seeds}, warnings)
     return out
+
+
+def _largest(values: np.ndarray) -> float:
+    return float(np.nanmax(values)) if np.isfinite(values).any() else np.nan
 
 
 def _groups_by_grid(grids: Mapping[str, np.ndarray]) -> list[list[str]]:

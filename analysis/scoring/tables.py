@@ -1,4 +1,4 @@
-"""Tables as Markdown and CSV, and the recomputation of the paper's tables."""
+"""Tables as Markdown, CSV and LaTeX (booktabs), and the recomputation of the paper's tables."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,8 +43,12 @@ class TableData:
                          + " |")
         return "\n".join(lines) + "\n"
 
-    def write(self, out_dir: Path) -> tuple[Path, Path]:
-        """Write <name>.md and <name>.csv into out_dir."""
+    def latex(self) -> str:
+        """A booktabs tabular of the cells as the Markdown shows them (`booktabs`)."""
+        return booktabs("l" * len(self.header), self.header, self.cells())
+
+    def write(self, out_dir: Path) -> TableFiles:
+        """Write <name>.md, <name>.csv and <name>.tex into out_dir."""
         out_dir.mkdir(parents=True, exist_ok=True)
         md = out_dir / f"{self.name}.md"
         md.write_text(f"### {self.title}\n\n{self.markdown()}", encoding="utf-8")
@@ -54,7 +58,43 @@ class TableData:
             w.writerow(self.header)
             for r in self.rows:
                 w.writerow([_csv(c) for c in r])
-        return md, path
+        tex = out_dir / f"{self.name}.tex"
+        tex.write_text(self.latex(), encoding="utf-8")
+        return TableFiles(md, path, tex)
+
+
+class TableFiles(NamedTuple):
+    """The files `TableData.write` wrote."""
+
+    markdown: Path
+    csv: Path
+    latex: Path
+
+    def text(self) -> str:
+        """The files in words, for a command's "wrote ..." line."""
+        return f"{self.markdown}, {self.csv} and {self.latex}"
+
+
+# In text mode `<`, `>` and `|` come out as other glyphs (OT1 encoding): written as commands.
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                  "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+                  "|": r"\textbar{}", "±": r"$\pm$"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def booktabs(align: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A booktabs tabular, ready for `\\input` inside a table environment (the document
+    needs `\\usepackage{booktabs}`): one column per `align` letter, cells escaped."""
+
+    def line(cells: Sequence[str]) -> str:
+        return " & ".join(latex_escape(x) for x in cells) + r" \\"
+
+    return "\n".join([rf"\begin{{tabular}}{{{align}}}", r"\toprule", line(header), r"\midrule",
+                      *(line(r) for r in rows), r"\bottomrule", r"\end{tabular}"]) + "\n"
 
 
 def _fmt(c: Any) -> str:
