@@ -4,7 +4,9 @@ supervision, the final record and the exit code.
 Threads (per process):
 - actor threads (num_actor_threads per actor device; cleanba/core/actor.py): each owns a block
   of envs with consecutive global indices, runs a Python loop over env steps calling one
-  jitted policy step, and puts one rollout per iteration into its own rollout queue (size 1);
+  jitted policy step (--actor-mode double-buffer: on two halves of its envs, one half's env
+  step beside the other's policy step; cleanba/core/actor_pipelined.py), and puts one
+  rollout per iteration into its own rollout queue (size 1);
 - the learner thread (cleanba/core/learner.py): takes one rollout from every actor queue (in
   thread order), runs the algorithm's update on the learner devices, publishes the new
   parameters and writes one updates.csv row (and the batch's finished episodes);
