@@ -99,7 +99,7 @@ CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
 NUMERICS_LAYERS = wing("cleanba.numerics", "losses networks parallel", "deterministic")
 CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers actor_clock",
                    "config", "layout records checkpoint", "control channel", "algorithm checks",
-                   "context", "actor", "learner", "runtime", "cli")
+                   "context", "actor", "actor_pipelined learner", "runtime", "cli")
 TOOLS_LAYERS = wing("cleanba.tools", "actor_hook",
                     "throughput bench determinism_check speed_bound")
 

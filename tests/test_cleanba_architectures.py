@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from cleanba_runs import (
     STANDARD,
     STANDARD_BATCH,
@@ -18,10 +19,14 @@ from runrecord import load_run
 
 UPDATES = 12
 BATCH = 4 * 16
+# the double-buffered actor (cleanba/core/actor_pipelined.py) keeps the lag rules: both
+# halves of a step act with the same params, and a rollout waits for them as the serial does
+ACTOR_MODES = pytest.mark.parametrize("actor_mode", ["serial", "double-buffer"])
 
 
-def test_sync_trains_on_the_latest_policy(tmp_path):
-    p = run("ppo", tmp_path, *TINY, "--architecture", "sync",
+@ACTOR_MODES
+def test_sync_trains_on_the_latest_policy(tmp_path, actor_mode):
+    p = run("ppo", tmp_path, *TINY, "--architecture", "sync", "--actor-mode", actor_mode,
             "--total-timesteps", str(BATCH * UPDATES))
     assert p.returncode == 0, p.stderr
     r = check_valid_record(tmp_path, 4, BATCH, UPDATES)
@@ -32,8 +37,10 @@ def test_sync_trains_on_the_latest_policy(tmp_path):
     assert r.manifest["architecture"] == "sync"
 
 
-def test_cleanba_is_stale_by_exactly_one_after_the_first_update():
-    run_dir = cached_run("ppo", *STANDARD)  # cleanba is the default architecture
+@ACTOR_MODES
+def test_cleanba_is_stale_by_exactly_one_after_the_first_update(actor_mode):
+    mode = [] if actor_mode == "serial" else ["--actor-mode", actor_mode]
+    run_dir = cached_run("ppo", *STANDARD, *mode)  # cleanba is the default architecture
     r = check_valid_record(run_dir, 4, STANDARD_BATCH, STANDARD_UPDATES)
     assert r.manifest["architecture"] == "cleanba"
     hi, lo = staleness(run_dir)
@@ -43,13 +50,14 @@ def test_cleanba_is_stale_by_exactly_one_after_the_first_update():
     np.testing.assert_array_equal(r.updates["num_rollouts"], 2)  # one per actor thread
 
 
-def test_async_with_learner_delay_changes_policies_mid_rollout(tmp_path):
+@ACTOR_MODES
+def test_async_with_learner_delay_changes_policies_mid_rollout(tmp_path, actor_mode):
     # Longer rollouts than the learner's update, and a learner that sleeps after each update:
     # new params arrive while a rollout is running, and the data's age varies.
     args = ["--num-envs", "4", "--num-steps", "128", "--num-actor-threads", "1",
             "--num-minibatches", "2", "--update-epochs", "1", "--progress-interval-s", "0",
             "--architecture", "async", "--learner-delay-s", "0.05",
-            "--total-timesteps", str(4 * 128 * 16)]
+            "--total-timesteps", str(4 * 128 * 16), "--actor-mode", actor_mode]
     p = run("ppo", tmp_path, *args)
     assert p.returncode == 0, p.stderr
     r = load_run(tmp_path)

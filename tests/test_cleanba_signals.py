@@ -82,8 +82,8 @@ def _started_its_signal_watcher(proc: subprocess.Popen) -> bool:
         return False
 
 
-CASES = [
-    # (trainer, signal, moment)
+CASES: list[tuple[str, ...]] = [
+    # (trainer, signal, moment[, actor mode: serial unless given])
     ("ppo", "SIGINT", "importing"),
     ("ppo", "SIGTERM", "start-up"),
     ("ppo", "SIGTERM", "compiling"),
@@ -94,18 +94,26 @@ CASES = [
     ("impala", "SIGINT", "compiling"),
     ("impala", "SIGTERM", "mid-run"),
     ("impala", "SIGINT", "finishing"),
+    # inside a rollout: actor thread 0 held halfway through rollout 3, in either actor mode
+    # (double-buffer: one half's env step in flight; cleanba/core/actor_pipelined.py)
+    ("ppo", "SIGINT", "mid-rollout", "serial"),
+    ("ppo", "SIGINT", "mid-rollout", "double-buffer"),
 ]
 
 
-@pytest.mark.parametrize("alg,signame,moment", CASES)
-def test_a_stop_signal_at_any_moment_exits_130_and_says_why(tmp_path, alg, signame, moment):
+@pytest.mark.parametrize("alg,signame,moment,actor_mode",
+                         [case if len(case) == 4 else (*case, "serial") for case in CASES])
+def test_a_stop_signal_at_any_moment_exits_130_and_says_why(tmp_path, alg, signame, moment,
+                                                           actor_mode):
     run_dir = tmp_path / "run"
-    argv = command(alg, "cartpole", run_dir, *ARGS[alg], "--total-timesteps", str(BATCH * 3))
+    argv = command(alg, "cartpole", run_dir, *ARGS[alg], "--total-timesteps", str(BATCH * 3),
+                   "--actor-mode", actor_mode)
     # Each moment but the first is a hold (CLEANBA_HOLD_AT): the trainer waits there for the
     # signal, so it arrives in that phase however fast or loaded the machine is. The hold
     # names this run's seed, as a sweep's harness does for one run of several.
     hold = {"start-up": "start-up", "compiling": "compiling", "mid-run": "update-2",
-            "finishing": "finishing", "finished": "finished"}.get(moment)
+            "finishing": "finishing", "finished": "finished",
+            "mid-rollout": "rollout-3"}.get(moment)
     t = Trainer(argv, **({HOLD_ENV_VAR: f"{hold}@1"} if hold else {}))
     if moment == "importing":
         t.wait_for(lambda: _started_its_signal_watcher(t.proc), "the signal watcher")
@@ -119,7 +127,7 @@ def test_a_stop_signal_at_any_moment_exits_130_and_says_why(tmp_path, alg, signa
     else:
         r = load_run(run_dir)
         outcome = f"{r.status}: {(r.manifest['error'] or {}).get('message', '')}"
-    MATRIX.append(f"| {alg} | {signame} | {moment} | {code} | {outcome} |")
+    MATRIX.append(f"| {alg} ({actor_mode}) | {signame} | {moment} | {code} | {outcome} |")
     assert "Traceback" not in err, err
     if moment == "finished":  # the record was complete before the signal: it stands
         assert code == 0, err
@@ -142,6 +150,8 @@ def test_a_stop_signal_at_any_moment_exits_130_and_says_why(tmp_path, alg, signa
     expected = {
         "compiling": f"{signame} during start-up (compiling, creating environments)",
         "mid-run": f"{signame} during training (after update ",
+        # rollout 3 needs update 1's params; update 2 may be done or under way
+        "mid-rollout": f"{signame} during training (after update ",
         "finishing": f"{signame} during finishing (all 3 updates done, before the final write)",
     }[moment]
     assert reason.startswith(expected), reason
@@ -150,6 +160,8 @@ def test_a_stop_signal_at_any_moment_exits_130_and_says_why(tmp_path, alg, signa
         assert len(r.updates) == 0
     if moment == "mid-run":  # held after update 2: the signal came then
         assert reason.startswith(f"{signame} during training (after update 2 of 3)"), reason
+    if moment == "mid-rollout":
+        assert len(r.updates) in (1, 2)
     if moment == "finishing":
         assert len(r.updates) == 3  # every row kept; the run still counts as interrupted
 
@@ -282,9 +294,9 @@ def test_a_hold_names_a_point_and_maybe_a_seed(tmp_path):
     from cleanba.core.stopping import parse_holds
 
     assert parse_holds("") == set()
-    assert parse_holds("compiling,update-2@3, finishing@12") == {
-        ("compiling", None), ("update-2", 3), ("finishing", 12)}
-    for bad in ("compile", "update-x", "finishing@one", "update-"):
+    assert parse_holds("compiling,update-2@3, finishing@12,rollout-3") == {
+        ("compiling", None), ("update-2", 3), ("finishing", 12), ("rollout-3", None)}
+    for bad in ("compile", "update-x", "finishing@one", "update-", "rollout-", "roll-3"):
         with pytest.raises(ValueError, match="is not POINT or POINT@SEED"):
             parse_holds(bad)
     # A typo stops the trainer before anything is written: exit 2, not a hold never reached.

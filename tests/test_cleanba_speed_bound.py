@@ -33,7 +33,7 @@ def test_three_measurements_of_one_tiny_run(tmp_path: Path) -> None:
                        env=trainer_env(1))
     assert p.returncode == 0, p.stderr[-3000:]
     f = json.loads(out.read_text())
-    assert f["num_envs"] == 4 and f["num_actor_threads"] == 2
+    assert f["num_envs"] == 4 and f["num_actor_threads"] == 2 and f["actor_mode"] == "serial"
     assert f["actor_alone"]["env_steps"] == 4 * 16 * 2  # both threads' timed rollouts
     assert f["learner_alone"]["batch"] == 64
     for phase in ("actor_alone", "learner_alone", "together"):

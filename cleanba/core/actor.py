@@ -25,10 +25,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import benchenv
-from cleanba.core import checkpoint
+from cleanba.core import checkpoint, stopping
 from cleanba.core.actor_clock import ActorClock
 from cleanba.core.context import Context
-from cleanba.core.records import Episode, EpisodeTracker, record_step
+from cleanba.core.records import Episode, EpisodeTracker, StepRecord, record_step
 from cleanba.core.rollout_buffers import RolloutBuffers
 from cleanba.numerics.deterministic import microbatched_apply, sample_actions
 from cleanba.numerics.losses import categorical_logprob
@@ -100,109 +100,212 @@ def obs_on_device(ctx: Context, device: jax.Device) -> bool:
     return device.platform != "cpu" if choice is None else choice
 
 
+@dataclass
+class RolloutInProgress:
+    """One rollout being written: its arrays, the policy version of each step, the
+    episodes that ended in it, and the seconds its actor waited for parameters."""
+
+    iteration: int
+    arrays: dict[str, Any]
+    versions: np.ndarray
+    episodes: list[Episode]
+    param_wait_s: float
+    started: float  # time.monotonic() at its first step
+
+
+class ActorThread:
+    """What one actor thread holds for the whole run, and the parts of a rollout every
+    actor mode shares (the serial `actor_loop` below; the double-buffered one in
+    cleanba/core/actor_pipelined.py): the jitted policy step, the env-making, the
+    parameters and their version, the rollout's host memory and the phase clock."""
+
+    def __init__(self, ctx: Context, local_thread: int, device: jax.Device,
+                 thread_global: int) -> None:
+        plan = ctx.plan
+        self.ctx, self.local_thread, self.device = ctx, local_thread, device
+        self.thread_global = thread_global
+        self.n, self.T = plan.envs_per_thread, plan.num_steps
+        self.first_env = plan.first_env_index(thread_global)
+        self.spec = ctx.prep.checked.env
+        inference_envs = plan.envs_per_group if plan.deterministic else 0
+        self.policy = jax.jit(partial(packed_sample_step, policy_network(ctx), inference_envs))
+        self.key = jax.device_put(ctx.action_key, device)
+        self.rewards_clipped = bool(self.spec.protocol.get("reward_clip", False))
+        self.on_device = obs_on_device(ctx, device)
+        self.version, self.params = 0, None
+        self.segment = -1
+        n, T, spec = self.n, self.T, self.spec
+        # the rollouts' host memory, reused once the learner lets go of it: writing fresh
+        # pages step by step cost up to a tenth of an env step (cleanba/core/rollout_buffers.py)
+        self.buffers = RolloutBuffers({
+            **({} if self.on_device else {"obs": ((T + 1, n, *spec.obs_shape), spec.obs_dtype)}),
+            "actions": ((T, n), np.int32),
+            "logprobs": ((T, n), np.float32),
+            "logits": ((T, n, spec.num_actions), np.float32),
+            "values": ((T, n), np.float32),
+            "rewards": ((T, n), np.float32),
+            "dones": ((T, n), np.float32),
+            "mask": ((T, n), np.float32),
+        })
+        self.clock = ActorClock()  # where this thread's time goes (cleanba.speed_bound reads it)
+
+    def env_index(self, first: int, count: int) -> jax.Array:
+        """The global indices of envs first .. first + count - 1, on the device (their
+        action keys: `sample_step`)."""
+        return jax.device_put(np.arange(first, first + count, dtype=np.int32), self.device)
+
+    def enters_segment(self, k: int) -> bool:
+        """Whether rollout k starts a new env segment: a checkpoint boundary (or the start),
+        where new envs seeded for that segment start new episodes and the running ones are
+        cut (cleanba/core/checkpoint.py)."""
+        segment = checkpoint.env_segment(k, self.ctx.config.checkpoint_every)
+        if segment == self.segment:
+            return False
+        self.segment = segment
+        return True
+
+    def make_env(self, first: int, count: int) -> Any:
+        """Envs first .. first + count - 1 of the run, seeded for the current segment: each
+        env's stream is its own (benchenv.env_seeds), whichever env object holds it."""
+        cfg = self.ctx.config
+        return benchenv.make_env(cfg.env_id, count, cfg.seed, first_env_index=first,
+                                 protocol=self.spec.protocol, segment=self.segment)
+
+    def to_policy(self, obs: np.ndarray) -> Any:
+        """Observations where the policy step reads them: on the device, or as they are."""
+        return jax.device_put(obs, self.device) if self.on_device else obs
+
+    def begin_rollout(self, k: int) -> RolloutInProgress:
+        """The injected actor fault, the parameters for rollout k (the architecture's
+        wait), and the rollout's arrays (every element is written by the loop)."""
+        ctx = self.ctx
+        if ctx.fault is not None and ctx.fault.kind == "actor" and ctx.fault.at == k \
+                and self.thread_global == 0:
+            raise RuntimeError(f"injected actor fault at rollout {k} ({ctx.fault})")
+        self.clock.start()
+        t_wait = time.monotonic()
+        got = ctx.channel.for_rollout(self.local_thread, k, first=k == ctx.start_update + 1)
+        if got is not None:
+            self.version, self.params = got[0], jax.device_put(got[1], self.device)
+        param_wait = time.monotonic() - t_wait
+        self.clock.lap("param_wait")
+        arrays: dict[str, Any] = self.buffers.take()
+        ctx.host_rollout_sets[self.thread_global] = self.buffers.allocated
+        return RolloutInProgress(k, arrays, np.empty(self.T, np.int64), [], param_wait,
+                                 time.monotonic())
+
+    def begin_step(self, r: RolloutInProgress, t: int) -> int:
+        """Newer parameters where the architecture gives them mid-rollout (async); records
+        step t's policy version. Returns the env block's step counter, the same for every
+        layout and actor mode (the action keys fold it in)."""
+        newer = self.ctx.channel.for_step(self.version)
+        if newer is not None:
+            t0 = time.monotonic()
+            self.version, self.params = newer[0], jax.device_put(newer[1], self.device)
+            r.param_wait_s += time.monotonic() - t0
+        r.versions[t] = self.version
+        self.clock.lap("param_wait")
+        return (r.iteration - 1) * self.T + t
+
+    def policy_step(self, obs_now: Any, env_index: jax.Array, step: int,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The policy step of a block of envs: dispatched, then awaited (the clock's
+        policy_dispatch and policy_result); (actions, logprobs, logits, values)."""
+        launched = self.policy(self.params, obs_now, env_index, np.int32(step), self.key)
+        self.clock.lap("policy_dispatch")
+        # the result waits for the policy step, hence for obs_now's transfer: EnvPool
+        # may write its next observations only after that
+        packed = np.asarray(launched)
+        self.clock.lap("policy_result")
+        return unpack_policy_step(packed)
+
+    def hold_mid_rollout(self, r: RolloutInProgress, t: int) -> None:
+        """The CLEANBA_HOLD_AT=rollout-K test hook: actor thread 0 waits halfway through
+        rollout K for a stop signal (cleanba/core/stopping.py)."""
+        if t == self.T // 2 and self.thread_global == 0:
+            stopping.hold(f"rollout-{r.iteration}", self.ctx.config.seed)
+            self.clock.lap("bookkeeping")
+
+    @staticmethod
+    def write_policy(r: RolloutInProgress, t: int, cols: slice,
+                     out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+        actions, logprobs, logits, values = out
+        r.arrays["actions"][t, cols] = actions
+        r.arrays["logprobs"][t, cols] = logprobs
+        r.arrays["logits"][t, cols] = logits
+        r.arrays["values"][t, cols] = values
+
+    def record_env_step(self, r: RolloutInProgress, t: int, cols: slice, prev_done: np.ndarray,
+                        result: tuple) -> StepRecord:
+        """Step t's env results for the envs at `cols` written into the rollout."""
+        _, reward, term, trunc, info = result
+        rec = record_step(prev_done, reward, term, trunc, info, self.rewards_clipped)
+        r.arrays["rewards"][t, cols] = rec.reward
+        r.arrays["dones"][t, cols] = rec.done
+        r.arrays["mask"][t, cols] = rec.mask
+        return rec
+
+    def track_episodes(self, r: RolloutInProgress, tracker: EpisodeTracker, step: int,
+                       raw_reward: np.ndarray, done: np.ndarray, mask: np.ndarray) -> None:
+        """The episodes of all the thread's envs that ended at `step`, in env order."""
+        r.episodes += tracker.step(raw_reward, done, mask, (step + 1) * self.ctx.plan.num_envs,
+                                   time.monotonic() - self.ctx.start_time)
+
+    def finish_rollout(self, r: RolloutInProgress, device_obs: jax.Array | None) -> None:
+        """Hand the rollout to the learner (queue of one). device_obs: the (T + 1, n, ...)
+        observations on the device when `on_device` (else they are in r.arrays)."""
+        if device_obs is not None:
+            r.arrays["obs"] = device_obs
+        self.ctx.timing["rollout"].append(time.monotonic() - r.started)
+        rollout = Rollout(self.thread_global, r.iteration, r.arrays, r.versions,
+                          r.param_wait_s, r.episodes)
+        self.clock.lap("bookkeeping")
+        self.ctx.control.put(self.ctx.rollout_queues[self.local_thread], rollout)
+        self.clock.lap("rollout_put")
+        self.clock.flush(self.ctx.timing)
+
+
 def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_global: int) -> None:
-    plan, cfg = ctx.plan, ctx.config
-    n, T = plan.envs_per_thread, plan.num_steps
-    first_env = plan.first_env_index(thread_global)
-    spec = ctx.prep.checked.env
-    inference_envs = plan.envs_per_group if plan.deterministic else 0
-    policy = jax.jit(partial(packed_sample_step, policy_network(ctx), inference_envs))
-    env_index = jax.device_put(np.arange(first_env, first_env + n, dtype=np.int32), device)
-    key = jax.device_put(ctx.action_key, device)
-    rewards_clipped = bool(spec.protocol.get("reward_clip", False))
-    on_device = obs_on_device(ctx, device)
+    """The serial actor mode: at each step the policy on all the thread's envs, then one
+    env step of all of them."""
+    a = ActorThread(ctx, local_thread, device, thread_global)
+    n, T, every = a.n, a.T, slice(None)
+    env_index = a.env_index(a.first_env, n)
     env: Any = None
-    segment = -1
-    version, params = 0, None
-    # the rollouts' host memory, reused once the learner lets go of it: writing fresh pages
-    # step by step cost up to a tenth of an env step (cleanba/core/rollout_buffers.py)
-    buffers = RolloutBuffers({
-        **({} if on_device else {"obs": ((T + 1, n, *spec.obs_shape), spec.obs_dtype)}),
-        "actions": ((T, n), np.int32),
-        "logprobs": ((T, n), np.float32),
-        "logits": ((T, n, spec.num_actions), np.float32),
-        "values": ((T, n), np.float32),
-        "rewards": ((T, n), np.float32),
-        "dones": ((T, n), np.float32),
-        "mask": ((T, n), np.float32),
-    })
-    clock = ActorClock()  # where this thread's time goes (cleanba.speed_bound reads it)
-    for k in range(ctx.start_update + 1, plan.num_updates + 1):
-        if checkpoint.env_segment(k, cfg.checkpoint_every) != segment:
-            # a checkpoint boundary (or the start): new envs seeded for this segment, new
-            # episodes; the running ones are cut (cleanba/core/checkpoint.py)
+    for k in range(ctx.start_update + 1, ctx.plan.num_updates + 1):
+        if a.enters_segment(k):
             if env is not None:
                 env.close()
-            segment = checkpoint.env_segment(k, cfg.checkpoint_every)
-            env = benchenv.make_env(cfg.env_id, n, cfg.seed, first_env_index=first_env,
-                                    protocol=spec.protocol, segment=segment)
-            tracker = EpisodeTracker(first_env, n)
+            env = a.make_env(a.first_env, n)
+            tracker = EpisodeTracker(a.first_env, n)
             obs, _ = env.reset()
-            obs_now = jax.device_put(obs, device) if on_device else obs  # the policy step's
+            obs_now = a.to_policy(obs)  # the policy step's
             prev_done = np.zeros(n, bool)
-        if ctx.fault is not None and ctx.fault.kind == "actor" and ctx.fault.at == k \
-                and thread_global == 0:
-            raise RuntimeError(f"injected actor fault at rollout {k} ({ctx.fault})")
-        clock.start()
-        t_wait = time.monotonic()
-        got = ctx.channel.for_rollout(local_thread, k, first=k == ctx.start_update + 1)
-        if got is not None:
-            version, params = got[0], jax.device_put(got[1], device)
-        param_wait = time.monotonic() - t_wait
-        clock.lap("param_wait")
-        t_rollout = time.monotonic()
-        arrays: dict[str, Any] = buffers.take()  # every element is written below
-        ctx.host_rollout_sets[thread_global] = buffers.allocated
+        r = a.begin_rollout(k)
         obs_steps: list[jax.Array] = []  # on_device: each step's observations, on the device
-        versions = np.empty(T, np.int64)
-        episodes: list[Episode] = []
         for t in range(T):
-            newer = ctx.channel.for_step(version)
-            if newer is not None:
-                t0 = time.monotonic()
-                version, params = newer[0], jax.device_put(newer[1], device)
-                param_wait += time.monotonic() - t0
-            clock.lap("param_wait")
-            step = (k - 1) * T + t  # this env block's step counter, same for every layout
-            if on_device:
+            step = a.begin_step(r, t)
+            if a.on_device:
                 obs_steps.append(obs_now)
             else:
-                arrays["obs"][t] = obs
-            clock.lap("bookkeeping")
-            launched = policy(params, obs_now, env_index, np.int32(step), key)
-            clock.lap("policy_dispatch")
-            # the result waits for the policy step, hence for obs_now's transfer: EnvPool
-            # may write its next observations only after that
-            packed = np.asarray(launched)
-            clock.lap("policy_result")
-            actions, logprobs, logits, values = unpack_policy_step(packed)
-            obs, reward, term, trunc, info = env.step(actions)
-            clock.lap("env_step")
-            obs_now = jax.device_put(obs, device) if on_device else obs
-            clock.lap("obs_transfer")
-            rec = record_step(prev_done, reward, term, trunc, info, rewards_clipped)
-            arrays["actions"][t] = actions
-            arrays["logprobs"][t] = logprobs
-            arrays["logits"][t] = logits
-            arrays["values"][t] = values
-            arrays["rewards"][t] = rec.reward
-            arrays["dones"][t] = rec.done
-            arrays["mask"][t] = rec.mask
-            versions[t] = version
-            episodes += tracker.step(rec.raw_reward, rec.done, rec.mask,
-                                     (step + 1) * plan.num_envs, time.monotonic() - ctx.start_time)
+                r.arrays["obs"][t] = obs
+            a.clock.lap("bookkeeping")
+            out = a.policy_step(obs_now, env_index, step)
+            a.hold_mid_rollout(r, t)
+            result = env.step(out[0])
+            a.clock.lap("env_step")
+            obs = result[0]
+            obs_now = a.to_policy(obs)
+            a.clock.lap("obs_transfer")
+            a.write_policy(r, t, every, out)
+            rec = a.record_env_step(r, t, every, prev_done, result)
+            a.track_episodes(r, tracker, step, rec.raw_reward, rec.done, rec.mask)
             prev_done = rec.done
-            clock.lap("bookkeeping")
-        if on_device:  # obs_now is also step 0's observations of the next rollout
-            arrays["obs"] = jnp.stack([*obs_steps, obs_now])
-            del obs_steps
-        else:
-            arrays["obs"][T] = obs
-        ctx.timing["rollout"].append(time.monotonic() - t_rollout)
-        rollout = Rollout(thread_global, k, arrays, versions, param_wait, episodes)
-        clock.lap("bookkeeping")
-        ctx.control.put(ctx.rollout_queues[local_thread], rollout)
-        clock.lap("rollout_put")
-        clock.flush(ctx.timing)
+            a.clock.lap("bookkeeping")
+        if not a.on_device:
+            r.arrays["obs"][T] = obs
+        # on_device: obs_now is also step 0's observations of the next rollout
+        a.finish_rollout(r, jnp.stack([*obs_steps, obs_now]) if a.on_device else None)
+        del obs_steps
     if env is not None:
         env.close()

@@ -24,6 +24,8 @@ import tyro
 from benchenv import BACKENDS, MAX_ENVS, check_seed, default_backend
 
 Architecture = Literal["sync", "cleanba", "async"]
+ActorMode = Literal["serial", "double-buffer"]
+ACTOR_MODES = ("serial", "double-buffer")
 EnvBackend = Literal["envpool", "ale"]
 
 
@@ -62,6 +64,10 @@ class CommonConfig:
     """Local device ids the learner splits each batch over (gradients averaged)."""
     num_actor_threads: int = 2
     """Actor threads per actor device."""
+    actor_mode: ActorMode = "serial"
+    """serial: each actor thread runs the policy on all its envs, then steps them all;
+    double-buffer: two halves of its envs, one half's env step overlapping the other half's
+    policy step (same records under --deterministic; docs/cleanba.md, "Actor modes")."""
     learner_delay_s: float = 0.0
     """Extra sleep after each learner update (the paper's Section 3 staleness experiment)."""
 
@@ -170,6 +176,9 @@ class CommonConfig:
             raise ConfigError(
                 f"--architecture must be one of sync, cleanba, async; got {self.architecture!r}"
             )
+        if self.actor_mode not in ACTOR_MODES:
+            raise ConfigError(f"--actor-mode must be one of {', '.join(ACTOR_MODES)}; "
+                              f"got {self.actor_mode!r}")
         if self.deterministic and self.architecture == "async":
             raise ConfigError(
                 "--deterministic needs --architecture sync or cleanba: with async, which policy "
@@ -216,6 +225,10 @@ BOOKKEEPING_FIELDS = (
     "stop_after_updates",
     "checkpoint_every",  # its re-seeding is in the env protocol (reseed_every_updates)
     "checkpoint_keep",
+    # how an actor thread schedules its work, not what it computes: under --deterministic
+    # the same bits in either mode, so a run keeps its id and may resume in the other mode
+    # (the manifest's hyperparameters still record it)
+    "actor_mode",
     "resume_from",
     "track",
     "wandb_project",

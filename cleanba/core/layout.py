@@ -184,6 +184,31 @@ class Plan:
         return Layout(self.actor_device_ids, self.learner_device_ids, self.num_processes)
 
 
+def check_actor_mode(config: CommonConfig, envs_per_thread: int, threads: int) -> None:
+    """--actor-mode double-buffer splits each actor thread's envs into two halves; under
+    --deterministic each half must hold whole env groups, so that the network sees the
+    same chunks of envs as in the serial mode (cleanba/core/actor_pipelined.py)."""
+    if config.actor_mode != "double-buffer":
+        return
+    if envs_per_thread % 2:
+        raise ConfigError(
+            f"--actor-mode double-buffer splits each actor thread's envs into two halves, but "
+            f"{threads} actor thread(s) hold {envs_per_thread} envs each (--num-envs "
+            f"{config.num_envs}); use an even number per thread, e.g. --num-envs "
+            f"{2 * config.num_envs}, or --actor-mode serial"
+        )
+    if config.deterministic:
+        per_group = config.num_envs // config.deterministic_groups
+        if (envs_per_thread // 2) % per_group:
+            raise ConfigError(
+                f"--actor-mode double-buffer with --deterministic: each half of an actor "
+                f"thread's {envs_per_thread} envs must hold whole env groups of {per_group} "
+                f"envs (--num-envs {config.num_envs} / --deterministic-groups "
+                f"{config.deterministic_groups}); use --deterministic-groups "
+                f"{2 * config.deterministic_groups} or more, or --actor-mode serial"
+            )
+
+
 def make_plan(
     config: CommonConfig, num_processes: int, process_index: int, num_local_devices: int
 ) -> Plan:
@@ -225,6 +250,7 @@ def make_plan(
                     f"{groups} (--deterministic-groups); use a multiple of {count} that is a "
                     f"power of two and divides --num-envs {config.num_envs}, or change the layout"
                 )
+    check_actor_mode(config, config.num_envs // threads, threads)
     batch = config.num_envs * config.num_steps
     if config.total_timesteps < batch:
         raise ConfigError(

@@ -4,7 +4,9 @@ supervision, the final record and the exit code.
 Threads (per process):
 - actor threads (num_actor_threads per actor device; cleanba/core/actor.py): each owns a block
   of envs with consecutive global indices, runs a Python loop over env steps calling one
-  jitted policy step, and puts one rollout per iteration into its own rollout queue (size 1);
+  jitted policy step (--actor-mode double-buffer: on two halves of its envs, one half's env
+  step beside the other's policy step; cleanba/core/actor_pipelined.py), and puts one
+  rollout per iteration into its own rollout queue (size 1);
 - the learner thread (cleanba/core/learner.py): takes one rollout from every actor queue (in
   thread order), runs the algorithm's update on the learner devices, publishes the new
   parameters and writes one updates.csv row (and the batch's finished episodes);
@@ -34,6 +36,7 @@ import numpy as np
 import benchenv
 from cleanba.core import checkpoint, stopping
 from cleanba.core.actor import actor_loop
+from cleanba.core.actor_pipelined import pipelined_actor_loop
 from cleanba.core.algorithm import AlgorithmFactory
 from cleanba.core.channel import ParamChannel
 from cleanba.core.checks import PresetChoice, Topology, check_run
@@ -309,13 +312,18 @@ def make_context(config: CommonConfig, prep: Prepared, control: Control,
     return ctx, mesh, state
 
 
+ACTOR_LOOPS = {"serial": actor_loop, "double-buffer": pipelined_actor_loop}
+"""Each --actor-mode's actor thread loop."""
+
+
 def actor_threads(ctx: Context) -> list[threading.Thread]:
     local = jax.local_devices()
+    loop = ACTOR_LOOPS[ctx.config.actor_mode]
     threads = []
     local_thread = 0
     for d_pos, d_id in enumerate(ctx.plan.actor_device_ids):
         for j in range(ctx.plan.num_actor_threads):
-            threads.append(_thread(ctx, f"actor-{d_id}-{j}", actor_loop, ctx, local_thread,
+            threads.append(_thread(ctx, f"actor-{d_id}-{j}", loop, ctx, local_thread,
                                    local[d_id], ctx.plan.thread_global_index(d_pos, j)))
             local_thread += 1
     return threads

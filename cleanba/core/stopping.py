@@ -42,7 +42,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # it is under way instead of betting on timing. Several runs of one sweep share the
 # harness's environment: the seed picks the run.
 HOLD_ENV_VAR = "CLEANBA_HOLD_AT"
-HOLD_POINTS = ("start-up", "compiling", "update-K", "finishing", "finished")
+HOLD_POINTS = ("start-up", "compiling", "update-K", "rollout-K", "finishing", "finished")
+# rollout-K: actor thread 0 halfway through its rollout K (cleanba/core/actor.py)
 HOLD_MAX_S = 120.0
 
 
@@ -152,12 +153,12 @@ def parse_holds(value: str) -> set[tuple[str, int | None]]:
     holds: set[tuple[str, int | None]] = set()
     for item in filter(None, (v.strip() for v in value.split(","))):
         point, _, seed = item.partition("@")
-        named = point in HOLD_POINTS or (point.startswith("update-")
-                                         and point[len("update-"):].isdigit())
+        kind, _, number = point.partition("-")
+        named = point in HOLD_POINTS or (kind in ("update", "rollout") and number.isdigit())
         if not named or (seed and not seed.isdigit()):
             raise ValueError(f"{HOLD_ENV_VAR}={value!r}: {item!r} is not POINT or POINT@SEED "
                              f"with POINT one of {', '.join(HOLD_POINTS)} (K: an update "
-                             "number)")
+                             "or rollout number)")
         holds.add((point, int(seed) if seed else None))
     return holds
 

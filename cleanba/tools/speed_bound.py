@@ -62,7 +62,8 @@ class SpeedBoundConfig:
     """Which trainer."""
     trainer_args: tyro.conf.Positional[tuple[str, ...]] = ("atari",)
     """The trainer's preset and flags, as `python -m cleanba.<algorithm>` takes them, after
-    `--` (e.g. -- atari --env-id Breakout-v5 --num-envs 8 --num-actor-threads 1)."""
+    `--` (e.g. -- atari --env-id Breakout-v5 --num-envs 8 --num-actor-threads 1; add
+    --actor-mode double-buffer to measure that actor mode)."""
     rollouts: int = 3
     """Rollouts per actor thread timed alone (after the warm-up ones)."""
     updates: int = 3
@@ -215,7 +216,7 @@ def measure(cfg: SpeedBoundConfig) -> dict[str, Any]:
         "algorithm": cfg.algorithm, "trainer_args": list(cfg.trainer_args),
         "num_envs": config.num_envs, "num_steps": config.num_steps,
         "num_actor_threads": config.num_actor_threads, "env_id": config.env_id,
-        "actor_alone": actor, "learner_alone": learner, "together": both,
+        "actor_mode": config.actor_mode, "actor_alone": actor, "learner_alone": learner, "together": both,
         **share(actor["sps"], learner["sps"], both["sps"] if both else None),
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
         "wall_s": time.perf_counter() - started,
@@ -225,7 +226,8 @@ def measure(cfg: SpeedBoundConfig) -> dict[str, Any]:
 
 def summary(f: dict[str, Any]) -> str:
     both = f["together"]
-    line = (f"actor alone {f['actor_alone']['sps']:,.0f} SPS | learner alone "
+    line = (f"actor ({f['actor_mode']}) alone {f['actor_alone']['sps']:,.0f} SPS | "
+            f"learner alone "
             f"{f['learner_alone']['sps']:,.0f} SPS ({f['learner_alone']['seconds_per_update']:.2f}"
             f" s per update) | bound {f['bound_sps']:,.0f} SPS, set by the {f['bound_by']}")
     if both is not None:
