@@ -131,7 +131,14 @@ class SignalWatcher:
         self._signalled.wait(HOLD_MAX_S)
 
     def handle(self, name: str) -> None:
-        self._signalled.set()
+        try:
+            self._handle(name)
+        finally:
+            # A held thread (CLEANBA_HOLD_AT) goes on only once the stop is requested: else
+            # it could finish its rollout, and the learner an update, before the run stops.
+            self._signalled.set()
+
+    def _handle(self, name: str) -> None:
         with self.lock:
             if self._exit_code is not None:
                 _say(f"{name} after the record was finished: exiting with its code "
