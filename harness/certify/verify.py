@@ -212,11 +212,12 @@ def drawn_segments(cert: Mapping[str, Any], records: Path, rid: str, args: Verif
         return []
     picked = pick(segments, parse_count(str(args.segments)), seed, rid)
     escape = escape_probability(len(segments), len(picked))
+    share = covered_share(picked, updates)
     print(f"  run {rid}: {len(picked)} of its {len(segments)} segment(s): "
-          f"{'; '.join(s.text() for s in picked)}: {covered_share(picked, updates):.0%} of "
+          f"{'; '.join(s.text() for s in picked)}: {share:.0%} of "
           f"its {updates} updates; a forgery confined to one other segment escapes this draw "
           f"with probability {escape:.2f}")
-    if covered_share(picked, updates) < 1:
+    if share < 1:
         out.not_checked.append(f"tier 2: run {rid}: the updates outside its replayed "
                                "segment(s)")
     return picked
