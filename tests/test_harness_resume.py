@@ -1,12 +1,13 @@
 """`harness run` resumes a killed Cleanba run from its last checkpoint (issue 45).
 
-A --deterministic CartPole PPO sweep with `checkpoint-every = 3` in its overrides runs
-through the harness CLI; its trainer is SIGKILLed while it holds after update 7 (the
-checkpoint of update 6 on disk: the hold and meta.json are the events, no sleep). The
-next `harness run` starts it with --resume-from: stdout.log and the console name the
-checkpoint, and updates.csv and episodes.csv equal an uninterrupted run's in every column
-but the wall-clock ones, each update once. The kill spends one attempt (a failure, counted
-once), the resumption none. Cost: 3 tiny trainer runs, ~40 s on the 2-core CI box.
+Two --deterministic sweeps with `checkpoint-every` in their overrides run through the
+harness CLI: CartPole PPO on EnvPool, and a tiny Breakout IMPALA on the ALE backend. The
+trainer is SIGKILLed while it holds after an update past a checkpoint (the hold and
+meta.json are the events, no sleep). The next `harness run` starts it with --resume-from:
+stdout.log and the console name the checkpoint, and updates.csv and episodes.csv equal an
+uninterrupted run's in every column but the wall-clock ones, each update once. The kill
+spends one attempt (a failure, counted once), the resumption none. Cost on the 2-core CI
+box: 3 trainer runs each, ~40 s for CartPole, ~90 s for Breakout.
 """
 
 from __future__ import annotations
@@ -31,29 +32,64 @@ from harness.store import failed_attempts, run_state
 from harness.sweep import load_sweep
 from runrecord import schema
 
-UPDATES = 10  # of 4 envs x 16 steps; checkpoints after updates 3, 6 and 9
-KILLED_AT = 7  # past the checkpoint of update 6
 
-SWEEP = f"""\
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A sweep of one run, checkpointed every `every` updates, killed once it holds after
+    update `killed_at` (past the checkpoint of update `resumes_at`)."""
+    system: str
+    game: str
+    backend_line: str
+    num_envs: int
+    num_steps: int
+    updates: int
+    every: int
+    killed_at: int
+
+    @property
+    def resumes_at(self) -> int:
+        return (self.killed_at // self.every) * self.every
+
+    def sweep(self) -> str:
+        return f"""\
 name = "resume"
-systems = ["cleanba-ppo"]
+systems = ["{self.system}"]
 architectures = ["cleanba"]
 layouts = ["a0-l0-d1"]
-games = ["CartPole-v1"]
+games = ["{self.game}"]
+{self.backend_line}
 seeds = [1]
-frames = {UPDATES * 4 * 16}
+frames = {self.updates * self.num_envs * self.num_steps * self.frame_skip}
 [overrides]
-num-envs = 4
-num-steps = 16
+num-envs = {self.num_envs}
+num-steps = {self.num_steps}
 num-actor-threads = 1
-num-minibatches = 2
-update-epochs = 1
+{self.algorithm_lines}
 progress-interval-s = 0
 deterministic = true
-checkpoint-every = 3
+checkpoint-every = {self.every}
 [resources]
 timeout_min = 10
 """
+
+    @property
+    def algorithm_lines(self) -> str:
+        if self.system == "cleanba-ppo":
+            return "num-minibatches = 2\nupdate-epochs = 1"
+        return "num-minibatches = 1"
+
+    @property
+    def frame_skip(self) -> int:
+        return 1 if self.game == "CartPole-v1" else 4
+
+
+# 4 envs x 16 steps: checkpoints after updates 3, 6 and 9.
+CARTPOLE = Case("cleanba-ppo", "CartPole-v1", "", 4, 16, updates=10, every=3, killed_at=7)
+# Segments of 256 steps per env, so that random Breakout games (~120-250 steps) end inside
+# the segments on both sides of the kill: episodes.csv has rows to compare after it.
+BREAKOUT_ALE = Case("cleanba-impala", "Breakout-v5", 'env_backends = ["ale"]', 4, 64,
+                    updates=10, every=4, killed_at=6)
+SWEEP = CARTPOLE.sweep()
 
 
 def harness_argv(sweep: Path, root: Path, *extra: str) -> list[str]:
@@ -86,9 +122,12 @@ def wait_until(cond, proc: subprocess.Popen, what: str) -> None:
             pass
 
 
-def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path):
+@pytest.mark.parametrize("case", [
+    CARTPOLE, pytest.param(BREAKOUT_ALE, marks=pytest.mark.slow, id="breakout-impala-ale")],
+    ids=lambda c: "cartpole-ppo" if c is CARTPOLE else None)
+def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path, case):
     sweep = tmp_path / "resume.toml"
-    sweep.write_text(SWEEP)
+    sweep.write_text(case.sweep())
     spec = load_sweep(sweep).runs[0]
     assert can_resume(spec)
 
@@ -102,11 +141,11 @@ def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path):
     run_dir = root / "resume" / "runs" / spec.run_id
     proc = subprocess.Popen(harness_argv(sweep, root, "--no-progress"), cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "CLEANBA_HOLD_AT": f"update-{KILLED_AT}"})
+                            env={**os.environ, "CLEANBA_HOLD_AT": f"update-{case.killed_at}"})
     try:
-        wait_until(lambda: trainer_said(run_dir, f"holding at update-{KILLED_AT}"), proc,
-                   f"the trainer held at update {KILLED_AT}")
-        assert (run_dir / "checkpoints" / "6" / checkpoint.META_FILE).is_file()
+        wait_until(lambda: trainer_said(run_dir, f"holding at update-{case.killed_at}"), proc,
+                   f"the trainer held at update {case.killed_at}")
+        assert (run_dir / "checkpoints" / str(case.resumes_at) / checkpoint.META_FILE).is_file()
         trainer_of(proc, spec.run_id).send_signal(signal.SIGKILL)
         assert proc.wait(timeout=120) == 1  # a failed run
     finally:
@@ -119,21 +158,29 @@ def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path):
 
     p = harness(sweep, root)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert (f"resumed: {spec.run_id} {spec.label()} from checkpoints/6 (after update 6) "
-            "(completed)") in p.stdout
+    assert (f"resumed: {spec.run_id} {spec.label()} from checkpoints/{case.resumes_at} "
+            f"(after update {case.resumes_at}) (completed)") in p.stdout
     log = (run_dir / "stdout.log").read_text()
     assert (f"=== harness: attempt 2 of run {spec.run_id} ({spec.label()}) started ") in log
-    assert ", resumes from checkpoints/6 (after update 6) ===" in log
+    at = f"checkpoints/{case.resumes_at} (after update {case.resumes_at}"
+    assert f", resumes from {at}) ===" in log
     assert f"--resume-from {run_dir}" in log
-    assert "[cleanba] resuming from checkpoints/6 (after update 6;" in log
+    assert f"[cleanba] resuming from {at};" in log
 
     assert_same_records(clean, run_dir)
+    # the comparison covers games played after the resumption, not only updates
+    resumed_from_step = case.resumes_at * case.num_envs * case.num_steps
+    ended_after = [r for r in rows_without_wall_clock(run_dir, schema.EPISODES_FILE)
+                   if int(r["env_steps"]) > resumed_from_step]
+    assert ended_after, "no episode ended after the checkpoint: nothing resumed to compare"
     updates = [int(r["update"]) for r in rows_without_wall_clock(run_dir, schema.UPDATES_FILE)]
-    assert updates == list(range(1, UPDATES + 1))
+    assert updates == list(range(1, case.updates + 1))
     record = json.loads((run_dir / schema.MANIFEST_FILE).read_text())
     assert record["status"] == schema.COMPLETED
+    assert record["env_protocol"]["backend"] == ("ale" if "ale" in case.backend_line
+                                                 else "envpool")
     [resumption] = record["resumptions"]
-    assert resumption["checkpoint"] == "checkpoints/6"
+    assert resumption["checkpoint"] == f"checkpoints/{case.resumes_at}"
     assert resumption["previous_status"] == schema.FAILED
     assert resumption["previous_error"]["exit_codes"] == [-9]
     assert not (run_dir / schema.ATTEMPTS_DIR).exists()  # continued, not archived
