@@ -1,20 +1,26 @@
-"""A preempted Slurm job resumes from its run's checkpoint (issue 45, part 3), on the real
-local cluster (scripts/slurm-local.sh): a --deterministic CartPole PPO run of 10 updates
-with a checkpoint every 3, held once it has written checkpoints/6 (CLEANBA_HOLD_AT holds
-after the checkpoint of that update, so the resumed attempt, which starts at update 7,
-never holds), preempted with `scancel --signal=USR2`. The harness resubmits it without
-spending an attempt; the new job resumes from checkpoints/6, and the record holds each
-update once, with the rows of an uninterrupted run of the same command. ~1-2 minutes."""
+"""A preempted or requeued Slurm job resumes from its run's checkpoint (issue 45, part 3),
+on the real local cluster (scripts/slurm-local.sh): a --deterministic CartPole PPO run of
+10 updates with a checkpoint every 3, held once it has written checkpoints/6
+(CLEANBA_HOLD_AT holds after the checkpoint of that update, so the resumed attempt, which
+starts at update 7, never holds), then
+- preempted with `scancel --signal=USR2`: the harness resubmits it without spending an
+  attempt, and the new job resumes;
+- or requeued with `scontrol requeue`: Slurm runs the same job again, which resumes.
+Either way the record holds each update once, with the rows of an uninterrupted run of
+the same command, and no attempt is spent. ~1-2 minutes each."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
+import time
+from pathlib import Path
 
+import psutil
 import pytest
 from cleanba_runs import trainer_env
-from slurm_cluster import Harness, cluster, slurm, wait_until
+from slurm_cluster import Harness, cluster, job_state, slurm, wait_until
 from test_cleanba_checkpoint import assert_same_records, rows_without_wall_clock
 
 from harness.store import run_state
@@ -43,15 +49,14 @@ checkpoint-every = 3
 """
 
 
-def test_a_preempted_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
-    cluster(accounting=False)
+def held_job(tmp_path: Path, monkeypatch) -> tuple[Harness, str, str, Path]:
+    """The sweep's one job, submitted and held after update 6 (checkpoints/6 written)."""
     sweep = tmp_path / "s.toml"
     sweep.write_text(SWEEP)
-    root = tmp_path / "res"
     monkeypatch.setenv("CLEANBA_HOLD_AT", "update-6")
-    h = Harness(sweep, root)
+    h = Harness(sweep, tmp_path / "res")
     run_id, job = next(iter(h.job_ids(1).items()))
-    run_dir = root / "slurmresume" / "runs" / run_id
+    run_dir = tmp_path / "res" / "slurmresume" / "runs" / run_id
     log = run_dir / "stdout.log"
 
     def holding() -> bool:
@@ -59,13 +64,14 @@ def test_a_preempted_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     wait_until(holding, 300, "the trainer holding after update 6 (checkpoints/6 written)",
                explain=lambda: h.text)
     assert (run_dir / "checkpoints" / "6" / "meta.json").exists()
-    slurm("scancel", "--signal=USR2", job)
-    rc = h.wait(timeout=300)
-    assert rc == 0, h.text
-    assert re.search(rf"^preempted: {run_id} .*resubmitted, no attempt spent$", h.text,
-                     re.M), h.text
+    return h, run_id, job, run_dir
+
+
+def assert_resumed_once(h: Harness, run_dir: Path, tmp_path: Path) -> None:
+    """The run completed from checkpoints/6: each update once, no attempt spent, the rows
+    of the same command run uninterrupted here."""
     assert "resumed from checkpoints/6 (after update 6)" in h.text, h.text
-    text = log.read_text()
+    text = (run_dir / "stdout.log").read_text()
     assert "resumes from checkpoints/6 (after update 6)" in text, text
     assert "[cleanba] resuming from checkpoints/6 (after update 6;" in text, text
     manifest = json.loads((run_dir / schema.MANIFEST_FILE).read_text())
@@ -75,14 +81,61 @@ def test_a_preempted_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     updates = [int(r["update"]) for r in rows_without_wall_clock(run_dir, schema.UPDATES_FILE)]
     assert updates == list(range(1, 11))  # each update once
 
-    # The same command, uninterrupted, here: the same rows.
     command = list(manifest["provenance"]["command"])
     if "--resume-from" in command:  # the resumed attempt's own flag
         at = command.index("--resume-from")
         del command[at:at + 2]
     command[command.index("--run-dir") + 1] = str(tmp_path / "plain")
-
     p = subprocess.run(command, env=trainer_env(1), capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert_same_records(tmp_path / "plain", run_dir)
+
+
+def test_a_preempted_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    cluster(accounting=False)
+    h, run_id, job, run_dir = held_job(tmp_path, monkeypatch)
+    slurm("scancel", "--signal=USR2", job)
+    rc = h.wait(timeout=300)
+    assert rc == 0, h.text
+    assert re.search(rf"^preempted: {run_id} .*resubmitted, no attempt spent$", h.text,
+                     re.M), h.text
+    assert_resumed_once(h, run_dir, tmp_path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_a_requeued_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    cluster(accounting=True)
+    h, run_id, job, run_dir = held_job(tmp_path, monkeypatch)
+    [first_pid] = [q.pid for q in psutil.process_iter(["cmdline"])  # the held trainer
+                   if "--run-dir" in (q.info["cmdline"] or [])
+                   and str(run_dir) in q.info["cmdline"]]
+    slurm("scontrol", "requeue", job)
+    wait_until(lambda: job_state(job) == "PENDING", 60, f"job {job} requeued")
+    # Slurm holds a requeued job back (its BeginTime); slurmd refuses a launch whose
+    # credential is not newer, to the second, than the old job's revocation, so the start
+    # is moved up only once the first trainer is gone, and two seconds on
+    # (tests/test_harness_slurm_cluster.py, requeue_and_rerun, says more).
+    wait_until(lambda: not _alive(first_pid), 120, f"the first trainer (pid {first_pid}) gone")
+    moved_at = [0.0]
+
+    def started_again() -> bool:
+        if job_state(job) in ("RUNNING", "COMPLETING", "COMPLETED", ""):
+            return True
+        if job_state(job) == "PENDING" and time.monotonic() - moved_at[0] > 10:
+            slurm("scontrol", "update", f"jobid={job}", "starttime=now+2")
+            moved_at[0] = time.monotonic()
+        return False
+    wait_until(started_again, 180, "the requeued job running again",
+               explain=lambda: slurm("squeue", "-h", "-t", "all", "-j", job,
+                                     "-o", "%i %T %r %S"))
+    rc = h.wait(timeout=300)
+    assert rc == 0, h.text
+    assert "resubmitted" not in h.text, h.text  # Slurm ran it again, not the harness
+    assert_resumed_once(h, run_dir, tmp_path)
