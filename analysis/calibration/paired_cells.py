@@ -1,6 +1,6 @@
 """Calibration of the pairing by seed (analysis.verdicts.seed_pairing): the gate and
 equivalence on two sides that ran the same seeds, decided paired (analysis.stats.paired,
-through the verdicts' own cores: regression_lower_bound(paired=True), tost_verdicts) and
+through the verdicts' own cores: regression_lower_bound(paired=True), decide_equivalence) and
 unpaired (Welch) on the same draws, at a within-seed correlation rho of the two sides'
 per-seed values: 0 (runs of a seed drift apart: other numerics), 0.5, 0.9 (they stay
 together).
@@ -14,16 +14,13 @@ of pairing); for equivalence also DIFFERENT at no difference (false alarm, bound
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from analysis.calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
 from analysis.calibration.draws import rng_for
 from analysis.calibration.pairs import CONFIDENCE, DELTA, METRIC_CORRELATION, NOMINAL
-from analysis.stats.paired import paired_stats
-from analysis.stats.welch import welch_stats
-from analysis.verdicts.equivalence import DIFFERENT, PASS, tost_verdicts
+from analysis.verdicts.equivalence import DIFFERENT, PASS, decide_equivalence
 from analysis.verdicts.regression import regression_lower_bound
 
 PAIRED = "paired by seed"
@@ -65,15 +62,11 @@ def paired_equivalence_cells(sims: int, n: int, rho: float, seed: int) -> list[C
     m = METRIC_CORRELATION  # the second metric shares some of the first's noise
     a2, b2 = m * a1 + math.sqrt(1 - m * m) * a2, m * b1 + math.sqrt(1 - m * m) * b2
     out: list[Cell] = []
-    for design, stat in ((PAIRED, paired_stats), (WELCH, welch_stats)):
+    for design, paired in ((PAIRED, True), (WELCH, False)):
         verdict = f"equivalence (final + AUC), {design}"
         for rate, shift, nominal in ((FALSE_PASS, DELTA, NOMINAL),
                                      (FALSE_ALARM, 0.0, NOMINAL), (POWER, DELTA / 2, None)):
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore", RuntimeWarning)
-                stats = [stat(a1 + shift, b1), stat(a2, b2)]
-            diff, se, df = (np.stack([s[i] for s in stats]) for i in range(3))
-            verdicts = tost_verdicts(diff, se, df, DELTA)
+            verdicts = decide_equivalence(a1 + shift, b1, a2, b2, DELTA, paired=paired)
             hits = verdicts == (DIFFERENT if rate == FALSE_ALARM else PASS)
             out.append(rate_cell(verdict, scenario(n, rho), rate, hits, nominal))
     return out

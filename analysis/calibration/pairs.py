@@ -1,8 +1,7 @@
 """Calibration of the per-seed verdicts (the regression gate and equivalence) on two
 sides of per-seed values: every simulated draw is decided by the verdicts' own
 vectorised cores (analysis.verdicts.regression.regression_lower_bound and
-gate_against_published, analysis.verdicts.equivalence.tost_verdicts over
-analysis.stats.welch.welch_stats).
+gate_against_published, analysis.verdicts.equivalence.decide_equivalence).
 
 Units: the reference side's per-seed sd is 1 and the margin delta is 1 (rates at the
 margin do not depend on delta / sd; power does).
@@ -11,7 +10,6 @@ margin do not depend on delta / sd; power does).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -26,8 +24,7 @@ from analysis.calibration.cells import (
 )
 from analysis.calibration.draws import NORMAL, rng_for, unit_noise
 from analysis.errors import AnalysisError
-from analysis.stats.welch import welch_stats
-from analysis.verdicts.equivalence import DIFFERENT, PASS, tost_verdicts
+from analysis.verdicts.equivalence import DIFFERENT, PASS, decide_equivalence
 from analysis.verdicts.regression import gate_against_published, regression_lower_bound
 
 DELTA = 1.0
@@ -115,12 +112,8 @@ def equivalence_pair_cells(sims: int, n_a: int, n_b: int, ratio: float, dist: st
     out = []
     for rate, shift, nominal in ((FALSE_PASS, DELTA, NOMINAL), (FALSE_ALARM, 0.0, NOMINAL),
                                  (POWER, DELTA / 2, None)):
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore", RuntimeWarning)
-            stats = [welch_stats(a1 + shift, b1), welch_stats(a2, b2)]
-        diff, se, df = (np.stack([s[i] for s in stats]) for i in range(3))
         try:
-            verdicts = tost_verdicts(diff, se, df, DELTA)
+            verdicts = decide_equivalence(a1 + shift, b1, a2, b2, DELTA)
         except AnalysisError as e:
             return refused_cells(verdict, scen, EQUIVALENCE_RATES, str(e), sims)
         hits = verdicts == (DIFFERENT if rate == FALSE_ALARM else PASS)

@@ -35,8 +35,8 @@ from analysis.inputs.env_versions import version_hint
 from analysis.inputs.facts import EPISODES, UPDATES
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
-from analysis.stats.paired import paired_interval
-from analysis.stats.welch import WelchInterval, t_quantile, welch_interval
+from analysis.stats.paired import paired_interval, paired_stats
+from analysis.stats.welch import WelchInterval, t_quantile, welch_interval, welch_stats
 from analysis.verdicts.determinism import NOT_EXPECTED, group_determinism_tier
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from analysis.verdicts.seed_pairing import SeedDesign, seed_design
@@ -83,6 +83,37 @@ def tost_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float
         excludes = ((diff - h95 > 0) | (diff + h95 < 0)).any(axis=0)
     out = np.where(inside, PASS, np.where(excludes, DIFFERENT, INCONCLUSIVE))
     return np.where(undefined, INCONCLUSIVE, out)
+
+
+def equivalence_stats(a: np.ndarray, b: np.ndarray, paired: bool
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(diff, se, df) (...) of one metric's per-seed values a (..., n) and b (..., m):
+    the paired t's where `paired` (row s is the same seed on both sides), else Welch's.
+    A one-seed side has no spread estimate, so se and df are nan and the metric never
+    passes, even where both sides happen to be equal and flat: only a bitwise identity
+    (`decide_equivalence`'s `identical`) passes without a spread."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        if min(a.shape[-1], b.shape[-1]) < 2:
+            diff = a.mean(axis=-1) - b.mean(axis=-1)
+            return diff, np.full(diff.shape, np.nan), np.full(diff.shape, np.nan)
+        return (paired_stats if paired else welch_stats)(a, b)
+
+
+def decide_equivalence(final_a: np.ndarray, final_b: np.ndarray, auc_a: np.ndarray,
+                       auc_b: np.ndarray, delta: float, *, paired: bool = False,
+                       identical: np.ndarray | bool = False) -> np.ndarray:
+    """THE equivalence verdict, vectorised: per-seed final and AUC values of each side
+    (..., n) and (..., m) -> verdicts (...). `equivalence` (what the CLI, the report,
+    the sequential looks and `reproduce` run) and the calibration suite both decide here,
+    so the published error rates are this function's. paired: row s of both sides is the
+    same seed (analysis.verdicts.seed_pairing). identical: (...) True where the records
+    are bitwise identical; the differences are then exactly 0 and that is the evidence
+    (PASS whatever the seeds)."""
+    stats = [equivalence_stats(final_a, final_b, paired),
+             equivalence_stats(auc_a, auc_b, paired)]
+    diff, se, df = (np.stack([s[i] for s in stats]) for i in range(3))
+    return np.where(identical, PASS, tost_verdicts(diff, se, df, delta))
 
 
 def tost_verdict(intervals: Sequence[WelchInterval], delta: float) -> str:
@@ -341,18 +372,19 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
     interval = paired_interval if design.paired else welch_interval
     # paired: rows in seed order on both sides (GroupScores rows follow its seeds)
     ia, ib = _seed_order(a, design.paired), _seed_order(b, design.paired)
-    final = interval(metric(a.final[ia], a.tasks), metric(b.final[ib], b.tasks))
-    auc = interval(metric(a.auc[ia], a.tasks), metric(b.auc[ib], b.tasks))
+    final_a, final_b = metric(a.final[ia], a.tasks), metric(b.final[ib], b.tasks)
+    auc_a, auc_b = metric(a.auc[ia], a.tasks), metric(b.auc[ib], b.tasks)
+    final, auc = interval(final_a, final_b), interval(auc_a, auc_b)
     bitwise = bitwise_identical(a, b)
+    verdict = str(decide_equivalence(final_a, final_b, auc_a, auc_b, delta,
+                                     paired=design.paired, identical=bitwise.identical))
     if bitwise.identical and not design.paired:  # same seeds, same scores: show it so
         ia, ib = _seed_order(a, True), _seed_order(b, True)
         final = paired_interval(metric(a.final[ia], a.tasks), metric(b.final[ib], b.tasks))
         auc = paired_interval(metric(a.auc[ia], a.tasks), metric(b.auc[ib], b.tasks))
-    verdict = tost_verdict([final, auc], delta)
     notes = []
-    if bitwise.identical and verdict != PASS:
+    if bitwise.identical and tost_verdict([final, auc], delta) != PASS:
         notes.append("records are bitwise identical; verdict set to PASS")
-        verdict = PASS
     if min(len(a.seeds), len(b.seeds)) < 2 and not bitwise.identical:
         notes.append("fewer than 2 seeds in a group: no spread estimate, cannot pass")
     per_game = []
