@@ -117,7 +117,8 @@ def write_run(run_dir: Path, manifest: dict, episodes: int, updates: int,
     up = np.column_stack([k, f // 4, f, f * 1e-5, k + 1, k, k, np.full(updates, 2),
                           np.zeros(updates), np.full(updates, 1e4), np.full(updates, 0.01),
                           np.full(updates, 0.01), rng.normal(0, 1, updates)])
-    header = (*schema.UPDATE_COLUMNS[:-3], "loss_total", *schema.UPDATE_COLUMNS[-3:-1])
+    header = (*schema.UPDATE_COLUMNS[:-len(schema.TRAILING_UPDATE_COLUMNS)], "loss_total",
+              "rollout_queue_get_s", "param_queue_get_s")
     write_table(run_dir / schema.UPDATES_FILE, header,
                 "%d,%d,%d,%.3f,%d,%d,%d,%d,%d,%.1f,%.3f,%.3f,%.5f\n",
                 up[:, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 10, 11]])

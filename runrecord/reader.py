@@ -171,7 +171,7 @@ def load_run(run_dir: Path | str, manifest: dict[str, Any] | None = None) -> Run
         manifest = read_manifest(run_dir)
     warnings: list[str] = []
     episodes = read_table(run_dir / schema.EPISODES_FILE, schema.EPISODE_COLUMNS, warnings)
-    updates = read_table(run_dir / schema.UPDATES_FILE, schema.UPDATE_COLUMNS[:-1], warnings)
+    updates = read_table(run_dir / schema.UPDATES_FILE, schema.REQUIRED_UPDATE_COLUMNS, warnings)
     return Run(run_dir, manifest, episodes, updates, warnings)
 
 

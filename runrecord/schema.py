@@ -63,7 +63,14 @@ UPDATE_COLUMNS = (
     "rollout_queue_get_s",  # learner's wait for data
     "param_queue_get_s",  # actor's wait for params, summed over the batch's rollouts
     "params_checksum",  # optional: hex digest of the params after the update, or ""
+    "records_digest",  # optional: the running digest of the records (runrecord.digest), or ""
 )
+# Columns a reader does not require (records written before them, or by writers that
+# do not compute them, lack them or leave them empty).
+OPTIONAL_UPDATE_COLUMNS = ("params_checksum", "records_digest")
+REQUIRED_UPDATE_COLUMNS = UPDATE_COLUMNS[:-len(OPTIONAL_UPDATE_COLUMNS)]
+# The columns written after an algorithm's loss_ and stat_ columns, in this order.
+TRAILING_UPDATE_COLUMNS = UPDATE_COLUMNS[-4:]
 LOSS_PREFIX = "loss_"
 STAT_PREFIX = "stat_"
 

@@ -263,9 +263,8 @@ class RunWriter:
         for c in extra_update_columns:
             if not (c.startswith(schema.LOSS_PREFIX) or c.startswith(schema.STAT_PREFIX)):
                 raise RecordError(f"extra update column {c!r} must start with 'loss_' or 'stat_'")
-        self.update_columns = schema.UPDATE_COLUMNS[:-3] + tuple(extra_update_columns) + (
-            schema.UPDATE_COLUMNS[-3:]
-        )
+        lead = schema.UPDATE_COLUMNS[:-len(schema.TRAILING_UPDATE_COLUMNS)]
+        self.update_columns = lead + tuple(extra_update_columns) + schema.TRAILING_UPDATE_COLUMNS
         self._lock = threading.Lock()
         self._finished = False
         self.manifest: dict[str, Any] = {k: None for k in schema.MANIFEST_KEYS}

@@ -107,9 +107,10 @@ def check_valid_record(run_dir: Path, num_envs: int, batch: int, num_updates: in
     r = load_run(run_dir)
     assert r.warnings == []
     assert r.status == schema.COMPLETED, r.manifest.get("error")
-    assert list(r.updates.names[: len(schema.UPDATE_COLUMNS) - 3]) == list(
-        schema.UPDATE_COLUMNS[:-3]
-    )
+    lead = schema.UPDATE_COLUMNS[:-len(schema.TRAILING_UPDATE_COLUMNS)]
+    assert list(r.updates.names[:len(lead)]) == list(lead)
+    assert list(r.updates.names[-len(schema.TRAILING_UPDATE_COLUMNS):]) == list(
+        schema.TRAILING_UPDATE_COLUMNS)
     assert len(r.updates) == num_updates
     np.testing.assert_array_equal(r.updates["update"], np.arange(1, num_updates + 1))
     np.testing.assert_array_equal(r.updates["env_steps"], batch * np.arange(1, num_updates + 1))

@@ -196,7 +196,7 @@ class CachedRun(Run):
     def _table(self, name: str) -> Table:
         if name not in self._parsed:
             file, required = {EPISODES: (schema.EPISODES_FILE, schema.EPISODE_COLUMNS),
-                              UPDATES: (schema.UPDATES_FILE, schema.UPDATE_COLUMNS[:-1])}[name]
+                              UPDATES: (schema.UPDATES_FILE, schema.REQUIRED_UPDATE_COLUMNS)}[name]
             self._parsed[name] = read_table(self.run_dir / file, required)
         return self._parsed[name]
 

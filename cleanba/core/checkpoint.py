@@ -9,7 +9,8 @@ depends only on what the checkpoint holds:
   the learner's);
 - the action-sampling key (minibatch orders come from (seed, update, epoch), so no other
   PRNG state moves during a run);
-- the rows of updates.csv and episodes.csv written through update C.
+- the rows of updates.csv and episodes.csv written through update C, and the running
+  digest of row C (runrecord.digest), which the rows after it chain on.
 There is no env state, episode accumulator or in-flight rollout to save: at every
 checkpoint boundary each actor re-seeds its envs (env seeds of segment C,
 benchenv.env_seeds) and starts new episodes, cutting the running ones (not recorded in
@@ -39,6 +40,7 @@ from typing import Any
 
 from benchenv import defining_protocol
 from cleanba.core.config import BOOKKEEPING_FIELDS
+from runrecord.digest import DIGEST_COLUMN
 
 CHECKPOINTS_DIR = "checkpoints"
 META_FILE = "meta.json"
@@ -63,6 +65,7 @@ class Checkpoint:
     action_key: list[int]
     learner_state: bytes
     actor_params: bytes
+    records_digest: str  # the running digest of the last row it keeps (runrecord.digest)
 
 
 RESEED_PROTOCOL_KEY = "reseed_every_updates"
@@ -217,7 +220,8 @@ def read(folder: Path, current_fingerprint: Mapping[str, Any],
     return Checkpoint(folder, int(meta["update"]), int(rows["updates.csv"]),
                       int(rows["episodes.csv"]), int(meta["actor_version"]),
                       float(meta["wall_time_s"]), list(meta["action_key"]),
-                      data[LEARNER_STATE_FILE], data[ACTOR_PARAMS_FILE])
+                      data[LEARNER_STATE_FILE], data[ACTOR_PARAMS_FILE],
+                      str(meta.get(DIGEST_COLUMN, "")))
 
 
 def newest_usable(run_dir: Path, current_fingerprint: Mapping[str, Any],

@@ -71,6 +71,8 @@ class Context:
     checkpoint_bytes: int = 0
     """Size of the last checkpoint written (cleanba/core/checkpoint.py)."""
     episodes_written: int = 0
+    records_digest: str = ""
+    """The last updates.csv row's running digest (runrecord.digest); "" before the first."""
     timing: dict[str, list[float]] = field(default_factory=lambda: {"rollout": [], "update": []})
     host_rollout_sets: dict[int, int] = field(default_factory=dict)
     """Global actor thread -> host rollout sets it has allocated so far (its memory)."""

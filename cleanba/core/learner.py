@@ -19,6 +19,7 @@ from cleanba.core.actor import Rollout
 from cleanba.core.context import Context
 from cleanba.core.records import Episode, console
 from cleanba.numerics.parallel import LearnerMesh, checksum, first_replica
+from runrecord.digest import DIGEST_COLUMN, episode_cells, next_digest
 
 
 def assemble_batch(rollouts: Sequence[Rollout], fields: Sequence[str], num_devices: int):
@@ -120,6 +121,7 @@ def write_checkpoint(ctx: Context, k: int, state: Any, actor: tuple[int, Any]) -
     meta = {"rows": {"updates.csv": k, "episodes.csv": ctx.episodes_written},
             "actor_version": actor[0], "wall_time_s": time.monotonic() - ctx.start_time,
             "action_key": np.asarray(ctx.action_key).tolist(),
+            DIGEST_COLUMN: ctx.records_digest,
             "fingerprint": checkpoint.fingerprint(ctx.prep.manifest)}
     files = checkpoint.state_files(first_replica(state), actor[1])
     folder = checkpoint.write(ctx.prep.run_dir, k, files, meta, ctx.config.checkpoint_keep)
@@ -190,12 +192,15 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         last_time, last_steps = now, env_steps
         if ctx.writer is not None:
             wall = now - ctx.start_time
-            for e in episodes:
-                ctx.writer.log_episode({
-                    "env_steps": e.env_steps, "frames": e.env_steps * frames_per_step,
-                    "wall_time_s": e.wall_time_s, "env_index": e.env_index,
-                    "episode_return": e.episode_return, "episode_length": e.episode_length,
-                })
+            episode_rows = [{
+                "env_steps": e.env_steps, "frames": e.env_steps * frames_per_step,
+                "wall_time_s": e.wall_time_s, "env_index": e.env_index,
+                "episode_return": e.episode_return, "episode_length": e.episode_length,
+            } for e in episodes]
+            for episode_row in episode_rows:
+                ctx.writer.log_episode(episode_row)
+            ctx.records_digest = next_digest(ctx.records_digest, digest,
+                                             [episode_cells(r) for r in episode_rows])
             row = {
                 "update": k, "env_steps": env_steps, "frames": env_steps * frames_per_step,
                 "wall_time_s": wall, "learner_version": k + 1,
@@ -203,7 +208,7 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
                 "rollout_policy_version_max": int(stats[1]),
                 "num_rollouts": int(stats[2]), "policy_changes_mid_rollout": int(stats[3]),
                 "sps": sps, "rollout_queue_get_s": queue_wait, "param_queue_get_s": stats[4],
-                "params_checksum": digest,
+                "params_checksum": digest, DIGEST_COLUMN: ctx.records_digest,
             }
             row.update({c: metrics.get(c) for c in alg.metric_columns})
             ctx.writer.log_update(row)

@@ -307,6 +307,7 @@ def make_context(config: CommonConfig, prep: Prepared, control: Control,
     else:
         ctx.start_update = ctx.updates_done = ctx.progress.update = resume.update
         ctx.episodes_written = resume.episodes_rows
+        ctx.records_digest = resume.records_digest
         ctx.start_time = time.monotonic() - resume.wall_time_s
         channel.publish(actor_version, actor_params)
     return ctx, mesh, state

@@ -23,6 +23,7 @@ from harness.certify.merkle import Leaf, leaf_of
 from harness.store import PENDING, run_state
 from harness.sweep import RunSpec
 from runrecord import PROJECT_ROOT, read_manifest_or_none
+from runrecord.digest import last_digest
 from runrecord.provenance import is_own_checkout
 
 RECORDS = "records"
@@ -75,6 +76,7 @@ class RunEntry:
     status: str
     manifest: dict[str, Any] | None = None
     leaves: list[Leaf] = field(default_factory=list)
+    records_digest: str | None = None  # its updates.csv's last running digest
 
 
 def label_of(manifest: Mapping[str, Any]) -> str:
@@ -118,7 +120,8 @@ def gather_runs(records: Path, plan: Sequence[RunSpec], include_unplanned: Seque
             label_of(manifest) if manifest else "?")
         status = MISSING if state.state == PENDING else state.state  # no record
         entries.append(RunEntry(rid, label, rid in planned, status, manifest,
-                                folder_leaves(folder, f"{RECORDS}/{rid}")))
+                                folder_leaves(folder, f"{RECORDS}/{rid}"),
+                                last_digest(folder)))
     return entries
 
 
@@ -147,6 +150,7 @@ def run_section(entry: RunEntry, intern: Any) -> dict[str, Any]:
         "command": (m.get("provenance") or {}).get("command"),
         "processes": (m.get("layout") or {}).get("num_processes"),
         "updates": summary.get("updates"),
+        "records_digest": entry.records_digest,
         "wall_time_s": _wall(m),
         "error": f"{err.get('type', '')}: {err.get('message', '')}" if err else None,
         "imported": None if not imported else {

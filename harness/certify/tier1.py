@@ -30,6 +30,7 @@ from harness.certify.merkle import Leaf, merkle_root
 from harness.store import PENDING, run_state
 from harness.sweep import SweepError, parse_list, parse_seeds, parse_sweep
 from runrecord import read_manifest_or_none, run_id, schema
+from runrecord.digest import DIGEST_COLUMN, last_digest, record_chain_break
 from runrecord.reader import read_table
 from runrecord.writer import RecordError
 
@@ -245,12 +246,23 @@ def check_consistency(cert: Mapping[str, Any], records: Path, out: Findings) -> 
         found = check_record(manifest, episodes, updates)
         for f in found.findings:
             out.mismatch(f"run {rid}: {f.line()}")
+        broken = record_chain_break(folder)
+        if broken is not None:
+            out.mismatch(f"run {rid}: {schema.UPDATES_FILE} row {broken[0]}: {broken[1]}")
+        bound = (cert["runs"][rid] or {}).get(DIGEST_COLUMN)
+        if bound is not None and bound != last_digest(folder):
+            out.mismatch(f"run {rid}: the last {DIGEST_COLUMN} is {last_digest(folder)!r}, "
+                         f"the certificate binds {bound!r}")
+        if last_digest(folder) is None:
+            why_not.setdefault(f"the {DIGEST_COLUMN} chain: none in the record (a baseline, "
+                               "an import, or written before the column)", []).append(rid)
         for why in found.not_applied:
             why_not.setdefault(why, []).append(rid)
         checked += 1
     out.checked.append(f"consistency of {checked} record(s): frames in order and env_steps "
                        "x frame skip, episode lengths within their env's steps, CartPole "
-                       "returns equal to lengths (each row of updates.csv and episodes.csv)")
+                       "returns equal to lengths (each row of updates.csv and episodes.csv), "
+                       f"the {DIGEST_COLUMN} chain over params checksums and episodes")
     for why, rids in why_not.items():
         shown = ", ".join(rids[:12]) + (f", ... ({len(rids)} in all)" if len(rids) > 12 else "")
         out.not_checked.append(f"tier 1 consistency n/a, {why}: {shown}")
