@@ -201,6 +201,12 @@ def audit(runs: Sequence[Run], group_by: str | Sequence[str] = "layout.name") ->
     """Per-run audit plus per-group pooled histogram, mean and mid-rollout share."""
     per_run = [_from_row(row, group_key(r, group_by))
                for r, row in zip(runs, run_records(runs, "staleness", _audit_row), strict=True)]
+    return StalenessReport(per_run, pooled(per_run))
+
+
+def pooled(per_run: Sequence[RunStaleness]) -> dict[str, dict[str, Any]]:
+    """Per group: runs, updates, the pooled histogram and mean, the mid-rollout share and
+    the violating runs."""
     groups: dict[str, dict[str, Any]] = {}
     for r in per_run:
         g = groups.setdefault(r.group, {"runs": 0, "updates": 0, "histogram": Counter(),
@@ -219,4 +225,4 @@ def audit(runs: Sequence[Run], group_by: str | Sequence[str] = "layout.name") ->
         g["mean"] = sum(k * v for k, v in hist.items()) / total if total else float("nan")
         g["mid_rollout_share"] = (g["mid_rollout_changes"] / g["rollouts"]
                                   if g["rollouts"] else float("nan"))
-    return StalenessReport(per_run, groups)
+    return groups
