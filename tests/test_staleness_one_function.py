@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.cli import main
+from analysis.inputs.cache import CACHE_DIR, DERIVED_DIR, CachedRun
 from analysis.inputs.load import group_key, load_runs
 from analysis.output.report import build_report_assets
 from analysis.scoring.grouping import group_keys
@@ -34,7 +35,8 @@ ON_DISK = 150  # of them also written as run records and read through every file
 THROUGH_REPORT = 3  # of those, also through the report (figures make it the costly one)
 ARCHS = ("cleanba", "sync", "async", "impala")
 KEYS = group_keys("layout.name")  # as the CLI and the report group (system, architecture)
-KINDS = ("lag0", "lag1", "cleanba", "lag2", "mixed", "gaps", "nan", "empty", "no optional")
+KINDS = ("lag0", "lag1", "cleanba", "lag2", "mixed", "gaps", "nan", "empty", "no optional",
+         "newer", "no update number")
 
 
 def _versions(rng: np.random.Generator, kind: str, arch: str, n: int) -> dict:
@@ -43,6 +45,7 @@ def _versions(rng: np.random.Generator, kind: str, arch: str, n: int) -> dict:
         update = np.sort(rng.choice(np.arange(1.0, 3 * n + 2), n, replace=False))
     lv = update + 1
     lag = {"lag0": np.zeros(n), "lag1": np.ones(n), "lag2": np.full(n, 2.0),
+           "newer": np.full(n, -1.0),  # data from a policy the learner has not made
            "cleanba": np.where(update <= 1, 0.0, 1.0)}.get(kind)
     if lag is None:  # mixed, IMPALA-style: each batch spans several versions
         lag = rng.integers(0, 3, n).astype(float)
@@ -53,6 +56,9 @@ def _versions(rng: np.random.Generator, kind: str, arch: str, n: int) -> dict:
     vmax = lv - 1 - lag
     if kind == "nan":
         (vmin if rng.random() < 0.5 else vmax)[int(rng.integers(n))] = np.nan
+    if kind == "no update number":  # an empty update cell; the versions are recorded
+        update = update.copy()
+        update[int(rng.integers(n))] = np.nan
     cols = {"update": update, "learner_version": lv, "rollout_policy_version_min": vmin,
             "rollout_policy_version_max": vmax}
     if kind != "no optional":
@@ -145,12 +151,20 @@ def test_every_path_to_a_staleness_verdict_agrees(tmp_path, capsys):
         for r in runs:
             _write(r, root / r.run_id.split("-")[0])
     expected = [_outcome(audit(runs, KEYS)) for runs in on_disk]
-    for label, use_cache in (("parsed", False), ("cache, cold", True), ("cache, warm", True)):
+    rows = root / CACHE_DIR / DERIVED_DIR / "staleness.json"
+    for label, use_cache in (("parsed", False), ("cache, cold", True), ("cache, warm", True),
+                             ("cache, warm, rows from its stored columns", True)):
+        if label.endswith("stored columns"):
+            rows.unlink()  # audit_run reads the cache entry's columns (CachedRun.audit_table)
         loaded = _by_case(load_runs([root], use_cache=use_cache).included)
         for i, want in enumerate(expected):
             runs = loaded.get(f"c{i}", [])
             assert [r.run_id for r in runs] == [r.run_id for r in on_disk[i]], (label, i)
             assert _outcome(audit(runs, KEYS)) == want, (label, i)
+        assert rows.exists() == use_cache, label
+        if label.startswith("cache, warm"):  # nothing parsed: the cache answered
+            assert all(isinstance(r, CachedRun) and "updates" not in r._parsed
+                       for runs in loaded.values() for r in runs), label
     for i, want in enumerate(expected):  # what the CLI (and certify, which runs it) prints
         capsys.readouterr()
         code = main(["staleness", str(root / f"c{i}"), "--per-run", "--group-by",

@@ -145,6 +145,12 @@ def _expected(architecture: str, update: np.ndarray) -> np.ndarray | None:
     return None
 
 
+def _update_name(update: float) -> str:
+    """An update's number for a violation (an empty cell is read as NaN: named, not a
+    crash of the audit)."""
+    return str(int(update)) if np.isfinite(update) else "(no number)"
+
+
 def audit_run(run: Run, group: str = "") -> RunStaleness:
     u = audit_table(run)  # a cached run's columns come from the cache, unparsed
     arch = str(run.manifest.get("architecture"))
@@ -167,7 +173,7 @@ def audit_run(run: Run, group: str = "") -> RunStaleness:
         check = f"n/a (no rule for architecture {arch!r})"
     elif not valid.all():
         check = "VIOLATION"
-        first = int(u["update"][~valid][0])
+        first = _update_name(u["update"][~valid][0])
         violations.append(f"run {run.run_id} update {first}: rollout versions missing")
         num_bad = int((~valid).sum())
     else:
@@ -176,7 +182,7 @@ def audit_run(run: Run, group: str = "") -> RunStaleness:
         check = "VIOLATION" if num_bad else "ok"
         for i in np.flatnonzero(bad)[:MAX_VIOLATIONS_LISTED]:
             violations.append(
-                f"run {run.run_id} ({arch}) update {int(u['update'][i])}: staleness "
+                f"run {run.run_id} ({arch}) update {_update_name(u['update'][i])}: staleness "
                 f"{int(best[i])}..{int(worst[i])}, expected {int(expected[i])}"
             )
     return RunStaleness(run.run_id, group, arch, n, dict(sorted(hist.items())),
