@@ -31,7 +31,7 @@ from analysis.scales.normalize import ATARI_RANDOM_HUMAN, get_normaliser
 from analysis.scoring.replicates import SeedValues
 
 CASES = 10_000
-GAMES = list(ATARI_RANDOM_HUMAN)[:6]
+GAMES = list(ATARI_RANDOM_HUMAN)[:5]
 KINDS = ("faithful", "shifted", "collapsed", "not learned", "nan", "copied")
 
 
