@@ -4,10 +4,10 @@ Welch intervals, the TOST verdict of one interval, and the descriptive power num
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.reproduce.judge import CONSISTENT, HIGHER, INCONCLUSIVE, LOWER, margins
@@ -54,7 +54,7 @@ def welch_from_summary(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b
     if se == 0:
         return WelchInterval(diff, 0.0, math.inf, (diff, diff), (diff, diff), n_a, n_b,
                              float(mean_a), float(mean_b))
-    t90, t95 = float(stats.t.ppf(0.95, df)), float(stats.t.ppf(0.975, df))
+    t90, t95 = float(t_quantile(0.95, df)), float(t_quantile(0.975, df))
     return WelchInterval(diff, se, df, (diff - t90 * se, diff + t90 * se),
                          (diff - t95 * se, diff + t95 * se), n_a, n_b, float(mean_a),
                          float(mean_b))
@@ -95,9 +95,7 @@ def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
     published spread, as welch_from_summary does."""
     if sd == 0:
         return float(abs(true_diff) < margin)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    mine = rng.normal(true_diff, sd, (sims, n_user))
-    published = rng.normal(0.0, sd, (sims, n_published))
+    mine, published = _draws(sd, n_user, n_published, true_diff, sims, seed)
     if n_user >= 2:
         return float(np.mean(tost_passes(mine, published, margin)))
     # One user seed: se from the published sd alone, df = n_published - 1.
@@ -105,6 +103,30 @@ def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
     se = published.std(axis=1, ddof=1) * math.sqrt(1 + 1 / n_published)
     half = t_quantile(0.95, n_published - 1) * se
     return float(np.mean((diff - half > -margin) & (diff + half < margin)))
+
+
+def _draws(sd: float, n_user: int, n_published: int, true_diff: float, sims: int,
+           seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' simulated seeds, as rng.normal(true_diff, sd) draws them. At a true
+    difference of +0.0 (every verdict's power) a draw is 0.0 + sd * z, which is sd * z + 0.0
+    whether or not the product is fused: the standard draws are the same for every game
+    of a comparison, so they are drawn once."""
+    if true_diff == 0 and math.copysign(1.0, true_diff) > 0 and sd > 0:
+        z_mine, z_published = _standard_draws(sims, n_user, n_published, seed)
+        return sd * z_mine + 0.0, sd * z_published + 0.0
+    rng = np.random.Generator(np.random.PCG64(seed))
+    return (rng.normal(true_diff, sd, (sims, n_user)),
+            rng.normal(0.0, sd, (sims, n_published)))
+
+
+@functools.lru_cache(maxsize=16)
+def _standard_draws(sims: int, n_user: int, n_published: int, seed: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.Generator(np.random.PCG64(seed))
+    mine, published = rng.standard_normal((sims, n_user)), rng.standard_normal(
+        (sims, n_published))
+    mine.flags.writeable = published.flags.writeable = False  # shared between calls
+    return mine, published
 
 
 def detectable_shift(sd: float, n_user: int, n_published: int, power: float = 0.8) -> float:
@@ -115,6 +137,6 @@ def detectable_shift(sd: float, n_user: int, n_published: int, power: float = 0.
     n_a = max(n_user, 1)
     se = sd * math.sqrt(1 / n_a + 1 / n_published)
     df = (n_published - 1) if n_user == 1 else (n_user + n_published - 2)
-    return float((stats.t.ppf(0.975, df) + stats.t.ppf(power, df)) * se)
+    return float((t_quantile(0.975, df) + t_quantile(power, df)) * se)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from analysis.errors import AnalysisError
 
@@ -44,11 +44,24 @@ def welch_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     n, m = a.shape[-1], b.shape[-1]
-    diff = a.mean(axis=-1) - b.mean(axis=-1)
-    sa = a.var(axis=-1, ddof=1) / n
-    sb = b.var(axis=-1, ddof=1) / m
+    mean_a, var_a = _mean_var(a)
+    mean_b, var_b = _mean_var(b)
+    diff = mean_a - mean_b
+    sa = var_a / n
+    sb = var_b / m
     se = np.sqrt(sa + sb)
     return diff, se, welch_df(sa, sb, n, m)
+
+
+def _mean_var(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x.mean(-1) and x.var(-1, ddof=1) with the same ufunc steps NumPy takes, so the
+    same bits, from one sum instead of two (the seed planner's and the reproduce power's
+    simulations spend most of their time here)."""
+    n = x.shape[-1]
+    mean = np.add.reduce(x, axis=-1) / n
+    dev = x - mean[..., None]
+    np.multiply(dev, dev, out=dev)
+    return mean, np.add.reduce(dev, axis=-1) / (n - 1)
 
 
 def welch_df(sa: np.ndarray, sb: np.ndarray, n: int, m: int) -> np.ndarray:
@@ -66,8 +79,49 @@ def welch_df(sa: np.ndarray, sb: np.ndarray, n: int, m: int) -> np.ndarray:
 
 
 def t_quantile(q: float, df: np.ndarray | float) -> np.ndarray:
-    """Student t quantile, vectorised; df = inf gives the normal quantile."""
-    return np.asarray(stats.t.ppf(q, np.asarray(df, dtype=np.float64)))
+    """Student t quantile, vectorised; df = inf gives the normal quantile. For 0 < q < 1
+    the special function that stats.t.ppf evaluates, called directly: the same values
+    bit for bit (NaN where df <= 0 or NaN) without its ~45 us of argument handling a call,
+    which dominated a simulated power's time."""
+    df = np.asarray(df, dtype=np.float64)
+    if not 0 < q < 1:
+        return np.asarray(stats.t.ppf(q, df))
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.where(df > 0, special.stdtrit(df, q) * 1.0 + 0.0, np.nan))
+
+
+QUANTILE_GRID = 33
+"""Grid points of df at which `tost_inside` evaluates the t quantile to bracket it."""
+
+
+def _inside(diff: np.ndarray, half: np.ndarray, delta: np.ndarray | float) -> np.ndarray:
+    return (-delta < diff - half) & (diff + half < delta)
+
+
+def tost_inside(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: np.ndarray | float
+                ) -> np.ndarray:
+    """(-delta < diff - h) & (diff + h < delta), h = t_quantile(0.95, df) * se: the 90% CI
+    inside the margin, element by element, exactly as computed directly.
+
+    The quantile (about 0.4 us a value) is evaluated only where the answer depends on it:
+    it falls as df grows, so quantiles at a grid of df bracket each element's, and the
+    product with se >= 0 and the two sums are monotone in floating point too; an element
+    inside with its upper bound, or outside with its lower bound, has its answer."""
+    diff, se, df = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(diff, se, df))
+    ok = np.isfinite(df) & (df > 0)
+    if df.size < 4 * QUANTILE_GRID or not ok.any():
+        return _inside(diff, t_quantile(0.95, df) * se, delta)
+    grid = np.unique(np.linspace(df[ok].min(), df[ok].max(), QUANTILE_GRID))
+    t_grid = t_quantile(0.95, grid)
+    k = np.clip(np.searchsorted(grid, df, side="right") - 1, 0, len(grid) - 1)
+    upper = t_grid[k] * (1 + 1e-9)  # grid[k] <= df: t(df) <= t(grid[k])
+    lower = t_grid[np.minimum(k + 1, len(grid) - 1)] * (1 - 1e-9)
+    out = _inside(diff, upper * se, delta)
+    unsure = (out != _inside(diff, lower * se, delta)) | ~ok
+    if unsure.any():
+        d = np.broadcast_to(delta, out.shape)[unsure]
+        out[unsure] = _inside(diff[unsure], t_quantile(0.95, df[unsure]) * se[unsure], d)
+    return out
 
 
 def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
@@ -113,9 +167,7 @@ def tost_passes(a: np.ndarray, b: np.ndarray, delta: float) -> np.ndarray:
     """Vectorised TOST of one metric: a (..., n), b (..., m), n, m >= 2 -> bool (...):
     the 90% Welch CI of mean(a) - mean(b) lies inside (-delta, +delta). What
     `tost_verdict` calls PASS for that metric; the seed planner simulates with it."""
-    diff, se, df = welch_stats(a, b)
-    half = t_quantile(0.95, df) * se
-    return (-delta < diff - half) & (diff + half < delta)
+    return tost_inside(*welch_stats(a, b), delta)
 
 
 def tost_required_margin(a: np.ndarray, b: np.ndarray) -> np.ndarray:

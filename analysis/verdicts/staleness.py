@@ -145,6 +145,12 @@ def _expected(architecture: str, update: np.ndarray) -> np.ndarray | None:
     return None
 
 
+def _update_name(update: float) -> str:
+    """An update's number for a violation (an empty cell is read as NaN: named, not a
+    crash of the audit)."""
+    return str(int(update)) if np.isfinite(update) else "(no number)"
+
+
 def audit_run(run: Run, group: str = "") -> RunStaleness:
     u = audit_table(run)  # a cached run's columns come from the cache, unparsed
     arch = str(run.manifest.get("architecture"))
@@ -167,7 +173,7 @@ def audit_run(run: Run, group: str = "") -> RunStaleness:
         check = f"n/a (no rule for architecture {arch!r})"
     elif not valid.all():
         check = "VIOLATION"
-        first = int(u["update"][~valid][0])
+        first = _update_name(u["update"][~valid][0])
         violations.append(f"run {run.run_id} update {first}: rollout versions missing")
         num_bad = int((~valid).sum())
     else:
@@ -176,7 +182,7 @@ def audit_run(run: Run, group: str = "") -> RunStaleness:
         check = "VIOLATION" if num_bad else "ok"
         for i in np.flatnonzero(bad)[:MAX_VIOLATIONS_LISTED]:
             violations.append(
-                f"run {run.run_id} ({arch}) update {int(u['update'][i])}: staleness "
+                f"run {run.run_id} ({arch}) update {_update_name(u['update'][i])}: staleness "
                 f"{int(best[i])}..{int(worst[i])}, expected {int(expected[i])}"
             )
     return RunStaleness(run.run_id, group, arch, n, dict(sorted(hist.items())),
@@ -201,6 +207,12 @@ def audit(runs: Sequence[Run], group_by: str | Sequence[str] = "layout.name") ->
     """Per-run audit plus per-group pooled histogram, mean and mid-rollout share."""
     per_run = [_from_row(row, group_key(r, group_by))
                for r, row in zip(runs, run_records(runs, "staleness", _audit_row), strict=True)]
+    return StalenessReport(per_run, pooled(per_run))
+
+
+def pooled(per_run: Sequence[RunStaleness]) -> dict[str, dict[str, Any]]:
+    """Per group: runs, updates, the pooled histogram and mean, the mid-rollout share and
+    the violating runs."""
     groups: dict[str, dict[str, Any]] = {}
     for r in per_run:
         g = groups.setdefault(r.group, {"runs": 0, "updates": 0, "histogram": Counter(),
@@ -219,4 +231,4 @@ def audit(runs: Sequence[Run], group_by: str | Sequence[str] = "layout.name") ->
         g["mean"] = sum(k * v for k, v in hist.items()) / total if total else float("nan")
         g["mid_rollout_share"] = (g["mid_rollout_changes"] / g["rollouts"]
                                   if g["rollouts"] else float("nan"))
-    return StalenessReport(per_run, groups)
+    return groups
