@@ -16,8 +16,9 @@ checkpoint boundary each actor re-seeds its envs (env seeds of segment C,
 benchenv.env_seeds) and starts new episodes, cutting the running ones (not recorded in
 episodes.csv: they never finished). So rollout C + 1, which may already be in the rollout
 queue when the checkpoint is taken, is made again, the same bits under --deterministic,
-by the resumed run. EnvPool cannot restore an env's state; ALE could (cloneState), which
-would spare the cut, but every backend takes this one path for now.
+by the resumed run. Neither backend can restore an env's state: EnvPool has no such call,
+and ale-py's vector env (which the ALE backend steps) exposes no per-env cloneState; only
+its one-game ALEInterface does (docs/cleanba.md).
 
 On disk, in the record: checkpoints/<C>/ holds learner_state.msgpack, actor_params.msgpack
 (flax.serialization) and meta.json (update, rows, key, fingerprint, each file's size and
