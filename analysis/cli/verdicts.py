@@ -29,10 +29,11 @@ from runrecord.exits import strict_exit
 
 @dataclass(kw_only=True)
 class Equivalence(RecordArgs, TableFormat):
-    """Welch TOST of groups (e.g. hardware layouts) against a reference group on per-seed
-    IQM of final score and of normalised AUC at margin delta, within each suite (Atari, or
-    one other env). Exit 0 every pair PASS, 1 a DIFFERENT, 4 an INCONCLUSIVE (1 with
-    --strict), 2 error."""
+    """TOST of groups (e.g. hardware layouts) against a reference group on per-seed IQM of
+    final score and of normalised AUC at margin delta, within each suite (Atari, or one
+    other env): paired by seed where both groups ran the same seeds (at least 2) with the
+    same trainer and env protocol, Welch otherwise (--unpaired asks for Welch). Exit 0
+    every pair PASS, 1 a DIFFERENT, 4 an INCONCLUSIVE (1 with --strict), 2 error."""
 
     a: str | None = None
     """Compare only this group (label or layout name, e.g. a0-l1-d1) with the reference;

@@ -37,6 +37,7 @@ from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
 from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import AGGREGATE_RULE
 from runrecord import Run
+from runrecord.words import signed
 
 VERDICT = "gate over training time"
 
@@ -67,8 +68,8 @@ class CurveLook:
         """The verdict table's cells (the report), in the reader's difference as
         look_text speaks it: new - reference, its repeated upper bound, the margin."""
         new, ref = self.seeds.get("new", 0), self.seeds.get("reference", 0)
-        return {"estimate": f"{self.contrast - self.margin:+.3f}",
-                "ci": f"repeated upper bound {self.upper - self.margin:+.3f}",
+        return {"estimate": signed(self.contrast - self.margin),
+                "ci": f"repeated upper bound {signed(self.upper - self.margin)}",
                 "margin": f"-{self.margin:.3f} at look {self.look}/{self.looks}",
                 "seeds": f"{new} new vs {ref} reference"}
 
@@ -191,8 +192,8 @@ def look_text(plan: CurvePlan, look: int, subject: str, decision: str, contrast:
     k = look - 1
     where = (f"look {look}/{len(plan.frames)} at {plan.looks_at[k]:.0%} of the budget "
              f"({plan.frames[k]:,.0f} frames)")
-    bound = (f"new - reference {contrast - margin_now:+.3f}, repeated upper bound "
-             f"{upper - margin_now:+.3f}, margin -{margin_now:.3f}; {n_new} new vs {n_ref} "
+    bound = (f"new - reference {signed(contrast - margin_now)}, repeated upper bound "
+             f"{signed(upper - margin_now)}, margin -{margin_now:.3f}; {n_new} new vs {n_ref} "
              f"reference {'seed' if n_ref == 1 else 'seeds'}")
     rules = f"; rule(s) fired: {', '.join(others)}" if others else ""
     tail = ""

@@ -43,7 +43,7 @@ from analysis.verdicts.seed_pairing import SeedDesign, seed_design
 from analysis.verdicts.stacks import StackComparison, group_stacks
 from runrecord import Run, schema
 from runrecord.exits import verdict_exit
-from runrecord.words import counted
+from runrecord.words import counted, signed
 
 # Default equivalence margin on Atari, in HNS; other suites have their own default
 # (analysis.verdicts.margins). It is NOT a power guarantee: with a per-seed IQM sd of 0.063 HNS
@@ -318,7 +318,7 @@ class EquivalenceResult:
     def cells(self) -> dict[str, str]:
         """The verdict table's cells (the report): estimate, CI, margin, seeds."""
         fewest = min(len(self.seeds_a), len(self.seeds_b))
-        return {"estimate": f"final {self.final.diff:+.3f}, AUC {self.auc.diff:+.3f}",
+        return {"estimate": f"final {signed(self.final.diff)}, AUC {signed(self.auc.diff)}",
                 "ci": f"90%: final {ci_text(self.final.ci90, fewest)}, "
                       f"AUC {ci_text(self.auc.ci90, fewest)}",
                 "margin": f"±{self.delta:g}", "seeds": self.seeds_text()}

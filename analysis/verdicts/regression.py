@@ -37,7 +37,7 @@ from analysis.verdicts.per_game import (
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from analysis.verdicts.seed_pairing import seed_design
 from runrecord.exits import verdict_exit
-from runrecord.words import counted
+from runrecord.words import counted, signed
 
 # ---------------------------------------------------------------- regression gate
 
@@ -319,9 +319,9 @@ class RegressionResult:
     def cells(self) -> dict[str, str]:
         """The verdict table's cells (the report): estimate, CI, margin, seeds."""
         ref = f"{self.n_reference}" if self.n_reference else "a number"
-        return {"estimate": f"{self.diff:+.4f}",
-                "ci": f"one-sided {self.confidence:.0%}: [{self.lower_bound:+.4f}, "
-                      f"{self.upper_bound:+.4f}]",
+        return {"estimate": signed(self.diff, 4),
+                "ci": f"one-sided {self.confidence:.0%}: [{signed(self.lower_bound, 4)}, "
+                      f"{signed(self.upper_bound, 4)}]",
                 "margin": f"-{self.delta:g}", "seeds": f"{self.n_new} new vs {ref} reference"}
 
     def rules_text(self) -> list[str]:
