@@ -10,7 +10,6 @@ failed; `regress` 0 PASS, 1 REGRESSION, 4 UNDECIDED; `verify` 0 VERIFIED, 1 MISM
 
 from __future__ import annotations
 
-import inspect
 import json
 import signal
 import sys
@@ -19,7 +18,7 @@ import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 import tyro
 
@@ -44,8 +43,8 @@ from harness.sweep import (
     parse_list,
 )
 from runrecord import atomic_write_json, schema, utc_now
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
-from runrecord.flag_bounds import FlagValueError, check_flags
+from runrecord.cli_dispatch import flags_refused, parse_command
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from runrecord.words import counted
 
 # What `harness status` shows for the states that need words (the JSON line keeps the keys).
@@ -75,35 +74,11 @@ DECIDING = ("run", "status", "regress", "determinism-check", "verify")
 HELP = "`python -m harness <subcommand>`: sweeps from one file to a report."
 
 
-def _subcommands() -> dict[str, type]:
-    """{name: config class} of every subcommand in Command."""
-    out = {}
-    for member in get_args(Command):
-        cls, *meta = get_args(member)
-        out[next(m.name for m in meta if hasattr(m, "name"))] = cls
-    return out
-
-
-def _parse(argv: list[str] | None) -> object:
-    """The subcommand's config; one subcommand is parsed on its own, with its description
-    and (DECIDING) the exit codes, as `python -m analysis` does."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    sub = _subcommands()
-    if args and args[0] in sub:
-        cls = sub[args[0]]
-        return tyro.cli(cls, args=args[1:], prog=f"python -m harness {args[0]}",  # type: ignore[call-overload]
-                        description=command_help(inspect.getdoc(cls) or "", args[0] in DECIDING))
-    return tyro.cli(Command, args=args, prog="python -m harness",  # type: ignore[call-overload]
-                    description=command_help(HELP, decides=True))
-
-
 def main(argv: list[str] | None = None) -> int:
-    cmd: Any = _parse(argv)
-    try:  # before the command reads or writes anything (harness report wrote staleness.*)
-        check_flags(cmd)
-    except FlagValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    cmd: Any = parse_command(Command, "python -m harness", HELP, DECIDING, argv)
+    refused = flags_refused(cmd)  # before the command reads or writes anything
+    if refused is not None:
+        return refused
     if isinstance(cmd, CheckConfig):  # no sweep: what bit-identity this machine gives
         return check_determinism(cmd)
     if isinstance(cmd, Verify):  # no sweep: the certificate holds it

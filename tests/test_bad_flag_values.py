@@ -68,12 +68,14 @@ def _numeric_or_choice(tp: object) -> str | None:
 
 def _commands() -> list[tuple[str, list[str], type]]:
     """(prog name, argv prefix, config class) of every subcommand (each `import` format)."""
-    from analysis.cli import _subcommands as analysis_subcommands
-    from harness.cli import _subcommands as harness_subcommands
+    from analysis.cli import Command as AnalysisCommand
+    from harness.cli import Command as HarnessCommand
+    from runrecord.cli_dispatch import subcommands
 
     out = []
-    for tool, subs in (("analysis", analysis_subcommands()), ("harness", harness_subcommands())):
-        for name, cls in subs.items():
+    for tool, subs in (("analysis", subcommands(AnalysisCommand)),
+                       ("harness", subcommands(HarnessCommand))):
+        for name, (cls, _) in subs.items():
             if dataclasses.is_dataclass(cls):
                 out.append((f"{tool} {name}", [name], cls))
             else:  # a union of subcommands: `analysis import <format>`

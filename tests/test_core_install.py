@@ -50,9 +50,10 @@ modules = [m.name for m in pkgutil.walk_packages(analysis.__path__, "analysis.")
            if not m.name.endswith("__main__")]
 for name in modules:
     importlib.import_module(name)
-from analysis.cli import _subcommands, main
+from analysis.cli import Command, main
+from runrecord.cli_dispatch import subcommands
 helps = {}
-for sub in _subcommands():
+for sub in subcommands(Command):
     with contextlib.redirect_stdout(io.StringIO()) as out:
         try:
             main([sub, "--help"])

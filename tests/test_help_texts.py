@@ -82,15 +82,17 @@ def _baseline(module: str) -> Callable[[], object]:
 
 
 def _analysis_subcommands() -> list[str]:
-    from analysis.cli import _subcommands
+    from analysis.cli import Command
+    from runrecord.cli_dispatch import subcommands
 
-    return list(_subcommands())
+    return list(subcommands(Command))
 
 
 def _harness_subcommands() -> list[str]:
-    from harness.cli import _subcommands
+    from harness.cli import Command
+    from runrecord.cli_dispatch import subcommands
 
-    return list(_subcommands())
+    return list(subcommands(Command))
 
 
 IMPORT_FORMATS = ("table", "tensorboard", "monitor", "wandb", "wandb-csv")

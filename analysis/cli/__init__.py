@@ -6,9 +6,7 @@ deciding subcommand's (DECIDING); an error is a message on stderr, no traceback.
 
 from __future__ import annotations
 
-import inspect
 import sys
-import typing
 from typing import Annotated, Any
 
 import tyro
@@ -21,8 +19,8 @@ from analysis.cli.sequential import PlanSequential
 from analysis.cli.verdicts import Equivalence, Regression
 from analysis.errors import AnalysisError
 from runrecord import RecordError
-from runrecord.exits import EXIT_BAD_INPUT, command_help
-from runrecord.flag_bounds import FlagValueError, check_flags
+from runrecord.cli_dispatch import flags_refused, parse_command
+from runrecord.exits import EXIT_BAD_INPUT
 
 Command = (
     Annotated[Summary, tyro.conf.subcommand("summary")]
@@ -49,41 +47,13 @@ DECIDING = ("equivalence", "regression", "staleness", "reproduce", "calibrate")
 HELP = "`python -m analysis <subcommand>`: numbers, verdicts and figures from run records."
 
 
-def _subcommands() -> dict[str, type]:
-    """{name: config class} of every subcommand in Command."""
-    out = {}
-    for member in typing.get_args(Command):
-        cls, *meta = typing.get_args(member)
-        out[next(m.name for m in meta if hasattr(m, "name"))] = cls
-    return out
-
-
-def _description(name: str) -> str:
-    """A subcommand's --help text: its own description (the marker's, else the class
-    docstring), then the exit codes where it decides."""
-    member = next(m for m in typing.get_args(Command)
-                  if any(getattr(x, "name", None) == name for x in typing.get_args(m)[1:]))
-    cls, *meta = typing.get_args(member)
-    text = next((m.description for m in meta if getattr(m, "description", None)), None)
-    return command_help(text or inspect.getdoc(cls) or "", name in DECIDING)
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    sub = _subcommands()
-    cmd: Any
-    if args and args[0] in sub:
-        # Parse one subcommand on its own, so that an unknown flag's "perhaps you meant"
-        # suggestions come from the flags this subcommand accepts, not from the others'.
-        cmd = tyro.cli(sub[args[0]], args=args[1:],  # type: ignore[call-overload]
-                       prog=f"python -m analysis {args[0]}",
-                       description=_description(args[0]))
-    else:
-        cmd = tyro.cli(Command, args=args, prog="python -m analysis",  # type: ignore[call-overload]
-                       description=command_help(HELP, decides=True))
+    cmd: Any = parse_command(Command, "python -m analysis", HELP, DECIDING, argv)
+    refused = flags_refused(cmd)  # before the command reads or writes anything
+    if refused is not None:
+        return refused
     try:
-        check_flags(cmd)  # before the command reads or writes anything
         return int(cmd.run())
-    except (AnalysisError, RecordError, FlagValueError) as e:
+    except (AnalysisError, RecordError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,0 +1,60 @@
+"""Parsing a subcommand of `python -m analysis` or `python -m harness`: one way for both.
+
+A command line naming a subcommand is parsed by that subcommand's config alone, so an
+unknown flag's "perhaps you meant" suggestions come from the flags it accepts, not from
+the other subcommands'. Its --help shows its own description (a subcommand marker's,
+else the config's docstring), ending with the exit codes where its exit code is an
+outcome (`deciding`). Every flag's value is checked (runrecord.flag_bounds) before the
+command reads or writes anything.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+from runrecord.exits import EXIT_BAD_INPUT, command_help
+from runrecord.flag_bounds import FlagValueError, check_flags
+
+
+def subcommands(command: Any) -> dict[str, tuple[type, str | None]]:
+    """{name: (config class, the marker's description or None)} of a union of
+    `Annotated[Config, tyro.conf.subcommand(name, ...)]` members."""
+    out: dict[str, tuple[type, str | None]] = {}
+    for member in typing.get_args(command):
+        cls, *meta = typing.get_args(member)
+        name = next(m.name for m in meta if hasattr(m, "name"))
+        out[name] = (cls, next((m.description for m in meta
+                                if getattr(m, "description", None)), None))
+    return out
+
+
+def parse_command(command: Any, prog: str, help_text: str, deciding: Sequence[str],
+                  argv: Sequence[str] | None = None) -> Any:
+    """The parsed config of the command line `argv` (default: sys.argv[1:]); tyro exits 2
+    with its message on a bad flag, 0 after --help."""
+    import tyro
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    sub = subcommands(command)
+    if args and args[0] in sub:
+        cls, description = sub[args[0]]
+        return tyro.cli(cls, args=args[1:], prog=f"{prog} {args[0]}",  # type: ignore[call-overload]
+                        description=command_help(description or inspect.getdoc(cls) or "",
+                                                 args[0] in deciding))
+    return tyro.cli(command, args=args, prog=prog,  # type: ignore[call-overload]
+                    description=command_help(help_text, decides=True))
+
+
+def flags_refused(config: Any) -> int | None:
+    """EXIT_BAD_INPUT, with the message on stderr, where a flag's value is outside what it
+    allows; None where every value is valid."""
+    try:
+        check_flags(config)
+    except FlagValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return None
