@@ -23,7 +23,13 @@ from typing import Any
 
 from analysis.inputs.cache import refresh_run
 from cleanba.core.layout import free_port
-from harness.resume import confirmed, resume_args, resume_point, resumptions
+from harness.resume import (
+    confirmed,
+    peer_resume_args,
+    resume_args,
+    resume_point,
+    resumptions,
+)
 from harness.retry import failure_kind, will_retry
 from harness.store import (
     LOG_FILE,
@@ -496,5 +502,6 @@ def run_peer_process(spec: RunSpec, store: Store, process_id: int, coordinator: 
     run_dir.mkdir(parents=True, exist_ok=True)
     codes, _ = launch_and_wait(spec, run_dir, [process_id], coordinator, None, None, stop,
                                f"process {process_id} of run {spec.run_id} on "
-                               f"{socket.gethostname()} at {utc_now()}")
+                               f"{socket.gethostname()} at {utc_now()}",
+                               extra_args=peer_resume_args(spec, run_dir))
     return codes[0]

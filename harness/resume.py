@@ -7,7 +7,11 @@ update 0. The harness picks the checkpoint the record's own manifest accepts (no
 its rows present, the record's configuration); the trainer checks it again against the
 code and stack it runs with, and starts from update 0 (saying why in stdout.log) if they
 differ, so a resume the harness announces is confirmed by the record's `resumptions`.
-Baselines and multi-process runs (`--distributed` refuses the flags) start over.
+A multi-process run resumes the same way: every process gets `--resume-from`; process 0
+picks the checkpoint and sends it to the others, and if any of them cannot use it (its own
+code or stack differs) all start from update 0 together (cleanba/core/checkpoint.py). A
+Slurm peer (`run_peer_process`, rank > 0) cannot know rank 0's choice and need not: it
+gets the flag whenever the run can resume, and follows process 0. Baselines start over.
 """
 
 from __future__ import annotations
@@ -36,11 +40,11 @@ class ResumePoint:
 
 
 def can_resume(spec: RunSpec) -> bool:
-    """Whether the run's trainer writes and reads checkpoints: a Cleanba trainer in one
-    process, with a checkpoint interval in its overrides."""
+    """Whether the run's trainer writes and reads checkpoints: a Cleanba trainer (in one
+    process or several) with a checkpoint interval in its overrides."""
     every = next((v for k, v in spec.overrides.items()
                   if k.replace("_", "-") == "checkpoint-every"), 0)
-    return (not spec.baseline and spec.num_processes == 1
+    return (not spec.baseline
             and isinstance(every, int) and not isinstance(every, bool) and every > 0)
 
 
@@ -79,3 +83,11 @@ def confirmed(run_dir: Path, before: int) -> ResumePoint | None:
 def resume_args(point: ResumePoint | None, run_dir: Path) -> list[str]:
     """The trainer flags of an attempt that continues from `point`."""
     return [] if point is None else ["--resume-from", str(run_dir)]
+
+
+def peer_resume_args(spec: RunSpec, run_dir: Path) -> list[str]:
+    """A Slurm peer's flags (rank > 0): --resume-from whenever the run can resume. The
+    trainer's process 0 alone decides whether it does (a peer's flag changes nothing:
+    with checkpoints every process joins the agreement), and rank 0 may be changing the
+    record while the peer starts, so the peer reads nothing from it."""
+    return ["--resume-from", str(run_dir)] if can_resume(spec) else []

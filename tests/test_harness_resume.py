@@ -27,10 +27,10 @@ from test_cleanba_checkpoint import assert_same_records, rows_without_wall_clock
 from trainer_output import trainer_said
 
 from cleanba.core import checkpoint
-from harness.resume import can_resume, resume_point
+from harness.resume import can_resume, peer_resume_args, resume_point
 from harness.store import failed_attempts, run_state
 from harness.sweep import load_sweep
-from runrecord import schema
+from runrecord import parse_layout, schema
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,11 +189,15 @@ def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path, 
     assert (state.state, state.attempts, state.failures) == (schema.COMPLETED, 2, 1)
 
 
-def test_only_a_one_process_cleanba_run_with_a_checkpoint_interval_resumes(tmp_path):
+def test_only_a_cleanba_run_with_a_checkpoint_interval_resumes(tmp_path):
     sweep = tmp_path / "resume.toml"
     sweep.write_text(SWEEP)
     spec = load_sweep(sweep).runs[0]
     assert can_resume(spec)
+    # a multi-process run too, every process (a Slurm peer included) given --resume-from
+    two = dataclasses.replace(spec, layout=parse_layout("a0-l0-d2"))
+    assert can_resume(two)
+    assert peer_resume_args(two, tmp_path) == ["--resume-from", str(tmp_path)]
     assert not can_resume(dataclasses.replace(spec, baseline=True))
     no_interval = {k: v for k, v in spec.overrides.items() if k != "checkpoint-every"}
     assert not can_resume(dataclasses.replace(spec, overrides=no_interval))

@@ -26,6 +26,16 @@ SHA-256), written into a temporary folder, fsynced and renamed, so a folder name
 checkpoints/<C> is complete; a file torn or missing after that (a disk fault, a hand) is
 caught by its digest. Only the newest --checkpoint-keep folders stay; an older one is
 deleted only after the newer one is durable.
+
+Multi-process runs (--distributed) hold no state of their own beyond this: the action key
+is the same on every process, the learner's state is replicated (every process holds the
+same bits), the actors' params are this replica's, env seeds are a function of the global
+env index, and episodes and the digest are process 0's, gathered there. So process 0 alone
+writes the checkpoint (one folder, as above), and on resume process 0 alone reads the
+record and picks the checkpoint; it sends it to the other processes whole (`pack`, one
+broadcast: they need no view of process 0's disk), each checks it against its own code and
+stack, and if any refuses it every process starts from update 0 together
+(cleanba/core/runtime.py, agree_on_resume).
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ import json
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +77,7 @@ class Checkpoint:
     learner_state: bytes
     actor_params: bytes
     records_digest: str  # the running digest of the last row it keeps (runrecord.digest)
+    fingerprint: dict[str, Any] = field(default_factory=dict)  # the meta.json's
 
 
 RESEED_PROTOCOL_KEY = "reseed_every_updates"
@@ -222,7 +233,30 @@ def read(folder: Path, current_fingerprint: Mapping[str, Any],
                       int(rows["episodes.csv"]), int(meta["actor_version"]),
                       float(meta["wall_time_s"]), list(meta["action_key"]),
                       data[LEARNER_STATE_FILE], data[ACTOR_PARAMS_FILE],
-                      str(meta.get(DIGEST_COLUMN, "")))
+                      str(meta.get(DIGEST_COLUMN, "")), dict(meta.get("fingerprint") or {}))
+
+
+_STATE_FIELDS = ("learner_state", "actor_params")
+
+
+def pack(found: Checkpoint) -> bytes:
+    """A checkpoint as one byte string (a header's length, the JSON header, the state
+    files' bytes): what process 0 sends the other processes of a run on resume."""
+    head = {k: v for k, v in asdict(found).items() if k not in _STATE_FIELDS}
+    head["folder"] = str(found.folder)
+    head["sizes"] = [len(found.learner_state), len(found.actor_params)]
+    text = json.dumps(head).encode()
+    return len(text).to_bytes(8, "little") + text + found.learner_state + found.actor_params
+
+
+def unpack(data: bytes) -> Checkpoint:
+    """The checkpoint `pack` made."""
+    n = int.from_bytes(data[:8], "little")
+    head = json.loads(data[8:8 + n])
+    state_bytes, _ = head.pop("sizes")
+    body = data[8 + n:]
+    head["folder"] = Path(head["folder"])
+    return Checkpoint(**head, learner_state=body[:state_bytes], actor_params=body[state_bytes:])
 
 
 def newest_usable(run_dir: Path, current_fingerprint: Mapping[str, Any],

@@ -163,9 +163,10 @@ class CommonConfig:
             raise ConfigError(f"--checkpoint-every must be >= 0, got {self.checkpoint_every}")
         if self.checkpoint_keep < 1:
             raise ConfigError(f"--checkpoint-keep must be >= 1, got {self.checkpoint_keep}")
-        if self.distributed and (self.checkpoint_every or self.resume_from):
-            raise ConfigError("--checkpoint-every/--resume-from do not work with --distributed "
-                              "yet: only a one-process run writes and reads checkpoints")
+        if self.distributed and self.resume_from and not self.checkpoint_every:
+            # the processes agree on a checkpoint only in runs that write them
+            raise ConfigError("--resume-from with --distributed needs --checkpoint-every (the "
+                              "run's own interval)")
         if self.resume_from is not None and self.run_dir is not None \
                 and os.path.abspath(self.run_dir) != os.path.abspath(self.resume_from):
             raise ConfigError(f"--resume-from {self.resume_from} continues that record: "

@@ -147,10 +147,14 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
     try:
         prep = prepare(config, factory, system, preset, presets)
         writer = None
+        # Before the lock: in a multi-process run this waits on the other processes, and
+        # a signal meanwhile must still stop this one (the record is not touched yet).
+        resume = choose_resume_point(config, prep)
         # Under the watcher's lock: a signal finds either no record (exit, nothing written)
         # or a record and a run that stops through `control` (status interrupted).
         with watcher.lock:
-            resume = find_resume_point(prep) if config.resume_from else None
+            if resume is not None and jax.process_index() == 0:
+                cut_record_back(prep, resume)
             if jax.process_index() == 0:
                 writer = RunWriter(prep.run_dir, prep.manifest, prep.algorithm.metric_columns,
                                    resumed=None if resume is None else resume_entry(resume))
@@ -213,10 +217,26 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
     return code
 
 
-def find_resume_point(prep: Prepared) -> checkpoint.Checkpoint | None:
+def choose_resume_point(config: CommonConfig, prep: Prepared,
+                        ) -> checkpoint.Checkpoint | None:
+    """The checkpoint this process resumes from (None: update 0). One process: the
+    record's newest usable one under --resume-from. Several: the one every process agrees
+    on (`agree_on_resume`), whenever the run writes checkpoints, so that every process
+    takes part in the same collectives whatever flags a peer was started with."""
+    if jax.process_count() == 1:
+        return newest_checkpoint(prep) if config.resume_from else None
+    if config.checkpoint_every <= 0:
+        return None
+    offer = None
+    if jax.process_index() == 0 and config.resume_from:
+        offer = newest_checkpoint(prep)
+    return agree_on_resume(prep, offer)
+
+
+def newest_checkpoint(prep: Prepared) -> checkpoint.Checkpoint | None:
     """--resume-from: the newest usable checkpoint of the record (each newer one skipped,
-    and why, printed), with the record's CSVs cut back to the rows it names; None (said)
-    when there is none: the run starts from update 0 and the old record is archived."""
+    and why, printed); None (said) when there is none: the run starts from update 0 and
+    the old record is archived. The record is not changed (`cut_record_back` does that)."""
     run_dir = prep.run_dir
     old = read_manifest_or_none(run_dir)
     if old is not None and old.get("status") == schema.COMPLETED:
@@ -231,7 +251,40 @@ def find_resume_point(prep: Prepared) -> checkpoint.Checkpoint | None:
     if found is None:
         console(f"[cleanba] --resume-from {run_dir}: no usable checkpoint, starting from "
                 "update 0")
+    return found
+
+
+def agree_on_resume(prep: Prepared, offer: checkpoint.Checkpoint | None,
+                    ) -> checkpoint.Checkpoint | None:
+    """The checkpoint every process of a multi-process run resumes from: process 0's
+    `offer` (the others pass None), sent whole to every process (they need not see process
+    0's disk); each checks it against its own code, configuration and stack. If any
+    process refuses it, all start from update 0 together, each refusing one saying why."""
+    from jax.experimental import multihost_utils
+
+    data = checkpoint.pack(offer) if offer is not None else b""
+    size = int(multihost_utils.broadcast_one_to_all(np.array([len(data)], np.int64))[0])
+    if size == 0:
         return None
+    buf = np.frombuffer(data, np.uint8) if data else np.zeros(size, np.uint8)
+    found = checkpoint.unpack(np.asarray(multihost_utils.broadcast_one_to_all(buf)).tobytes())
+    why = checkpoint.fingerprint_difference(found.fingerprint,
+                                            checkpoint.fingerprint(prep.manifest))
+    name = f"{checkpoint.CHECKPOINTS_DIR}/{found.update}"
+    if why:
+        console(f"[cleanba] process {jax.process_index()} cannot use {name}: {why}")
+    refused = np.asarray(multihost_utils.process_allgather(np.array([int(bool(why))])))
+    refusing = [i for i, r in enumerate(refused.reshape(-1)) if r]
+    if refusing:
+        console(f"[cleanba] process(es) {refusing} cannot use {name} (each says why): every "
+                "process starts from update 0")
+        return None
+    return found
+
+
+def cut_record_back(prep: Prepared, found: checkpoint.Checkpoint) -> None:
+    """The record's CSVs cut back to the rows `found` names (process 0, which owns it)."""
+    run_dir = prep.run_dir
     for name, kept in ((schema.UPDATES_FILE, found.updates_rows),
                        (schema.EPISODES_FILE, found.episodes_rows)):
         checkpoint.truncate_rows(run_dir / name, kept)
@@ -241,7 +294,6 @@ def find_resume_point(prep: Prepared) -> checkpoint.Checkpoint | None:
     if not prep.plan.deterministic:
         console("[cleanba] not --deterministic: the updates from here on are not the bits an "
                 "uninterrupted run would give (the same in distribution)")
-    return found
 
 
 def resume_entry(found: checkpoint.Checkpoint) -> dict[str, Any]:
