@@ -1,13 +1,15 @@
 """`harness run` resumes a killed Cleanba run from its last checkpoint (issue 45).
 
-Two --deterministic sweeps with `checkpoint-every` in their overrides run through the
-harness CLI: CartPole PPO on EnvPool, and a tiny Breakout IMPALA on the ALE backend. The
+Three --deterministic sweeps with `checkpoint-every` in their overrides run through the
+harness CLI: CartPole PPO on EnvPool in one process and in two (--distributed, every
+process killed and resumed), and a tiny Breakout IMPALA on the ALE backend. The
 trainer is SIGKILLed while it holds after an update past a checkpoint (the hold and
 meta.json are the events, no sleep). The next `harness run` starts it with --resume-from:
 stdout.log and the console name the checkpoint, and updates.csv and episodes.csv equal an
 uninterrupted run's in every column but the wall-clock ones, each update once. The kill
 spends one attempt (a failure, counted once), the resumption none. Cost on the 2-core CI
-box: 3 trainer runs each, ~40 s for CartPole, ~90 s for Breakout.
+box: 3 trainer runs each, ~40 s for CartPole, ~140 s with two processes, ~160 s for
+Breakout.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Case:
     updates: int
     every: int
     killed_at: int
+    layout: str = "a0-l0-d1"
 
     @property
     def resumes_at(self) -> int:
@@ -55,7 +58,7 @@ class Case:
 name = "resume"
 systems = ["{self.system}"]
 architectures = ["cleanba"]
-layouts = ["a0-l0-d1"]
+layouts = ["{self.layout}"]
 games = ["{self.game}"]
 {self.backend_line}
 seeds = [1]
@@ -89,6 +92,9 @@ CARTPOLE = Case("cleanba-ppo", "CartPole-v1", "", 4, 16, updates=10, every=3, ki
 # the segments on both sides of the kill: episodes.csv has rows to compare after it.
 BREAKOUT_ALE = Case("cleanba-impala", "Breakout-v5", 'env_backends = ["ale"]', 4, 64,
                     updates=10, every=4, killed_at=6)
+# Two processes (--distributed over loopback): both killed, both resumed.
+TWO_PROCESSES = Case("cleanba-ppo", "CartPole-v1", "", 4, 16, updates=10, every=3,
+                     killed_at=7, layout="a0-l0-d2")
 SWEEP = CARTPOLE.sweep()
 
 
@@ -103,12 +109,13 @@ def harness(sweep: Path, root: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=600, env=env)
 
 
-def trainer_of(harness_proc: subprocess.Popen, run_id: str) -> psutil.Process:
-    """The run's trainer (the harness's shim execs it: a child of the harness)."""
-    for kid in psutil.Process(harness_proc.pid).children(recursive=True):
-        if run_id in kid.cmdline():
-            return kid
-    raise AssertionError(f"no trainer of {run_id} under the harness")
+def trainers_of(harness_proc: subprocess.Popen, run_id: str) -> list[psutil.Process]:
+    """The run's trainer processes (the harness's shim execs each: children of the
+    harness), process 0 first."""
+    kids = [kid for kid in psutil.Process(harness_proc.pid).children(recursive=True)
+            if any(run_id in arg for arg in kid.cmdline()) and "--run-dir" in kid.cmdline()]
+    assert kids, f"no trainer of {run_id} under the harness"
+    return kids
 
 
 def wait_until(cond, proc: subprocess.Popen, what: str) -> None:
@@ -123,8 +130,9 @@ def wait_until(cond, proc: subprocess.Popen, what: str) -> None:
 
 
 @pytest.mark.parametrize("case", [
-    CARTPOLE, pytest.param(BREAKOUT_ALE, marks=pytest.mark.slow, id="breakout-impala-ale")],
-    ids=lambda c: "cartpole-ppo" if c is CARTPOLE else None)
+    pytest.param(CARTPOLE, id="cartpole-ppo"),
+    pytest.param(TWO_PROCESSES, marks=pytest.mark.slow, id="cartpole-ppo-2-processes"),
+    pytest.param(BREAKOUT_ALE, marks=pytest.mark.slow, id="breakout-impala-ale")])
 def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path, case):
     sweep = tmp_path / "resume.toml"
     sweep.write_text(case.sweep())
@@ -146,13 +154,17 @@ def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path, 
         wait_until(lambda: trainer_said(run_dir, f"holding at update-{case.killed_at}"), proc,
                    f"the trainer held at update {case.killed_at}")
         assert (run_dir / "checkpoints" / str(case.resumes_at) / checkpoint.META_FILE).is_file()
-        trainer_of(proc, spec.run_id).send_signal(signal.SIGKILL)
+        trainers = trainers_of(proc, spec.run_id)
+        assert len(trainers) == spec.num_processes, [t.cmdline() for t in trainers]
+        for trainer in trainers:
+            trainer.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=120) == 1  # a failed run
     finally:
         if proc.poll() is None:
             proc.kill()
     killed = json.loads((run_dir / schema.MANIFEST_FILE).read_text())
-    assert killed["status"] == schema.FAILED and killed["error"]["exit_codes"] == [-9]
+    assert killed["status"] == schema.FAILED
+    assert killed["error"]["exit_codes"] == [-9] * spec.num_processes  # every process
     state = run_state(run_dir)
     assert (state.attempts, state.failures, state.kind) == (1, 1, "transient")
 
@@ -182,7 +194,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path, 
     [resumption] = record["resumptions"]
     assert resumption["checkpoint"] == f"checkpoints/{case.resumes_at}"
     assert resumption["previous_status"] == schema.FAILED
-    assert resumption["previous_error"]["exit_codes"] == [-9]
+    assert resumption["previous_error"]["exit_codes"] == [-9] * spec.num_processes
     assert not (run_dir / schema.ATTEMPTS_DIR).exists()  # continued, not archived
     # the kill spent one attempt and is counted once; the resumption spent none
     state = run_state(run_dir)
