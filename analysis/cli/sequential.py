@@ -1,5 +1,5 @@
 """`python -m analysis plan-sequential`: parses and calls
-analysis.sequential.design_plan."""
+analysis.sequential.planning."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class PlanSequential(SpreadArgs):
         # Imported here: the sequential package loads scipy.stats (~0.5 s), which the
         # other subcommands would otherwise pay at start-up.
         from analysis.sequential.design import SequentialDesign
-        from analysis.sequential.design_plan import design_plan_lines
+        from analysis.sequential.planning import design_plan_lines
 
         design = SequentialDesign(self.first_seeds, self.batch_seeds, self.max_seeds,
                                   self.alpha, self.spending)
