@@ -236,7 +236,7 @@ def test_regression_tables(tmp_path, capsys):
 
 
 def test_reproduce_tables(tmp_path, capsys):
-    from analysis.reproduce.tables import GAME_COLUMNS
+    from analysis.reproduce.section import GAME_COLUMNS
 
     col = published_column(TABLE, COLUMN)
     rng = np.random.default_rng(5)

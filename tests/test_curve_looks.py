@@ -10,15 +10,17 @@ import pytest
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
-from analysis.sequential.curve_design import CurveDesign, make_plan, plan_boundaries
-from analysis.sequential.curve_looks import GateOptions, decide_records, plan_lines
-from analysis.sequential.curve_stat import (
+from analysis.sequential.curve_design import (
+    CurveDesign,
     contrast_covariance,
     curve_contrast,
     fails,
+    make_plan,
     margin_share,
+    plan_boundaries,
     reference_pseudo_values,
 )
+from analysis.sequential.curve_looks import GateOptions, decide_records, plan_lines
 from analysis.sequential.joint_spending import (
     canonical_correlation,
     crossing_rates,
@@ -193,7 +195,7 @@ def test_with_adaptive_seeds_regression_over_seeds_spends_only_its_share():
     seeds then fails only beyond the boundary of the rest (PASS keeps all of alpha)."""
     from analysis.sequential.curve_design import TIME_SHARE
     from analysis.sequential.design import SequentialDesign
-    from analysis.sequential.gate_look import result_look
+    from analysis.sequential.looks import result_look
     from analysis.verdicts.regression import RegressionResult
 
     design = SequentialDesign(3, 2, 9)

@@ -1,6 +1,6 @@
 """The manifest's `determinism` block (runrecord.determinism, cleanba.core.records) and the
 bitwise tier `python -m analysis equivalence` and the report print from it
-(analysis.verdicts.determinism), on synthetic records with and without the block."""
+(analysis.verdicts.stacks), on synthetic records with and without the block."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from synthetic_records import write_synthetic_run
 
 from analysis.cli import main as analysis_main
 from analysis.output.report import build_report_assets
-from analysis.verdicts.determinism import MEANINGFUL, UNKNOWN, determinism_tier
-from analysis.verdicts.stacks import run_stack
+from analysis.verdicts.stacks import MEANINGFUL, UNKNOWN, determinism_tier, run_stack
 from runrecord import load_run
 from runrecord.determinism import DETERMINISM_KEYS, determinism_block, max_isa
 from runrecord.provenance import cpu_signature, cpu_signature_of

@@ -253,7 +253,7 @@ def test_bit_identical_equivalence_look_prints_no_interval():
     prints no interval beside it (it printed a CI 65x wider than the margin)."""
     from analysis.scoring.scores import GroupScores  # noqa: F401  (the type the look takes)
     from analysis.sequential.design import SequentialDesign
-    from analysis.sequential.equivalence_look import pair_look
+    from analysis.sequential.looks import pair_look
     from analysis.stats.welch import WelchInterval
     from analysis.verdicts.equivalence import BitwiseResult, EquivalenceResult
 

@@ -32,11 +32,6 @@ class Column:
     mean: np.ndarray  # HNS per game
     sd: np.ndarray  # per-seed sd (ddof=1), HNS per game
 
-    @property
-    def cv(self) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return self.sd / np.abs(self.mean)
-
 
 def default_paper_data() -> Path | None:
     """The shipped tables' folder (package data), or None where an install left it out."""

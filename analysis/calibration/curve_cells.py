@@ -1,6 +1,6 @@
 """Calibration of the looks over training time (analysis.sequential.curve_looks), on real
 curve shapes (analysis.calibration.curve_shapes), decided replicate by replicate with
-the verdict's own pieces: the look's contrast and fail rule (curve_stat), the plan's
+the verdict's own pieces: the look's contrast and fail rule (curve_design), the plan's
 boundaries (curve_design.plan_boundaries: estimated correlation, canonical or union),
 and at the full budget the fixed gate's rules (analysis.verdicts.regression.gate_rules).
 
@@ -24,8 +24,13 @@ from scipy import stats
 from analysis.calibration.cells import Cell, mean_cell, rate_cell
 from analysis.calibration.curve_shapes import GRID, Shape
 from analysis.calibration.draws import rng_for
-from analysis.sequential.curve_design import CurveDesign, min_reference_seeds, plan_boundaries
-from analysis.sequential.curve_stat import curve_contrast, fails
+from analysis.sequential.curve_design import (
+    CurveDesign,
+    curve_contrast,
+    fails,
+    min_reference_seeds,
+    plan_boundaries,
+)
 from analysis.sequential.joint_spending import CANONICAL, ESTIMATED, UNION
 from analysis.sequential.spending import spent_alpha
 from analysis.verdicts.equivalence import PASS

@@ -14,8 +14,15 @@ import tyro
 from analysis.cli.calibrate import Calibrate
 from analysis.cli.imports import IMPORT_HELP, Import
 from analysis.cli.published import Atari5, OrbFetch, OrbImport, PaperTables, Reproduce
-from analysis.cli.scores import Aggregate, Curves, Figures, PlanSeeds, Staleness, Summary
-from analysis.cli.sequential import PlanSequential
+from analysis.cli.scores import (
+    Aggregate,
+    Curves,
+    Figures,
+    PlanSeeds,
+    PlanSequential,
+    Staleness,
+    Summary,
+)
 from analysis.cli.verdicts import Equivalence, Regression
 from analysis.errors import AnalysisError
 from runrecord import RecordError

@@ -1,5 +1,5 @@
 """`python -m analysis` subcommands on scores: summary, aggregate, curves, plan-seeds,
-staleness and figures. Each parses its flags and calls one analysis function.
+plan-sequential, staleness and figures. Each parses its flags and calls one analysis function.
 
 The figure and report modules (matplotlib, scipy) are imported in the run() that draws,
 so that a command that prints numbers does not pay ~1 s for them at start-up.
@@ -37,8 +37,8 @@ from analysis.scoring.grouping import (
     labelled_groups,
     user_group_keys,
 )
-from analysis.verdicts.defaults import DEFAULT_SEEDS, DEFAULT_SIMS
-from analysis.verdicts.poi_pairs import choose_pairs
+from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS
+from analysis.verdicts.pairing import choose_pairs
 from analysis.verdicts.staleness import audit
 from runrecord.exits import EXIT_OK
 
@@ -273,4 +273,43 @@ class Figures(ScoreOptions, Grouping):
               "left out")
         print_warnings(res["warnings"])
         (self.out / "index.json").write_text(json.dumps(res, indent=2) + "\n")
+        return EXIT_OK
+
+
+@dataclass(kw_only=True)
+class PlanSequential(SpreadArgs):
+    """A sequential (adaptive-seed) design at the per-seed spread of pilot runs (folders)
+    or a given --sd: its boundaries per look, and for equivalence and the gate the
+    simulated P(PASS) by the cap and expected seeds per side when nothing differs, the
+    seeds the fixed design of the same power needs, and the false-pass rate at the margin
+    over all looks (docs/analysis.md, "Sequential designs")."""
+
+    first_seeds: int = 3
+    """Independent seeds per side at the first look (>= 2)."""
+    batch_seeds: int = 2
+    """Seeds added per side at each later look."""
+    max_seeds: int = 9
+    """The cap: seeds per side at the last look."""
+    alpha: float = 0.05
+    """One-sided error rate held over all looks."""
+    spending: str = "obrien-fleming"
+    """Alpha-spending function: obrien-fleming or pocock."""
+    reference_seeds: int | None = None
+    """The gate's fixed reference seeds (default: the cap)."""
+
+    def run(self) -> int:
+        # Imported here: the sequential package loads scipy.stats (~0.5 s), which the
+        # other subcommands would otherwise pay at start-up.
+        from analysis.sequential.design import SequentialDesign
+        from analysis.sequential.planning import design_plan_lines
+
+        design = SequentialDesign(self.first_seeds, self.batch_seeds, self.max_seeds,
+                                  self.alpha, self.spending)
+        design.validate()
+        spread, suite = self.spread_and_suite()
+        print("\n".join(design_plan_lines(
+            design, spread, suite, delta=self.delta, gate_delta=self.gate_delta,
+            reference_seeds=self.reference_seeds,
+            normalisers=parse_normalisers(self.normaliser), sims=self.sims,
+            seed=self.seed)))
         return EXIT_OK

@@ -22,7 +22,7 @@ from analysis.cli.common import (
 from analysis.errors import AnalysisError
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
-from analysis.verdicts.defaults import DEFAULT_WORST
+from analysis.verdicts.margins import DEFAULT_WORST
 from runrecord import Run
 from runrecord.exits import strict_exit
 

@@ -1,6 +1,6 @@
 """The rows of `aggregate`, `equivalence` and `regression` as tables
 (analysis.output.tables), read from their results: the numbers the verdicts used, never
-their printed lines. `reproduce`'s are in analysis.reproduce.tables (a layer up)."""
+their printed lines. `reproduce`'s are in analysis.reproduce.section (a layer up)."""
 
 from __future__ import annotations
 

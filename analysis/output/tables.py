@@ -1,7 +1,7 @@
 """Tables for a paper: a command's result rows as Markdown, LaTeX (booktabs), CSV or JSON.
 
 Pure text functions of one `TableRows` (columns in a declared order, rows as dicts of
-values). The row builders (analysis.output.table_rows, analysis.reproduce.tables) read
+values). The row builders (analysis.output.table_rows, analysis.reproduce.section) read
 the commands' results, never their printed lines, so every format carries the numbers
 the verdict used.
 """

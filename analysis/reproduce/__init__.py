@@ -40,7 +40,9 @@ from analysis.reproduce.runs import (
 )
 from analysis.reproduce.section import (
     figure_points,
+    published_rows,
     report_assets,
+    runs_rows,
     write_published_comparison,
     write_runs_comparison,
 )
@@ -52,7 +54,6 @@ from analysis.reproduce.summary_stats import (
     power_consistent,
     welch_from_summary,
 )
-from analysis.reproduce.tables import published_rows, runs_rows
 
 __all__ = [
     "imported_runs",

@@ -61,8 +61,8 @@ from scipy import stats
 from analysis.errors import AnalysisError
 from analysis.stats.moderated import moderated_variance, prior_variance
 from analysis.stats.multiplicity import holm_reject
-from analysis.stats.welch import t_quantile
-from analysis.verdicts.per_game import collapsed
+from analysis.stats.welch import WelchInterval, t_quantile
+from analysis.verdicts.per_game import COLLAPSE_LEVEL, collapsed
 
 CONSISTENT = "CONSISTENT"
 HIGHER = "HIGHER"
@@ -234,3 +234,38 @@ def reproduced(verdicts: np.ndarray) -> np.ndarray:
     the headline that needs evidence of a failure (`headline` adds the aggregate)."""
     v = np.asarray(verdicts)
     return np.asarray(~np.isin(v, (HIGHER, LOWER, COLLAPSED)).any(axis=-1))
+
+
+def game_notes(verdict: str, w: WelchInterval, margin: float, p: float, seeds: int,
+               judged: int, *, noisy: bool = False, absolute: float = 0.1) -> list[str]:
+    """Why a game got its verdict, in words. noisy: the published agent is not clearly
+    above random on it although its mean is beyond the `absolute` margin from random
+    (PUBLISHED TOO NOISY: judged on its own spread)."""
+    if verdict == NOT_LEARNED:
+        return [f"the published agent sits at the random score on this game (within "
+                f"{absolute:g} HNS of it and not clearly above it): not judged, not in the "
+                "headline"]
+    out = [f"{PUBLISHED_TOO_NOISY}: the published seeds disagree (not clearly above the "
+           f"random score, yet more than {absolute:g} HNS above it on average), so this "
+           "game is judged on its own spread, borrowing none from the other games, and "
+           "not by the COLLAPSED rule"] if noisy else []
+    if verdict == COLLAPSED:
+        return out + [f"every seed of yours is within {COLLAPSE_LEVEL:.0%} of the random "
+                      "score where the published agent learned this game on every seed: "
+                      "fails the headline"]
+    if verdict in (HIGHER, LOWER):
+        return out + [f"p = {p:.2g}, significant after Holm over {judged} judged games"]
+    if verdict == CONSISTENT:
+        if w.ci95[0] > 0 or w.ci95[1] < 0:
+            return out + ["differs from the published score (95% CI excludes 0), but "
+                          "inside the margin"]
+        return out
+    half = (w.ci90[1] - w.ci90[0]) / 2
+    why = (f"INCONCLUSIVE: the 90% CI (half-width {half:.3f}) is wider than the margin "
+           f"{margin:.3f} allows, and no difference is significant after Holm")
+    if seeds < 0 or seeds > MAX_SEEDS_ADVICE:
+        return out + [why + f"; a 90% half-width of half the margin is out of reach even "
+                      f"with {MAX_SEEDS_ADVICE} of your seeds: the published side's own "
+                      "seeds are too noisy at this margin"]
+    return out + [why + f"; about {seeds} of your seeds would settle it at the published "
+                  "spread (a 90% half-width of half the margin)"]

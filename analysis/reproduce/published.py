@@ -54,10 +54,10 @@ from analysis.reproduce.judge import (
     PUBLISHED_TOO_NOISY,
     REPRODUCED,
     Judgement,
+    game_notes,
     headline,
     judge,
 )
-from analysis.reproduce.notes import game_notes
 from analysis.reproduce.summary_stats import (
     detectable_shift,
     power_consistent,

@@ -13,6 +13,8 @@ from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
 from analysis.json_file import write_json
 from analysis.output import figures as figs
+from analysis.output.table_rows import equivalence_rows
+from analysis.output.tables import Column, Estimate, TableRows
 from analysis.reproduce.published import (
     ReproduceResult,
     published_column,
@@ -92,3 +94,26 @@ def figure_points(res: ReproduceResult) -> Mapping[str, Any]:
                         if len(g.finals) > 1 else 0.0 for g in res.games])
     return {"games": games, "published": pub, "published_sd": pub_sd, "user": user,
             "user_sd": user_sd, "verdicts": [g.verdict for g in res.games]}
+
+
+GAME_COLUMNS = (
+    Column("game", "game"), Column("published_hns", "published HNS", "number"),
+    Column("user_hns", "your HNS", "number"),
+    Column("diff", "difference [90% CI]", "estimate", signed=True),
+    Column("margin", "margin", "number"), Column("seeds", "your seeds", "count"),
+    Column("published_seeds", "published seeds", "count"), Column("verdict", "verdict"))
+
+
+def published_rows(res: ReproduceResult) -> TableRows:
+    """One row per game: both HNS, your - published with its 90% CI (what CONSISTENT
+    reads), the game's margin, the seeds and the verdict."""
+    return TableRows(GAME_COLUMNS, [
+        {"game": g.game, "published_hns": g.published_hns, "user_hns": g.user_hns,
+         "diff": Estimate(g.welch.diff, g.welch.ci90[0], g.welch.ci90[1]),
+         "margin": g.margin, "seeds": len(g.seeds), "published_seeds": g.published_n,
+         "verdict": g.verdict} for g in res.games])
+
+
+def runs_rows(comp: RunsComparison) -> TableRows:
+    """Two rows per group of yours (final score and AUC), as `equivalence` has them."""
+    return equivalence_rows([r.as_dict() for r in comp.results])

@@ -107,7 +107,7 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
                      which: str = "") -> Aggregates:
     """Bootstrap CIs of every aggregate per group (final normalised scores), and P(X > Y)
     for `pairs` (default: every ordered pair of groups with the same tasks; the CLI
-    chooses fewer, analysis.verdicts.poi_pairs). `which` says in words which pairs."""
+    chooses fewer, analysis.verdicts.pairing). `which` says in words which pairs."""
     res = {g: interval_estimates(gs.final, AGGREGATES, reps=reps, seed=seed,
                                  confidence=confidence, method=method)
            for g, gs in groups.items()}

@@ -7,9 +7,8 @@ calibration suite, the CLI and the harness import it.
 """
 
 from analysis.sequential.design import SequentialDesign
-from analysis.sequential.look_record import Look
 from analysis.sequential.looks import VERDICTS, sweep_looks
-from analysis.sequential.rci import CONTINUE, UNDECIDED
+from analysis.sequential.rci import CONTINUE, UNDECIDED, Look
 from analysis.sequential.spending import SPENDING, normal_boundaries, spent_alpha
 
 __all__ = ["CONTINUE", "SPENDING", "UNDECIDED", "VERDICTS", "Look", "SequentialDesign",

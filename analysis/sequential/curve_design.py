@@ -2,7 +2,7 @@
 and the plan it fixes for one gate before the candidate's runs start (its boundaries).
 
 The gate fails a candidate at the first look whose contrast's repeated upper bound is
-below 0 (analysis.sequential.curve_stat); the boundaries spend `alpha` over the looks'
+below 0 (`fails`, below); the boundaries spend `alpha` over the looks'
 frame fractions by `spending`, under the looks' joint law: their correlation estimated
 from the reference's own curves (the same seeds at every look), or the union bound when
 the reference has too few seeds for that (analysis.sequential.joint_spending). PASS is
@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.sequential.curve_stat import contrast_covariance, margin_share
 from analysis.sequential.joint_spending import (
     CANONICAL,
     ESTIMATED,
@@ -32,7 +31,8 @@ from analysis.sequential.joint_spending import (
     canonical_correlation,
     joint_boundaries,
 )
-from analysis.sequential.spending import SPENDING, spent_alpha
+from analysis.sequential.spending import SPENDING, spent_alpha, t_scale
+from analysis.verdicts.regression import regression_lower_bound
 
 MAX_CURVE_LOOKS = 12
 TIME_SHARE = 0.5
@@ -151,3 +151,62 @@ def make_plan(design: CurveDesign, reference: np.ndarray, budget_frames: float, 
                      [float(x) for x in spent_alpha(design.looks_at, a, design.spending)],
                      method, n_new, int(reference.shape[0]), float(delta), rho,
                      [float(rho * reference[:, k].mean()) for k in range(len(c))])
+
+
+def margin_share(reference_final: np.ndarray, delta: float) -> np.ndarray:
+    """rho = delta / mean of the reference's final values (..., m) -> (...), within [0,
+    1]: 1 where the reference learned no more than delta (then an early look fails only a
+    candidate below the random score)."""
+    mean = np.asarray(reference_final, dtype=np.float64).mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(mean > delta, delta / np.where(mean > 0, mean, 1.0), 1.0)
+    return np.clip(rho, 0.0, 1.0)
+
+
+def reference_pseudo_values(reference_now: np.ndarray, reference_final: np.ndarray,
+                            delta: float) -> np.ndarray:
+    """(..., m) per-seed values of the reference whose mean is (1 - rho) m_R(t) and whose
+    spread carries the noise of rho (module docstring)."""
+    b = np.asarray(reference_now, dtype=np.float64)
+    big_b = np.asarray(reference_final, dtype=np.float64)
+    rho = margin_share(big_b, delta)[..., None]
+    b_mean = b.mean(axis=-1, keepdims=True)
+    big_mean = big_b.mean(axis=-1, keepdims=True)
+    free = (rho > 0) & (rho < 1)  # a clipped rho does not move with the reference
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.where(free, rho * b_mean / np.where(big_mean != 0, big_mean, 1.0), 0.0)
+    centred = (1 - rho) * (b - b_mean) + slope * (big_b - big_mean)
+    return centred + (1 - rho) * b_mean
+
+
+def curve_contrast(new_now: np.ndarray, reference_now: np.ndarray,
+                   reference_final: np.ndarray, delta: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(contrast, se, df, margin) of one look, vectorised over leading axes: new (..., n),
+    reference at this look and at the full budget (..., m). margin = rho x m_R(t): how far
+    behind the reference the candidate may be here."""
+    pseudo = reference_pseudo_values(reference_now, reference_final, delta)
+    contrast, _, se, df = regression_lower_bound(new_now, pseudo)
+    rho = margin_share(reference_final, delta)
+    return contrast, se, df, rho * np.asarray(reference_now, dtype=np.float64).mean(axis=-1)
+
+
+def contrast_covariance(reference: np.ndarray, n_new: int, delta: float) -> np.ndarray:
+    """(K, K) covariance of the K looks' contrasts, from the reference's per-seed values
+    at every look, (m, K) (the last column: the full budget), taking the new seeds to
+    vary as the reference's do (the null hypothesis: a candidate like the reference)."""
+    b = np.asarray(reference, dtype=np.float64)
+    pseudo = reference_pseudo_values(b.T, b[:, -1][None, :], delta).T  # (m, K)
+    m = b.shape[0]
+    return np.cov(b, rowvar=False, ddof=1) / n_new + np.cov(pseudo, rowvar=False, ddof=1) / m
+
+
+def fails(contrast: np.ndarray | float, se: np.ndarray | float, df: np.ndarray | float,
+          c: np.ndarray | float) -> np.ndarray:
+    """FAIL where the repeated upper bound contrast + t(c, df) se is below 0 (zero spread:
+    the contrast itself); an undefined se (nan) never fails. c: the look's boundary on
+    the normal scale (one per replicate in the calibration)."""
+    contrast, se, df = (np.asarray(x, dtype=np.float64) for x in (contrast, se, df))
+    with np.errstate(invalid="ignore"):
+        half = np.where(se > 0, t_scale(c, df) * se, 0.0)
+        return np.where(np.isnan(se), False, contrast + half < 0)

@@ -1,9 +1,9 @@
 """The regression gate looked at along training time: one gate (a system on a suite),
 its pre-registered plan (analysis.sequential.curve_design), and its decision at each look.
 
-Look k < K reads the runs as they stood at its frame count (curve_records.truncated) and
+Look k < K reads the runs as they stood at its frame count (`truncated`, below) and
 decides REGRESSION when the contrast's repeated upper bound is below 0
-(curve_stat.fails at the plan's boundary), else CONTINUE. The last look (the full
+(curve_design.fails at the plan's boundary), else CONTINUE. The last look (the full
 budget) is the fixed gate on the whole records (analysis.verdicts.gate.gate): REGRESSION
 when the aggregate's repeated upper bound is below -delta at the plan's last boundary
 or another rule of the gate fires (per-game, untrimmed mean, COLLAPSED); PASS when the
@@ -21,22 +21,27 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError, TooFewSeeds
-from analysis.inputs.load import DEFAULT_LAST_N
-from analysis.sequential.curve_design import CurveDesign, CurvePlan, make_plan
-from analysis.sequential.curve_records import (
-    NoEpisodeYet,
-    reference_curves,
-    seed_values,
-    truncated,
+from analysis.inputs.facts import episode_x
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet
+from analysis.scoring.grouping import analyse, layout_names
+from analysis.scoring.replicates import collapse_seed_copies
+from analysis.scoring.scores import GroupScores
+from analysis.sequential.curve_design import (
+    CurveDesign,
+    CurvePlan,
+    curve_contrast,
+    fails,
+    make_plan,
 )
-from analysis.sequential.curve_stat import curve_contrast, fails
 from analysis.sequential.rci import CONTINUE
 from analysis.sequential.spending import t_scale
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
-from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
+from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, gate
 from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import AGGREGATE_RULE
+from analysis.verdicts.seed_metrics import SEED_METRICS
 from runrecord import Run
+from runrecord.reader import Table
 from runrecord.words import signed
 
 VERDICT = "gate over training time"
@@ -258,3 +263,81 @@ def plan_lines(plan: CurvePlan, subject: str, verbose: bool = False) -> list[str
             f"{plan.method}",
             f"  boundaries (normal scale, carried to t at each look's df): {cells}"]
 
+
+class NoEpisodeYet(AnalysisError):
+    """A look too early for some run: none of its episodes had ended by then."""
+
+
+def truncated(run: Run, frames: float | None) -> Run:
+    """The run as it stood at `frames`: only the episodes that ended by then (None: the
+    whole run). A plain Run, never cached (its values are computed, not read)."""
+    if frames is None:
+        return Run(run.run_dir, run.manifest, run.episodes, run.updates, list(run.warnings))
+    keep = episode_x(run.episodes) <= frames
+    episodes = Table({k: v[keep] for k, v in run.episodes.columns.items()}, int(keep.sum()))
+    return Run(run.run_dir, run.manifest, episodes, run.updates, list(run.warnings))
+
+
+def reached(run: Run, frames: float) -> bool:
+    """Whether an episode of the run ended at or after `frames` (its look can be read)."""
+    x = episode_x(run.episodes)
+    return bool(len(x)) and float(np.nanmax(x)) >= frames
+
+
+def _chosen(groups: Sequence[GroupScores], layouts: Sequence[str] | None
+            ) -> list[GroupScores]:
+    """The groups of the selected layouts (all when None), each once."""
+    if layouts is None:
+        return list(groups)
+    by_layout = {lay: gs for gs in groups for lay in layout_names(gs)}
+    out: list[GroupScores] = []
+    for lay in layouts:
+        gs = by_layout.get(lay)
+        if gs is not None and all(gs is not g for g in out):
+            out.append(gs)
+    return out
+
+
+def seed_values(runs: Sequence[Run], frames: float | None, side: str, *, metric: str,
+                layouts: Sequence[str] | None = None, last_n: int = DEFAULT_LAST_N,
+                normalisers: Mapping[str, tuple[float, float]] | None = None
+                ) -> tuple[list[int], np.ndarray]:
+    """(seeds, values (n,)): one side's runs of one system and suite reduced to the gate's
+    per-seed `metric` at `frames` (None: the whole runs). AnalysisError when no episode
+    ended by then or the runs form no group."""
+    if metric not in GATE_METRICS:
+        raise AnalysisError(f"regression metric {metric!r}; valid: {', '.join(GATE_METRICS)}")
+    score, seed_metric = GATE_METRICS[metric]
+    cut = [truncated(r, frames) for r in runs]
+    empty = [r.run_id for r in cut if len(r.episodes) == 0]
+    if empty:
+        at = "" if frames is None else f" by frame {frames:,.0f}"
+        raise NoEpisodeYet(f"{side}: no episode ended{at} in run(s) {', '.join(empty)}; "
+                           "look later (a larger fraction of the budget)")
+    a = analyse(RunSet(included=cut), group_by="layout.name", last_n=last_n,
+                normalisers=normalisers, allow_protocol_mismatch=True)
+    if len(a.suites) != 1:
+        raise AnalysisError(f"{side}: runs form {len(a.suites)} suites; one gate is one suite")
+    groups = _chosen(list(a.suites[0].values()), layouts)
+    seeds = collapse_seed_copies(groups, side, attr=score)
+    values = SEED_METRICS[seed_metric](seeds.values, seeds.tasks)
+    return list(seeds.seeds), np.asarray(values, dtype=np.float64)
+
+
+def reference_curves(runs: Sequence[Run], frames: Sequence[float], *, metric: str,
+                     layouts: Sequence[str] | None = None, last_n: int = DEFAULT_LAST_N,
+                     normalisers: Mapping[str, tuple[float, float]] | None = None
+                     ) -> tuple[list[int], np.ndarray]:
+    """(seeds, values (m, K)): the reference's per-seed metric at every look's frames
+    (the last look: the whole runs, as the gate reads them)."""
+    columns, seeds = [], None
+    for k, f in enumerate(frames):
+        s, v = seed_values(runs, None if k == len(frames) - 1 else f, "reference",
+                           metric=metric, layouts=layouts, last_n=last_n,
+                           normalisers=normalisers)
+        if seeds is not None and s != seeds:
+            raise AnalysisError(f"reference: seeds {s} at look {k + 1}, {seeds} before")
+        seeds = s
+        columns.append(v)
+    assert seeds is not None
+    return seeds, np.stack(columns, axis=1)

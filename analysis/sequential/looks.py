@@ -6,22 +6,52 @@ CONTINUE); the last planned look always decides (a verdict word or UNDECIDED). A
 decided at an earlier look stays decided: pass the earlier Looks as `previous` and its
 Look is repeated at the new index with the first decision (the error rates are those of
 the first decision; later looks never overturn it).
+
+Each verdict's look: equivalence decides the pairs analysis.verdicts.pairing compares;
+the gate runs the sweep's (growing) runs against fixed reference runs through the fixed
+gate's checks and numbers (analysis.verdicts.gate.gate); both on the repeated intervals
+of analysis.sequential.rci.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from analysis.errors import AnalysisError
-from analysis.inputs.load import DEFAULT_LAST_N
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet
+from analysis.scoring.grouping import analyse
+from analysis.scoring.scores import GroupScores, runs_by_suite
 from analysis.sequential.design import SequentialDesign
-from analysis.sequential.equivalence_look import equivalence_looks
-from analysis.sequential.gate_look import gate_looks
-from analysis.sequential.look_record import Look
-from analysis.sequential.rci import CONTINUE, UNDECIDED
-from analysis.verdicts.gate import DEFAULT_GATE_METRIC
-from analysis.verdicts.regression import ReferenceSpread
+from analysis.sequential.planning import (
+    MIN_COMPARABLE_POWER,
+    equivalence_needs_text,
+    fixed_equivalence_seeds,
+    fixed_gate_seeds,
+    gate_needs_text,
+    sequential_equivalence_power,
+    sequential_gate_power,
+)
+from analysis.sequential.rci import (
+    CONTINUE,
+    UNDECIDED,
+    Look,
+    different_alpha,
+    equivalence_decisions,
+    gate_decisions,
+)
+from analysis.sequential.spending import t_scale
+from analysis.stats.welch import WelchInterval
+from analysis.verdicts.equivalence import PASS, REGRESSION, EquivalenceResult, equivalence
+from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
+from analysis.verdicts.margins import margin
+from analysis.verdicts.pairing import pair_groups
+from analysis.verdicts.regression import AGGREGATE_RULE, ReferenceSpread, RegressionResult
+from analysis.verdicts.seed_metrics import SEED_METRICS
+from analysis.verdicts.seedplan import Spread, given_spread
 from runrecord import Run
 
 __all__ = ["CONTINUE", "UNDECIDED", "VERDICTS", "Look", "sweep_looks"]
@@ -90,3 +120,176 @@ def _kept(new: Look, previous: Sequence[Look]) -> Look:
                    text=f"{first.text} (decided at look {first.look}; kept)")
 
 
+def equivalence_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
+                      delta: float | None = None, metric: str = "iqm",
+                      reference: str | None = None, group_by: str = "layout.name",
+                      last_n: int = DEFAULT_LAST_N,
+                      normalisers: Mapping[str, tuple[float, float]] | None = None,
+                      allow_protocol_mismatch: bool = False) -> list[Look]:
+    """One Look per (group, reference) pair of every suite of `runs` (the pairs
+    `python -m analysis equivalence` compares), at look index `look`."""
+    a = analyse(RunSet(included=list(runs)), group_by=group_by, last_n=last_n,
+                normalisers=normalisers, allow_protocol_mismatch=allow_protocol_mismatch)
+    out: list[Look] = []
+    for name, suite in zip(a.suite_names, a.suites, strict=True):
+        m = margin(name, delta, normalisers)
+        for group, ref in pair_groups(suite, reference=reference).pairs:
+            res = equivalence(group, ref, m.value, margin=m.describe(),
+                              metric=SEED_METRICS[metric], metric_name=metric)
+            out.append(pair_look(res, group, ref, design, look, f"{name}: ", metric))
+    return out
+
+
+def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
+              design: SequentialDesign, look: int, prefix: str, metric: str) -> Look:
+    """The Look of one pair from its fixed-design result (Welch diff, se, df per metric)."""
+    seeds = design.seeds_at_looks()
+    last = look >= len(seeds)
+    counts = (len(res.seeds_a), len(res.seeds_b))
+    c_pass = design.boundary(look, seeds=counts)
+    c_diff = design.boundary(look, different_alpha(2, design.alpha), seeds=counts)
+    ws = (res.final, res.auc)
+    diff, se, df = (np.array([[getattr(w, x)] for w in ws]) for x in ("diff", "se", "df"))
+    decisions, reach = equivalence_decisions(diff, se, df, res.delta, c_pass, c_diff, last)
+    decision, statistic = str(decisions[0]), float(reach[0])
+    if res.bitwise.identical:
+        decision, statistic = PASS, 0.0
+    subject = f"{prefix}{res.group_a} vs {res.group_b}"
+    names = ("final", "AUC")
+    lines = [f"{name} diff {w.diff:+.3f} {_interval(w, c_pass)}"
+             for name, w in zip(names, ws, strict=True)]
+    detail = (f"largest |end| of the repeated {1 - 2 * design.alpha:.0%} CIs "
+              f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'}; "
+              + "; ".join(f"{name}: {_interval_design(w, c_pass, c_diff)}"
+                          for name, w in zip(names, ws, strict=True)))
+    bitwise = "; records bitwise identical" if res.bitwise.identical else ""
+    spread = _spread(group, ref, metric)
+    fixed = needs = None
+    if spread is not None:
+        power = sequential_equivalence_power(design, spread, res.delta)
+        fixed = fixed_equivalence_seeds(spread, res.delta, power) \
+            if power >= MIN_COMPARABLE_POWER else None
+        if last and decision == UNDECIDED:
+            needs = equivalence_needs_text(spread, res.delta, res.final.diff)
+    if res.bitwise.identical:  # the evidence is the identity: no interval beside it
+        text = (f"equivalence look {look}/{len(seeds)} {subject}: PASS (bitwise identical): "
+                f"every paired record matches bit for bit, so the difference is exactly 0 "
+                f"on every seed (final and AUC); no interval is needed; "
+                f"{len(res.seeds_a)} vs {len(res.seeds_b)} seeds")
+        return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
+                                                   res.group_b: len(res.seeds_b)},
+                    0.0, float(res.delta), decision, text, "", fixed)
+    text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; "
+            + "; ".join(lines) + f"; delta {res.margin or f'{res.delta:g}'}"
+            + f"; {len(res.seeds_a)} vs {len(res.seeds_b)} seeds{bitwise}")
+    return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
+                                               res.group_b: len(res.seeds_b)},
+                statistic, float(res.delta), decision, text, needs or "", fixed, detail)
+
+
+def _interval(w: WelchInterval, c_pass: float) -> str:
+    """`repeated CI [lo, hi]`, or why there is none."""
+    if not np.isfinite(w.se):
+        return "no repeated CI (a side with one seed has no spread)"
+    t = float(t_scale(c_pass, w.df))
+    return f"repeated CI [{w.diff - t * w.se:+.3f}, {w.diff + t * w.se:+.3f}]"
+
+
+def _interval_design(w: WelchInterval, c_pass: float, c_diff: float) -> str:
+    """How the repeated CI is built: `t 4.30, 2.0 df; DIFFERENT when +-6.96 se excludes
+    0` (the look's detail, --verbose)."""
+    if not np.isfinite(w.se):
+        return "no spread"
+    t, t_diff = (float(t_scale(c, w.df)) for c in (c_pass, c_diff))
+    return f"t {t:.2f}, {w.df:.1f} df; DIFFERENT when +-{t_diff:.2f} se excludes 0"
+
+
+def _spread(group: GroupScores, ref: GroupScores, metric: str) -> Spread | None:
+    """Pooled per-seed spread of the pair's two metrics (None with < 2 seeds a side or
+    no spread at all)."""
+    f = SEED_METRICS[metric]
+    blocks = [np.stack([f(g.final, g.tasks), f(g.auc, g.tasks)], axis=1) for g in (group, ref)]
+    if min(len(b) for b in blocks) < 2:
+        return None
+    centred = np.concatenate([b - b.mean(axis=0) for b in blocks])
+    cov = centred.T @ centred / (len(centred) - 2)
+    sd_f, sd_a = float(np.sqrt(cov[0, 0])), float(np.sqrt(cov[1, 1]))
+    if not (sd_f > 0 and sd_a > 0):
+        return None
+    rho = float(np.clip(cov[0, 1] / (sd_f * sd_a), -1.0, 1.0))
+    return given_spread(sd_f, sd_a, rho)
+
+
+def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: SequentialDesign,
+               look: int, *, delta: float | None = None, metric: str = DEFAULT_GATE_METRIC,
+               layouts: Sequence[str] | None = None, last_n: int = DEFAULT_LAST_N,
+               normalisers: Mapping[str, tuple[float, float]] | None = None,
+               allow_protocol_mismatch: bool = False,
+               spread: ReferenceSpread = ReferenceSpread(),
+               regression_alpha: float | None = None) -> list[Look]:
+    """One Look per (system, suite) of `runs` against the reference runs of the same
+    system and suite, on `layouts` (default: the layouts the new runs cover). The fixed
+    gate's checks raise AnalysisError (exit 2) as they do for `harness regress`.
+    regression_alpha: what REGRESSION spends when it is less than the design's alpha
+    (the looks over training time took the rest: analysis.sequential.curve_design)."""
+    out: list[Look] = []
+    systems = sorted({str(r.manifest.get("system")) for r in runs})
+    for system in systems:
+        mine = [r for r in runs if str(r.manifest.get("system")) == system]
+        ref_mine = [r for r in reference_runs if str(r.manifest.get("system")) == system]
+        ref_by_suite = runs_by_suite(ref_mine) if ref_mine else {}
+        for suite, new in runs_by_suite(mine).items():
+            chosen = list(layouts) if layouts is not None else sorted(
+                {str((r.manifest.get("layout") or {}).get("name")) for r in new})
+            res = gate(new, ref_by_suite.get(suite, []), delta=delta, metric=metric,
+                       layouts=chosen, confidence=1 - design.alpha, last_n=last_n,
+                       normalisers=normalisers,
+                       allow_protocol_mismatch=allow_protocol_mismatch, spread=spread).result
+            out.append(result_look(res, design, look, f"{system} {suite}", regression_alpha))
+    return out
+
+
+def result_look(res: RegressionResult, design: SequentialDesign, look: int, subject: str,
+                regression_alpha: float | None = None) -> Look:
+    """The Look of one gate from the fixed gate's result (diff, se, df, rules);
+    REGRESSION on the boundary of `regression_alpha` when given."""
+    seeds = design.seeds_at_looks()
+    last = look >= len(seeds)
+    c = design.boundary(look, fixed_seeds=res.n_reference,
+                        seeds=(res.n_new, res.n_reference))
+    decisions, lower, upper = gate_decisions(res.diff, res.se, res.df, res.delta, c, last)
+    decision = str(decisions)
+    if regression_alpha is not None and decision == REGRESSION:
+        c_fail = design.boundary(look, alpha=regression_alpha, fixed_seeds=res.n_reference,
+                                 seeds=(res.n_new, res.n_reference))
+        _, _, upper_fail = gate_decisions(res.diff, res.se, res.df, res.delta, c_fail, last)
+        if not float(upper_fail) < -res.delta:
+            decision = UNDECIDED if last else "CONTINUE"
+    other_rules = [r for r in res.rules if r != AGGREGATE_RULE]
+    if other_rules and decision == PASS:
+        decision = REGRESSION if last else "CONTINUE"
+    elif other_rules and last:
+        decision = REGRESSION
+    t = float(t_scale(c, res.df)) if math.isfinite(res.df) else c
+    sd = res.se / math.sqrt(1 / res.n_new + 1 / res.n_reference) if res.se > 0 else math.nan
+    fixed = needs = None
+    if math.isfinite(sd) and sd > 0:
+        spread = given_spread(sd)
+        power = sequential_gate_power(design, sd, res.n_reference, res.delta)
+        fixed = fixed_gate_seeds(spread, res.delta, power, res.n_reference) \
+            if power >= MIN_COMPARABLE_POWER else None
+        if last and decision == UNDECIDED:
+            needs = gate_needs_text(spread, res.delta, res.n_reference, res.diff)
+    fixed_says = ""
+    if last and decision == UNDECIDED:
+        fixed_says = f"; the fixed gate at the cap says {res.verdict}"
+    rules = f"; rule(s) fired: {', '.join(other_rules)}" if other_rules else ""
+    text = (f"gate look {look}/{len(seeds)} {subject}: {decision}; new - reference "
+            f"{res.diff:+.4f}, repeated {1 - design.alpha:.0%} lower bound "
+            f"{float(lower):+.4f} (upper {float(upper):+.4f}) vs "
+            f"-delta {-res.delta:+.4f} (delta {res.margin or f'{res.delta:g}'}); "
+            f"{res.n_new} new vs {res.n_reference} reference seeds{rules}{fixed_says}")
+    detail = f"repeated bounds: t {t:.2f}, {res.df:.1f} df" \
+        + (f"; {res.design}" if res.design else "")
+    return Look("gate", subject, look, {"new": res.n_new, "reference": res.n_reference},
+                float(lower), -float(res.delta), decision, text, needs or "", fixed, detail)

@@ -1,7 +1,7 @@
 """Multiplicity over many games: Holm (family-wise error: the chance of ANY false flag
-stays <= alpha) and Benjamini-Hochberg (false discovery rate: the expected share of
-false flags among the flags stays <= alpha). Vectorised over leading axes; NaN p-values
-(games not tested) are never rejected and do not count in the family.
+stays <= alpha; docs/reproduce.md says why not Benjamini-Hochberg). Vectorised over
+leading axes; NaN p-values (games not tested) are never rejected and do not count in the
+family.
 """
 
 from __future__ import annotations
@@ -17,19 +17,6 @@ def holm_reject(p: np.ndarray, alpha: float) -> np.ndarray:
         ok = sorted_p <= alpha / (k - rank)
     # step down: reject the first run of successes only
     keep = np.cumprod(ok, axis=-1).astype(bool)
-    return _unsorted(keep, order, tested)
-
-
-def bh_reject(p: np.ndarray, alpha: float) -> np.ndarray:
-    """(..., k) p-values -> bool (..., k): Benjamini-Hochberg step-up rejections."""
-    tested, k, order, sorted_p = _ascending(p)
-    rank = np.arange(1, sorted_p.shape[-1] + 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ok = sorted_p <= alpha * rank / k
-    # step up: reject everything up to the largest rank that passes
-    last = np.where(ok.any(axis=-1, keepdims=True),
-                    sorted_p.shape[-1] - 1 - np.argmax(ok[..., ::-1], axis=-1)[..., None], -1)
-    keep = rank - 1 <= last
     return _unsorted(keep, order, tested)
 
 

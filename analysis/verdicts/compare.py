@@ -11,7 +11,6 @@ from typing import Any
 from analysis.errors import AnalysisError
 from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.tables import TableData
-from analysis.verdicts.determinism import UNKNOWN, group_determinism_tier
 from analysis.verdicts.equivalence import (
     DIFFERENT_LEVEL,
     EquivalenceResult,
@@ -24,7 +23,7 @@ from analysis.verdicts.equivalence import (
 from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.pairing import SuitePair, analysis_pairs
 from analysis.verdicts.seed_metrics import SEED_METRICS
-from analysis.verdicts.stacks import group_stacks
+from analysis.verdicts.stacks import UNKNOWN, group_determinism_tier, group_stacks
 from runrecord.exits import EXIT_FAILED, EXIT_OK, worst_exit
 
 

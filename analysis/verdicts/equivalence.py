@@ -37,10 +37,14 @@ from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
 from analysis.stats.paired import paired_interval, paired_stats
 from analysis.stats.welch import WelchInterval, t_quantile, welch_interval, welch_stats
-from analysis.verdicts.determinism import NOT_EXPECTED, group_determinism_tier
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from analysis.verdicts.seed_pairing import SeedDesign, seed_design
-from analysis.verdicts.stacks import StackComparison, group_stacks
+from analysis.verdicts.stacks import (
+    NOT_EXPECTED,
+    StackComparison,
+    group_determinism_tier,
+    group_stacks,
+)
 from runrecord import Run, schema
 from runrecord.exits import verdict_exit
 from runrecord.words import counted, signed
@@ -233,7 +237,7 @@ class EquivalenceResult:
     reference: str = ""  # the group compared against: group_b
     margin: str = ""  # how delta was chosen, e.g. "0.16 HNS (Atari default)"
     metric: str = "iqm"  # the per-seed metric (SEED_METRICS name)
-    determinism: str = ""  # the bitwise tier the records allow (verdicts.determinism)
+    determinism: str = ""  # the bitwise tier the records allow (verdicts.stacks)
     stacks: StackComparison | None = None  # jax/jaxlib/EnvPool/device kind per side
     design: SeedDesign | None = None  # paired by seed, or Welch and why (seed_pairing)
 

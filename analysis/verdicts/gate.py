@@ -30,9 +30,8 @@ from analysis.scales.units import check_reference_number, return_to_normalised, 
 from analysis.scoring.grouping import analyse, layout_names, manifest_family
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores, runs_by_suite, suite_name
-from analysis.verdicts.defaults import DEFAULT_WORST
 from analysis.verdicts.equivalence import UNDECIDED
-from analysis.verdicts.margins import margin
+from analysis.verdicts.margins import DEFAULT_WORST, margin
 from analysis.verdicts.per_game import MEAN_MARGIN
 from analysis.verdicts.regression import (
     ReferenceSpread,

@@ -9,6 +9,9 @@ A margin is fixed before looking at the data, in the suite's normalised units:
 - any other env with a normaliser: 0.2 of its normalised range (low .. high), the same
   rule as CartPole, printed in return units beside the verdict.
 A margin the user gives (--delta, a preset's delta) always wins and is printed as given.
+
+The other defaults of the verdicts' flags live here too: this module imports no scipy,
+so the CLI reads them at start-up without paying for scipy.stats (~0.5 s).
 """
 
 from __future__ import annotations
@@ -62,3 +65,11 @@ def margin(suite: str, given: float | None = None,
     except AnalysisError:
         units = None
     return Margin(value, suite, "default" if given is None else "given", units)
+
+
+DEFAULT_SEEDS = (3, 5, 10, 20)
+"""Seeds per side the seed plan prints power for (analysis.verdicts.seedplan)."""
+DEFAULT_SIMS = 20_000
+"""Monte Carlo draws per power figure of the seed plan."""
+DEFAULT_WORST = 5
+"""Games the gate lists as its largest drops (analysis.verdicts.gate)."""

@@ -33,8 +33,7 @@ from analysis.errors import AnalysisError
 from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.stats.welch import tost_required_margin
-from analysis.verdicts.defaults import DEFAULT_SEEDS, DEFAULT_SIMS
-from analysis.verdicts.margins import margin
+from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, margin
 from analysis.verdicts.regression import regression_lower_bound
 from analysis.verdicts.seed_metrics import iqm_over_tasks
 

@@ -1,6 +1,5 @@
-"""Where an actor thread's time goes, phase by phase (issue 53: the GPU run reached 0.71 of
-its speed bound, set by the actor, and nobody could say whether the env, the policy step
-or a queue held it).
+"""Where an actor thread's time goes, phase by phase: when the actor sets a run's speed
+bound, this says whether the env, the policy step or a queue holds it.
 
 Each actor thread keeps one `ActorClock`: `lap(phase)` charges the time since the previous
 lap to that phase, so the phases of a rollout add up to its wall time, with nothing
