@@ -14,7 +14,7 @@ does not decide anything, and at 3 seeds it is too narrow (docs/analysis.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -81,5 +81,4 @@ def regression(score_dict: Mapping[str, np.ndarray], new: str, reference: str,
     `.line()` says why."""
     x, y = _pair(score_dict, new, reference)
     res = regression_verdict(_per_seed(x)["final"], _per_seed(y)["final"], delta, confidence)
-    res.subject = f"{new} vs {reference}"
-    return res
+    return replace(res, subject=f"{new} vs {reference}")

@@ -5,7 +5,7 @@ records are identical), the JSON of every comparison, and the exit code."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analysis.errors import AnalysisError
@@ -140,10 +140,12 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
         if v.result is None:  # the command cannot answer what it was asked: exit 2
             raise AnalysisError(v.error)
         p, res = v.pair, v.result
-        if delta is None and manifest_family(p.group) != manifest_family(p.reference):
-            res.notes.append(CROSS_SYSTEM_MARGIN)
-        if res.bitwise.identical and res.determinism.startswith(UNKNOWN):
-            res.notes.append(BITWISE_WITHOUT_BLOCK)
+        extra = [*([CROSS_SYSTEM_MARGIN] if delta is None and manifest_family(p.group)
+                   != manifest_family(p.reference) else []),
+                 *([BITWISE_WITHOUT_BLOCK] if res.bitwise.identical
+                   and res.determinism.startswith(UNKNOWN) else [])]
+        if extra:
+            res = replace(res, notes=[*res.notes, *extra])
         table = [metrics_table(res).markdown()] if tables else []
         design = [p.prefix + res.design_line()] if tables else []
         out.lines += [*([""] if out.lines else []), heading(p), *table,

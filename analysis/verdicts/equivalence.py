@@ -128,7 +128,7 @@ def tost_verdict(intervals: Sequence[WelchInterval], delta: float) -> str:
 
 # ---------------------------------------------------------------- bitwise identity
 
-@dataclass
+@dataclass(frozen=True)
 class BitwiseResult:
     identical: bool
     compared_pairs: int
@@ -220,7 +220,7 @@ def different_ci(w: WelchInterval) -> tuple[float, float]:
     return (w.diff - h, w.diff + h)
 
 
-@dataclass
+@dataclass(frozen=True)
 class EquivalenceResult:
     verdict: str
     group_a: str
@@ -246,7 +246,8 @@ class EquivalenceResult:
         return self.stacks.line(self.group_a, self.group_b) if self.stacks else ""
 
     def __post_init__(self) -> None:
-        self.reference = self.reference or self.group_b
+        if not self.reference:  # frozen: set once, at construction
+            object.__setattr__(self, "reference", self.group_b)
 
     @property
     def exit_code(self) -> int:

@@ -181,21 +181,20 @@ def gate(
                                            seeds.tasks, metric, normalisers)
         res = regression(SEED_METRICS[seed_metric](seeds.values, seeds.tasks),
                          number, m.value, confidence, spread)
-        res.new_seeds, res.margin, res.games = seeds.describe(), m.describe(), seeds.tasks
-        res.metric = seed_metric
-        if reference_unit == RETURN_UNIT:
-            res.notes.append(f"--reference {float(reference):g} is a raw {seeds.tasks[0]} "
-                             f"return: {number:.4g} in {unit_name(suite, normalisers)}")
-    res.notes += notes
-    res.unit = unit_name(suite, normalisers)
-    res.subject = (f"{system} on {suite} ({len(selected)} layout(s), {len(res.games)} "
-                   "game(s))")
-    res.strict = strict
+        raw = ([f"--reference {float(reference):g} is a raw {seeds.tasks[0]} return: "
+                f"{number:.4g} in {unit_name(suite, normalisers)}"]
+               if reference_unit == RETURN_UNIT else [])
+        res = replace(res, new_seeds=seeds.describe(), margin=m.describe(),
+                      games=list(seeds.tasks), metric=seed_metric, notes=[*res.notes, *raw])
+    undecided = ""
     if res.verdict == UNDECIDED:
         mean_lower = None if math.isnan(res.mean_relative_lower) else \
             res.mean_relative_lower
-        res.undecided = gate_undecided(res.lower_bound, res.upper_bound, res.delta, res.se,
-                                       res.n_new, res.n_reference, mean_lower, MEAN_MARGIN)
+        undecided = gate_undecided(res.lower_bound, res.upper_bound, res.delta, res.se,
+                                   res.n_new, res.n_reference, mean_lower, MEAN_MARGIN)
+    res = replace(res, notes=[*res.notes, *notes], unit=unit_name(suite, normalisers),
+                  subject=(f"{system} on {suite} ({len(selected)} layout(s), "
+                           f"{len(res.games)} game(s))"), strict=strict, undecided=undecided)
     return GateOutcome(res, warnings)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -249,7 +249,7 @@ def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], del
     return three_way(passed, failed), fired
 
 
-@dataclass
+@dataclass(frozen=True)
 class RegressionResult:
     verdict: str  # PASS, REGRESSION or UNDECIDED
     lower_bound: float  # one-sided lower confidence bound of new - reference
@@ -438,15 +438,15 @@ def regression(
     if variance == PUBLISHED or (variance == ONE_SAMPLE and np.ndim(reference_scores) == 0):
         notes.append("a published number has no per-game scores: only the aggregate rule "
                      "is tested")
-    res = RegressionResult(verdict, float(lower), float(diff), float(new.mean()), ref_mean,
-                           float(delta), float(confidence), len(new), n_ref, notes,
-                           variance=variance, df=float(df), se=float(se),
-                           rules=[AGGREGATE_RULE] if verdict == REGRESSION else [])
-    res.identical = bool(np.ndim(reference_scores) > 0 and np.all(new == new[0]) and
-                         np.all(np.asarray(reference_scores) == new[0]))
-    if variance == PUBLISHED:
-        res.reference_seeds = f"published mean ± sd {spread.sd:.4g} of {counted(n_ref, 'seed')}"
-    return res
+    identical = bool(np.ndim(reference_scores) > 0 and np.all(new == new[0]) and
+                     np.all(np.asarray(reference_scores) == new[0]))
+    reference_seeds = (f"published mean ± sd {spread.sd:.4g} of {counted(n_ref, 'seed')}"
+                       if variance == PUBLISHED else "")
+    return RegressionResult(verdict, float(lower), float(diff), float(new.mean()), ref_mean,
+                            float(delta), float(confidence), len(new), n_ref, notes,
+                            variance=variance, df=float(df), se=float(se),
+                            rules=[AGGREGATE_RULE] if verdict == REGRESSION else [],
+                            identical=identical, reference_seeds=reference_seeds)
 
 
 def check_same_games(new: Sequence[str], reference: Sequence[str]) -> None:
@@ -501,30 +501,27 @@ def regression_gate(
     design = seed_design([r for g in new_groups for r in g.runs.values()],
                          [r for g in reference_groups for r in g.runs.values()],
                          new.seeds, ref.seeds, unpaired=unpaired)
-    res = regression(metric(new.values, new.tasks), metric(ref.values, ref.tasks), delta,
-                     confidence, spread, paired=design.paired)
-    res.design = design.text()
+    aggregate = regression(metric(new.values, new.tasks), metric(ref.values, ref.tasks),
+                           delta, confidence, spread, paired=design.paired)
     same_seeds = list(new.seeds) == list(ref.seeds)
     verdict, fired = gate_rules(new.values, ref.values, new.tasks, delta,
                                 confidence=confidence, metric=metric, paired=design.paired,
                                 assume_equal_spread=spread.equal_spread, same_seeds=same_seeds)
-    res.verdict = str(verdict)
-    res.rules = [rule for rule, f in fired.items() if bool(f)]
-    res.identical = same_seeds and bool(identical_sides(new.values, ref.values))
+    identical = same_seeds and bool(identical_sides(new.values, ref.values))
     gone = collapsed_games(new.values, ref.values)
-    res.collapsed_games = [t for t, c in zip(new.tasks, gone, strict=True) if c]
+    details: dict[str, Any] = {}
     if len(new.tasks) >= PER_GAME_MIN_GAMES:  # the rules' details, for the report
         flagged, p, relative = per_game_drops(new.values, ref.values)
-        res.flagged_games = [] if res.identical else [
+        details["flagged_games"] = [] if identical else [
             {"task": t, "relative": float(relative[j])}
             for j, t in enumerate(new.tasks) if flagged[j]]
-        res.not_judged = [f"{t} (the reference did not clearly learn it: mean "
-                          f"{float(ref.values[:, j].mean()):.3g})"
-                          for j, t in enumerate(new.tasks) if np.isnan(p[j])]
+        details["not_judged"] = [f"{t} (the reference did not clearly learn it: mean "
+                                 f"{float(ref.values[:, j].mean()):.3g})"
+                                 for j, t in enumerate(new.tasks) if np.isnan(p[j])]
         if min(len(new.seeds), len(ref.seeds)) >= 2:
             diff, low, _ = (float(x) for x in mean_relative_bounds(
                 new.values, ref.values, confidence=confidence, paired=design.paired))
-            res.mean_relative_diff, res.mean_relative_lower = diff, low
+            details["mean_relative_diff"], details["mean_relative_lower"] = diff, low
     per_game: list[dict[str, Any]] = []
     for j, task in enumerate(new.tasks):
         a, b = new.values[:, j], ref.values[:, j]
@@ -532,6 +529,8 @@ def regression_gate(
                          "mean_new": float(a.mean()), "mean_reference": float(b.mean()),
                          "n_new": len(a), "n_reference": len(b)})
     per_game.sort(key=lambda g: g["diff"])
-    res.new_seeds, res.reference_seeds = new.describe(), ref.describe()
-    res.margin, res.metric, res.games, res.per_game = margin, metric_name, list(new.tasks), per_game
-    return res
+    return replace(aggregate, design=design.text(), verdict=str(verdict),
+                   rules=[rule for rule, f in fired.items() if bool(f)], identical=identical,
+                   collapsed_games=[t for t, c in zip(new.tasks, gone, strict=True) if c],
+                   new_seeds=new.describe(), reference_seeds=ref.describe(), margin=margin,
+                   metric=metric_name, games=list(new.tasks), per_game=per_game, **details)
