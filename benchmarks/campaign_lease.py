@@ -472,7 +472,7 @@ def mode_lines(facts: dict[str, Any]) -> list[str]:
             for mode, f in figures["modes"].items():
                 lines.append(f"  - {mode}: actor alone {_sps(f['actor_alone_sps'])}, together "
                              f"{_sps(f['together_sps'])}, share {_ratio(f['share'])} of the "
-                             f"bound {_sps(f['bound_sps'])} (set by the {f['bound_by']})")
+                             f"bound {_sps(f['bound_sps'])} (set by the {f['bound_by'] or '?'})")
                 for phase, text in f["actor_step"].items():
                     lines.append(f"    - actor step {phase.replace('_', ' ')}: {text}")
         if e.get("chunk") == "b" and (figures.get("ours") or {}).get("actor_mode"):
