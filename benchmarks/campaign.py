@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from campaign_lease import LeaseConfig, run_lease  # noqa: E402
+from campaign_lease import GPU_TOGETHER_S, LeaseConfig, run_lease  # noqa: E402
 from campaign_merge import merge  # noqa: E402
 from campaign_state import (  # noqa: E402
     CHUNKS,
@@ -73,9 +73,19 @@ def place_lines(place: Place, expected: dict[int, set[str]]) -> list[str]:
     seeds = place.equivalence_seeds(expected)
     return [f"  {place.kind}/{place.stack}: (a) {len(seeds)} seed(s) "
             f"{seeds[:12]}{' ...' if len(seeds) > 12 else ''}; (b) seeds "
-            f"{place.learning_seeds or 'none'}; (c) {'done' if place.speed_bound else 'not yet'}"
+            f"{place.learning_seeds or 'none'}; (c) {speed_bound_line(place)}"
             f"; (d) {'done' if place.deterministic else 'not yet'}; {len(place.leases)} "
             "lease(s) merged"]
+
+
+def speed_bound_line(place: Place) -> str:
+    """Chunk (c) of a place: the faster actor mode its latest comparison found."""
+    if place.faster_modes:
+        lease = max(place.faster_modes)
+        return f"done, faster actor mode {place.faster_modes[lease]['mode']} (lease {lease})"
+    if place.speed_bound:  # made before chunk (c) compared the modes: measured again
+        return "serial mode only, both modes not yet"
+    return "not yet"
 
 
 def plan(cfg: PlanConfig) -> int:
@@ -100,6 +110,7 @@ def plan(cfg: PlanConfig) -> int:
     place = gpu[-1] if gpu else Place(f"({kind}'s device kind)", stack)
     items = plan_items(place, names)
     estimates = {c: estimate_s(place, c, GPU_ESTIMATE_S) for c in "abcd"}
+    estimates["c"] += GPU_TOGETHER_S  # as the lease counts it: both modes' together runs
     chosen = fit(items, LEASE_BUDGET_S, estimates)
     print(f"Its lease continues the plan of {place.kind}/{stack}: "
           f"{', '.join(i.name for i in items[:10])} ...")

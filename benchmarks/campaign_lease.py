@@ -17,7 +17,9 @@ atomically, in --out:
 so a lease cut off returns what finished. An item's runs go through the project's own
 entry points: (a) `python -m harness run --preset hardware --seeds S`, (b) and (d) the GPU
 suite's steps (benchmarks/gpu_suite.py: our PPO, the reference, --deterministic twice),
-(c) `cleanba.tools.speed_bound` in a measured child (benchmarks/measured_run.py).
+(c) `cleanba.tools.speed_bound` in a measured child (benchmarks/measured_run.py), once per
+actor mode. Chunk (b) runs our trainer in the actor mode a chunk (c) found faster (this
+lease's, else the latest merged one's; campaign_state.trainer_mode), else serial.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign_state import (
+    ACTOR_MODES,
     CPU_ESTIMATE_S,
     EQUIVALENCE,
     GPU_ESTIMATE_S,
@@ -48,11 +51,13 @@ from campaign_state import (
     Item,
     Place,
     estimate_s,
+    faster_mode,
     plan_items,
     probe_place,
     read_place,
     sweep_run_ids,
     tool_kind,
+    trainer_mode,
 )
 from gpu_suite import (
     FULL,
@@ -68,10 +73,13 @@ from gpu_suite import (
 
 from cleanba.core.actor_clock import breakdown_text
 
-# chunk (c)'s own together run (its actor-step breakdown; its share too when the lease has
-# no chunk (b) run): a PPO run of 6-8 updates (on an H100: ~56 s to the first update, then
-# ~2.7 s per update)
+# chunk (c)'s own together runs (their actor-step breakdowns, the modes' comparison): the
+# two modes' runs together, each of TOGETHER_UPDATES. One mode's whole measurement took 79 s
+# on the H200 (6 together updates), so the chunk's estimate plus this covers both modes.
 GPU_TOGETHER_S, CPU_TOGETHER_S, TINY_TOGETHER_S = 80.0, 400.0, 60.0
+# 6 (a window of 4 updates) rather than the tool's 8 so that both modes fit the cap that
+# one mode had; tiny: the least the tool takes (a window of 2), to keep the rehearsal short
+TOGETHER_UPDATES, TINY_TOGETHER_UPDATES = 6, 4
 TINY_EQUIVALENCE_FRAMES = 4096  # CartPole frames per run with --tiny (4 updates of 8 x 128)
 KILL_GRACE_S = 15.0  # a harness run gets SIGTERM this long before its cap (it stops its
 # trainers, which record `interrupted`), then SIGKILL at the cap
@@ -151,6 +159,7 @@ class Lease:
         self.staging = workdir / "records"
         self.staging.mkdir(parents=True, exist_ok=True)
         self.started = time.monotonic()
+        self.c_mode: tuple[str, str] | None = None  # chunk (c)'s faster mode, why
         self.facts: dict[str, Any] = {
             "lease": lease_id(place.kind), "kind": place.kind, "stack": place.stack,
             "tool_kind": tool_kind(place.kind), "started_at": utc_now(),
@@ -226,10 +235,12 @@ def item_b(lease: Lease, seed: int, cap_s: float) -> dict[str, Any]:
     work = lease.workdir / f"b-seed-{seed}"
     suite = suite_config(cfg, seed, work)
     budget = TINY if cfg.tiny else FULL
+    mode, why = trainer_mode(lease.place, lease.c_mode)
     started = time.monotonic()
     ours_cap = cap_s * 125 / 260
-    mine = ours(suite, work, "ours-ppo", "cleanba.ppo", budget.ppo, budget.ppo_batch,
-                budget.ppo_updates, ours_cap)
+    mine = ours(suite, work, "ours-ppo", "cleanba.ppo", (*budget.ppo, "--actor-mode", mode),
+                budget.ppo_batch, budget.ppo_updates, ours_cap)
+    mine["actor_mode"], mine["actor_mode_why"] = mode, why
     frames = (mine.get("learning") or {}).get("frames")
     ref_cap = max(cap_s - (time.monotonic() - started), 1.0)
     theirs = reference(suite, work, budget, ref_cap, frames)
@@ -264,43 +275,59 @@ def reference_source(reference_path: Path | None) -> str | None:
 
 def _brief(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
     keys = ("steady_sps", "first_update_s", "device_peak_gb", "peak_rss_gb", "updates_done")
-    return {"ours": {k: mine.get(k) for k in keys} | {"learning": mine.get("learning")},
+    modes = ("actor_mode", "actor_mode_why")
+    return {"ours": {k: mine.get(k) for k in (*modes, *keys)} | {"learning": mine.get("learning")},
             "reference": {k: theirs.get(k) for k in keys} | {"learning": theirs.get("learning")}}
 
 
-def speed_bound_spec(cfg: LeaseConfig, together_updates: int) -> dict[str, Any]:
+def speed_bound_spec(cfg: LeaseConfig, mode: str) -> dict[str, Any]:
     budget = TINY if cfg.tiny else FULL
     args = ("atari", "--env-id", "Breakout-v5", *budget.ppo, "--architecture", "cleanba",
-            "--actor-device-ids", "0", "--learner-device-ids", "0", "--seed", "1")
+            "--actor-device-ids", "0", "--learner-device-ids", "0", "--seed", "1",
+            "--actor-mode", mode)
     return {"algorithm": "ppo", "trainer_args": list(args), "rollouts": 2 if cfg.tiny else 3,
-            "updates": 2 if cfg.tiny else 3, "together_updates": together_updates}
+            "updates": 2 if cfg.tiny else 3,
+            "together_updates": TINY_TOGETHER_UPDATES if cfg.tiny else TOGETHER_UPDATES}
 
 
-def item_c(lease: Lease, cap_s: float, together_sps: float | None) -> dict[str, Any]:
+def mode_brief(figures: dict[str, Any]) -> dict[str, Any]:
+    """What lease.json and lease.md show of one mode."""
+    steps = {phase: (figures.get(phase) or {}).get("actor_step")
+             for phase in ("actor_alone", "together")}
+    return {"actor_alone_sps": (figures.get("actor_alone") or {}).get("sps"),
+            "together_sps": (figures.get("together") or {}).get("sps"),
+            **{k: figures.get(k) for k in ("bound_sps", "bound_by", "share")},
+            "actor_step": {k: breakdown_text(v) for k, v in steps.items() if v}}
+
+
+def item_c(lease: Lease, cap_s: float) -> dict[str, Any]:
     """Chunk (c): actor alone, learner alone and both together (cleanba.tools.speed_bound,
-    a measured child), each with where an actor step's time goes and the learner's update
-    time. The share is this lease's chunk (b) run's when it has one (same settings, same
-    machine, minutes earlier, a longer window), else the tool's own together run's; the
-    tool's together run is made either way, for its breakdown."""
-    spec = {"task": "speed-bound", "name": "speed-bound",
-            "config": speed_bound_spec(lease.cfg, 6 if together_sps else 8)}
-    child, facts = run_child(spec, lease.workdir, cap_s)
-    figures = {"lease": lease.id, **child, "process": facts}
-    if child and together_sps:
-        bound = child["bound_sps"]
-        figures["together_chunk_b"] = {"sps": together_sps, "source": "this lease's chunk "
-                                       "(b) run of our PPO (steady SPS)"}
-        figures["share"] = together_sps / bound
+    a measured child per actor mode, each in its share of the cap), each with where an
+    actor step's time goes and the learner's update time; then which mode is faster. The
+    record's top level is the serial mode's (the report's table reads it, as before). Each
+    share is the tool's own together run's: chunk (c) runs before chunk (b), which takes
+    its faster mode."""
+    started = time.monotonic()
+    modes: dict[str, dict[str, Any]] = {}
+    for i, mode in enumerate(ACTOR_MODES):
+        left = cap_s - (time.monotonic() - started)
+        spec = {"task": "speed-bound", "name": f"speed-bound-{mode}",
+                "config": speed_bound_spec(lease.cfg, mode)}
+        child, facts = run_child(spec, lease.workdir, max(left / (len(ACTOR_MODES) - i), 1.0))
+        modes[mode] = {**child, "process": facts}
+    faster, why = faster_mode({m: (f.get("together") or {}).get("sps") for m, f in modes.items()})
+    serial = modes[ACTOR_MODES[0]]
+    figures = {"lease": lease.id, **serial, "modes": modes, "faster_mode": faster,
+               "faster_why": why}
     name = f"speed-bound/{lease.id}.json"
     (lease.staging / "speed-bound").mkdir(exist_ok=True)
     (lease.staging / name).write_text(json.dumps(figures, indent=2))
-    ok = bool(child) and figures.get("share") is not None
-    keep = ("bound_sps", "bound_by", "share")
-    steps = {phase: (figures.get(phase) or {}).get("actor_step")
-             for phase in ("actor_alone", "together")}
-    return {"ok": ok, "wall_s": facts["wall_s"], "files": [name] if ok else [],
-            "figures": {**{k: figures.get(k) for k in keep},
-                        "actor_step": {k: breakdown_text(v) for k, v in steps.items() if v}}}
+    ok = all(f.get("share") is not None for f in modes.values())
+    if ok:  # a comparison cut short names no mode for chunk (b)
+        lease.c_mode = (faster, why)
+    return {"ok": ok, "wall_s": time.monotonic() - started, "files": [name] if ok else [],
+            "figures": {"modes": {m: mode_brief(f) for m, f in modes.items()},
+                        "faster_mode": faster, "faster_why": why}}
 
 
 def item_d(lease: Lease, cap_s: float) -> dict[str, Any]:
@@ -371,10 +398,9 @@ def run_lease(cfg: LeaseConfig) -> dict[str, Any]:
         items = [i for i in items if i.chunk != "b"]
     accelerator = "gpu" if on_gpu else "cpu"
     lease.save()
-    together_sps: float | None = None
     for item in items:
         est, left = estimates[item.chunk], lease.left_s()
-        if item.chunk == "c":  # the actor and learner together, made for the breakdown
+        if item.chunk == "c":  # each actor mode's together run (breakdown, comparison)
             est += (TINY_TOGETHER_S if cfg.tiny else GPU_TOGETHER_S if on_gpu else CPU_TOGETHER_S)
         if est > left:
             if len(lease.facts["deferred"]) < 20:
@@ -385,12 +411,10 @@ def run_lease(cfg: LeaseConfig) -> dict[str, Any]:
         print(f"[campaign] {item.name} (cap {cap:.0f} s, {left:.0f} s left) ...", flush=True)
         before = set(workdir.rglob("*.log"))
         try:
-            result = run_item(lease, item, cap, accelerator, together_sps)
+            result = run_item(lease, item, cap, accelerator)
         except Exception as exc:  # noqa: BLE001 - a failed item is recorded, the next runs
             result = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "wall_s": 0.0,
                       "files": []}
-        if item.chunk == "b" and result["ok"]:
-            together_sps = result["figures"]["ours"]["steady_sps"]
         entry = {"item": item.name, "chunk": item.chunk, "seed": item.seed,
                  "finished_at": utc_now(), **result}
         lease.facts["done" if result["ok"] else "failed"].append(entry)
@@ -403,8 +427,7 @@ def run_lease(cfg: LeaseConfig) -> dict[str, Any]:
     return lease.facts
 
 
-def run_item(lease: Lease, item: Item, cap: float, accelerator: str,
-             together_sps: float | None) -> dict[str, Any]:
+def run_item(lease: Lease, item: Item, cap: float, accelerator: str) -> dict[str, Any]:
     if item.chunk == "a":
         assert item.seed is not None
         return item_a(lease, item.seed, cap, accelerator)
@@ -412,7 +435,7 @@ def run_item(lease: Lease, item: Item, cap: float, accelerator: str,
         assert item.seed is not None
         return item_b(lease, item.seed, cap)
     if item.chunk == "c":
-        return item_c(lease, cap, together_sps)
+        return item_c(lease, cap)
     return item_d(lease, cap)
 
 
@@ -434,7 +457,37 @@ def lease_markdown(facts: dict[str, Any]) -> str:
             lines.append(f"| {e['item']} | {status} | {e['wall_s']:.0f} | {figures[:300]} |")
     for d in facts["deferred"]:
         lines.append(f"| {d['item']} | deferred | | {d['why']} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + mode_lines(facts)) + "\n"
+
+
+def mode_lines(facts: dict[str, Any]) -> list[str]:
+    """The actor modes: chunk (c)'s figures per mode and the faster one, and the mode each
+    chunk (b) run used and why."""
+    lines = []
+    for e in facts["done"] + facts["failed"]:
+        figures = e.get("figures") or {}
+        if e.get("chunk") == "c" and "modes" in figures:
+            lines.append(f"- {e['item']}: faster actor mode **{figures['faster_mode']}** "
+                         f"({figures['faster_why']})")
+            for mode, f in figures["modes"].items():
+                lines.append(f"  - {mode}: actor alone {_sps(f['actor_alone_sps'])}, together "
+                             f"{_sps(f['together_sps'])}, share {_ratio(f['share'])} of the "
+                             f"bound {_sps(f['bound_sps'])} (set by the {f['bound_by'] or '?'})")
+                for phase, text in f["actor_step"].items():
+                    lines.append(f"    - actor step {phase.replace('_', ' ')}: {text}")
+        if e.get("chunk") == "b" and (figures.get("ours") or {}).get("actor_mode"):
+            ours_b = figures["ours"]
+            lines.append(f"- {e['item']}: our trainer in actor mode **{ours_b['actor_mode']}** "
+                         f"({ours_b['actor_mode_why']})")
+    return ["", "## Actor modes", "", *lines] if lines else []
+
+
+def _sps(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f} SPS"
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
 
 def read_archive(path: Path) -> tuple[dict[str, Any], tarfile.TarFile]:

@@ -38,9 +38,10 @@ PRESET = "hardware"
 RECORD_FILES = ("manifest.json", "episodes.csv", "updates.csv")
 CHUNKS = {
     "a": "cross-hardware equivalence: CartPole PPO and IMPALA, seeds added lease after lease",
-    "b": "learning at equal frames: ours and the reference Cleanba, Breakout PPO, one seed "
-         "per lease",
-    "c": "what bounds our speed at the paper's settings: actor alone, learner alone, both",
+    "b": "learning at equal frames: ours (in the actor mode chunk (c) found faster) and the "
+         "reference Cleanba, Breakout PPO, one seed per lease",
+    "c": "what bounds our speed at the paper's settings: actor alone, learner alone, both, "
+         "in each actor mode (serial, double-buffer), and which mode is faster",
     "d": "--deterministic run to run: two runs, their records compared bit for bit",
 }
 # The lent machines' kinds as the device tool names them, and how their JAX device kind
@@ -55,6 +56,13 @@ TOOL_KINDS = {"nvidia-h100-x1": "h100", "nvidia-h200": "h200"}
 GPU_ESTIMATE_S = {"a": 70.0, "b": 270.0, "c": 90.0, "d": 95.0}
 CPU_ESTIMATE_S = {"a": 150.0, "b": 600.0, "c": 300.0, "d": 200.0}
 TINY_ESTIMATE_S = {"a": 60.0, "b": 200.0, "c": 120.0, "d": 150.0}
+# Chunk (c) measures every actor mode (docs/cleanba.md, "Actor modes"), serial first: the
+# default, and the mode of every record before the comparison. The faster mode is named by
+# the together runs' SPS; double-buffer must beat serial by more than MODE_MARGIN, because
+# a together window of a few updates moves by about that much run to run, and a mode
+# picked on noise would change chunk (b)'s runs for nothing.
+ACTOR_MODES = ("serial", "double-buffer")
+MODE_MARGIN = 0.05
 
 
 __all__ = ["record_place"]  # also the merge's: where a record belongs (runrecord.hardware)
@@ -106,6 +114,8 @@ class Place:
     equivalence: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> manifest
     learning_seeds: list[int] = field(default_factory=list)
     speed_bound: list[str] = field(default_factory=list)  # lease ids
+    # lease id -> {"mode", "why"}: the speed-bound records that compared the actor modes
+    faster_modes: dict[str, dict[str, str]] = field(default_factory=dict)
     deterministic: list[str] = field(default_factory=list)  # lease ids
     leases: list[dict[str, Any]] = field(default_factory=list)
 
@@ -132,6 +142,11 @@ def read_place(store: Path, kind: str, stack: str) -> Place:
             and isinstance(read_json(d / "figures.json"), dict))
     if (base / "speed-bound").is_dir():
         place.speed_bound = sorted(p.stem for p in (base / "speed-bound").glob("*.json"))
+        for lease in place.speed_bound:
+            record = read_json(base / "speed-bound" / f"{lease}.json")
+            if isinstance(record, dict) and record.get("faster_mode") in ACTOR_MODES:
+                place.faster_modes[lease] = {"mode": record["faster_mode"],
+                                             "why": str(record.get("faster_why", ""))}
     if (base / "deterministic").is_dir():
         place.deterministic = sorted(d.name for d in (base / "deterministic").iterdir()
                                      if isinstance(read_json(d / "figures.json"), dict))
@@ -186,9 +201,9 @@ def sweep_run_ids(frames: int | None = None) -> dict[int, set[str]]:
 def plan_items(place: Place, expected: Mapping[int, set[str]], chunks: str = "abcd",
                seeds_per_round: int = 2, rounds: int = 8) -> list[Item]:
     """The items not done yet for this (kind, stack), in the campaign's order: round 1 is
-    (a) `seeds_per_round` seeds, (b) one seed, (c), (d); every later round (a)
+    (a) `seeds_per_round` seeds, (c), (b) one seed, (d); every later round (a)
     `seeds_per_round` more seeds and (b) one more (c and d are done once per kind and
-    stack). Seeds are the smallest not done, so a cut lease's seed comes back first."""
+    stack; c counts as done only with a record that compared the actor modes). Seeds are the smallest not done, so a cut lease's seed comes back first."""
     done_a = set(place.equivalence_seeds(expected))
     done_b = set(place.learning_seeds)
     items: list[Item] = []
@@ -201,17 +216,47 @@ def plan_items(place: Place, expected: Mapping[int, set[str]], chunks: str = "ab
                 if next_a in expected:  # the sweep's seeds are the campaign's
                     items.append(Item("a", next_a))
                 next_a += 1
+        if r == 0 and "c" in chunks and not place.faster_modes:
+            items.append(Item("c"))  # before (b): its faster actor mode is (b)'s
         if "b" in chunks:
             while next_b in done_b:
                 next_b += 1
             items.append(Item("b", next_b))
             next_b += 1
-        if r == 0:
-            if "c" in chunks and not place.speed_bound:
-                items.append(Item("c"))
-            if "d" in chunks and not place.deterministic:
-                items.append(Item("d"))
+        if r == 0 and "d" in chunks and not place.deterministic:
+            items.append(Item("d"))
     return items
+
+
+def faster_mode(together_sps: Mapping[str, float | None]) -> tuple[str, str]:
+    """(the faster actor mode, why) from each mode's together SPS (chunk (c)'s own together
+    runs: the same settings and window for both); a tie within MODE_MARGIN is serial."""
+    serial, double = together_sps.get("serial"), together_sps.get("double-buffer")
+    if not serial or not double:
+        return "serial", "the modes were not both measured: serial, the default"
+    ratio = double / serial
+    figures = f"together double-buffer {double:,.0f} vs serial {serial:,.0f} SPS (x{ratio:.3f})"
+    if ratio > 1 + MODE_MARGIN:
+        return "double-buffer", figures
+    if ratio < 1 - MODE_MARGIN:
+        return "serial", figures
+    return "serial", (f"{figures}: a tie within {MODE_MARGIN:.0%}, the together window's run-"
+                      "to-run noise, so serial, the default (the simpler loop, and the mode of "
+                      "the records before)")
+
+
+def trainer_mode(place: Place, this_lease: tuple[str, str] | None) -> tuple[str, str]:
+    """(the actor mode chunk (b) runs our trainer in, why): the faster mode of this lease's
+    chunk (c) if it ran before, else of the latest merged lease's that compared the modes
+    on this (kind, stack), else serial."""
+    if this_lease is not None:
+        return this_lease[0], f"this lease's chunk (c): {this_lease[1]}"
+    if place.faster_modes:
+        lease = max(place.faster_modes)  # lease ids start with their UTC start time
+        found = place.faster_modes[lease]
+        return found["mode"], f"chunk (c) of lease {lease}: {found['why']}"
+    return "serial", ("no chunk (c) has compared the actor modes on this device kind and "
+                      "stack yet: serial, the default")
 
 
 def estimate_s(place: Place, chunk: str, defaults: Mapping[str, float]) -> float:

@@ -53,17 +53,23 @@ def test_plan_continues_where_the_store_stands_and_a_lease_takes_what_fits():
     expected = sweep_run_ids()
     assert sorted(expected)[:3] == [1, 2, 3] and all(len(ids) == 2 for ids in expected.values())
     items = plan_items(done_place([1, 3], expected), expected)
-    assert [i.name for i in items[:8]] == ["a:seed-2", "a:seed-4", "b:seed-1", "c", "d",
+    # (c) before (b): the actor mode (c) finds faster is the one (b) runs
+    assert [i.name for i in items[:8]] == ["a:seed-2", "a:seed-4", "c", "b:seed-1", "d",
                                            "a:seed-5", "a:seed-6", "b:seed-2"]
-    # a whole lease: (a) and (b) fit, (c) and (d) wait; a shorter one skips (b) but not (c)
-    assert fit(items, 470, ESTIMATES) == [Item("a", 2), Item("a", 4), Item("b", 1)]
+    # a whole lease: (a), (c) and (d) fit, (b) waits; a shorter one skips (b) and (d)
+    assert fit(items, 470, ESTIMATES) == [Item("a", 2), Item("a", 4), Item("c"), Item("d"),
+                                          Item("a", 5), Item("a", 6)]
     assert fit(items, 300, ESTIMATES) == [Item("a", 2), Item("a", 4), Item("c"), Item("a", 5)]
     # the next lease starts with what waited: nothing done is planned again
     place = done_place([1, 2, 3, 4], expected)
     place.learning_seeds = [1]
     nxt = plan_items(place, expected)
-    assert [i.name for i in nxt[:4]] == ["a:seed-5", "a:seed-6", "b:seed-2", "c"]
+    assert [i.name for i in nxt[:4]] == ["a:seed-5", "a:seed-6", "c", "b:seed-2"]
+    # a speed-bound record of the serial mode alone (made before (c) compared the modes)
+    # leaves (c) in the plan; one that compared them takes it out
     place.speed_bound, place.deterministic = ["x"], ["y"]
+    assert "c" in [i.name for i in plan_items(place, expected)]
+    place.faster_modes = {"x": {"mode": "serial", "why": "w"}}
     assert "c" not in [i.name for i in plan_items(place, expected)]
     assert {i.chunk for i in plan_items(place, expected, chunks="a")} == {"a"}
     # estimates: the defaults, then what merged leases measured; a cap that cut an item is
@@ -331,3 +337,130 @@ def render_in_chromium(title: str, body: str, tmp_path: Path) -> None:
         pytest.skip("chromium not installed (scripts/setup.sh --browser installs it)")
     assert seen["section"] == 1 and seen["section_verdicts"] == 4, seen
     assert seen["section_rows"] == 8, seen  # (a) 4 verdicts, (b), (c), (d), 1 lease
+
+
+# --------------------------------------------------------------------------------------
+# the actor modes: chunk (c) compares them, chunk (b) runs the faster one
+
+
+def speed_bound_record(store: Path, lease: str, faster: str | None) -> None:
+    """An earlier lease's chunk (c) record on the H100 (faster None: one made before chunk
+    (c) compared the modes, serial only)."""
+    base = store / "nvidia-h100-80gb-hbm3" / "s" / "speed-bound"
+    base.mkdir(parents=True, exist_ok=True)
+    record = {"bound_sps": 100.0, "share": 0.9}
+    if faster is not None:
+        record |= {"faster_mode": faster, "faster_why": f"{faster} won"}
+    (base / f"{lease}.json").write_text(json.dumps(record))
+
+
+def test_the_faster_actor_mode_names_serial_on_a_tie():
+    from campaign_state import faster_mode
+
+    assert faster_mode({"serial": 1000.0, "double-buffer": 1100.0}) == (
+        "double-buffer", "together double-buffer 1,100 vs serial 1,000 SPS (x1.100)")
+    assert faster_mode({"serial": 1000.0, "double-buffer": 900.0}) == (
+        "serial", "together double-buffer 900 vs serial 1,000 SPS (x0.900)")
+    assert faster_mode({"serial": 1000.0, "double-buffer": 1040.0}) == (
+        "serial", "together double-buffer 1,040 vs serial 1,000 SPS (x1.040): a tie within 5%, "
+        "the together window's run-to-run noise, so serial, the default (the simpler loop, "
+        "and the mode of the records before)")
+    assert faster_mode({"serial": 1000.0, "double-buffer": None}) == (
+        "serial", "the modes were not both measured: serial, the default")
+
+
+@pytest.mark.parametrize("earlier, mode, why", [
+    (None, "serial", "no chunk (c) has compared the actor modes on this device kind and "
+     "stack yet: serial, the default"),
+    ("serial-only", "serial", "no chunk (c) has compared the actor modes on this device kind "
+     "and stack yet: serial, the default"),
+    ("double-buffer", "double-buffer", "chunk (c) of lease 20261202T000000Z-h100: "
+     "double-buffer won"),
+    ("serial", "serial", "chunk (c) of lease 20261202T000000Z-h100: serial won"),
+])
+def test_chunk_b_runs_our_trainer_in_the_mode_chunk_c_found(tmp_path, monkeypatch, earlier,
+                                                              mode, why):
+    """Chunk (b) in-process, its two children stubbed (the reference Cleanba is not here):
+    the actor mode our trainer gets, and what figures.json and lease.md say of it."""
+    import campaign_lease
+    from campaign_lease import Lease, LeaseConfig, item_b, lease_markdown
+
+    store = tmp_path / "store"
+    speed_bound_record(store, "20261201T000000Z-h100", "double-buffer")  # older: not used
+    if earlier == "serial-only":
+        speed_bound_record(store, "20261202T000000Z-h100", None)
+        (store / "nvidia-h100-80gb-hbm3" / "s" / "speed-bound" /
+         "20261201T000000Z-h100.json").unlink()
+    elif earlier is not None:
+        speed_bound_record(store, "20261202T000000Z-h100", earlier)
+    else:
+        shutil.rmtree(store)
+    place = read_place(store, "nvidia-h100-80gb-hbm3", "s")
+    seen: list[tuple[str, ...]] = []
+
+    def ours(suite, work, name, module, args, batch, updates, cap_s):
+        seen.append(args)
+        for n in ("manifest.json", "episodes.csv", "updates.csv"):
+            (work / name / "run").mkdir(parents=True, exist_ok=True)
+            (work / name / "run" / n).write_text("{}")
+        return {"steady_sps": 6000.0, "learning": {"frames": 2560.0}}
+
+    monkeypatch.setattr(campaign_lease, "ours", ours)
+    monkeypatch.setattr(campaign_lease, "reference",
+                        lambda suite, work, budget, cap_s, frames: {"steady_sps": 5900.0})
+    cfg = LeaseConfig(out=tmp_path / "out", tiny=True, reference_path=tmp_path / "ref")
+    lease = Lease(cfg, {}, place, tmp_path / "w", {})
+    for this_lease in (None, ("double-buffer", "x1.2")):  # this lease's (c) comes first
+        lease.c_mode = this_lease
+        want = (mode, why) if this_lease is None else \
+            ("double-buffer", "this lease's chunk (c): x1.2")
+        result = item_b(lease, 1, 60.0)
+        assert result["ok"] and seen[-1][-2:] == ("--actor-mode", want[0])
+        figures = json.loads((lease.staging / "learning/seed-1/figures.json").read_text())
+        assert (figures["ours"]["actor_mode"], figures["ours"]["actor_mode_why"]) == want
+        lease.facts["done"] = [{"item": "b:seed-1", "chunk": "b", "wall_s": 1.0, **result}]
+        text = lease_markdown(lease.facts | {"lease": "L", "kind": "k", "stack": "s"})
+        assert text.endswith(f"## Actor modes\n\n- b:seed-1: our trainer in actor mode "
+                             f"**{want[0]}** ({want[1]})\n")
+
+
+@pytest.mark.slow  # ~140 s on a loaded 2-core CPU: a tiny Breakout speed bound per mode
+def test_cpu_rehearsal_chunk_c_measures_both_modes_and_the_next_b_takes_the_faster(tmp_path):
+    """A tiny lease of chunk (c) alone on this CPU (the real tool, both actor modes), merged
+    into a scratch store: the faster mode it names is what the next lease's chunk (b) runs."""
+    from campaign_state import faster_mode, trainer_mode
+
+    out, store = tmp_path / "out", tmp_path / "store"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "campaign.py"), "lease",
+                        "--tiny", "--chunks", "c", "--out", str(out), "--store", str(store),
+                        "--workdir", str(tmp_path / "w"), "--budget-s", "400"],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    facts = json.loads((out / "lease.json").read_text())
+    assert facts["plan"] == ["c"] and [d["item"] for d in facts["done"]] == ["c"], facts
+    figures = facts["done"][0]["figures"]
+    assert list(figures["modes"]) == ["serial", "double-buffer"]
+    for f in figures["modes"].values():
+        assert all(f[k] > 0 for k in ("actor_alone_sps", "together_sps", "share", "bound_sps"))
+        assert set(f["actor_step"]) == {"actor_alone", "together"}  # the same breakdown
+        assert all("env_step" in t and "policy_result" in t for t in f["actor_step"].values())
+    faster, why = faster_mode({m: f["together_sps"] for m, f in figures["modes"].items()})
+    assert (figures["faster_mode"], figures["faster_why"]) == (faster, why)
+    with tarfile.open(out / "records.tar.gz") as tar:
+        record = json.load(tar.extractfile(f"./speed-bound/{facts['lease']}.json"))
+    for mode, f in record["modes"].items():
+        assert f["actor_mode"] == mode and f["trainer_args"][-2:] == ["--actor-mode", mode]
+    assert record["actor_mode"] == "serial" and record["share"] == record["modes"]["serial"][
+        "share"]  # the top level, which the report's table reads, is the serial mode's
+    md = (out / "lease.md").read_text()
+    assert f"- c: faster actor mode **{faster}** ({why})\n" in md
+    for mode, f in figures["modes"].items():
+        assert (f"  - {mode}: actor alone {f['actor_alone_sps']:,.0f} SPS, together "
+                f"{f['together_sps']:,.0f} SPS, share {f['share']:.2f} of the bound "
+                f"{f['bound_sps']:,.0f} SPS (set by the {f['bound_by']})\n") in md
+    merge(out, store)
+    place = read_place(store, "cpu", facts["stack"])
+    assert place.faster_modes == {facts["lease"]: {"mode": faster, "why": why}}
+    assert trainer_mode(place, None) == (faster, f"chunk (c) of lease {facts['lease']}: {why}")
+    assert [i.name for i in plan_items(place, sweep_run_ids(4096), "bc")[:2]] == [
+        "b:seed-1", "b:seed-2"]  # (c) done: not planned again
