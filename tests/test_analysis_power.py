@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+from score_groups import group_scores
 
 from analysis.errors import AnalysisError
 from analysis.scoring.scores import GroupScores
@@ -47,9 +48,7 @@ def _group(name: str, seeds, final: np.ndarray, auc: np.ndarray | None = None,
     f = np.asarray(final, dtype=np.float64).reshape(len(seeds), len(tasks))
     u = f if auc is None else np.asarray(auc, dtype=np.float64).reshape(f.shape)
     curves = np.repeat(u[:, :, None], 2, axis=2)
-    return GroupScores(name, list(tasks), list(seeds), f, f, np.arange(2.0), curves,
-                       np.arange(2.0), curves, np.zeros_like(f), np.arange(2.0), curves,
-                       np.zeros_like(f))
+    return group_scores(name, tasks, seeds, f, curves)
 
 
 def _copies(rng, sims, seeds, copies, jitter, shift=0.0) -> np.ndarray:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from score_groups import group_scores
 
 from analysis.errors import AnalysisError
 from analysis.scoring.replicates import collapse_seed_copies
-from analysis.scoring.scores import GroupScores
 
 
 def _group(name: str, seeds: list[int], final: list[list[float]], tasks=("Pong-v5",)):
     f = np.array(final, dtype=np.float64)
     z = np.zeros((len(seeds), len(tasks), 2))
-    return GroupScores(name, list(tasks), seeds, f, f, np.arange(2.0), z, np.arange(2.0), z,
-                       np.zeros_like(f), np.arange(2.0), z, np.zeros_like(f))
+    return group_scores(name, tasks, seeds, f, z)
 
 
 def test_copies_are_averaged_per_seed():

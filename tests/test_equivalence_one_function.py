@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from score_groups import group_scores
 
 from analysis.scoring.scores import GroupScores
 from analysis.stats.welch import t_quantile
@@ -54,9 +55,7 @@ def _group(name: str, seeds: list[int], tasks: list[str], final: np.ndarray,
     curves = np.stack([auc, auc], axis=2)  # its mean over the grid is auc exactly
     runs = {(s, t): _run("cleanba-ppo", s, t, final[i, j], auc[i, j], lengths[i, j])
             for i, s in enumerate(seeds) for j, t in enumerate(tasks)}
-    return GroupScores(name, list(tasks), list(seeds), final, final, np.arange(2.0), curves,
-                       np.arange(2.0), curves, np.zeros_like(final), np.arange(2.0), curves,
-                       np.zeros_like(final), runs=runs)
+    return group_scores(name, tasks, seeds, final, curves, runs)
 
 
 def _case(rng: np.random.Generator) -> dict:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from score_groups import group_scores
 
 from analysis.errors import AnalysisError
 from analysis.scoring.scores import GroupScores
@@ -40,9 +41,7 @@ def _group(name: str, system: str, seeds: list[int], tasks: list[str],
            final: np.ndarray, with_runs: bool) -> GroupScores:
     curves = np.repeat(final[:, :, None], 2, axis=2)
     runs = {(s, t): _run(system, s, t) for s in seeds for t in tasks} if with_runs else {}
-    return GroupScores(name, list(tasks), list(seeds), final, final, np.arange(2.0), curves,
-                       np.arange(2.0), curves, np.zeros_like(final), np.arange(2.0), curves,
-                       np.zeros_like(final), runs=runs)
+    return group_scores(name, tasks, seeds, final, curves, runs)
 
 
 def _case(rng: np.random.Generator) -> dict:
