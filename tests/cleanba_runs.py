@@ -10,9 +10,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
 from runrecord import load_run, schema
 
@@ -32,6 +37,49 @@ def trainer_env(devices: int = 1, **extra: str) -> dict[str, str]:
     env.pop("CLEANBA_FAULT", None)
     env.update(extra)
     return env
+
+
+class TrainerProcess:
+    """A trainer process whose output lines a thread collects, for the markers a test waits
+    on: its stderr only (stdout discarded), or with `merge_stdout` both streams in one."""
+
+    def __init__(self, argv: list[str], *, merge_stdout: bool = False, **env: str) -> None:
+        self.proc = subprocess.Popen(
+            argv, env=trainer_env(1, **env), text=True,
+            stdout=subprocess.PIPE if merge_stdout else subprocess.DEVNULL,
+            stderr=subprocess.STDOUT if merge_stdout else subprocess.PIPE)
+        self.lines: list[str] = []
+        stream = self.proc.stdout if merge_stdout else self.proc.stderr
+        assert stream is not None
+        self._reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:  # each line visible to a waiting test as soon as it is read
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_until(self, ready: Callable[[], bool], what: str, timeout: float = 240) -> None:
+        """Until `ready()` (the event; polling only reads what is collected); fails, with
+        the output, if the trainer exits or the time runs out first."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                pytest.fail(f"never reached {what}; rc {self.proc.poll()}:\n{self.output}")
+            time.sleep(0.01)
+
+    def wait_for(self, text: str, timeout: float = 240) -> None:
+        """Until a line says `text`."""
+        self.wait_until(lambda: text in self.output, f"saying {text!r}", timeout)
+
+    def finish(self, timeout: float = 90) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=10)
+        return code
 
 
 def command(alg: str, preset: str, run_dir: Path, *args: str) -> list[str]:

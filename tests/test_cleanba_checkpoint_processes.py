@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import shutil
 import signal
-import subprocess
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from cleanba_runs import TINY, command, free_port, trainer_env
+from cleanba_runs import TINY, TrainerProcess, command, free_port
 from test_cleanba_checkpoint import assert_same_records, manifest, rows_without_wall_clock
 
 from cleanba.core import checkpoint
@@ -33,55 +30,21 @@ FLAGS = [*TINY, "--deterministic", "--total-timesteps", str(4 * 16 * UPDATES),
 KILLED_AT = 7  # past the checkpoint of update 6
 
 
-class Process:
-    """One trainer process; its stdout and stderr lines collected by a thread."""
-
-    def __init__(self, argv: list[str], **env: str) -> None:
-        self.proc = subprocess.Popen(argv, env=trainer_env(1, **env), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def wait_for(self, text: str, timeout: float = 240) -> None:
-        """Until a line says `text` (the event; polling only reads the lines collected)."""
-        deadline = time.monotonic() + timeout
-        while text not in self.output:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.proc.kill()
-                pytest.fail(f"never said {text!r}; rc {self.proc.poll()}:\n{self.output}")
-            time.sleep(0.01)
-
-    def finish(self, timeout: float = 180) -> int:
-        code = self.proc.wait(timeout=timeout)
-        self._reader.join(timeout=10)
-        return code
-
-
 def two_processes(run_dir: Path, *extra: str, env1: dict[str, str] | None = None,
-                  **env: str) -> list[Process]:
+                  **env: str) -> list[TrainerProcess]:
     port = free_port()
     common = [*FLAGS, *extra, "--distributed", "--coordinator-address", f"127.0.0.1:{port}",
               "--num-processes", "2"]
-    return [Process(command("ppo", "cartpole", run_dir, *common, "--process-id", str(i)),
-                    **env, **((env1 or {}) if i == 1 else {}))
+    return [TrainerProcess(command("ppo", "cartpole", run_dir, *common, "--process-id", str(i)),
+                           merge_stdout=True, **env, **((env1 or {}) if i == 1 else {}))
             for i in range(2)]
 
 
-def finish_all(procs: list[Process]) -> list[int]:
-    return [p.finish() for p in procs]
+def finish_all(procs: list[TrainerProcess]) -> list[int]:
+    return [p.finish(timeout=180) for p in procs]
 
 
-def resume(run_dir: Path, *extra: str, env1: dict[str, str] | None = None) -> list[Process]:
+def resume(run_dir: Path, *extra: str, env1: dict[str, str] | None = None) -> list[TrainerProcess]:
     procs = two_processes(run_dir, *extra, "--resume-from", str(run_dir), env1=env1)
     finish_all(procs)
     return procs

@@ -12,13 +12,11 @@ from __future__ import annotations
 import ipaddress
 import signal
 import subprocess
-import threading
-import time
 from pathlib import Path
 
 import psutil
 import pytest
-from cleanba_runs import TINY, command, free_port, trainer_env
+from cleanba_runs import TINY, TrainerProcess, command, free_port, trainer_env
 
 from cleanba.core.stopping import HOLD_ENV_VAR
 from runrecord import load_run, schema
@@ -38,39 +36,6 @@ def _print_the_signal_matrix():
     yield
     print("\n| trainer | signal | moment | exit | record |\n|---|---|---|---|---|")
     print("\n".join(MATRIX))
-
-
-class Trainer:
-    """A trainer process whose stderr lines are collected by a thread (for markers)."""
-
-    def __init__(self, argv: list[str], **env: str) -> None:
-        self.proc = subprocess.Popen(argv, env=trainer_env(1, **env), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
-
-    def wait_for(self, ready, what: str, timeout: float = 240) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.proc.kill()
-                pytest.fail(f"never reached {what}; rc {self.proc.poll()}:\n{self.stderr}")
-            time.sleep(0.01)
-
-    def finish(self, timeout: float = 90) -> int:
-        code = self.proc.wait(timeout=timeout)
-        self._reader.join(timeout=10)
-        return code
-
-    @property
-    def stderr(self) -> str:
-        return "".join(self.lines)
 
 
 def _started_its_signal_watcher(proc: subprocess.Popen) -> bool:
@@ -114,14 +79,14 @@ def test_a_stop_signal_at_any_moment_exits_130_and_says_why(tmp_path, alg, signa
     hold = {"start-up": "start-up", "compiling": "compiling", "mid-run": "update-2",
             "finishing": "finishing", "finished": "finished",
             "mid-rollout": "rollout-3"}.get(moment)
-    t = Trainer(argv, **({HOLD_ENV_VAR: f"{hold}@1"} if hold else {}))
+    t = TrainerProcess(argv, **({HOLD_ENV_VAR: f"{hold}@1"} if hold else {}))
     if moment == "importing":
-        t.wait_for(lambda: _started_its_signal_watcher(t.proc), "the signal watcher")
+        t.wait_until(lambda: _started_its_signal_watcher(t.proc), "the signal watcher")
     else:
-        t.wait_for(lambda: f"holding at {hold}" in t.stderr, f"the hold at {hold}")
+        t.wait_until(lambda: f"holding at {hold}" in t.output, f"the hold at {hold}")
     t.proc.send_signal(getattr(signal, signame))
     code = t.finish()
-    err = t.stderr
+    err = t.output
     if not run_dir.exists():
         outcome = "no record"
     else:
@@ -178,15 +143,16 @@ def _listening(pid: int) -> list[tuple[str, int]]:
     return [(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN]
 
 
-def _two_processes(run_dir: Path, port: int, updates: int, **env: str) -> list[Trainer]:
+def _two_processes(run_dir: Path, port: int, updates: int, **env: str) -> list[TrainerProcess]:
     common = [*TINY, "--total-timesteps", str(BATCH * updates), "--distributed",
               "--coordinator-address", f"127.0.0.1:{port}", "--num-processes", "2"]
-    return [Trainer(command("ppo", "cartpole", run_dir, *common, "--process-id", str(i)), **env)
+    return [TrainerProcess(command("ppo", "cartpole", run_dir, *common, "--process-id", str(i)),
+                           **env)
             for i in range(2)]
 
 
-def _held(t: Trainer, point: str) -> bool:
-    return f"holding at {point}" in t.stderr
+def _held(t: TrainerProcess, point: str) -> bool:
+    return f"holding at {point}" in t.output
 
 
 def test_two_process_coordinator_listens_on_loopback_only_and_both_stop_on_sigterm(
@@ -198,7 +164,7 @@ def test_two_process_coordinator_listens_on_loopback_only_and_both_stop_on_sigte
     run_dir = tmp_path / "run"
     trainers = _two_processes(run_dir, port, 40, **{HOLD_ENV_VAR: "update-2"})
     for t in trainers:
-        t.wait_for(lambda t=t: _held(t, "update-2"), "update 2 (held)")
+        t.wait_until(lambda t=t: _held(t, "update-2"), "update 2 (held)")
     sockets = _listening(trainers[0].proc.pid)
     on_port = [ip for ip, p in sockets if p == port]
     MATRIX.append(f"coordinator port {port} listens on {on_port} (all listening: {sockets})")
@@ -210,7 +176,7 @@ def test_two_process_coordinator_listens_on_loopback_only_and_both_stop_on_sigte
     for t in trainers:
         t.proc.send_signal(signal.SIGTERM)
     codes = [t.finish(timeout=120) for t in trainers]
-    assert codes == [130, 130], [t.stderr for t in trainers]
+    assert codes == [130, 130], [t.output for t in trainers]
     r = load_run(run_dir)
     assert r.status == schema.INTERRUPTED
     message = r.manifest["error"]["message"]
@@ -228,12 +194,12 @@ def test_a_signal_to_one_process_stops_both_after_the_same_update(tmp_path: Path
     run_dir = tmp_path / "run"
     trainers = _two_processes(run_dir, free_port(), 400)
     rows = run_dir / schema.UPDATES_FILE
-    trainers[0].wait_for(lambda: rows.exists() and len(rows.read_text().splitlines()) >= 3,
+    trainers[0].wait_until(lambda: rows.exists() and len(rows.read_text().splitlines()) >= 3,
                          "two updates")
     trainers[1].proc.send_signal(signal.SIGTERM)
     codes = [t.finish(timeout=120) for t in trainers]
-    assert codes == [130, 130], [t.stderr for t in trainers]
-    assert "stopping after this update, with the other processes" in trainers[1].stderr
+    assert codes == [130, 130], [t.output for t in trainers]
+    assert "stopping after this update, with the other processes" in trainers[1].output
     r = load_run(run_dir)
     message = r.manifest["error"]["message"]
     assert r.status == schema.INTERRUPTED
