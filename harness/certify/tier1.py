@@ -249,11 +249,11 @@ def check_consistency(cert: Mapping[str, Any], records: Path, out: Findings) -> 
         broken = record_chain_break(folder)
         if broken is not None:
             out.mismatch(f"run {rid}: {schema.UPDATES_FILE} row {broken[0]}: {broken[1]}")
-        bound = (cert["runs"][rid] or {}).get(DIGEST_COLUMN)
-        if bound is not None and bound != last_digest(folder):
-            out.mismatch(f"run {rid}: the last {DIGEST_COLUMN} is {last_digest(folder)!r}, "
+        bound, last = (cert["runs"][rid] or {}).get(DIGEST_COLUMN), last_digest(folder)
+        if bound is not None and bound != last:
+            out.mismatch(f"run {rid}: the last {DIGEST_COLUMN} is {last!r}, "
                          f"the certificate binds {bound!r}")
-        if last_digest(folder) is None:
+        if last is None:
             why_not.setdefault(f"the {DIGEST_COLUMN} chain: none in the record (a baseline, "
                                "an import, or written before the column)", []).append(rid)
         for why in found.not_applied:
