@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from harness_cli import ROOT
 
@@ -97,6 +98,42 @@ def wait_until(cond, timeout: float, what: str, step: float = 0.3, explain=None)
         time.sleep(step)
     seen = f"\n{explain()}" if explain else ""
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{seen}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def requeue(job: str, first_pid: int, started, what: str, gone_within: float = 60) -> None:
+    """`scontrol requeue` the running job whose trainer is `first_pid`, then wait until
+    `started()` says it runs again.
+
+    Slurm holds a requeued job back (its BeginTime) while the old one is cleaned up; the
+    test starts it sooner. slurmd refuses a launch whose credential is no newer, to the
+    second, than its revocation of the old job's ("Job N already killed, do not launch
+    batch job" in slurmd.log), and slurmctld then ends the job as failed: it never runs
+    again (CI, stop 56; here, an update 0.4 s after the requeue). So the update waits
+    until the first trainer is gone (slurmd revokes before it signals the step) and asks
+    for a start two seconds on, again every 10 s while the job stays pending."""
+    slurm("scontrol", "requeue", job)
+    wait_until(lambda: job_state(job) == "PENDING", 60, f"job {job} requeued")
+    wait_until(lambda: not alive(first_pid), gone_within,
+               f"the first trainer (pid {first_pid}) gone")
+    last_update = [0.0]
+
+    def running_again() -> bool:
+        if started():
+            return True
+        if job_state(job) == "PENDING" and time.monotonic() - last_update[0] > 10:
+            slurm("scontrol", "update", f"jobid={job}", "starttime=now+2")
+            last_update[0] = time.monotonic()
+        return False
+    wait_until(running_again, 180, what,
+               explain=lambda: slurm("squeue", "-h", "-t", "all", "-j", job,
+                                     "-o", "%i %T %r %S"))
 
 
 def node() -> str:

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 from slurm_cluster import (
     Harness,
@@ -31,6 +30,7 @@ from slurm_cluster import (
     job_state,
     ledger,
     node,
+    requeue,
     run_harness,
     slow_sbatch,
     slurm,
@@ -79,13 +79,6 @@ def snapshot(root: Path, sweep: str, runs) -> dict[str, tuple]:
 def archived(root: Path, sweep: str, run_id: str) -> list[dict]:
     d = root / sweep / "runs" / run_id / ATTEMPTS_DIR
     return [json.loads(p.read_text()) for p in sorted(d.glob(f"*/{schema.MANIFEST_FILE}"))]
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def log_line(root: Path, sweep: str, index: int = -1) -> dict:
@@ -269,29 +262,10 @@ def requeue_and_rerun(d: Path) -> dict[str, Any]:
     run_id, job = next(iter(h.job_ids(1).items()))
     wait_running(root, "requeue", run_id)
     first_pid = manifest(root, "requeue", run_id)["provenance"]["pid"]
-    slurm("scontrol", "requeue", job)
-    wait_until(lambda: job_state(job) == "PENDING", 60, f"job {job} requeued")
-    # Slurm holds a requeued job back (its BeginTime) while the old one is cleaned up; the
-    # test starts it sooner. slurmd refuses a launch whose credential is no newer, to the
-    # second, than its revocation of the old job's ("Job N already killed, do not launch
-    # batch job" in slurmd.log), and slurmctld then ends the job as failed: it never runs
-    # again (CI, stop 56; here, an update 0.4 s after the requeue). So the update waits
-    # until the first trainer is gone (slurmd revokes before it signals the step) and asks
-    # for a start two seconds on.
-    wait_until(lambda: not alive(first_pid), 60, f"the first trainer (pid {first_pid}) gone")
-    last_update = [0.0]
-
-    def running_again() -> bool:
-        if (state(root, "requeue", run_id).state == "running"
-                and manifest(root, "requeue", run_id)["provenance"]["pid"] != first_pid):
-            return True
-        if job_state(job) == "PENDING" and time.monotonic() - last_update[0] > 10:
-            slurm("scontrol", "update", f"jobid={job}", "starttime=now+2")
-            last_update[0] = time.monotonic()
-        return False
-    wait_until(running_again, 180, "the requeued job running the run again",
-               explain=lambda: slurm("squeue", "-h", "-t", "all", "-j", job,
-                                     "-o", "%i %T %r %S"))
+    requeue(job, first_pid, lambda: (
+        state(root, "requeue", run_id).state == "running"
+        and manifest(root, "requeue", run_id)["provenance"]["pid"] != first_pid),
+        "the requeued job running the run again")
     again = run_harness(sweep, root)  # the user runs the sweep while it runs
     rc = h.wait()
     third = run_harness(sweep, root)

@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 from cleanba_runs import trainer_env
-from slurm_cluster import Harness, cluster, job_state, slurm, wait_until
+from slurm_cluster import Harness, cluster, job_state, requeue, slurm, wait_until
 from test_cleanba_checkpoint import assert_same_records, rows_without_wall_clock
 
 from harness.store import run_state
@@ -103,38 +102,15 @@ def test_a_preempted_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     assert_resumed_once(h, run_dir, tmp_path)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_a_requeued_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     cluster(accounting=True)
     h, run_id, job, run_dir = held_job(tmp_path, monkeypatch)
     [first_pid] = [q.pid for q in psutil.process_iter(["cmdline"])  # the held trainer
                    if "--run-dir" in (q.info["cmdline"] or [])
                    and str(run_dir) in q.info["cmdline"]]
-    slurm("scontrol", "requeue", job)
-    wait_until(lambda: job_state(job) == "PENDING", 60, f"job {job} requeued")
-    # Slurm holds a requeued job back (its BeginTime); slurmd refuses a launch whose
-    # credential is not newer, to the second, than the old job's revocation, so the start
-    # is moved up only once the first trainer is gone, and two seconds on
-    # (tests/test_harness_slurm_cluster.py, requeue_and_rerun, says more).
-    wait_until(lambda: not _alive(first_pid), 120, f"the first trainer (pid {first_pid}) gone")
-    moved_at = [0.0]
-
-    def started_again() -> bool:
-        if job_state(job) in ("RUNNING", "COMPLETING", "COMPLETED", ""):
-            return True
-        if job_state(job) == "PENDING" and time.monotonic() - moved_at[0] > 10:
-            slurm("scontrol", "update", f"jobid={job}", "starttime=now+2")
-            moved_at[0] = time.monotonic()
-        return False
-    wait_until(started_again, 180, "the requeued job running again",
-               explain=lambda: slurm("squeue", "-h", "-t", "all", "-j", job,
-                                     "-o", "%i %T %r %S"))
+    requeue(job, first_pid,
+            lambda: job_state(job) in ("RUNNING", "COMPLETING", "COMPLETED", ""),
+            "the requeued job running again", gone_within=120)
     rc = h.wait(timeout=300)
     assert rc == 0, h.text
     assert "resubmitted" not in h.text, h.text  # Slurm ran it again, not the harness
