@@ -1,7 +1,6 @@
 """`python -m analysis <subcommand> --help`."""
 
-import sys
-
 from analysis.cli import main
+from runrecord.cli_dispatch import exit_with
 
-sys.exit(main())
+exit_with(main)

@@ -58,3 +58,21 @@ def flags_refused(config: Any) -> int | None:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return None
+
+
+def exit_with(main: Any) -> None:
+    """sys.exit(main()), with stdout line-buffered (so that logs follow a long sweep into
+    files and pipes as it goes) and a closed pipe (`... | head`) ending the command quietly
+    with 0, not a traceback."""
+    import os
+
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # stdout's reader has gone: point stdout at /dev/null so that the interpreter's
+        # own flush at exit cannot raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    sys.exit(code)

@@ -167,3 +167,24 @@ def test_an_error_outranks_every_verdict(tmp_path, capsys):
     assert main(["equivalence", str(root), "--group-by", "layout.name",
                  "--a", "no-such-layout"]) == EXIT_BAD_INPUT
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("command", [["analysis", "equivalence", "--help"],
+                                     ["harness", "plan", "--help"],
+                                     ["analysis", "summary", str(ROOT / "results/reference/smoke-cartpole")]])
+def test_a_closed_pipe_ends_quietly(command):
+    """`python -m analysis ... | head`: the reader gone before the first line, the command
+    ends with 0 and says nothing on stderr (no BrokenPipeError traceback)."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # no reader: the command's first write to stdout fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", *command], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
