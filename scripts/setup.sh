@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Create .venv and install the project with training (`.[train]`; idempotent).
-# Usage: scripts/setup.sh [--dev] [--browser]
+# Usage: scripts/setup.sh [--dev] [--browser] [--tex]
 #   --dev      test tools (pytest, ruff, mypy, rliable as a test oracle)
 #   --browser  Debian chromium + chromium-driver for the HTML report test (needs root)
+#   --tex      Debian TeX Live (pdflatex, booktabs) for the test that compiles the LaTeX
+#              tables (needs root; about 45 s and 200 MB)
 # PYTHON: the interpreter of a new venv (default python3); VENV: its folder (default .venv;
 # the Python 3.12 CI leg uses .venv312, scripts/test_py312.sh). Packages come through uv
 # with pip's settings where it works (scripts/uv_install.py), else through pip;
 # SETUP_PIP=1: pip only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dev=0; browser=0
+dev=0; browser=0; tex=0
 for a in "$@"; do
   case "$a" in
     --dev) dev=1 ;;
     --browser) browser=1 ;;
-    *) echo "setup.sh: unknown option $a (valid: --dev --browser)" >&2; exit 2 ;;
+    --tex) tex=1 ;;
+    *) echo "setup.sh: unknown option $a (valid: --dev --browser --tex)" >&2; exit 2 ;;
   esac
 done
 PY=${PYTHON:-python3}
@@ -51,5 +54,14 @@ if [ "$browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
       || echo "setup.sh: could not install chromium; the HTML report browser test will be skipped" >&2
   else
     echo "setup.sh: not root; install chromium and chromium-driver for the report browser test" >&2
+  fi
+fi
+if [ "$tex" = 1 ] && ! command -v pdflatex >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+       texlive-latex-base texlive-latex-recommended >/dev/null) \
+      || echo "setup.sh: could not install TeX Live; the LaTeX compile test will be skipped" >&2
+  else
+    echo "setup.sh: not root; install texlive-latex-recommended for the LaTeX compile test" >&2
   fi
 fi

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-scripts/setup.sh --dev --browser
+scripts/setup.sh --dev --browser --tex
 echo "== test.sh: set up after $(( $(date +%s) - start )) s"
 export XLA_FLAGS="${XLA_FLAGS:-} --xla_force_host_platform_device_count=4"
 export WANDB_MODE=offline WANDB_SILENT=true
