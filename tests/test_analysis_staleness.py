@@ -78,3 +78,23 @@ def test_nothing_checked_is_undecided_not_a_pass(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "staleness: UNDECIDED; no run could be checked (1 n/a (no rule for architecture " \
         "'async'))" in out and "PASS" not in out
+
+
+def test_suites_are_audited_apart(tmp_path, capsys):
+    """A layout that ran CartPole and Breakout gets one row per suite, labelled by suite,
+    as every other command splits; one suite alone keeps its plain labels."""
+    for seed in (1, 2):
+        write_synthetic_run(tmp_path, architecture="cleanba", seed=seed, updates=10)
+    write_synthetic_run(tmp_path, architecture="cleanba", seed=3, updates=6,
+                        env_id="Breakout-v5")
+    runs = load_runs([tmp_path]).included
+    rep = audit(runs, ["architecture"])
+    assert {g: d["runs"] for g, d in rep.groups.items()} == {"CartPole-v1: cleanba": 2,
+                                                             "Atari: cleanba": 1}
+    assert rep.groups["Atari: cleanba"]["histogram"] == {0: 1, 1: 5}
+    cartpole = [r for r in runs if r.manifest["env_id"] == "CartPole-v1"]
+    assert list(audit(cartpole, ["architecture"]).groups) == ["cleanba"]
+    assert main(["staleness", str(tmp_path), "--group-by", "architecture"]) == 0
+    out = capsys.readouterr().out
+    assert "| Atari: cleanba-ppo / cleanba " in out
+    assert "| CartPole-v1: cleanba-ppo / cleanba " in out

@@ -22,6 +22,7 @@ import numpy as np
 from analysis.inputs.cache import audit_table
 from analysis.inputs.derived import run_records
 from analysis.inputs.load import group_key
+from analysis.scoring.scores import runs_by_suite
 from analysis.scoring.tables import TableData
 from runrecord import Run
 from runrecord.exits import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
@@ -204,9 +205,17 @@ def _from_row(row: dict[str, Any], group: str) -> RunStaleness:
 
 
 def audit(runs: Sequence[Run], group_by: str | Sequence[str] = "layout.name") -> StalenessReport:
-    """Per-run audit plus per-group pooled histogram, mean and mid-rollout share."""
-    per_run = [_from_row(row, group_key(r, group_by))
-               for r, row in zip(runs, run_records(runs, "staleness", _audit_row), strict=True)]
+    """Per-run audit plus per-group pooled histogram, mean and mid-rollout share. Where the
+    runs span several suites (all Atari games one suite, every other env its own), each
+    group is split by suite and labelled "<suite>: <group>", as every other command splits:
+    a Breakout run is not pooled with the CartPole runs of its layout."""
+    by_suite = runs_by_suite(runs)
+    prefix = len(by_suite) > 1
+    per_run = [_from_row(row, f"{suite}: {group_key(r, group_by)}" if prefix
+                         else group_key(r, group_by))
+               for suite, suite_runs in by_suite.items()
+               for r, row in zip(suite_runs, run_records(suite_runs, "staleness", _audit_row),
+                                 strict=True)]
     return StalenessReport(per_run, pooled(per_run))
 
 
