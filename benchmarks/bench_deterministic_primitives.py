@@ -27,6 +27,7 @@ from cleanba.core.xla_flags import apply_cpu_conv_flag
 from cleanba.numerics import deterministic as det
 from cleanba.numerics.losses import normalized_advantages, ppo_loss, ppo_loss_sums
 from cleanba.numerics.networks import init_params, make_network
+from runrecord.words import counted
 
 
 @dataclass
@@ -65,7 +66,7 @@ def report(name: str, first: float, ms: float, base: float | None) -> None:
 
 def main(cfg: BenchConfig) -> None:
     print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}, "
-          f"{jax.device_count()} device(s)")
+          f"{counted(jax.device_count(), 'device')}")
     obs_shape, num_actions = (4, 84, 84), 6
     network = make_network(obs_shape, num_actions)
     params = init_params(network, obs_shape, jax.random.PRNGKey(0))

@@ -45,6 +45,7 @@ from campaign_state import (  # noqa: E402
 )
 
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK  # noqa: E402
+from runrecord.words import counted  # noqa: E402
 
 DEVICE_CALL = ('run(command="bash .device/run.sh --campaign --out $OUT", carry=[".device"], '
                'timeout_s=540, kind="{kind}")')
@@ -71,7 +72,7 @@ class MergeConfig:
 
 def place_lines(place: Place, expected: dict[int, set[str]]) -> list[str]:
     seeds = place.equivalence_seeds(expected)
-    return [f"  {place.kind}/{place.stack}: (a) {len(seeds)} seed(s) "
+    return [f"  {place.kind}/{place.stack}: (a) {counted(len(seeds), 'seed')} "
             f"{seeds[:12]}{' ...' if len(seeds) > 12 else ''}; (b) seeds "
             f"{place.learning_seeds or 'none'}; (c) {speed_bound_line(place)}"
             f"; (d) {'done' if place.deterministic else 'not yet'}; {len(place.leases)} "

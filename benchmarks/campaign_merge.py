@@ -22,6 +22,8 @@ from typing import Any
 from campaign_lease import read_archive
 from campaign_state import EQUIVALENCE, RECORD_FILES, record_place
 
+from runrecord.words import counted
+
 TOP_FOLDERS = (EQUIVALENCE, "learning", "speed-bound", "deterministic")
 LEASE_KEYS = ("lease", "kind", "tool_kind", "stack", "mode", "started_at", "finished_at",
               "budget_s", "wall_s", "chunks", "deferred")
@@ -40,10 +42,10 @@ class Merged:
     lease_line: str = ""
 
     def lines(self) -> list[str]:
-        out = [f"merge: {folder}: {len(files)} file(s) added" for folder, files in
+        out = [f"merge: {folder}: {counted(len(files), 'file')} added" for folder, files in
                sorted(self.added.items())]
         if self.unchanged:
-            out.append(f"merge: {self.unchanged} file(s) already in the store, unchanged")
+            out.append(f"merge: {counted(self.unchanged, 'file')} already in the store, unchanged")
         out += [f"merge: kept apart by its provenance: {a}" for a in self.apart]
         out += [f"merge: CONFLICT (not overwritten): {c}" for c in self.conflicts]
         out.append(self.lease_line)

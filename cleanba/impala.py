@@ -45,6 +45,7 @@ from cleanba.numerics.deterministic import FixedOrderGradient, gradient_path_is_
 from cleanba.numerics.losses import impala_loss
 from cleanba.numerics.networks import init_params
 from cleanba.numerics.parallel import LearnerMesh, learner_value_and_grad, mean_of_steps
+from runrecord.words import counted
 
 SYSTEM = "cleanba-impala"
 DESCRIPTION = (
@@ -224,7 +225,7 @@ def make_algorithm(config: ImpalaConfig, plan: Plan, obs_shape: tuple[int, ...],
     if envs_per_device % config.num_minibatches:
         raise ConfigError(
             f"each learner device gets {envs_per_device} envs (num_envs {plan.num_envs} / "
-            f"{plan.total_learner_devices} learner device(s)), which --num-minibatches "
+            f"{counted(plan.total_learner_devices, 'learner device')}), which --num-minibatches "
             f"{config.num_minibatches} does not divide; choose a divisor of {envs_per_device} "
             "or change --num-envs"
         )

@@ -154,7 +154,7 @@ def do_plan(cmd: Plan, sweep: Sweep) -> int:
                               if k != "job_name"))
             shapes.setdefault(key, []).append(s)
         for runs in shapes.values():
-            print(f"\n# sbatch script for {len(runs)} run(s) like {runs[0].label()}:")
+            print(f"\n# sbatch script for {counted(len(runs), 'run')} like {runs[0].label()}:")
             print(sbatch_script(runs[0], sweep.slurm, store.sweep_dir / "slurm",
                                 array_size=len(runs) if len(runs) > 1 else None))
     return EXIT_OK
@@ -316,9 +316,9 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
     if stopped or counts.get(schema.INTERRUPTED):
         parts = []
         if counts.get(schema.INTERRUPTED):
-            parts.append(f"{counts[schema.INTERRUPTED]} interrupted run(s) (no attempt spent)")
+            parts.append(f"{counted(counts[schema.INTERRUPTED], 'interrupted run')} (no attempt spent)")
         if stopped and not_started > 0:
-            parts.append(f"{not_started} run(s) not started")
+            parts.append(f"{counted(not_started, 'run')} not started")
         if parts:
             print(f"  {' and '.join(parts)}: the next `harness run` runs them")
         return 130 if stopped else EXIT_FAILED

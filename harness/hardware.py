@@ -35,6 +35,7 @@ from analysis import (
 )
 from harness.page_style import verdict_class
 from runrecord.hardware import record_place
+from runrecord.words import counted
 
 TITLE = "Hardware evidence"
 CPU = "cpu"
@@ -238,7 +239,7 @@ def speed_rows(store: Path) -> list[list[Any]]:
             share = f.get("share")
             rows.append([path.stem, kind, stack,
                          f"{f.get('num_envs', '?')} x {f.get('num_steps', '?')}, "
-                         f"{f.get('num_actor_threads', '?')} thread(s)",
+                         f"{counted(f.get('num_actor_threads', '?'), 'thread')}",
                          _num((f.get("actor_alone") or {}).get("sps")),
                          _num((f.get("learner_alone") or {}).get("sps")),
                          f"{_num(f.get('bound_sps'))} ({f.get('bound_by', '?')})",
@@ -290,7 +291,7 @@ def hardware_section(store: Path, table_html: TableHtml, suite_calls: Path | Non
     merged = leases(store)
     gpu = [lease for lease in merged if lease.get("kind") != CPU]
     parts = [f"<p>From the GPU campaign's records in <code>{html.escape(str(store))}</code> "
-             f"(benchmarks/campaign.py): {len(merged)} lease(s) merged, {len(gpu)} of them on a "
+             f"(benchmarks/campaign.py): {counted(len(merged), 'lease')} merged, {len(gpu)} of them on a "
              "GPU. Records of different software stacks are never pooled.</p>"]
     if not gpu:
         parts.append("<p id='hardware-next'>No GPU lease merged yet; the next lease runs chunk "

@@ -23,6 +23,7 @@ from harness.execute import ALREADY_COMPLETED, BUSY, STOPPED, Outcome, execute_r
 from harness.store import Store, last_progress, run_state
 from harness.sweep import RunSpec
 from runrecord import schema
+from runrecord.words import counted
 
 BUSY_RECHECK_S = 5.0  # a run locked by another harness: look again after this long
 
@@ -145,7 +146,7 @@ class Pool:
         outcomes: list[Outcome] = []
         display = _Display(self.specs, self.store, enabled=self.progress)
         display.announce(
-            f"harness: {len(self.specs)} run(s) of sweep {self.store.sweep}, up to "
+            f"harness: {counted(len(self.specs), 'run')} of sweep {self.store.sweep}, up to "
             f"{self.max_parallel or len(self.cpus)} at once on {len(self.cpus)} CPU core(s)"
             + (f" and {len(gpus)} GPU(s)" if gpus else ""))
 

@@ -51,6 +51,7 @@ from runrecord.exits import (
     worst_exit,
 )
 from runrecord.provenance import DISTRIBUTION, collect, git_state
+from runrecord.words import counted
 
 REPORT_PAGE = "index.html"
 
@@ -116,7 +117,7 @@ def run_description(sweep: Sweep) -> str:
              "layout"), axis([s.env_id for s in runs], "game"),
              axis([s.seed for s in runs], "seed"),
              "frames per run " + ", ".join(f"{f:,}" for f in frames)]
-    text = f"This report covers {len(runs)} run(s): " + "; ".join(parts) + "."
+    text = f"This report covers {counted(len(runs), 'run')}: " + "; ".join(parts) + "."
     if sweep.filters:
         flags = " ".join(f"--{k} {v}" for k, v in sorted(sweep.filters.items()))
         text += (f" Scaled down from the sweep file with {flags}: the file's description "

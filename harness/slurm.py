@@ -39,6 +39,7 @@ from harness.slurm_wait import Watcher, signals_held
 from harness.store import Store, run_state
 from harness.sweep import RunSpec, Sweep
 from runrecord import schema
+from runrecord.words import counted
 
 DEFAULT_TIMEOUT_MIN = 60
 # submitit submits every job with --signal=USR2@SIGNAL_LEAD_S: Slurm sends USR2 that long
@@ -293,7 +294,7 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
         stop.set()
         if progress:
             console.print("harness: second interrupt while submitting: cancelling the "
-                          f"{len(jobs)} job(s) submitted; the records say what happened",
+                          f"{counted(len(jobs), 'job')} submitted; the records say what happened",
                           highlight=False, soft_wrap=True)
         hurry = True
     watcher.watch(jobs, submit, hurry=hurry)

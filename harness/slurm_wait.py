@@ -32,6 +32,7 @@ from harness.store import (
 )
 from harness.sweep import RunSpec
 from runrecord import schema
+from runrecord.words import counted
 
 RESULT_WAIT_S = 10.0  # a job that ended: how long its result file may take to appear
 UNKNOWN_WAIT_S = 120.0  # a job neither squeue nor sacct lists (no accounting, long gone)
@@ -159,7 +160,7 @@ class Watcher:
                 stopped = self.stop is not None and self.stop.is_set()
                 if stopped and cancelled_at is None:
                     ids = [w.job.job_id for w in pending]
-                    self.say(f"harness: cancelling {len(ids)} job(s) ({' '.join(ids)}); "
+                    self.say(f"harness: cancelling {counted(len(ids), 'job')} ({' '.join(ids)}); "
                              f"waiting up to {CANCEL_WAIT_S:.0f} s for their runs to record "
                              "`interrupted`")
                     self._cancel(pending)

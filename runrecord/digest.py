@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runrecord import schema
+from runrecord.words import counted
 from runrecord.writer import format_value
 
 DIGEST_COLUMN = "records_digest"
@@ -66,7 +67,7 @@ def chain_break(updates: Sequence[Mapping[str, str]], episodes: Sequence[Mapping
         if row.get(DIGEST_COLUMN) != expected:
             return i, (f"{DIGEST_COLUMN} {row.get(DIGEST_COLUMN)!r} is not the chain's "
                        f"{expected!r} (over the row before, params_checksum and the "
-                       f"{len(ended)} episode(s) that ended in update {row.get('update')})")
+                       f"{counted(len(ended), 'episode')} that ended in update {row.get('update')})")
         previous, steps_before = expected, steps
     return None
 

@@ -55,7 +55,7 @@ def test_aggregate_pairs_default_named_and_all(reference_copy, capsys):
     assert main(base) == 0
     out = capsys.readouterr().out
     # two systems x four layouts: each layout against its system's a0-l0-d1
-    assert "P(X > Y) computed for 6 pair(s), each group against its reference " \
+    assert "P(X > Y) computed for 6 pairs, each group against its reference " \
            "(cleanba-impala / cleanba / a0-l0-d1, cleanba-ppo / cleanba / a0-l0-d1;" in out
     rows = [[c.strip() for c in ln.split("|")[1:3]] for ln in _poi_lines(out)]
     assert len(rows) == 6 and all(y.endswith("a0-l0-d1") and x.split(" / ")[0] ==
@@ -67,7 +67,7 @@ def test_aggregate_pairs_default_named_and_all(reference_copy, capsys):
     pair = "cleanba-ppo / cleanba / a0-l0-d2 vs cleanba-impala / cleanba / a0-l1-d1"
     assert main([*base, "--pair", pair]) == 0
     out = capsys.readouterr().out
-    assert "the 1 pair(s) named with --pair" in out and len(_poi_lines(out)) == 1
+    assert "the 1 pair named with --pair" in out and len(_poi_lines(out)) == 1
     assert main([*base, "--all-pairs"]) == 0
     out = capsys.readouterr().out
     assert "all 56 ordered pairs (--all-pairs)" in out and len(_poi_lines(out)) == 56

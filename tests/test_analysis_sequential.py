@@ -234,7 +234,7 @@ def test_plan_sequential_cli_prints_boundaries_and_costs(tmp_path, capsys):
     assert main(["plan-sequential", "--sd", "0.06", "--suite", "CartPole-v1",
                  "--sims", "2000"]) == 0
     out = capsys.readouterr().out
-    assert "4 look(s) at 3, 5, 7, 9 seeds per side" in out
+    assert "4 looks at 3, 5, 7, 9 seeds per side" in out
     assert "| 4 | 9 | 1.00 | 0.0500 | 1.731 |" in out  # the last O'Brien-Fleming boundary
     assert "| equivalence (final + AUC) | 0.2 |" in out and "| gate (vs 9 reference" in out
     # From pilot runs, as plan-seeds.

@@ -46,7 +46,7 @@ def test_violation_names_run_and_update(tmp_path, capsys):
     # The report's verdict row: worst and mean staleness (0, 1, 2, 1), exact, the rule.
     assert rep.cells() == {"estimate": "max 2, mean 1.000", "ci": "exact: every update counted",
                            "margin": "cleanba: 0 at update 1, then exactly 1",
-                           "seeds": "1 of 1 run(s) checked"}
+                           "seeds": "1 of 1 run checked"}
     assert main(["staleness", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "VIOLATION run bad1 (cleanba) update 3" in out
@@ -73,7 +73,7 @@ def test_nothing_checked_is_undecided_not_a_pass(tmp_path, capsys):
     rep = audit(load_runs([tmp_path]).included)
     assert rep.verdict == "UNDECIDED" and rep.exit_code == 4
     assert rep.cells()["margin"] == "no rule checked"
-    assert rep.cells()["seeds"] == "0 of 1 run(s) checked"
+    assert rep.cells()["seeds"] == "0 of 1 run checked"
     assert main(["staleness", str(tmp_path)]) == 4
     out = capsys.readouterr().out
     assert "staleness: UNDECIDED; no run could be checked (1 n/a (no rule for architecture " \

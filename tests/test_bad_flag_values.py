@@ -197,10 +197,10 @@ def test_an_unknown_key_is_refused_with_the_valid_ones(results_root, capsys, arg
                           capsys)
     assert code == EXIT_BAD_INPUT, out + err
     assert "layout.nam: no run's manifest has this key (did you mean layout.name" in err
-    assert "keys the 6 run(s) have: " in err and "env_id" in err
+    assert "keys the 6 runs have: " in err and "env_id" in err
     # a table of many keys is counted under its name, not listed key by key
     assert "summary.* (5 keys)" in err and "summary.wall_time_s" not in err
-    assert "completed run(s)" not in out  # the old summary: "25 completed run(s), 0 left out"
+    assert "completed run" not in out  # no summary line ("25 completed runs, 0 left out")
     assert tree_hash(results_root) == before
 
 
@@ -216,7 +216,7 @@ def test_a_key_some_runs_lack_is_a_warning(tmp_path, capsys):
     (run / "manifest.json").write_text(text.replace('"sweep": "synthetic-final"', '"x": 1'))
     assert main(["summary", str(tmp_path), "--group-by", "sweep", "--no-cache"]) == 0
     err = capsys.readouterr().err
-    assert "--group-by sweep: 1 of 3 run(s) lack this key (grouped without it)" in err
+    assert "--group-by sweep: 1 of 3 runs lack this key (grouped without it)" in err
 
 
 # ------------------------------------------------------------------ harness
@@ -280,7 +280,7 @@ def test_one_seed_is_singular(tmp_path, capsys):
                               system="cleanba-ppo", layout=layout, total_frames=100_000)
     main(["aggregate", str(tmp_path), "--reps", "20", "--no-cache"])
     out = capsys.readouterr().out
-    assert "1 independent seed x 1 task(s)" in out and "1 independent seeds" not in out
+    assert "1 independent seed x 1 task" in out and "1 independent seeds" not in out
 
 
 def test_help_offers_only_what_is_valid(capsys, monkeypatch):

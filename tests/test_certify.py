@@ -175,7 +175,7 @@ def test_reference_certified_and_verified(certified, capsys):
     assert code == EXIT_OK and "verdict: VERIFIED" in text, text
     # no analysis cache read or written (`python -m analysis summary DIR` writes DIR's)
     assert not (records / ".analysis-cache").exists()
-    assert "4 claim" not in text and "2 claim(s) recomputed" in text
+    assert "4 claim" not in text and "2 claims recomputed" in text
     assert "tier 2: no run replayed" in text  # what was not checked
     # Asked to replay: none of these runs was made with --deterministic
     code, text = verify(capsys, cert, "--replay", "2")
@@ -357,17 +357,17 @@ def test_consistency_of_one_record():
     found = check_record(cleanba, episodes, updates)
     assert [f.line() for f in found.findings] == [
         "episodes.csv row 3: episode_length 13 is longer than the steps its env had taken: "
-        "env_steps 48 over 4 env(s) (its env's share)"] and found.not_applied == []
+        "env_steps 48 over 4 envs (its env's share)"] and found.not_applied == []
     # frame skip from the env when the protocol names none (1 off Atari); CartPole's rule
     pole = {**cleanba, "env_id": "CartPole-v1", "env_protocol": {}}
     found = check_record(pole, episodes, updates)
     assert [f.line() for f in found.findings] == [
-        "updates.csv row 1: frames 256 is not env_steps 64 x frame skip 1 (3 row(s) in all)",
-        "episodes.csv row 1: frames 128 is not env_steps 32 x frame skip 1 (4 row(s) in all)",
+        "updates.csv row 1: frames 256 is not env_steps 64 x frame skip 1 (3 rows in all)",
+        "episodes.csv row 1: frames 128 is not env_steps 32 x frame skip 1 (4 rows in all)",
         "episodes.csv row 3: episode_length 13 is longer than the steps its env had taken: "
-        "env_steps 48 over 4 env(s) (its env's share)",
+        "env_steps 48 over 4 envs (its env's share)",
         "episodes.csv row 1: episode_return 0 is not episode_length 8 (CartPole-v1 gives a "
-        "reward of 1 per step) (4 row(s) in all)"]
+        "reward of 1 per step) (4 rows in all)"]
     # a baseline: episodes out of step order are its actors' order; one env's bound is all
     # envs' steps
     late = table(env_steps=[96, 48], frames=[384, 192], episode_length=[50, 49],
@@ -376,7 +376,7 @@ def test_consistency_of_one_record():
     found = check_record(baseline, late, updates)
     assert [f.line() for f in found.findings] == [
         "episodes.csv row 2: episode_length 49 is longer than the steps its env had taken: "
-        "env_steps 48 over 1 env(s) (all envs')"]
+        "env_steps 48 over 1 env (all envs')"]
     assert found.not_applied == ["episodes.csv frames in order: a baseline's actors report "
                                  "episodes as they come, not in step order"]
     found = check_record({**cleanba, "system": "cleanba-ppo"}, late, updates)

@@ -111,7 +111,7 @@ def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
     # the report's section: root and verification status
     title, html = certificate_section(cert.parent)
     assert title == "Certificate" and doc["root"] in html
-    assert "VERIFIED (tier 1 + tier 2: first 3 updates of 2 drawn run(s): 2 VERIFIED)" in html
+    assert "VERIFIED (tier 1 + tier 2: first 3 updates of 2 drawn runs: 2 VERIFIED)" in html
     t0 = time.perf_counter()
     assert harness_main(["report", "--sweep", str(tmp / "cert.toml"), "--results-root",
                          str(tmp / "res")]) == EXIT_OK

@@ -102,7 +102,7 @@ def test_every_segment_of_the_unchanged_run_verifies(certified, capsys):
                          "1", "--segments", "all"])
     out = capsys.readouterr().out
     assert code == EXIT_OK and "verdict: VERIFIED" in out, out
-    assert (f"run {rid}: 3 of its 3 segment(s): updates 4-6 (from checkpoints/3); updates "
+    assert (f"run {rid}: 3 of its 3 segments: updates 4-6 (from checkpoints/3); updates "
             "7-9 (from checkpoints/6); updates 10-10 (from checkpoints/9): 70% of its 10 "
             "updates") in out, out
     for first, last in ((3, 6), (6, 9), (9, 10)):
@@ -110,7 +110,7 @@ def test_every_segment_of_the_unchanged_run_verifies(certified, capsys):
                          rf"\(all but wall-clock times\) identical at updates {first + 1}-{last}, "
                          rf"and the \d+ episode\(s\) that ended in them \(resumed from the "
                          rf"certified checkpoints/{first}\)", out), out
-    assert "3 segment(s) replayed bit for bit" in out
+    assert "3 segments replayed bit for bit" in out
     assert "--segments all --draw-seed" in out  # the draw can be repeated
 
 
@@ -132,7 +132,7 @@ def test_a_loss_forged_in_the_last_update_is_caught_by_the_last_segment(certifie
     code = harness_main(["verify", cert, "--replay", "1", "--segments", "1"])
     out = capsys.readouterr().out
     assert code == EXIT_FAILED and "verdict: MISMATCH" in out, out
-    assert f"run {rid}: 1 of its 3 segment(s): updates 10-10 (from checkpoints/9): 10% of " \
+    assert f"run {rid}: 1 of its 3 segments: updates 10-10 (from checkpoints/9): 10% of " \
         "its 10 updates; a forgery confined to one other segment escapes this draw with " \
         "probability 1.00" in out, out
     assert re.search(r"MISMATCH: update 10: loss_total \S+ \(replay\) vs \S+ \(certified\)",

@@ -300,7 +300,7 @@ def rehearse_campaign(kit: Path, venv: Path, env: dict[str, str], tmp_path: Path
     assert [d["item"] for d in second["done"]] == ["a:seed-2"], second
     assert not {r["run_id"] for r in second["done"][0]["runs"]} & seed1
     text = merge_lease(tmp_path / "lease2", store)
-    assert "6 file(s) added" in text, text
+    assert "6 files added" in text, text
     assert all(p.read_bytes() == data for p, data in merged.items() if p.name != "leases.jsonl")
     assert len((base / "leases.jsonl").read_text().splitlines()) == 2
 

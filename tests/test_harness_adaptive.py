@@ -197,7 +197,7 @@ def test_easy_comparison_stops_at_the_first_look_and_resume_reuses_it(tmp_path):
     p = harness("report", "--sweep", str(sweep), "--results-root", str(root))
     assert p.returncode == 0, p.stdout + p.stderr
     page = (root / "ad" / "report" / "index.html").read_text()
-    assert "This report covers 4 run(s)" in page and ">pending<" not in page
+    assert "This report covers 4 runs" in page and ">pending<" not in page
     assert "Stopped at look 1 of 3: every verdict decided before the cap" in page
 
 

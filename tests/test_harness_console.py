@@ -39,7 +39,7 @@ def test_log_shows_start_finish_and_no_overhead_line_when_nothing_ran(tmp_path):
     p = _run(*args)
     assert p.returncode == 0, p.stdout + p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0] == "harness: 2 run(s) of sweep console, up to 2 at once on " \
+    assert lines[0] == "harness: 2 runs of sweep console, up to 2 at once on " \
         f"{lines[0].split(' on ')[1]}"
     assert sum(x.startswith("start: ") for x in lines) == 2
     finished = [x for x in lines if x.startswith(("[1/2]", "[2/2]"))]

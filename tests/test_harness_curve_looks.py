@@ -199,11 +199,11 @@ def test_a_one_seed_candidate_completes_and_is_undecided_not_failed(tmp_path, re
     assert p.returncode == EXIT_UNDECIDED, p.stdout + p.stderr
     assert "sweep one: 1 completed" in p.stdout
     assert ("regression over training time: UNDECIDED for fake-ppo CartPole-v1: these "
-            "seeds cannot decide it at look 1: 1 new vs 3 reference seed(s)") in p.stdout
+            "seeds cannot decide it at look 1: 1 new vs 3 reference seeds") in p.stdout
     assert "refused" not in p.stdout + p.stderr and "NONE" not in p.stdout
     reg = harness("regress", "--sweep", str(sweep), "--results-root", str(root))
     assert reg.returncode == EXIT_UNDECIDED, reg.stdout + reg.stderr
     assert "regression verdict: UNDECIDED" in reg.stdout
-    assert "these seeds cannot decide it: 1 new vs 3 reference seed(s)" in reg.stdout
+    assert "these seeds cannot decide it: 1 new vs 3 reference seeds" in reg.stdout
     strict = run(sweep, root, "--strict")
     assert strict.returncode == EXIT_FAILED, strict.stdout + strict.stderr

@@ -299,7 +299,7 @@ def test_report_pages_read_well_at_1400_and_800_px(swept, tmp_path):
             assert seen["nan"] == 0, (page, width)
             assert seen["empty_tables"] == 0 and seen["empty_header_cells"] == 0, seen
             assert seen["scroll_width"] <= seen["client_width"], (page, width, seen["wide"])
-            runs = "2 run(s)" if scaled else "6 run(s)"
+            runs = "2 runs" if scaled else "6 runs"
             assert f"This report covers {runs}" in seen["what_ran"], seen["what_ran"]
             assert ("1 seed (1)" in seen["what_ran"]) == scaled
 

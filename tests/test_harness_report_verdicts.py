@@ -86,7 +86,7 @@ def test_the_report_opens_with_one_row_per_verdict_and_the_gate_is_one(reports):
     by_kind = {r[0].split(":")[0]: r for r in rows}
     assert set(by_kind) == {"regression", "staleness", "equivalence"}
     gate = by_kind["regression"]
-    assert gate[0] == "regression: fake-ppo on CartPole-v1 (1 layout(s), 1 game(s))"
+    assert gate[0] == "regression: fake-ppo on CartPole-v1 (1 layout, 1 game)"
     assert gate[1:6] == ["PASS", "+0.0000", "one-sided 95%: [+0.0000, +0.0000]", "-0.3",
                          "3 new vs 3 reference"]
     eq = by_kind["equivalence"]
@@ -96,7 +96,7 @@ def test_the_report_opens_with_one_row_per_verdict_and_the_gate_is_one(reports):
     for row in rows:  # every verdict kind gives its estimate, CI, margin and seeds
         assert "–" not in row[2:6], row
     stale = by_kind["staleness"]
-    assert stale[3] == "exact: every update counted" and stale[5] == "6 of 6 run(s) checked"
+    assert stale[3] == "exact: every update counted" and stale[5] == "6 of 6 runs checked"
     for row in rows:  # every details link lands on that verdict's full line
         target = re.search(rf"<div id='{row[-1]}' class='verdict [^']*'[^>]*>([^<]*)", text)
         assert target and target[1].startswith(row[0].split(":")[0]), row

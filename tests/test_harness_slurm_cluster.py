@@ -337,7 +337,7 @@ def check_scancel(r: dict[str, Any]) -> None:
     assert re.search(rf"interrupted {pend} .*: Slurm job {re.escape(r['jobs'][pend])} ended "
                      r"CANCELLED before it started", text), text
     assert r["after"][pend] == ("pending", 0, None)  # nothing written for it
-    assert "2 interrupted run(s) (no attempt spent)" in text, text
+    assert "2 interrupted runs (no attempt spent)" in text, text
     assert "UncompletedJobError" not in text and "failed" not in text, text
     no_traceback(text)
     rc2, text2 = r["second"]
@@ -351,7 +351,7 @@ def check_stop(r: dict[str, Any], signame: str) -> None:
     assert r["rc"] == 130, text
     assert f"harness: {signame}: stopping the runs in flight" in text, text
     assert re.search(r"harness: cancelling 2 job\(s\)", text), text
-    assert "1 interrupted run(s) (no attempt spent) and 1 run(s) not started" in text, text
+    assert "1 interrupted run (no attempt spent) and 1 run not started" in text, text
     no_traceback(text)
     st, failures, err = r["after"][r["running"]]
     assert st == schema.INTERRUPTED and failures == 0, r["after"]
@@ -383,7 +383,7 @@ class TestWithoutAccounting:
         r = without_accounting.get("twice")
         assert r["rc"] == 130, r["text"]
         assert "harness: second interrupt: not waiting any longer" in r["text"], r["text"]
-        assert "1 interrupted run(s) (no attempt spent)" in r["text"], r["text"]
+        assert "1 interrupted run (no attempt spent)" in r["text"], r["text"]
         no_traceback(r["text"])
         assert job_state(r["job"]) in ("CANCELLED", ""), r["job"]
         st, failures, err = r["after"]
@@ -402,7 +402,7 @@ class TestWithoutAccounting:
         assert all(st != schema.RUNNING and failures == 0
                    for st, failures, _ in r["after"].values()), r["after"]
         assert re.search(r"^sweep midsubmit: no run ran$", r["text"], re.M), r["text"]
-        assert f"{SUBMITTING} run(s) not started: the next `harness run` runs them" in r["text"]
+        assert f"{SUBMITTING} runs not started: the next `harness run` runs them" in r["text"]
         assert log_line(r["d"] / "res", "midsubmit", 0)["exit_code"] == 130
         rc2, text2 = r["second"]
         assert rc2 == 0 and f"{SUBMITTING} completed" in text2, text2

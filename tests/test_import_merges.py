@@ -45,7 +45,7 @@ def test_system_and_layout_columns_are_read_by_name(tmp_path, capsys):
     out = tmp_path / "sweep"
     assert main(["import", "table", str(src), "--out", str(out), *TABLE_ARGS]) == 0
     said = capsys.readouterr().out
-    assert "6 run(s) written" in said
+    assert "6 runs written" in said
     assert said.count(f"{EPISODES} rows read, {EPISODES} episodes written") == 6
     assert ("used: column task, column seed, column system, column layout, column return, "
             "column frames; ignored: column episode_id") in said

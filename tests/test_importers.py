@@ -115,7 +115,7 @@ def test_gymnasium_episodes_import_and_summarise(tmp_path, capsys):
         np.testing.assert_array_equal(r.episodes["episode_return"], lengths)
     capsys.readouterr()
     assert main(["summary", str(tmp_path / "out")]) == 0
-    assert "3 completed run(s)" in capsys.readouterr().out
+    assert "3 completed runs" in capsys.readouterr().out
 
 
 def test_wandb_offline_run_killed_before_its_exit_is_left_out(tmp_path):

@@ -119,7 +119,7 @@ def test_worked_example_runs_as_documented(fmt, tmp_path, monkeypatch, capsys):
     MAKERS[fmt](runs)
     for argv in doc_commands(fmt):
         assert main(argv) == 0, capsys.readouterr()
-        assert "6 run(s) written" in capsys.readouterr().out
+        assert "6 runs written" in capsys.readouterr().out
 
     # The records hold what the files hold: each run's final score (last 100 episodes).
     for v in ("before", "after"):
@@ -135,11 +135,11 @@ def test_worked_example_runs_as_documented(fmt, tmp_path, monkeypatch, capsys):
     summary, aggregate, equivalence, regression, reproduce = doc_commands("verdicts")
     assert main(summary) == 0
     out = capsys.readouterr().out
-    assert "12 completed run(s), 0 left out" in out
+    assert "12 completed runs, 0 left out" in out
     assert out.count("imported: ") == 12 and f"imported from {fmt} import of" in out
     assert re.search(r"/ before +\| 3 +\| 2 ", out) and re.search(r"/ after +\| 3 +\| 2 ", out)
     assert main(aggregate) == 0
-    assert "3 independent seeds x 2 task(s)" in capsys.readouterr().out
+    assert "3 independent seeds x 2 tasks" in capsys.readouterr().out
     assert main(equivalence) == 0
     assert "PASS (equivalent within ±" in capsys.readouterr().out
     assert main(regression) == 0

@@ -121,7 +121,7 @@ def test_imported_vs_same_data_as_native_records_is_pass(tmp_path, capsys):
     assert not out.exists()
     assert main(declared) == 0
     text = capsys.readouterr().out
-    assert "PASS" in text and "3 vs 3 independent seeds" in text and "2 task(s)" in text
+    assert "PASS" in text and "3 vs 3 independent seeds" in text and "2 tasks" in text
     assert "note: power: if yours truly equals the published runs, PASS has probability" in text
     assert f"vs reference {EXP} / imported:{ENTITY}/{PROJECT}" in text and "/ None /" not in text
     assert text.count("imported: wandb:") == 6

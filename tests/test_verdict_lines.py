@@ -68,7 +68,7 @@ def test_equivalence_line_is_plain_and_verbose_adds_the_design(capsys):
     assert main(pair) == 0
     out = capsys.readouterr().out
     (line,) = [x for x in out.splitlines() if x.startswith("equivalence ")]
-    assert _plain(line) and line.endswith("; 3 vs 3 independent seeds, 1 task(s)"), line
+    assert _plain(line) and line.endswith("; 3 vs 3 independent seeds, 1 task"), line
     assert "design:" not in out
     assert main([*pair, "--verbose"]) == 0
     out = capsys.readouterr().out
@@ -78,7 +78,7 @@ def test_equivalence_line_is_plain_and_verbose_adds_the_design(capsys):
     assert main(["equivalence", str(REFERENCE), "--a", f"{IMPALA} / a0-l0-d2"]) == 0
     (paired,) = [x for x in capsys.readouterr().out.splitlines()
                  if x.startswith("equivalence ")]
-    assert _plain(paired) and "3 seeds on both sides, paired by seed, 1 task(s)" in paired
+    assert _plain(paired) and "3 seeds on both sides, paired by seed, 1 task" in paired
 
 
 

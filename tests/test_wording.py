@@ -162,12 +162,12 @@ def test_env_versions_are_different_tasks_unless_mapped(tmp_path, capsys):
     capsys.readouterr()
     assert main(["aggregate", str(out), "--reps", "200"]) == 0
     res = capsys.readouterr()
-    assert "0 pair(s)" in res.out and "not compared: sb3-ppo / imported:monitor" in res.out
+    assert "0 pairs" in res.out and "not compared: sb3-ppo / imported:monitor" in res.out
     assert "kept apart as different tasks" in res.err and "None" not in res.out
     assert main(["aggregate", str(out), "--reps", "200", "--env-map",
                  "BreakoutNoFrameskip-v4=Breakout-v5"]) == 0
     res = capsys.readouterr()
-    assert "1 pair(s)" in res.out and "scored as Breakout-v5 (--env-map)" in res.err
+    assert "1 pair" in res.out and "scored as Breakout-v5 (--env-map)" in res.err
     assert main(["equivalence", str(out)]) == 2
     assert "--env-map BreakoutNoFrameskip-v4=Breakout-v5" in capsys.readouterr().err
     run = analyse([out]).runset.included[0]
@@ -221,7 +221,7 @@ def test_smoke_comment_and_plan_seeds_agree(reference):
     text = (ROOT / "harness" / "presets" / "smoke.toml").read_text()
     spread = spread_from_analysis(analyse(load_runs([REFERENCE])))
     assert f"sd ({spread.sd_group:.3g} per layout" in text
-    assert "the sum over systems of their seeds - 1: 2 system(s) x (3 - 1)" in \
+    assert "the sum over systems of their seeds - 1: 2 systems x (3 - 1)" in \
         spread.describe()
 
 

@@ -12,6 +12,7 @@ import tyro
 from analysis.cli.common import print_warnings
 from analysis.importers import TableColumns, import_runs
 from runrecord.exits import EXIT_OK
+from runrecord.words import counted
 
 
 @dataclass(kw_only=True)
@@ -58,7 +59,7 @@ class ImportArgs:
                           layout=self.layout, path_pattern=self.path_pattern,
                           allow_many_seeds=self.allow_many_seeds, **options)
         print("\n".join(res.lines()))
-        print(f"{len(res.written)} run(s) written, {len(res.unchanged)} already imported, "
+        print(f"{counted(len(res.written), 'run')} written, {len(res.unchanged)} already imported, "
               f"in {self.out}")
         print_warnings(res.warnings)
         return EXIT_OK

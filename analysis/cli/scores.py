@@ -41,6 +41,7 @@ from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.verdicts.pairing import choose_pairs
 from analysis.verdicts.staleness import audit
 from runrecord.exits import EXIT_OK
+from runrecord.words import counted
 
 if TYPE_CHECKING:  # the planner imports scipy: loaded only by the commands that plan
     from analysis.verdicts.seedplan import Spread
@@ -53,7 +54,7 @@ class Summary(RecordArgs):
     def run(self) -> int:
         a = self.analysis()
         rs = a.runset
-        print(f"{len(rs.included)} completed run(s), {len(rs.left_out)} left out")
+        print(f"{counted(len(rs.included), 'completed run')}, {len(rs.left_out)} left out")
         print_left_out(rs)
         print_imported([r for r in rs.included if is_imported(r)])
         print(summary_table(labelled_groups(a)).markdown())
@@ -269,7 +270,7 @@ class Figures(ScoreOptions, Grouping):
             print(v["line"])
             if "determinism" in v:  # equivalence verdicts: the bitwise tier they allow
                 print(v["determinism"])
-        print(f"{res['runs']['included']} run(s) included, {len(res['runs']['left_out'])} "
+        print(f"{counted(res['runs']['included'], 'run')} included, {len(res['runs']['left_out'])} "
               "left out")
         print_warnings(res["warnings"])
         (self.out / "index.json").write_text(json.dumps(res, indent=2) + "\n")

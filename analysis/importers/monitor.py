@@ -36,6 +36,7 @@ from analysis.importers.declare import (
     run_path_facts,
 )
 from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX
+from runrecord.words import counted
 
 MONITOR_SUFFIX = "monitor.csv"
 
@@ -147,6 +148,6 @@ def read_monitor_runs(src: Path | str, declared: Declared) -> list[ImportedRun]:
             wall_time_s=cat["wall"], env_index=cat["env"], episode_length=cat["len"],
             sources=files, details={"run_folder": where, "envs": n_envs},
             rows_read=int(sum(len(r) for _, r, *_ in parts)),
-            used=[f"columns r, l, t of {n_envs} file(s)"],
+            used=[f"columns r, l, t of {counted(n_envs, 'file')}"],
             ignored=[f"column {c}" for c in sorted({c for h, *_ in parts for c in h["extra"]})])))
     return runs

@@ -42,6 +42,7 @@ from analysis.importers.declare import (
     run_path_facts,
 )
 from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX
+from runrecord.words import counted
 
 EVENT_FILE_MARK = "tfevents"
 RETURN_TAG = "charts/episodic_return"
@@ -186,6 +187,6 @@ def read_tensorboard_runs(src: Path | str, declared: Declared, *, tag: str = RET
             episode_length=lengths if length_tag in present else None, sources=files,
             details={"run_folder": where}, rows_read=len(returns),
             used=[f"tag {t}" for t in (tag, length_tag) if t in present]
-            + [f"{len(files)} event file(s)"],
+            + [f"{counted(len(files), 'event file')}"],
             ignored=["every other tag (not decoded)"])))
     return runs

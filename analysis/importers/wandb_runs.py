@@ -42,6 +42,7 @@ from analysis.importers.declare import (
     run_path_facts,
 )
 from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX, ColumnMap, load_openrlbenchmark_csv
+from runrecord.words import counted
 
 BLOCK = 32768
 HEADER = struct.Struct("<4sHB")  # ":W&B", magic 0xBEE1, version 0
@@ -339,7 +340,7 @@ def _panel_runs(f: Path, where: str, header: list[str], panel: list[str], suffix
             values[keep], np.full(int(keep.sum()), np.nan), fps, f,
             {"file": where, "run_name": name}, rows_read=int(keep.sum()),
             used=[f"column {step}", f"column {col}"],
-            ignored=[f"{len(header) - 2} other column(s) (other runs, __MIN/__MAX)"]))
+            ignored=[f"{counted(len(header) - 2, 'other column')} (other runs, __MIN/__MAX)"]))
     return runs
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from analysis.errors import AnalysisError
 from analysis.inputs.load import BACKEND_KEY, lookup_dotted
 from runrecord import Run
+from runrecord.words import counted
 
 
 def has_key(manifest: dict[str, Any], dotted: str) -> bool:
@@ -53,14 +54,14 @@ def check_keys(runs: Sequence[Run], keys: Iterable[str], flag: str) -> list[str]
         if not runs or lacking < len(runs):
             if lacking:
                 what = "grouped without it" if flag == "--group-by" else "they do not match"
-                warnings.append(f"{flag} {key}: {lacking} of {len(runs)} run(s) lack this key "
+                warnings.append(f"{flag} {key}: {lacking} of {counted(len(runs), 'run')} lack this key "
                                 f"({what})")
             continue
         valid = sorted(known_keys(runs))
         close = difflib.get_close_matches(key, valid, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise AnalysisError(f"{flag} {key}: no run's manifest has this key{hint}; keys the "
-                            f"{len(runs)} run(s) have: {key_summary(valid)}")
+                            f"{counted(len(runs), 'run')} have: {key_summary(valid)}")
     return warnings
 
 

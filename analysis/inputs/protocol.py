@@ -21,6 +21,7 @@ from typing import Any
 from analysis.errors import AnalysisError
 from benchenv import ATARI_PROTOCOL, INFORMATION_KEYS, LEGACY_BACKEND
 from runrecord import Run
+from runrecord.words import counted
 
 UNKNOWN = "unknown"
 """What a run without a recorded env protocol shows in a difference."""
@@ -210,7 +211,7 @@ def check_frame_budget(runs: Sequence[Run], expected: float | None, *,
     rid, b = next(iter(odd.items()))
     text = (f"frame budget differs (key frame_budget: hyperparameters.total_frames, or "
             f"total_timesteps x frame_skip): {_frames_text(b)} frames (run {rid}) vs {_frames_text(expected)} "
-            f"({expected_label})" + (f"; {len(odd) - 1} more run(s) differ" if len(odd) > 1
+            f"({expected_label})" + (f"; {counted(len(odd) - 1, 'more run')} differ" if len(odd) > 1
                                      else ""))
     if not allow_mismatch:
         raise ProtocolMismatch(

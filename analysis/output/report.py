@@ -45,6 +45,7 @@ from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.pairing import Pairing, SuitePair, by_family, pair_groups
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError
+from runrecord.words import counted
 
 
 def aggregate_intervals(
@@ -277,7 +278,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                               score_label=score, same_as=same).as_dict())
     timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
     if len(timed) < len(suite):
-        warnings.append(f"{label}: {len(suite) - len(timed)} group(s) lack wall times: "
+        warnings.append(f"{label}: {counted(len(suite) - len(timed), 'group')} lack wall times: "
                         "left out of the wall-time curves")
     if timed:
         curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),

@@ -73,6 +73,7 @@ from analysis.verdicts.per_game import COLLAPSE_LEVEL
 from analysis.verdicts.undecided import UNTIL_DECIDED, reproduce_seeds_needed
 from runrecord import Run
 from runrecord.exits import verdict_exit
+from runrecord.words import counted
 
 PUBLISHED_SEEDS = 3
 """Seeds behind every cell of the paper's tables (static/cleanba in vwxyzjn/cleanba)."""
@@ -329,11 +330,11 @@ class ReproduceResult:
         med, q = a.user["median"], a.user["iqm"]
         n = len(a.games)
         return [
-            f"median HNS over your {n} game(s){self.budget_text}: yours "
+            f"median HNS over your {counted(n, 'game')}{self.budget_text}: yours "
             f"{float(med.point):.3f} [95% CI {float(med.low):.3f}, {float(med.high):.3f}] "
             f"({len(a.seeds)} seeds, stratified bootstrap, {a.reps} reps) vs published "
             f"{a.published_median:.3f} on the same games",
-            f"IQM HNS over your {n} game(s){self.budget_text}: yours {float(q.point):.3f} "
+            f"IQM HNS over your {counted(n, 'game')}{self.budget_text}: yours {float(q.point):.3f} "
             f"[95% CI {float(q.low):.3f}, {float(q.high):.3f}]; the table has no per-seed "
             f"scores, so the published side is the IQM of game means: published "
             f"{a.published_iqm_of_means:.3f} vs yours {a.user_iqm_of_means:.3f}",
@@ -352,7 +353,7 @@ class ReproduceResult:
         return (f"reproduce {self.system} vs '{self.published.column}'{self.budget_text}: "
                 f"{self.headline}; {self.why()}. Per game: {c[CONSISTENT]} consistent, "
                 f"{c[HIGHER]} higher, {c[LOWER]} lower, {c[COLLAPSED]} collapsed, "
-                f"{c[INCONCLUSIVE]} inconclusive of {judged} judged game(s). "
+                f"{c[INCONCLUSIVE]} inconclusive of {counted(judged, 'judged game')}. "
                 f"Aggregate: yours - published {self.aggregate_diff:+.1%} of the published "
                 f"score above random, 90% CI [{lo:+.1%}, {hi:+.1%}] vs "
                 f"+-{AGGREGATE_MARGIN:.0%}; your seeds per game {seeds} vs "
@@ -424,7 +425,7 @@ class ReproduceResult:
             "lies inside the margin (TOST at 5%); it does not mean identical.",
             f"P(consistent if equal): if your system truly scored what the paper's did, with "
             f"the published spread and your seed count ({'/'.join(map(str, seeds))}), the "
-            f"chance of CONSISTENT. It is >= 80% on {strong} of {len(powers)} game(s); "
+            f"chance of CONSISTENT. It is >= 80% on {strong} of {counted(len(powers), 'game')}; "
             "elsewhere INCONCLUSIVE is the expected answer even for a faithful "
             "reproduction: more of your seeds or a wider margin (--relative-margin) help; "
             "the published side stays at 3 seeds.",

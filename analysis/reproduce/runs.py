@@ -36,6 +36,7 @@ from analysis.verdicts.seed_metrics import per_seed_iqm
 from analysis.verdicts.seedplan import equivalence_power, given_spread
 from runrecord import Run
 from runrecord.exits import EXIT_FAILED, worst_exit
+from runrecord.words import counted
 
 # ---------------------------------------------------------------- against published runs
 
@@ -99,7 +100,7 @@ def reproduce_runs(
         warnings.append(f"your runs on {sorted(envs_mine - common)} have no imported "
                         "counterpart: left out")
     if envs_imp - common:
-        warnings.append(f"{len(envs_imp - common)} imported game(s) you did not run are left "
+        warnings.append(f"{counted(len(envs_imp - common), 'imported game')} you did not run are left "
                         "out")
     mine = [r for r in mine if r.manifest["env_id"] in common]
     imported = [r for r in imported if r.manifest["env_id"] in common]

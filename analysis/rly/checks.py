@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from analysis.errors import AnalysisError
+from runrecord.words import counted
 
 MANY_RUNS = 300
 """More rows than this per task look like episodes, not seeds (the importers' threshold)."""
@@ -37,7 +38,7 @@ def check_scores(name: str, scores) -> np.ndarray:
     if bad.any():
         run, task = (int(i) for i in np.argwhere(bad)[0][:2])
         raise AnalysisError(
-            f"{name}: {int(bad.sum())} score(s) are NaN or inf (first: run {run}, task "
+            f"{name}: {counted(int(bad.sum()), 'score')} are NaN or inf (first: run {run}, task "
             f"{task}); every run needs a finite score on every task (drop the run, or the "
             f"task for every algorithm)")
     runs = x.shape[0]
@@ -59,7 +60,7 @@ def check_scores(name: str, scores) -> np.ndarray:
                 f"the CIs. Keep one row per seed.", SeedWarning, stacklevel=3)
     if runs <= FEW_RUNS:
         warnings.warn(
-            f"{name}: {runs} run(s) per task. Percentile bootstrap CIs are too narrow at so "
+            f"{name}: {counted(runs, 'run')} per task. Percentile bootstrap CIs are too narrow at so "
             f"few seeds (the bootstrap variance is (n-1)/n of the true one; at 3 seeds a "
             f"nominal 5% test fired 14% of the time). For a decision use "
             f"analysis.rly.equivalence or analysis.rly.regression (Welch on per-seed "

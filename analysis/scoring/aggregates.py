@@ -52,7 +52,7 @@ class Aggregates:
         # A group's rows are distinct seeds (one run per seed and env), so the bootstrap
         # resamples independent seeds, never layout copies.
         out = [self.table.markdown()]
-        out += [f"{g}: {counted(s, 'independent seed')} x {t} task(s) (CIs resample seeds within each "
+        out += [f"{g}: {counted(s, 'independent seed')} x {counted(t, 'task')} (CIs resample seeds within each "
                 "task)" for g, (s, t) in self.seeds.items()]
         fewest = min((s for s, _ in self.seeds.values()), default=0)
         if 1 < fewest <= FEW_SEEDS:

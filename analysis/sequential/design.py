@@ -11,6 +11,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.sequential.spending import SPENDING, normal_boundaries
+from runrecord.words import counted
 
 MAX_LOOKS = 20
 """More looks than this spend alpha too thinly to be useful (and are likely a typo)."""
@@ -110,7 +111,7 @@ class SequentialDesign:
 
     def describe(self) -> str:
         seeds = self.seeds_at_looks()
-        return (f"{len(seeds)} look(s) at {', '.join(map(str, seeds))} seeds per side, "
+        return (f"{counted(len(seeds), 'look')} at {', '.join(map(str, seeds))} seeds per side, "
                 f"{self.spending} alpha spending, alpha {self.alpha:g}")
 
     def to_json(self) -> dict[str, Any]:

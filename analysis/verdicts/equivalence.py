@@ -304,7 +304,7 @@ class EquivalenceResult:
                     f"identical): every paired record matches bit for bit, so the "
                     f"difference is exactly 0 on every seed (final and AUC "
                     f"{self.metric_label}); {counted(len(self.seeds_a), 'seed')} on both sides, "
-                    f"{len(self.tasks)} task(s)")
+                    f"{counted(len(self.tasks), 'task')}")
         f, u = self.final, self.auc
         fewest = min(len(self.seeds_a), len(self.seeds_b))
         sig = [f"{name} {ci_text(different_ci(w), fewest)}" for name, w in self.metrics()
@@ -317,7 +317,7 @@ class EquivalenceResult:
             f"delta {self.margin or f'{self.delta:g}'}; "
             f"final {self.metric_label} diff {f.diff:+.3f} 90% CI {ci_text(f.ci90, fewest)}; "
             f"AUC {self.metric_label} diff {u.diff:+.3f} 90% CI {ci_text(u.ci90, fewest)}"
-            f"{significant}; {self.seeds_text()}, {len(self.tasks)} task(s)"
+            f"{significant}; {self.seeds_text()}, {counted(len(self.tasks), 'task')}"
         )
 
     def cells(self) -> dict[str, str]:

@@ -43,6 +43,7 @@ from analysis.verdicts.regression import (
 from analysis.verdicts.seed_metrics import SEED_METRICS
 from analysis.verdicts.undecided import gate_undecided
 from runrecord import Run
+from runrecord.words import counted
 
 
 class GateMetric(NamedTuple):
@@ -193,8 +194,8 @@ def gate(
         undecided = gate_undecided(res.lower_bound, res.upper_bound, res.delta, res.se,
                                    res.n_new, res.n_reference, mean_lower, MEAN_MARGIN)
     res = replace(res, notes=[*res.notes, *notes], unit=unit_name(suite, normalisers),
-                  subject=(f"{system} on {suite} ({len(selected)} layout(s), "
-                           f"{len(res.games)} game(s))"), strict=strict, undecided=undecided)
+                  subject=(f"{system} on {suite} ({counted(len(selected), 'layout')}, "
+                           f"{counted(len(res.games), 'game')})"), strict=strict, undecided=undecided)
     return GateOutcome(res, warnings)
 
 

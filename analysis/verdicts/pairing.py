@@ -28,6 +28,7 @@ from analysis.scoring.grouping import (
     match_groups,
 )
 from analysis.scoring.scores import GroupScores
+from runrecord.words import counted
 
 Pair = tuple[GroupScores, GroupScores]
 """(group, its reference)."""
@@ -123,7 +124,7 @@ def analysis_pairs(a: Analysis, group: str | None = None, reference: str | None 
             named = " / ".join(repr(n) for n in (group, reference) if n is not None)
             raise AnalysisError(f"group {named} not found (or not together in one "
                                 f"suite); groups: {labels}")
-        raise AnalysisError(f"found {len(labels)} group(s) {labels}: nothing to compare")
+        raise AnalysisError(f"found {counted(len(labels), 'group')} {labels}: nothing to compare")
     return pairs, warnings
 
 
@@ -168,7 +169,7 @@ def choose_pairs(
                 raise AnalysisError(f"--pair {text!r}: the two groups are the same or ran "
                                     "different tasks")
             pairs.append(pair)
-        return pairs, f"the {len(pairs)} pair(s) named with --pair"
+        return pairs, f"the {counted(len(pairs), 'pair')} named with --pair"
     if len(groups) < 2:
         return [], "no pair (one group)"
     found, _ = analysis_pairs(a, reference=reference)
@@ -177,7 +178,7 @@ def choose_pairs(
              for x, y in pairs if (x, y) not in same_tasks]
     pairs = [p for p in pairs if p in same_tasks]
     refs = sorted({y for _, y in pairs})
-    return pairs, (f"{len(pairs)} pair(s), each group against its reference "
+    return pairs, (f"{counted(len(pairs), 'pair')}, each group against its reference "
                    f"({', '.join(refs) or 'none'}; --reference, --pair 'X vs Y' or "
                    "--all-pairs for others)"
                    + (f"; not compared: {'; '.join(apart)}" if apart else ""))

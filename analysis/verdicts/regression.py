@@ -95,11 +95,11 @@ def regression_variance(n_new: int, n_ref: int, *, assume_equal_spread: bool = F
     if n_new < 2 and n_ref < 2:
         raise TooFewSeeds(
             f"regression needs >= 2 independent seeds on at least one side to estimate the "
-            f"spread; got {n_new} new and {n_ref} reference seed(s) (layout copies of one "
+            f"spread; got {n_new} new and {counted(n_ref, 'reference seed')} (layout copies of one "
             f"seed count once); run more seeds")
     if min(n_new, n_ref) < 2:
         if not assume_equal_spread:
-            raise TooFewSeeds(f"{n_new} new vs {n_ref} reference seed(s): "
+            raise TooFewSeeds(f"{n_new} new vs {counted(n_ref, 'reference seed')}: "
                                 + ONE_SEED_REFUSAL)
         return REFERENCE_SIDE if n_new < 2 else NEW_SIDE
     return WELCH

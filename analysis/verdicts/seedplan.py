@@ -36,6 +36,7 @@ from analysis.stats.welch import tost_required_margin
 from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, margin
 from analysis.verdicts.regression import regression_lower_bound
 from analysis.verdicts.seed_metrics import iqm_over_tasks
+from runrecord.words import counted
 
 TARGETS = (0.8, 0.9)
 MAX_SEEDS = 200
@@ -132,12 +133,12 @@ def spread_from_analysis(a: Analysis, metric=None) -> Spread:
     cov_g, _ = _pooled(group_blocks)
     cov_s, df_s = _pooled(seed_blocks)
     per_system = sorted(len(b) - 1 for b in seed_blocks)
-    detail = (f": {len(per_system)} system(s) x ({per_system[0] + 1} - 1)"
+    detail = (f": {counted(len(per_system), 'system')} x ({per_system[0] + 1} - 1)"
               if len(set(per_system)) == 1 else f": {' + '.join(map(str, per_system))}")
     sd_f, sd_a = math.sqrt(cov_g[0, 0]), math.sqrt(cov_g[1, 1])
     rho = float(cov_g[0, 1] / (sd_f * sd_a)) if sd_f > 0 and sd_a > 0 else 0.0
-    source = (f"pooled from {n_groups} distinct group(s) of the pilot runs ({n_runs} runs, "
-              f"{len(seed_blocks)} system(s))")
+    source = (f"pooled from {counted(n_groups, 'distinct group')} of the pilot runs ({n_runs} runs, "
+              f"{counted(len(seed_blocks), 'system')})")
     return Spread(sd_f, math.sqrt(cov_s[0, 0]), sd_a, rho, source, df_s, detail)
 
 

@@ -26,6 +26,7 @@ from analysis.scoring.scores import runs_by_suite
 from analysis.scoring.tables import TableData
 from runrecord import Run
 from runrecord.exits import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
+from runrecord.words import counted
 
 MAX_VIOLATIONS_LISTED = 5
 
@@ -75,14 +76,14 @@ class StalenessReport:
     def line(self) -> str:
         bad = [r for r in self.runs if r.check == "VIOLATION"]
         if bad:
-            return (f"staleness: FAIL; {len(bad)} of {self.checked} checked run(s) violate "
+            return (f"staleness: FAIL; {len(bad)} of {counted(self.checked, 'checked run')} violate "
                     f"the rule; first: {bad[0].violations[0]}")
         if not self.checked:
             why = Counter(r.check for r in self.runs)
             reasons = ", ".join(f"{n} {c}" for c, n in sorted(why.items())) or "no runs"
             return (f"staleness: UNDECIDED; no run could be checked ({reasons}): the rule "
                     "holds for cleanba and sync runs with updates.csv")
-        return f"staleness: PASS; {self.checked} run(s) checked, {len(self.runs)} audited"
+        return f"staleness: PASS; {counted(self.checked, 'run')} checked, {len(self.runs)} audited"
 
     def cells(self) -> dict[str, str]:
         """The verdict table's cells (the report): the worst staleness and its mean over
@@ -97,7 +98,7 @@ class StalenessReport:
         ruled = sorted({r.architecture for r in self.runs if r.check in ("ok", "VIOLATION")})
         return {"estimate": estimate, "ci": "exact: every update counted",
                 "margin": "; ".join(RULE_TEXT[a] for a in ruled) or "no rule checked",
-                "seeds": f"{self.checked} of {len(self.runs)} run(s) checked"}
+                "seeds": f"{self.checked} of {counted(len(self.runs), 'run')} checked"}
 
     def lines(self, per_run: bool = False) -> list[str]:
         """The audit as `python -m analysis staleness` prints it: a table per group (and

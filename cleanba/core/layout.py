@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from cleanba.core.config import CommonConfig, ConfigError
 from runrecord import Layout
+from runrecord.words import counted
 
 BIND_ENV_VAR = "JAX_COORDINATOR_BIND_ADDRESS"
 
@@ -193,7 +194,7 @@ def check_actor_mode(config: CommonConfig, envs_per_thread: int, threads: int) -
     if envs_per_thread % 2:
         raise ConfigError(
             f"--actor-mode double-buffer splits each actor thread's envs into two halves, but "
-            f"{threads} actor thread(s) hold {envs_per_thread} envs each (--num-envs "
+            f"{counted(threads, 'actor thread')} hold {envs_per_thread} envs each (--num-envs "
             f"{config.num_envs}); use an even number per thread, e.g. --num-envs "
             f"{2 * config.num_envs}, or --actor-mode serial"
         )
@@ -222,7 +223,7 @@ def make_plan(
         if bad:
             raise ConfigError(
                 f"--{kind}-device-ids {list(ids)}: device id(s) {bad} out of range; this "
-                f"process has {num_local_devices} device(s), valid ids are "
+                f"process has {counted(num_local_devices, 'device')}, valid ids are "
                 f"0..{num_local_devices - 1}"
             )
     threads = num_processes * len(config.actor_device_ids) * config.num_actor_threads
@@ -230,8 +231,8 @@ def make_plan(
         valid = [threads * k for k in range(1, 5)]
         raise ConfigError(
             f"--num-envs {config.num_envs} cannot be split evenly over {threads} actor threads "
-            f"({num_processes} process(es) x {len(config.actor_device_ids)} actor device(s) x "
-            f"{config.num_actor_threads} thread(s)); use a multiple of {threads}, e.g. {valid}, "
+            f"({num_processes} process(es) x {counted(len(config.actor_device_ids), 'actor device')} x "
+            f"{counted(config.num_actor_threads, 'thread')}); use a multiple of {threads}, e.g. {valid}, "
             "or change the layout"
         )
     learners = num_processes * len(config.learner_device_ids)

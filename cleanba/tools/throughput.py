@@ -30,6 +30,7 @@ from cleanba import ppo
 from cleanba.core.control import Control, Stopped
 from cleanba.core.runtime import actor_threads, make_context, prepare
 from cleanba.tools import actor_hook
+from runrecord.words import counted
 
 WARMUP_STEPS = 16  # raw stepping: steps per thread before the clock starts (pool start-up)
 # actor loop: rollouts per thread before the clock starts (1: compilation; 2: the second
@@ -66,7 +67,7 @@ def process_cpu_s() -> float:
 def check_split(num_envs: int, num_threads: int) -> int:
     """Envs per thread; the trainer's rule: threads must divide the envs."""
     if num_threads < 1 or num_envs < 1 or num_envs % num_threads:
-        raise ValueError(f"{num_threads} thread(s) must divide {num_envs} env(s)")
+        raise ValueError(f"{counted(num_threads, 'thread')} must divide {counted(num_envs, 'env')}")
     return num_envs // num_threads
 
 

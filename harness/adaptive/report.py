@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from harness.adaptive.store import other_plans, recorded_looks, runs_of_look, sweep_plan
 from harness.store import Store
 from harness.sweep.model import RunSpec, Sweep
+from runrecord.words import counted
 
 if TYPE_CHECKING:
     from analysis.sequential import Look
@@ -78,7 +79,7 @@ class Spent:
     runs_per_seed: float
 
     def text(self) -> str:
-        line = (f"spent {self.runs} run(s), {self.seeds} seeds per side, of the cap's "
+        line = (f"spent {counted(self.runs, 'run')}, {self.seeds} seeds per side, of the cap's "
                 f"{self.cap_runs} ({self.cap_seeds} per side)")
         if self.fixed_seeds is None:
             return line + ("; the fixed design of equal power: not estimated (no spread "
@@ -86,7 +87,7 @@ class Spent:
                            "spread seen: see the looks)")
         fixed_runs = round(self.fixed_seeds * self.runs_per_seed)
         return (line + f"; the fixed design of equal power: {self.fixed_seeds} seeds per "
-                f"side = {fixed_runs} run(s)")
+                f"side = {counted(fixed_runs, 'run')}")
 
 
 def spent(sweep: Sweep, seeds: int, latest: Sequence[Look]) -> Spent:
@@ -143,7 +144,7 @@ def status_lines(sweep: Sweep, store: Store) -> list[str]:
     lines.append(stop_reason(sweep, prog))
     others = other_plans(store, sweep_plan(sweep))
     if others:
-        lines.append(f"adaptive: {others} look line(s) of another design or scale-down are "
+        lines.append(f"adaptive: {counted(others, 'look line')} of another design or scale-down are "
                      "kept in adaptive/looks.jsonl and not used")
     return lines
 

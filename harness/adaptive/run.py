@@ -45,6 +45,7 @@ from runrecord.exits import (
     verdict_exit,
     worst_exit,
 )
+from runrecord.words import counted
 
 if TYPE_CHECKING:
     from analysis.sequential import Look
@@ -156,7 +157,7 @@ def _new_look(ad: _Adaptive, index: int, seeds: int, reference_runs: list[Run] |
     todo = [s for s in runs if run_state(ad.store.run_dir(s.run_id)).state != schema.COMPLETED]
     new_seeds = ", ".join(map(str, sorted({s.seed for s in todo})))
     say(f"adaptive: look {index} of {len(ad.config.seeds_at_looks())}: {seeds} seeds per "
-        f"side; {len(todo)} run(s) to run" + (f" (seeds {new_seeds})" if todo else ""))
+        f"side; {counted(len(todo), 'run')} to run" + (f" (seeds {new_seeds})" if todo else ""))
     if todo:
         code = ad.run_batch(todo)
         if ad.stop.is_set() or code == EXIT_INTERRUPTED:
@@ -203,7 +204,7 @@ def _completed(runs: Sequence[RunSpec], store: Store, max_attempts: int
         for left in loaded.left_out:
             say(f"  {left.run_id}: {left.reason}")
         return EXIT_FAILED, []
-    say(f"adaptive: this look cannot be decided: {len(missing)} of its {len(runs)} run(s) "
+    say(f"adaptive: this look cannot be decided: {len(missing)} of its {counted(len(runs), 'run')} "
         "did not complete (a look is decided only from completed runs):")
     for spec, st in missing:
         shown = (failed_state_text(st.kind, st.failures, max_attempts)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from harness.sweep import RunSpec
 from runrecord import PROJECT_ROOT, read_manifest_or_none
 from runrecord.digest import last_digest
 from runrecord.provenance import is_own_checkout
+from runrecord.words import counted
 
 RECORDS = "records"
 INPUTS = "inputs"
@@ -96,7 +97,7 @@ def gather_runs(records: Path, plan: Sequence[RunSpec], include_unplanned: Seque
     not_named = [r for r in unplanned if r not in include_unplanned]
     if not_named:
         raise BindError(
-            f"{len(not_named)} run folder(s) in {records} that the plan does not hold: "
+            f"{counted(len(not_named), 'run folder')} in {records} that the plan does not hold: "
             f"{', '.join(not_named[:5])}{', ...' if len(not_named) > 5 else ''}; name each "
             "with --include-unplanned RUN_ID to certify it as unplanned, or move it away")
     absent = [r for r in include_unplanned if r not in folders]

@@ -37,6 +37,7 @@ from harness.sweep import Sweep
 from runrecord import portable_path, utc_now
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from runrecord.provenance import package_versions
+from runrecord.words import counted
 from runrecord.writer import atomic_write_text
 
 FORMAT = "cleanba-bench certificate"
@@ -197,9 +198,9 @@ def summary_lines(cert: Mapping[str, Any]) -> list[str]:
     comp = cert["completeness"]
     statuses = ", ".join(f"{n} {s}" for s, n in comp["statuses"].items())
     code = cert["code"]
-    lines = [f"sweep {cert['sweep']['name']}: {comp['planned']} planned run(s): {statuses}",
-             f"bound: {cert['merkle']['leaves']} file(s) of {cert['records']['runs']} run(s)"
-             + (f" and {len(cert['inputs'])} input(s)" if cert["inputs"] else ""),
+    lines = [f"sweep {cert['sweep']['name']}: {counted(comp['planned'], 'planned run')}: {statuses}",
+             f"bound: {counted(cert['merkle']['leaves'], 'file')} of {counted(cert['records']['runs'], 'run')}"
+             + (f" and {counted(len(cert['inputs']), 'input')}" if cert["inputs"] else ""),
              f"code: {code['git_sha']}" + (f" (dirty: diff sha256 {code['diff_sha256'][:16]}..)"
                                          if code["dirty"] else " (clean)")]
     if comp["missing"]:
@@ -210,7 +211,7 @@ def summary_lines(cert: Mapping[str, Any]) -> list[str]:
                  f"{len(eligible_runs(cert)[0])} of {len(cert['runs'])}")
     for c in cert["claims"]:
         lines.append(f"claim {c['id']}: {c['name']}: {command_text(c['command'][3:])} "
-                     f"(exit {c['output']['exit_code']}, {len(c['inputs'])} input run(s))")
+                     f"(exit {c['output']['exit_code']}, {counted(len(c['inputs']), 'input run')})")
     for c in cert["claims_left_out"]:
         # A report claim that does not apply (Atari-5 of a CartPole sweep) is no error.
         reason = str(c["reason"]).removeprefix("error: ")

@@ -28,6 +28,7 @@ import numpy as np
 from benchenv import frames_per_step
 from runrecord import schema
 from runrecord.reader import Table
+from runrecord.words import counted
 
 # Envs whose reward is fixed by the step: a whole episode's return equals its length.
 RETURN_IS_LENGTH = ("CartPole-v1",)
@@ -43,7 +44,7 @@ class Finding:
     rows: int = 1
 
     def line(self) -> str:
-        more = f" ({self.rows} row(s) in all)" if self.rows > 1 else ""
+        more = f" ({counted(self.rows, 'row')} in all)" if self.rows > 1 else ""
         return f"{self.file} row {self.row}: {self.text}{more}"
 
 
@@ -165,7 +166,7 @@ def episode_findings(env_id: str, episodes: Table, envs: int | None) -> list[Fin
         share = "its env's share" if envs > 1 else "all envs'"
         out += _finding(file, longer_than_env_rows(lengths, steps, envs), lambda i: (
             f"episode_length {_num(lengths[i])} is longer than the steps its env had taken: "
-            f"env_steps {_num(steps[i])} over {envs} env(s) ({share})"))
+            f"env_steps {_num(steps[i])} over {counted(envs, 'env')} ({share})"))
     if env_id in RETURN_IS_LENGTH:
         out += _finding(file, return_not_length_rows(returns, lengths), lambda i: (
             f"episode_return {_num(returns[i])} is not episode_length {_num(lengths[i])} "

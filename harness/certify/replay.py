@@ -36,6 +36,7 @@ from harness.certify.facts import CPU_ONLY, differences, here_facts, replay_base
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
 from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
 from runrecord.determinism import DETERMINISM_KEYS
+from runrecord.words import counted
 
 VERIFIED = "VERIFIED"
 REPLAY_TIMEOUT_S = 1800.0
@@ -188,7 +189,7 @@ def episode_difference(recorded: list[tuple[str, ...]], replayed: list[tuple[str
                       for k, x, y in zip(EPISODE_FACTS, a, b, strict=True) if x != y]
             return f"episode {i + 1} (env_steps {a[0]}, env {a[2]}): " + ", ".join(fields)
     if len(recorded) != len(replayed):
-        return (f"{len(replayed)} episode(s) ended in the replayed updates, the certified "
+        return (f"{counted(len(replayed), 'episode')} ended in the replayed updates, the certified "
                 f"record has {len(recorded)}")
     return None
 
@@ -412,7 +413,7 @@ def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_
     base.outcome = VERIFIED
     base.text = (f"params checksum and the other {len(compared) - 1} columns of updates.csv "
                  f"(all but wall-clock times) identical at {span}, and the "
-                 f"{len(certified_eps)} episode(s) that ended in them"
+                 f"{counted(len(certified_eps), 'episode')} that ended in them"
                  + (resumed_text(manifest, first) if first else ""))
     return base
 

@@ -13,6 +13,7 @@ from harness.certify.certificate import (
     load_certificate,
     verify_log,
 )
+from runrecord.words import counted
 
 TITLE = "Certificate"
 
@@ -43,7 +44,7 @@ def verification_text(cert: dict, entry: dict | None, cert_path: Path) -> str:
         for outcome in (tier2.get("runs") or {}).values():
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
         tiers += (f" + tier 2: first {tier2.get('updates')} updates of "
-                  f"{sum(outcomes.values())} drawn run(s): "
+                  f"{counted(sum(outcomes.values()), 'drawn run')}: "
                   + (", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "none"))
     text = f"{entry.get('verdict')} ({tiers}) at {entry.get('verified_at')} on {entry.get('host')}"
     if entry.get("root") != cert["root"]:

@@ -32,6 +32,7 @@ from harness.sweep import SweepError, parse_list, parse_seeds, parse_sweep
 from runrecord import read_manifest_or_none, run_id, schema
 from runrecord.digest import DIGEST_COLUMN, last_digest, record_chain_break
 from runrecord.reader import read_table
+from runrecord.words import counted
 from runrecord.writer import RecordError
 
 MISMATCH = "MISMATCH"
@@ -101,7 +102,7 @@ def check_files(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Pat
         if rid not in folders and entry["files"]:
             fc.changed[rid] = "deleted"
             out.mismatch(f"run {rid} ({entry['label']}, {entry['status']}): its folder is "
-                         f"gone ({len(entry['files'])} bound file(s))")
+                         f"gone ({counted(len(entry['files']), 'bound file')})")
     for cert_path, f in certified.items():
         owner = _by_run(cert_path)
         if owner is not None and fc.changed.get(owner) == "deleted":
@@ -129,8 +130,8 @@ def check_files(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Pat
             fc.changed.setdefault(owner, "files added")
         if _input_of(new_path) is not None:
             fc.inputs.add(str(_input_of(new_path)))
-    out.checked.append(f"{len(certified)} bound file(s): SHA-256 of each "
-                       f"({len(runs)} run(s), {len(inputs)} input(s), the sweep file)")
+    out.checked.append(f"{counted(len(certified), 'bound file')}: SHA-256 of each "
+                       f"({counted(len(runs), 'run')}, {counted(len(inputs), 'input')}, the sweep file)")
     return fc
 
 
@@ -183,7 +184,7 @@ def check_plan(cert: Mapping[str, Any], records: Path, code_here: Mapping[str, A
         expanded = None
         out.cannot(f"plan: the certified sweep file does not expand here ({e})")
     if expanded is not None and expanded != set(plan):
-        text = (f"plan: the sweep file expands here to {len(expanded)} run(s), the "
+        text = (f"plan: the sweep file expands here to {counted(len(expanded), 'run')}, the "
                 f"certificate's plan holds {len(plan)} ({len(expanded - set(plan))} not in "
                 f"it, {len(set(plan) - expanded)} not expanded)")
         if same_code(cert["code"], code_here):
@@ -221,7 +222,7 @@ def check_plan(cert: Mapping[str, Any], records: Path, code_here: Mapping[str, A
             if was != new:
                 out.mismatch(f"run {rid}: the certificate's {key} differs from its record")
     out.checked.append(f"completeness: the sweep file (SHA-256) expands to the plan's "
-                       f"{len(plan)} run(s); each run's status and facts as its record says")
+                       f"{counted(len(plan), 'run')}; each run's status and facts as its record says")
 
 
 def check_consistency(cert: Mapping[str, Any], records: Path, out: Findings) -> None:
@@ -259,7 +260,7 @@ def check_consistency(cert: Mapping[str, Any], records: Path, out: Findings) -> 
         for why in found.not_applied:
             why_not.setdefault(why, []).append(rid)
         checked += 1
-    out.checked.append(f"consistency of {checked} record(s): frames in order and env_steps "
+    out.checked.append(f"consistency of {counted(checked, 'record')}: frames in order and env_steps "
                        "x frame skip, episode lengths within their env's steps, CartPole "
                        "returns equal to lengths (each row of updates.csv and episodes.csv), "
                        f"the {DIGEST_COLUMN} chain over params checksums and episodes")
@@ -298,7 +299,7 @@ def check_claims(cert: Mapping[str, Any], bindings: Mapping[str, Path], fc: File
         else:
             out.mismatch(f"{label}: {diff}; no input run changed: the certificate's "
                          "recorded output was edited")
-    out.checked.append(f"{len(cert['claims'])} claim(s) recomputed from the records "
+    out.checked.append(f"{counted(len(cert['claims']), 'claim')} recomputed from the records "
                        "(output and input runs)")
 
 

@@ -54,6 +54,7 @@ from runrecord.exits import (
     EXIT_OK,
     EXIT_UNDECIDED,
 )
+from runrecord.words import counted
 
 EXIT_CODES = {VERIFIED: EXIT_OK, MISMATCH: EXIT_FAILED, NOT_CHECKABLE: EXIT_UNDECIDED}
 
@@ -122,7 +123,7 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
     seed = args.draw_seed if args.draw_seed is not None else secrets.randbits(63)
     drawn = draw(eligible, args.replay, seed)
     print(f"tier 2: draw seed {seed} (fresh randomness{' given' if args.draw_seed is not None else ''}"
-          f"): {len(drawn)} of {len(eligible)} deterministic run(s): {', '.join(drawn)}")
+          f"): {len(drawn)} of {counted(len(eligible), 'deterministic run')}: {', '.join(drawn)}")
     what = (f"--segments {args.segments}" if args.segments is not None
             else f"--updates {args.updates}")
     print(f"  repeat this draw: python -m harness verify {args.cert} --replay {args.replay} "
@@ -174,7 +175,7 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
     done = [r for r in replays if r.outcome == VERIFIED]
     if args.segments is not None:
         if done:
-            out.checked.append(f"tier 2: {len(done)} segment(s) replayed bit for bit (every "
+            out.checked.append(f"tier 2: {counted(len(done), 'segment')} replayed bit for bit (every "
                                f"updates.csv column but {', '.join(NOT_REPRODUCED)}; the "
                                "episodes that ended in them), each from its certified "
                                "checkpoint")
@@ -183,7 +184,7 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
                                    "run(s) not drawn (a later draw may pick them)")
         return replays
     if done:
-        out.checked.append(f"tier 2: {len(done)} run(s) replayed, updates 1-{args.updates} "
+        out.checked.append(f"tier 2: {counted(len(done), 'run')} replayed, updates 1-{args.updates} "
                            "bit for bit (every updates.csv column but "
                            f"{', '.join(NOT_REPRODUCED)}; the episodes that ended in them): "
                            f"{', '.join(r.run_id for r in done)}")
@@ -213,7 +214,7 @@ def drawn_segments(cert: Mapping[str, Any], records: Path, rid: str, args: Verif
     picked = pick(segments, parse_count(str(args.segments)), seed, rid)
     escape = escape_probability(len(segments), len(picked))
     share = covered_share(picked, updates)
-    print(f"  run {rid}: {len(picked)} of its {len(segments)} segment(s): "
+    print(f"  run {rid}: {len(picked)} of its {counted(len(segments), 'segment')}: "
           f"{'; '.join(s.text() for s in picked)}: {share:.0%} of "
           f"its {updates} updates; a forgery confined to one other segment escapes this draw "
           f"with probability {escape:.2f}")
@@ -230,9 +231,9 @@ def cost_lines(cert: Mapping[str, Any], replays: list[Replay], wall: float) -> l
                    for r in cert["runs"].values())
     spent = sum(r.seconds * r.processes for r in replays)
     frac = f"{100 * spent / original:.2f}%" if original > 0 else "n/a (no training time recorded)"
-    return [f"replay cost: {wall:.1f} s wall ({len(replays)} replay(s), concurrent where the "
+    return [f"replay cost: {wall:.1f} s wall ({counted(len(replays), 'replay')}, concurrent where the "
             f"cores allow), {spent:.1f} process-seconds = {frac} of the original compute "
-            f"({original:.1f} process-seconds of training over {len(cert['runs'])} run(s); "
+            f"({original:.1f} process-seconds of training over {counted(len(cert['runs']), 'run')}; "
             "a replay's seconds include start-up and compilation, the records' do not)"]
 
 
@@ -300,7 +301,7 @@ def _verify(args: VerifyArgs) -> int:
         return EXIT_BAD_INPUT
     code = cert["code"]
     print(f"certificate {args.cert}: sweep {cert['sweep']['name']}, {len(cert['runs'])} "
-          f"run(s), {len(cert['claims'])} claim(s), made {cert.get('created_at')} at commit "
+          f"run(s), {counted(len(cert['claims']), 'claim')}, made {cert.get('created_at')} at commit "
           f"{code.get('git_sha')}{' (dirty)' if code.get('dirty') else ''}")
     print(f"root: {cert['root']}")
     here = code_state(args.checkout)
@@ -309,7 +310,7 @@ def _verify(args: VerifyArgs) -> int:
           + ("the certified code" if same else "not the certified code (claims and replays "
              "run the code here; a difference they show may come from it)"))
     found = tier1(cert, records, inputs, args.expect_root, here)
-    print(f"tier 1: {len(found.found)} finding(s) in {found.seconds:.2f} s")
+    print(f"tier 1: {counted(len(found.found), 'finding')} in {found.seconds:.2f} s")
     for outcome, text in found.found:
         print(f"  {outcome}: {text}")
     replays: list[Replay] = []
