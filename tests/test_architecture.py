@@ -359,3 +359,4 @@ def test_benchenv_imports_envpool_only_when_an_env_is_made():
     # the walker sees function-level imports when asked (a check that can fail)
     assert "envpool" in external_imports(ROOT / "benchenv" / "envpool_env.py", module_level=False)
     assert "ale_py" in external_imports(ROOT / "benchenv" / "ale_env.py", module_level=False)
+    assert "ale_py" in external_imports(ROOT / "benchenv" / "ale_exact.py", module_level=False)
