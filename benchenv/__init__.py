@@ -53,6 +53,9 @@ _PACKAGES = {"envpool": "envpool", "ale": "ale-py", "ale-exact": "ale-py"}
 _MODULES = {"envpool": "envpool", "ale": "ale_py", "ale-exact": "ale_py"}
 ALE_BACKENDS = ("ale", "ale-exact")
 """The backends that run ale-py (its ROMs, Atari games only)."""
+EXACT_STATE_BACKENDS = ("ale-exact",)
+"""The backends whose envs save and restore their whole state (get_state, set_state), so a
+checkpoint holds them instead of re-seeding (cleanba/core/checkpoint.py)."""
 
 
 class EnvError(ValueError):
@@ -89,6 +92,11 @@ def backend_version(backend: str) -> str | None:
 def protocol_backend(protocol: dict[str, Any] | None) -> str:
     """The backend a protocol names (LEGACY_BACKEND when it names none)."""
     return str((protocol or {}).get("backend", LEGACY_BACKEND))
+
+
+def restores_exactly(protocol: dict[str, Any] | None) -> bool:
+    """Whether the protocol's backend is one of EXACT_STATE_BACKENDS."""
+    return protocol_backend(protocol) in EXACT_STATE_BACKENDS
 
 
 def defining_protocol(protocol: dict[str, Any]) -> dict[str, Any]:

@@ -97,7 +97,7 @@ CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
 # cleanba/numerics/: the losses and the mesh before what combines them; cleanba/core/: a
 # run's settings before the threads that read them, the runtime that starts them on top
 NUMERICS_LAYERS = wing("cleanba.numerics", "losses networks parallel", "deterministic")
-CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers actor_clock",
+CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers actor_clock actor_state",
                    "config", "layout records checkpoint", "control channel", "algorithm checks",
                    "context", "actor", "actor_pipelined learner", "runtime", "cli")
 TOOLS_LAYERS = wing("cleanba.tools", "actor_hook",

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from benchenv import BACKENDS, MAX_ENVS, check_seed, default_backend
+from benchenv import BACKENDS, EXACT_STATE_BACKENDS, MAX_ENVS, check_seed, default_backend
 
 Architecture = Literal["sync", "cleanba", "async"]
 ActorMode = Literal["serial", "double-buffer"]
@@ -169,6 +169,10 @@ class CommonConfig:
             # the processes agree on a checkpoint only in runs that write them
             raise ConfigError("--resume-from with --distributed needs --checkpoint-every (the "
                               "run's own interval)")
+        if self.distributed and self.checkpoint_every and self.env_backend in EXACT_STATE_BACKENDS:
+            # a checkpoint would hold process 0's envs only
+            raise ConfigError(f"--checkpoint-every with --distributed needs a backend that "
+                              f"re-seeds at checkpoints, not {self.env_backend}")
         if self.resume_from is not None and self.run_dir is not None \
                 and os.path.abspath(self.run_dir) != os.path.abspath(self.resume_from):
             raise ConfigError(f"--resume-from {self.resume_from} continues that record: "
