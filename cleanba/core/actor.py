@@ -180,7 +180,13 @@ class ActorThread:
         is the first after it and the envs restore exactly (else None)."""
         if k != self.ctx.start_update + 1:
             return None
-        return self.ctx.resume_actors.get(self.thread_global)
+        carried = self.ctx.resume_actors.get(self.thread_global)
+        objects = 2 if self.ctx.config.actor_mode == "double-buffer" else 1
+        if carried is not None and len(carried.envs) != objects:
+            # the saved states are per env object (a half's, or the thread's)
+            raise RuntimeError(f"the checkpoint holds {len(carried.envs)} env object(s) per "
+                               f"actor thread; resume with the --actor-mode that wrote it")
+        return carried
 
     def snapshot(self, k: int, envs: list[Any], obs: list[Any],
                  prev_done: list[Any], tracker: EpisodeTracker) -> None:
