@@ -8,9 +8,11 @@ space, no life-loss signal, at most 108k frames per episode, 84x84 grey, stack 4
 skip 4. Reward clipping is for training only: returns are recorded from the raw game
 score (info["reward"], which both backends give).
 
-Backends (`BACKENDS`): `envpool` (Linux wheels only; the paper's and the baselines') and
-`ale` (ale-py, wheels for Linux, macOS and Windows; Atari games only), made to give
-EnvPool's semantics (benchenv/ale_env.py). A protocol names its backend and the backend's
+Backends (`BACKENDS`): `envpool` (Linux wheels only; the paper's and the baselines'),
+`ale` (ale-py's vector env, wheels for Linux, macOS and Windows; Atari games only), made
+to give EnvPool's semantics (benchenv/ale_env.py), and `ale-exact` (one ale-py game per
+env stepped from Python, its own frame resize; the one backend whose env state saves and
+restores exactly: benchenv/ale_exact.py). A protocol names its backend and the backend's
 version (`backend`, `backend_version`); the version is information, not protocol
 (`INFORMATION_KEYS`): it is left out of run ids and protocol comparisons.
 """
@@ -39,7 +41,7 @@ ATARI_PROTOCOL: dict[str, Any] = {
 }
 
 
-BACKENDS = ("envpool", "ale")
+BACKENDS = ("envpool", "ale", "ale-exact")
 """The Atari backends, in order of preference where both are installed."""
 LEGACY_BACKEND = "envpool"
 """The backend of a protocol that names none: records written before the key (every
@@ -47,8 +49,13 @@ system ran EnvPool then)."""
 INFORMATION_KEYS = ("backend_version",)
 """Protocol keys that describe, not define: left out of run ids and protocol comparisons
 (an EnvPool upgrade does not make runs incomparable; the backend itself does)."""
-_PACKAGES = {"envpool": "envpool", "ale": "ale-py"}
-_MODULES = {"envpool": "envpool", "ale": "ale_py"}
+_PACKAGES = {"envpool": "envpool", "ale": "ale-py", "ale-exact": "ale-py"}
+_MODULES = {"envpool": "envpool", "ale": "ale_py", "ale-exact": "ale_py"}
+ALE_BACKENDS = ("ale", "ale-exact")
+"""The backends that run ale-py (its ROMs, Atari games only)."""
+EXACT_STATE_BACKENDS = ("ale-exact",)
+"""The backends whose envs save and restore their whole state (get_state, set_state), so a
+checkpoint holds them instead of re-seeding (cleanba/core/checkpoint.py)."""
 
 
 class EnvError(ValueError):
@@ -87,6 +94,11 @@ def protocol_backend(protocol: dict[str, Any] | None) -> str:
     return str((protocol or {}).get("backend", LEGACY_BACKEND))
 
 
+def restores_exactly(protocol: dict[str, Any] | None) -> bool:
+    """Whether the protocol's backend is one of EXACT_STATE_BACKENDS."""
+    return protocol_backend(protocol) in EXACT_STATE_BACKENDS
+
+
 def defining_protocol(protocol: dict[str, Any]) -> dict[str, Any]:
     """The protocol without INFORMATION_KEYS: what a run id hashes."""
     return {k: v for k, v in protocol.items() if k not in INFORMATION_KEYS}
@@ -94,7 +106,7 @@ def defining_protocol(protocol: dict[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def _env_ids(backend: str) -> tuple[str, ...]:
-    if backend == "ale":
+    if backend in ALE_BACKENDS:
         from benchenv.ale_env import rom_ids
 
         return tuple(rom_ids())
@@ -122,10 +134,10 @@ def check_env_id(env_id: str, backend: str | None = None) -> None:
         return
     close = difflib.get_close_matches(env_id, ids, n=5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    if backend == "ale":
+    if backend in ALE_BACKENDS:
         extra = (" Classic control (CartPole-v1) needs the EnvPool backend (Linux)."
                  if not is_atari(env_id) else "")
-        raise EnvError(f"unknown env id {env_id!r} for the ALE backend: it runs the "
+        raise EnvError(f"unknown env id {env_id!r} for the {backend} backend: it runs the "
                        f"{len(ids)} Atari games as '<Game>-v5', e.g. Breakout-v5.{extra}{hint}")
     raise EnvError(
         f"unknown env id {env_id!r}: EnvPool has {len(ids)} envs "
@@ -163,7 +175,7 @@ def env_spaces(env_id: str, protocol: dict[str, Any]) -> Spaces:
     """`env_id`'s spaces under `protocol` (no env is made)."""
     backend = protocol_backend(protocol)
     kwargs = _backend_kwargs(protocol)
-    if backend == "ale":
+    if backend in ALE_BACKENDS:
         from benchenv.ale_env import action_count
 
         shape = (int(kwargs.get("stack_num", 4)), int(kwargs.get("img_height", 84)),
@@ -243,20 +255,27 @@ def make_env(
 ):
     """A gymnasium-API vector env of the protocol's backend (default: env_protocol(env_id)):
     reset() -> (obs, info), step(actions) -> (obs, reward, terminated, truncated, info),
-    close(); EnvPool's semantics on either backend (benchenv/ale_env.py). Env i is the
+    close(); EnvPool's semantics on every backend (benchenv/ale_env.py, ale_exact.py).
+    `ale-exact` envs also have get_state() -> bytes and set_state(bytes). Env i is the
     run's env first_env_index + i and gets its seed from `env_seeds` (of `segment`: 0, or
     the update at which the run re-seeds its envs). backend_kwargs:
-    num_threads (both backends), or any other EnvPool kwarg (EnvPool only)."""
+    num_threads (the ALE backends; ale-exact ignores it), or any other EnvPool kwarg
+    (EnvPool only)."""
     protocol = env_protocol(env_id) if protocol is None else protocol
     backend = protocol_backend(protocol)
     check_env_id(env_id, backend)
     seeds = env_seeds(base_seed, first_env_index, num_envs, segment)
-    if backend == "ale":
-        from benchenv.ale_env import AleVectorEnv
-
+    if backend in ALE_BACKENDS:
         threads = backend_kwargs.pop("num_threads", None)
         if backend_kwargs:
-            raise EnvError(f"the ALE backend takes num_threads only, not {sorted(backend_kwargs)}")
+            raise EnvError(f"the {backend} backend takes num_threads only, "
+                           f"not {sorted(backend_kwargs)}")
+        if backend == "ale-exact":
+            from benchenv.ale_exact import AleExactEnv
+
+            return AleExactEnv(env_id, num_envs, seeds, _backend_kwargs(protocol), threads)
+        from benchenv.ale_env import AleVectorEnv
+
         return AleVectorEnv(env_id, num_envs, seeds, _backend_kwargs(protocol), threads)
     from benchenv.envpool_env import make
 

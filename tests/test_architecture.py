@@ -97,7 +97,7 @@ CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [
 # cleanba/numerics/: the losses and the mesh before what combines them; cleanba/core/: a
 # run's settings before the threads that read them, the runtime that starts them on top
 NUMERICS_LAYERS = wing("cleanba.numerics", "losses networks parallel", "deterministic")
-CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers actor_clock",
+CORE_LAYERS = wing("cleanba.core", "stopping xla_flags rollout_buffers actor_clock actor_state",
                    "config", "layout records checkpoint", "control channel", "algorithm checks",
                    "context", "actor", "actor_pipelined learner", "runtime", "cli")
 TOOLS_LAYERS = wing("cleanba.tools", "actor_hook",
@@ -359,3 +359,4 @@ def test_benchenv_imports_envpool_only_when_an_env_is_made():
     # the walker sees function-level imports when asked (a check that can fail)
     assert "envpool" in external_imports(ROOT / "benchenv" / "envpool_env.py", module_level=False)
     assert "ale_py" in external_imports(ROOT / "benchenv" / "ale_env.py", module_level=False)
+    assert "ale_py" in external_imports(ROOT / "benchenv" / "ale_exact.py", module_level=False)

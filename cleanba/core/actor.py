@@ -27,6 +27,7 @@ import numpy as np
 import benchenv
 from cleanba.core import checkpoint, stopping
 from cleanba.core.actor_clock import ActorClock
+from cleanba.core.actor_state import ThreadSnapshot
 from cleanba.core.context import Context
 from cleanba.core.records import Episode, EpisodeTracker, StepRecord, record_step
 from cleanba.core.rollout_buffers import RolloutBuffers
@@ -134,6 +135,9 @@ class ActorThread:
         self.on_device = obs_on_device(ctx, device)
         self.version, self.params = 0, None
         self.segment = -1
+        # exact-state backends: checkpoints hold the envs, never re-seeded (0)
+        self.reseed_every = checkpoint.reseed_every(self.spec.protocol,
+                                                    ctx.config.checkpoint_every)
         n, T, spec = self.n, self.T, self.spec
         # the rollouts' host memory, reused once the learner lets go of it: writing fresh
         # pages step by step cost up to a tenth of an env step (cleanba/core/rollout_buffers.py)
@@ -158,7 +162,7 @@ class ActorThread:
         """Whether rollout k starts a new env segment: a checkpoint boundary (or the start),
         where new envs seeded for that segment start new episodes and the running ones are
         cut (cleanba/core/checkpoint.py)."""
-        segment = checkpoint.env_segment(k, self.ctx.config.checkpoint_every)
+        segment = checkpoint.env_segment(k, self.reseed_every)
         if segment == self.segment:
             return False
         self.segment = segment
@@ -170,6 +174,32 @@ class ActorThread:
         cfg = self.ctx.config
         return benchenv.make_env(cfg.env_id, count, cfg.seed, first_env_index=first,
                                  protocol=self.spec.protocol, segment=self.segment)
+
+    def resumed(self, k: int) -> ThreadSnapshot | None:
+        """What this thread carried at the checkpoint the run resumed from, when rollout k
+        is the first after it and the envs restore exactly (else None)."""
+        if k != self.ctx.start_update + 1:
+            return None
+        carried = self.ctx.resume_actors.get(self.thread_global)
+        objects = 2 if self.ctx.config.actor_mode == "double-buffer" else 1
+        if carried is not None and len(carried.envs) != objects:
+            # the saved states are per env object (a half's, or the thread's)
+            raise RuntimeError(f"the checkpoint holds {len(carried.envs)} env object(s) per "
+                               f"actor thread; resume with the --actor-mode that wrote it")
+        return carried
+
+    def snapshot(self, k: int, envs: list[Any], obs: list[Any],
+                 prev_done: list[Any], tracker: EpisodeTracker) -> None:
+        """At the end of rollout k, a checkpoint boundary, with envs that restore exactly:
+        what this thread carries into rollout k + 1, left for the learner's checkpoint
+        (before the rollout reaches it, so it is there when the learner checkpoints)."""
+        cfg = self.ctx.config
+        if self.reseed_every or not checkpoint.is_boundary(k, cfg.checkpoint_every,
+                                                           self.ctx.plan.num_updates):
+            return
+        self.ctx.snapshots.put(k, self.thread_global, ThreadSnapshot(
+            [env.get_state() for env in envs], [np.array(o) for o in obs],
+            [np.array(d) for d in prev_done], tracker.returns.copy(), tracker.lengths.copy()))
 
     def to_policy(self, obs: np.ndarray) -> Any:
         """Observations where the policy step reads them: on the device, or as they are."""
@@ -279,8 +309,12 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
             env = a.make_env(a.first_env, n)
             tracker = EpisodeTracker(a.first_env, n)
             obs, _ = env.reset()
-            obs_now = a.to_policy(obs)  # the policy step's
             prev_done = np.zeros(n, bool)
+            if (carried := a.resumed(k)) is not None:
+                env.set_state(carried.envs[0])
+                obs, prev_done = carried.obs[0], carried.prev_done[0]
+                tracker.restore(carried.returns, carried.lengths)
+            obs_now = a.to_policy(obs)  # the policy step's
         r = a.begin_rollout(k)
         obs_steps: list[jax.Array] = []  # on_device: each step's observations, on the device
         for t in range(T):
@@ -304,6 +338,7 @@ def actor_loop(ctx: Context, local_thread: int, device: jax.Device, thread_globa
             a.clock.lap("bookkeeping")
         if not a.on_device:
             r.arrays["obs"][T] = obs
+        a.snapshot(k, [env], [obs], [prev_done], tracker)
         # on_device: obs_now is also step 0's observations of the next rollout
         a.finish_rollout(r, jnp.stack([*obs_steps, obs_now]) if a.on_device else None)
         del obs_steps

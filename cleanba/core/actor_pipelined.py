@@ -98,6 +98,13 @@ class Half:
         self.obs_now = a.to_policy(self.obs)
         self.prev_done = np.zeros(count, bool)
 
+    def carry_on(self, a: ActorThread, env_state: bytes, obs: np.ndarray,
+                 prev_done: np.ndarray) -> None:
+        """Its envs where a checkpoint saved them (exact-state backends)."""
+        self.env.set_state(env_state)
+        self.obs, self.prev_done = obs, prev_done
+        self.obs_now = a.to_policy(obs)
+
 
 def pipelined_actor_loop(ctx: Context, local_thread: int, device: jax.Device,
                          thread_global: int) -> None:
@@ -113,6 +120,10 @@ def pipelined_actor_loop(ctx: Context, local_thread: int, device: jax.Device,
                 for half in halves:
                     half.restart(a, h)
                 tracker = EpisodeTracker(a.first_env, a.n)
+                if (carried := a.resumed(k)) is not None:
+                    for j, half in enumerate(halves):
+                        half.carry_on(a, carried.envs[j], carried.obs[j], carried.prev_done[j])
+                    tracker.restore(carried.returns, carried.lengths)
             r = a.begin_rollout(k)
             for t in range(a.T):
                 step = a.begin_step(r, t)
@@ -136,6 +147,8 @@ def pipelined_actor_loop(ctx: Context, local_thread: int, device: jax.Device,
                     r.arrays["obs"][a.T, half.cols] = half.obs
             for half in halves:
                 half.obs_steps = []
+            a.snapshot(k, [x.env for x in halves], [x.obs for x in halves],
+                       [x.prev_done for x in halves], tracker)
             a.finish_rollout(r, device_obs)
     finally:
         for half in halves:  # an error mid-rollout: no env closed under a running step

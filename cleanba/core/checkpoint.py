@@ -11,14 +11,16 @@ depends only on what the checkpoint holds:
   PRNG state moves during a run);
 - the rows of updates.csv and episodes.csv written through update C, and the running
   digest of row C (runrecord.digest), which the rows after it chain on.
-There is no env state, episode accumulator or in-flight rollout to save: at every
-checkpoint boundary each actor re-seeds its envs (env seeds of segment C,
-benchenv.env_seeds) and starts new episodes, cutting the running ones (not recorded in
-episodes.csv: they never finished). So rollout C + 1, which may already be in the rollout
-queue when the checkpoint is taken, is made again, the same bits under --deterministic,
-by the resumed run. Neither backend can restore an env's state: EnvPool has no such call,
-and ale-py's vector env (which the ALE backend steps) exposes no per-env cloneState; only
-its one-game ALEInterface does (docs/cleanba.md).
+- with a backend whose envs restore exactly (benchenv.EXACT_STATE_BACKENDS: ale-exact),
+  every actor thread's envs and what it carries across the boundary (actors.bin,
+  cleanba/core/actor_state.py), as the actors snapshot them at the end of rollout C.
+With the other backends (EnvPool has no such call; ale-py's vector env exposes no per-env
+state) there is no env state or episode accumulator to save: at every checkpoint boundary
+each actor re-seeds its envs (env seeds of segment C, benchenv.env_seeds) and starts new
+episodes, cutting the running ones (not recorded in episodes.csv: they never finished),
+and the env protocol records it (`recorded_protocol`). Either way rollout C + 1, which may
+already be in the rollout queue when the checkpoint is taken, is made again, the same bits
+under --deterministic, by the resumed run (docs/cleanba.md).
 
 On disk, in the record: checkpoints/<C>/ holds learner_state.msgpack, actor_params.msgpack
 (flax.serialization) and meta.json (update, rows, key, fingerprint, each file's size and
@@ -49,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchenv import defining_protocol
+from benchenv import defining_protocol, restores_exactly
 from cleanba.core.config import BOOKKEEPING_FIELDS
 from runrecord.digest import DIGEST_COLUMN
 
@@ -57,6 +59,7 @@ CHECKPOINTS_DIR = "checkpoints"
 META_FILE = "meta.json"
 LEARNER_STATE_FILE = "learner_state.msgpack"
 ACTOR_PARAMS_FILE = "actor_params.msgpack"
+ACTORS_FILE = "actors.bin"  # exact-state backends only (cleanba/core/actor_state.py)
 FORMAT_VERSION = 1
 # Facts of the determinism block that can change between an attempt and its resumption
 # without changing a single bit of the training (the CPUs a requeued job may use).
@@ -78,15 +81,24 @@ class Checkpoint:
     actor_params: bytes
     records_digest: str  # the running digest of the last row it keeps (runrecord.digest)
     fingerprint: dict[str, Any] = field(default_factory=dict)  # the meta.json's
+    actor_state: bytes = b""  # ACTORS_FILE's bytes; b"": the run re-seeds its envs
 
 
 RESEED_PROTOCOL_KEY = "reseed_every_updates"
 
 
+def reseed_every(protocol: Mapping[str, Any], every: int) -> int:
+    """Every how many updates the run re-seeds its envs: `every` (the checkpoint interval),
+    or 0 when its backend restores env state exactly (checkpoints then hold the envs)."""
+    return 0 if restores_exactly(dict(protocol)) else every
+
+
 def recorded_protocol(protocol: Mapping[str, Any], every: int) -> dict[str, Any]:
-    """The env protocol the record states: with checkpoints, every env is re-seeded every
-    `every` updates, the episodes running then cut (a defining key: such runs never pool
-    with runs without it)."""
+    """The env protocol the record states: with checkpoints that re-seed, every env is
+    re-seeded every `every` updates, the episodes running then cut (a defining key: such
+    runs never pool with runs without it). An exact-state backend's run is the run without
+    checkpoints: its protocol, and run id, unchanged."""
+    every = reseed_every(protocol, every)
     return {**protocol, RESEED_PROTOCOL_KEY: every} if every > 0 else dict(protocol)
 
 
@@ -210,7 +222,8 @@ def read(folder: Path, current_fingerprint: Mapping[str, Any],
         raise ValueError(f"torn: {META_FILE} missing or unreadable ({type(exc).__name__})") \
             from None
     data: dict[str, bytes] = {}
-    for name in (LEARNER_STATE_FILE, ACTOR_PARAMS_FILE):
+    optional = [ACTORS_FILE] if ACTORS_FILE in (meta.get("files") or {}) else []
+    for name in (LEARNER_STATE_FILE, ACTOR_PARAMS_FILE, *optional):
         entry = (meta.get("files") or {}).get(name)
         try:
             data[name] = (folder / name).read_bytes()
@@ -233,10 +246,11 @@ def read(folder: Path, current_fingerprint: Mapping[str, Any],
                       int(rows["episodes.csv"]), int(meta["actor_version"]),
                       float(meta["wall_time_s"]), list(meta["action_key"]),
                       data[LEARNER_STATE_FILE], data[ACTOR_PARAMS_FILE],
-                      str(meta.get(DIGEST_COLUMN, "")), dict(meta.get("fingerprint") or {}))
+                      str(meta.get(DIGEST_COLUMN, "")), dict(meta.get("fingerprint") or {}),
+                      data.get(ACTORS_FILE, b""))
 
 
-_STATE_FIELDS = ("learner_state", "actor_params")
+_STATE_FIELDS = ("learner_state", "actor_params", "actor_state")
 
 
 def pack(found: Checkpoint) -> bytes:
@@ -246,17 +260,20 @@ def pack(found: Checkpoint) -> bytes:
     head["folder"] = str(found.folder)
     head["sizes"] = [len(found.learner_state), len(found.actor_params)]
     text = json.dumps(head).encode()
-    return len(text).to_bytes(8, "little") + text + found.learner_state + found.actor_params
+    return (len(text).to_bytes(8, "little") + text + found.learner_state + found.actor_params
+            + found.actor_state)
 
 
 def unpack(data: bytes) -> Checkpoint:
     """The checkpoint `pack` made."""
     n = int.from_bytes(data[:8], "little")
     head = json.loads(data[8:8 + n])
-    state_bytes, _ = head.pop("sizes")
+    state_size, params_size = head.pop("sizes")
     body = data[8 + n:]
     head["folder"] = Path(head["folder"])
-    return Checkpoint(**head, learner_state=body[:state_bytes], actor_params=body[state_bytes:])
+    return Checkpoint(**head, learner_state=body[:state_size],
+                      actor_params=body[state_size:state_size + params_size],
+                      actor_state=body[state_size + params_size:])
 
 
 def newest_usable(run_dir: Path, current_fingerprint: Mapping[str, Any],

@@ -21,12 +21,12 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from benchenv import BACKENDS, MAX_ENVS, check_seed, default_backend
+from benchenv import BACKENDS, EXACT_STATE_BACKENDS, MAX_ENVS, check_seed, default_backend
 
 Architecture = Literal["sync", "cleanba", "async"]
 ActorMode = Literal["serial", "double-buffer"]
 ACTOR_MODES = ("serial", "double-buffer")
-EnvBackend = Literal["envpool", "ale"]
+EnvBackend = Literal["envpool", "ale", "ale-exact"]
 
 
 class ConfigError(ValueError):
@@ -41,9 +41,11 @@ class CommonConfig:
     env_id: str = "Breakout-v5"
     """Env id: an Atari game as '<Game>-v5' (Breakout-v5) or, on EnvPool, e.g. CartPole-v1."""
     # None only means "not chosen yet" (__post_init__ picks one): not a value to offer.
-    env_backend: Annotated[EnvBackend | None, tyro.conf.arg(metavar="{envpool,ale}")] = None
-    """Atari backend: envpool or ale (ale-py's vector env, EnvPool's semantics; Linux, macOS,
-    Windows). Default: envpool where it is installed, else ale (said at start-up). Runs of
+    env_backend: Annotated[EnvBackend | None,
+                           tyro.conf.arg(metavar="{envpool,ale,ale-exact}")] = None
+    """Atari backend: envpool, ale (ale-py's vector env, EnvPool's semantics; Linux, macOS,
+    Windows) or ale-exact (one ale-py game per env, slower; checkpoints restore its envs
+    exactly). Default: envpool where it is installed, else ale (said at start-up). Runs of
     different backends are not pooled unless asked (docs/cleanba.md)."""
     seed: int = 1
     """Run seed, 0..65535: env i's EnvPool seed is a bijective hash of (seed, i)
@@ -167,6 +169,10 @@ class CommonConfig:
             # the processes agree on a checkpoint only in runs that write them
             raise ConfigError("--resume-from with --distributed needs --checkpoint-every (the "
                               "run's own interval)")
+        if self.distributed and self.checkpoint_every and self.env_backend in EXACT_STATE_BACKENDS:
+            # a checkpoint would hold process 0's envs only
+            raise ConfigError(f"--checkpoint-every with --distributed needs a backend that "
+                              f"re-seeds at checkpoints, not {self.env_backend}")
         if self.resume_from is not None and self.run_dir is not None \
                 and os.path.abspath(self.run_dir) != os.path.abspath(self.resume_from):
             raise ConfigError(f"--resume-from {self.resume_from} continues that record: "

@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 
+from cleanba.core.actor_state import SnapshotBoard, ThreadSnapshot
 from cleanba.core.algorithm import Algorithm
 from cleanba.core.channel import ParamChannel
 from cleanba.core.checks import Checked
@@ -74,6 +75,12 @@ class Context:
     records_digest: str = ""
     """The last updates.csv row's running digest (runrecord.digest); "" before the first."""
     timing: dict[str, list[float]] = field(default_factory=lambda: {"rollout": [], "update": []})
+    snapshots: SnapshotBoard = field(default_factory=SnapshotBoard)
+    """Exact-state backends: each actor thread's carried state at checkpoint boundaries,
+    for the learner's checkpoint (cleanba/core/actor_state.py)."""
+    resume_actors: dict[int, ThreadSnapshot] = field(default_factory=dict)
+    """Resumed with an exact-state backend: global actor thread -> what it carried at the
+    checkpoint (restored before its first rollout); else empty."""
     host_rollout_sets: dict[int, int] = field(default_factory=dict)
     """Global actor thread -> host rollout sets it has allocated so far (its memory)."""
 

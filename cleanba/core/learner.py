@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 import benchenv
-from cleanba.core import checkpoint, stopping
+from cleanba.core import actor_state, checkpoint, stopping
 from cleanba.core.actor import Rollout
 from cleanba.core.context import Context
 from cleanba.core.records import Episode, console
@@ -124,6 +124,13 @@ def write_checkpoint(ctx: Context, k: int, state: Any, actor: tuple[int, Any]) -
             DIGEST_COLUMN: ctx.records_digest,
             "fingerprint": checkpoint.fingerprint(ctx.prep.manifest)}
     files = checkpoint.state_files(first_replica(state), actor[1])
+    if not checkpoint.reseed_every(ctx.prep.checked.env.protocol, ctx.config.checkpoint_every):
+        # envs that restore exactly: what each actor thread carried at the end of rollout k
+        carried = ctx.snapshots.take(k)
+        if len(carried) != ctx.plan.threads_per_process:
+            raise RuntimeError(f"checkpoint after update {k}: {len(carried)} of "
+                               f"{ctx.plan.threads_per_process} actor threads' env states")
+        files[checkpoint.ACTORS_FILE] = actor_state.pack(carried)
     folder = checkpoint.write(ctx.prep.run_dir, k, files, meta, ctx.config.checkpoint_keep)
     ctx.timing.setdefault("checkpoint", []).append(time.monotonic() - t0)
     ctx.checkpoint_bytes = sum(len(b) for b in files.values())

@@ -189,6 +189,11 @@ class EpisodeTracker:
         self.returns = np.zeros(num_envs, np.float64)
         self.lengths = np.zeros(num_envs, np.int64)
 
+    def restore(self, returns: np.ndarray, lengths: np.ndarray) -> None:
+        """Continue the episodes a checkpoint saved mid-way (return and length so far)."""
+        self.returns[:] = returns
+        self.lengths[:] = lengths
+
     def step(
         self, raw_reward: np.ndarray, done: np.ndarray, mask: np.ndarray, env_steps: int,
         wall_time_s: float,

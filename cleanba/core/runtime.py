@@ -34,7 +34,7 @@ import jax._src.distributed as jax_distributed  # the client, for the exit barri
 import numpy as np
 
 import benchenv
-from cleanba.core import checkpoint, stopping
+from cleanba.core import actor_state, checkpoint, stopping
 from cleanba.core.actor import actor_loop
 from cleanba.core.actor_pipelined import pipelined_actor_loop
 from cleanba.core.algorithm import AlgorithmFactory
@@ -360,6 +360,8 @@ def make_context(config: CommonConfig, prep: Prepared, control: Control,
         ctx.start_update = ctx.updates_done = ctx.progress.update = resume.update
         ctx.episodes_written = resume.episodes_rows
         ctx.records_digest = resume.records_digest
+        if resume.actor_state:
+            ctx.resume_actors = actor_state.unpack(resume.actor_state)
         ctx.start_time = time.monotonic() - resume.wall_time_s
         channel.publish(actor_version, actor_params)
     return ctx, mesh, state

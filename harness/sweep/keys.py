@@ -10,8 +10,8 @@ MATRIX_KEYS = {
     "layouts": "list of layouts in the paper's notation, e.g. ['a0-l0-d1', 'a0-l1,2,3-d1']",
     "games": "list of env ids, e.g. ['Breakout-v5'] or ['CartPole-v1']",
     "seeds": "list of integer seeds",
-    "env_backends": "list of Atari backends, 'envpool' and/or 'ale' (default: the trainers' "
-                    "default, envpool where installed); runs of different backends are "
+    "env_backends": "list of Atari backends, 'envpool', 'ale' and/or 'ale-exact' (default: "
+                    "the trainers' default, envpool where installed); runs of different backends are "
                     "compared only when the report groups by env_protocol.backend",
     "frames": "frame budget per run (env steps x frame skip)",
     "preset": "trainer preset: 'auto' (atari for -v5 games, else cartpole), 'atari', 'cartpole'",
