@@ -99,7 +99,7 @@ def test_missing_layout_fails_both_the_same_way(tmp_path, capsys):
     a_code, out, err = run_analysis(capsys, ["--new", str(root / "gate" / "runs"),
                                              "--reference", str(ref), "--delta", "0.3"])
     assert code == a_code == 2 and out == []
-    message = "new runs: no completed run of fake-ppo on layout(s) ['a0-l1-d1'] (CartPole-v1)"
+    message = "new runs: no completed run of fake-ppo on layout ['a0-l1-d1'] (CartPole-v1)"
     assert lines == [f"regression: ERROR fake-ppo: {message}"]
     assert f"error: {message}" in err
 

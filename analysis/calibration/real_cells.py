@@ -43,6 +43,7 @@ from analysis.reproduce.judge import (
 from analysis.reproduce.published import DEFAULT_ABSOLUTE_MARGIN, DEFAULT_RELATIVE_MARGIN
 from analysis.verdicts.equivalence import DEFAULT_DELTA, PASS, REGRESSION
 from analysis.verdicts.regression import COLLAPSE_RULE, PER_GAME_RULE, gate_rules
+from runrecord.words import counted
 
 NOMINAL = 0.05
 COLLAPSE_NOMINAL = 0.01
@@ -145,7 +146,7 @@ def summary_rows(cells: list[Cell]) -> list[str]:
         kind = "target" if group[0].target else "bound (+ 3 MC SE)"
         goal = "" if group[0].nominal is None else (
             f"; {kind} {'>=' if group[0].at_least else '<='} {group[0].nominal:.2f} missed "
-            f"on {missed} of {len(group)} column(s)")
+            f"on {missed} of {counted(len(group), 'column')}")
         lines.append(f"{verdict}, {seeds}: {rate}: mean over {len(group)} columns "
                      f"{values.mean():.3f}, worst {worst.value:.3f} ({worst.scenario.split('; ')[0]})"
                      + goal)

@@ -312,7 +312,7 @@ def seed_values(runs: Sequence[Run], frames: float | None, side: str, *, metric:
     empty = [r.run_id for r in cut if len(r.episodes) == 0]
     if empty:
         at = "" if frames is None else f" by frame {frames:,.0f}"
-        raise NoEpisodeYet(f"{side}: no episode ended{at} in run(s) {', '.join(empty)}; "
+        raise NoEpisodeYet(f"{side}: no episode ended{at} in run{'s' if len(empty) > 1 else ''} {', '.join(empty)}; "
                            "look later (a larger fraction of the budget)")
     a = analyse(RunSet(included=cut), group_by="layout.name", last_n=last_n,
                 normalisers=normalisers, allow_protocol_mismatch=True)

@@ -226,7 +226,7 @@ def _check_layouts(groups: Mapping[str, GroupScores], selected: Sequence[str], s
     missing = [lay for lay in selected if lay not in groups]
     if missing:
         why = "; ".join(warnings)
-        raise AnalysisError(f"{side}: no completed run of {system} on layout(s) {missing} "
+        raise AnalysisError(f"{side}: no completed run of {system} on layout{'s' if len(missing) > 1 else ''} {missing} "
                             f"({', '.join(games)}){': ' + why if why else ''}")
 
 

@@ -33,6 +33,7 @@ from cleanba.core.records import Episode, EpisodeTracker, StepRecord, record_ste
 from cleanba.core.rollout_buffers import RolloutBuffers
 from cleanba.numerics.deterministic import microbatched_apply, sample_actions
 from cleanba.numerics.losses import categorical_logprob
+from runrecord.words import counted
 
 
 @dataclass
@@ -184,7 +185,7 @@ class ActorThread:
         objects = 2 if self.ctx.config.actor_mode == "double-buffer" else 1
         if carried is not None and len(carried.envs) != objects:
             # the saved states are per env object (a half's, or the thread's)
-            raise RuntimeError(f"the checkpoint holds {len(carried.envs)} env object(s) per "
+            raise RuntimeError(f"the checkpoint holds {counted(len(carried.envs), 'env object')} per "
                                f"actor thread; resume with the --actor-mode that wrote it")
         return carried
 
