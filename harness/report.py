@@ -59,9 +59,8 @@ WHY_NO_INTERVAL = ("n/a (1 seed): with one seed per group there is no spread bet
                    "seeds to estimate, so no confidence interval (and no equivalence PASS) "
                    "exists; run two or more seeds.")
 WHY_BITWISE = ("PASS (bitwise identical): every paired record of the two groups matches "
-               "exactly, so the difference is exactly 0 whatever the interval; the interval "
-               "shown is the unpaired Welch CI from the seeds' spread, which ignores the "
-               "pairing and is not what decides this verdict.")
+               "bit for bit, so the difference is exactly 0 on every seed and its interval "
+               "is [0, 0]; no test against the margin is needed.")
 
 
 def _table_html(header: list[str], rows: list[list[Any]], cls: str = "") -> str:

@@ -5,7 +5,9 @@ records of the test-only trainer."""
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import re
 import subprocess
 import sys
@@ -111,3 +113,19 @@ def test_the_gate_over_training_time_is_a_row_undecided_with_one_seed(reports):
     assert "<td class='outcome v-UNDECIDED'>UNDECIDED</td>" in page.read_text()
     assert ("verdict: regression over training time: UNDECIDED for fake-ppo CartPole-v1: "
             "these seeds cannot decide it") in stdout
+
+
+def test_a_bitwise_pass_shows_the_interval_its_footnote_names(tmp_path):
+    """The smoke reference's a0-l1-d1 copies a0-l0-d1 bit for bit: its row's CI is [0, 0]
+    for both metrics, and the footnote says so (it once described an unpaired Welch CI
+    that the row no longer shows)."""
+    from harness.report import WHY_BITWISE
+
+    ref = ROOT / "results" / "reference" / "smoke-cartpole"
+    p = subprocess.run([sys.executable, "-m", "analysis", "equivalence", str(ref),
+                        "--where", "system=cleanba-ppo", "--format", "csv"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    rows = [r for r in csv.DictReader(io.StringIO(p.stdout)) if "a0-l1-d1" in r["group"]]
+    assert rows and all(r["verdict"].startswith("PASS (bitwise") for r in rows), p.stdout
+    assert all(float(r["diff_low"]) == float(r["diff_high"]) == 0 for r in rows)
+    assert "[0, 0]" in WHY_BITWISE and "Welch" not in WHY_BITWISE
