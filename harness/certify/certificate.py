@@ -99,7 +99,7 @@ def claim_entries(specs: Sequence[ClaimSpec], bindings: Mapping[str, Path],
         if out.exit_code == EXIT_BAD_INPUT:
             reason = (out.stderr.strip().splitlines() or ["exit 2"])[-1].removeprefix("error: ")
             if spec.source == "claims file":
-                raise CertificateError(f"claim {spec.name!r} ({command_text(spec.args)}) "
+                raise CertificateError(f"claim {spec.name!r} ({command_text(spec.args, True)}) "
                                        f"failed: {reason}")
             left_out.append({"name": spec.name, "command": ["python", "-m", "analysis",
                                                             *spec.args], "reason": reason})
@@ -219,10 +219,21 @@ def summary_lines(cert: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def command_text(args: Sequence[str]) -> str:
-    """A claim's arguments for a person: shell-quoted, its placeholders ({runs},
-    {published}) as written, not quoted as '{runs}'."""
-    return " ".join(a if re.fullmatch(r"\{\w+\}", a) else shlex.quote(a) for a in args)
+def command_text(args: Sequence[str], as_written: bool = False) -> str:
+    """A claim's arguments for a person: shell-quoted, its placeholders said in words
+    ({runs} -> <certified runs>, {published} -> <input published>), since a reader of the
+    summary has no sweep file open to know what "{runs}" stands for; `as_written` keeps
+    them as the claims file has them (for an error about that file)."""
+    def word(arg: str) -> str:
+        placeholder = re.fullmatch(r"\{(\w+)\}", arg)
+        if placeholder is None:
+            return shlex.quote(arg)
+        if as_written:
+            return arg
+        name = placeholder[1]
+        return "<certified runs>" if name == "runs" else f"<input {name}>"
+
+    return " ".join(word(a) for a in args)
 
 
 def eligible_runs(cert: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
