@@ -45,23 +45,23 @@ def test_compare_names_each_difference_and_what_is_unknown():
         "jaxlib 0.10.2, EnvPool 1.2.5, device kind cpu)")
     moved = compare_stacks([manifest(NEW, (H100,))], [manifest(OLD)])
     assert not moved.same
-    assert moved.differences == ["jax 0.12.0.1 (A) vs 0.10.2 (reference)",
-                                 "jaxlib 0.12.0.1 (A) vs 0.10.2 (reference)",
-                                 "EnvPool 1.2.7 (A) vs 1.2.5 (reference)",
-                                 f"device kind {H100} (A) vs cpu (reference)"]
+    assert moved.differences == ["jax 0.12.0.1 (group) vs 0.10.2 (reference)",
+                                 "jaxlib 0.12.0.1 (group) vs 0.10.2 (reference)",
+                                 "EnvPool 1.2.7 (group) vs 1.2.5 (reference)",
+                                 f"device kind {H100} (group) vs cpu (reference)"]
     assert moved.line("x", "y").startswith("software and device of x and reference y: "
-                                           "DIFFER: jax 0.12.0.1 (A) vs 0.10.2 (reference); ")
+                                           "DIFFER: jax 0.12.0.1 (group) vs 0.10.2 (reference); ")
     # a side mixing versions shows every one; only jaxlib differs here
     mixed = compare_stacks([manifest(OLD), manifest({**OLD, "jaxlib": "0.10.1"})],
                            [manifest(OLD)])
-    assert mixed.differences == ["jaxlib 0.10.1 / 0.10.2 (A) vs 0.10.2 (reference)"]
+    assert mixed.differences == ["jaxlib 0.10.1 / 0.10.2 (group) vs 0.10.2 (reference)"]
     # no versions recorded on a side: unknown, not "differ"
     unknown = compare_stacks([manifest()], [manifest(OLD)])
     assert unknown.differences == [] and not unknown.same
-    assert unknown.unrecorded == ["jax (in A)", "jaxlib (in A)", "EnvPool (in A)"]
+    assert unknown.unrecorded == ["jax (in the group)", "jaxlib (in the group)", "EnvPool (in the group)"]
     assert unknown.line("x", "y").endswith(
-        "same where recorded (device kind cpu); not recorded: jax (in A), jaxlib (in A), "
-        "EnvPool (in A)")
+        "same where recorded (device kind cpu); not recorded: jax (in the group), jaxlib (in the group), "
+        "EnvPool (in the group)")
 
 
 @pytest.mark.parametrize("case", ["same", "jax differs", "device differs"])
@@ -86,12 +86,12 @@ def test_equivalence_prints_and_stores_the_stacks(tmp_path, capsys, case):
                                  "device kind cpu)")
         assert stored["stacks"]["differences"] == []
     elif case == "jax differs":
-        assert "DIFFER: jax 0.12.0.1 (A) vs 0.10.2 (reference); jaxlib 0.12.0.1 (A) vs " \
-               "0.10.2 (reference); EnvPool 1.2.7 (A) vs 1.2.5 (reference)" in lines[0]
+        assert "DIFFER: jax 0.12.0.1 (group) vs 0.10.2 (reference); jaxlib 0.12.0.1 (group) vs " \
+               "0.10.2 (reference); EnvPool 1.2.7 (group) vs 1.2.5 (reference)" in lines[0]
         assert stored["stacks"]["a"]["jax"] == ["0.12.0.1"]
         assert stored["stacks"]["reference"]["jax"] == ["0.10.2"]
     else:
-        assert stored["stacks"]["differences"] == [f"device kind {H100} (A) vs cpu "
+        assert stored["stacks"]["differences"] == [f"device kind {H100} (group) vs cpu "
                                                    "(reference)"]
     assert analysis_main(["equivalence", str(runs), "--bitwise-only", "--json-out",
                           str(out_json)]) == 0

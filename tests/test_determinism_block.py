@@ -45,7 +45,7 @@ def test_tier_names_what_differs():
     assert tier == ("bitwise not expected: jaxlib differs (0.10.1 vs 0.10.2); XLA flags "
                     "differ (not in every run: --xla_cpu_max_isa=AVX2)")
     tier = determinism_tier([block(deterministic=False)], [block()])
-    assert tier.startswith("bitwise not expected: deterministic mode off in A; ")
+    assert tier.startswith("bitwise not expected: deterministic mode off in the group; ")
     assert "deterministic groups differs (4 vs None)" in tier
     # cores and virtual devices matter on CPU only
     gpu = {"platform": "gpu", "device_kind": "NVIDIA H100 80GB HBM3"}
@@ -109,7 +109,7 @@ def test_equivalence_and_report_print_the_tier(tmp_path, capsys, case):
                 "jaxlib differs": "bitwise identical here, though not guaranteed: jaxlib "
                                   "differs (0.10.1 vs 0.10.2)",
                 "mode off": "bitwise identical here, though not guaranteed: deterministic "
-                            "mode off in A; deterministic groups differs (4 vs None)",
+                            "mode off in the group; deterministic groups differs (4 vs None)",
                 "no block": f"{UNKNOWN} (6 of 6 runs)"}[case]
     assert len(tiers) == 1 and tiers[0].endswith(f"/ a0-l0-d1: {expected}"), tiers
     assert "PASS (bitwise identical)" in "\n".join(out) and "not expected" not in tiers[0]
@@ -144,3 +144,9 @@ def test_trainer_manifest_carries_the_block(tmp_path):
     old = load_run(write_synthetic_run(tmp_path)).manifest
     assert old.get("determinism") is None
     assert determinism_tier([got], [old.get("determinism")]) == f"{UNKNOWN} (1 of 2 runs)"
+
+
+def test_both_sides_off_is_said_once():
+    off = [block(deterministic=False)]
+    assert determinism_tier(off, off) == ("bitwise not expected: deterministic mode off on "
+                                          "both sides")

@@ -75,7 +75,7 @@ def compare_stacks(manifests_a: Sequence[Mapping[str, Any]],
                    manifests_b: Sequence[Mapping[str, Any]]) -> StackComparison:
     """run_stack of every run of side A against the reference side B. A fact differs when
     the values recorded on the two sides differ (a side mixing versions shows all of them);
-    a fact some run lacks is listed as not recorded (in A, the reference or both)."""
+    a fact some run lacks is listed as not recorded (in the group, the reference or both)."""
     stacks_a = [run_stack(m) for m in manifests_a]
     stacks_b = [run_stack(m) for m in manifests_b]
     keys = (*STACK_PACKAGES, DEVICE_KIND)
@@ -86,9 +86,9 @@ def compare_stacks(manifests_a: Sequence[Mapping[str, Any]],
         known_a = [v for v in a[k] if v != NOT_RECORDED]
         known_b = [v for v in b[k] if v != NOT_RECORDED]
         if known_a and known_b and known_a != known_b:
-            differences.append(f"{NAMES[k]} {' / '.join(known_a)} (A) vs "
+            differences.append(f"{NAMES[k]} {' / '.join(known_a)} (group) vs "
                                f"{' / '.join(known_b)} (reference)")
-        sides = [side for side, values in (("A", a[k]), ("the reference", b[k]))
+        sides = [side for side, values in (("the group", a[k]), ("the reference", b[k]))
                  if NOT_RECORDED in values]
         if sides:
             unrecorded.append(f"{NAMES[k]} (in {' and '.join(sides)})")
@@ -140,9 +140,10 @@ def determinism_tier(blocks_a: Sequence[Mapping[str, Any] | None],
     missing = sum(b is None for b in blocks)
     if missing:
         return f"{UNKNOWN} ({missing} of {len(blocks)} runs)"
-    reasons = [f"deterministic mode off in {side}"
-               for side, group in (("A", blocks_a), ("the reference", blocks_b))
-               if not all(b and b.get("deterministic") for b in group)]
+    off = [side for side, group in (("the group", blocks_a), ("the reference", blocks_b))
+           if not all(b and b.get("deterministic") for b in group)]
+    reasons = (["deterministic mode off on both sides"] if len(off) == 2
+               else [f"deterministic mode off in {side}" for side in off])
     keys: tuple[tuple[str, str], ...] = SAME_EVERYWHERE
     if all(b and b.get("platform") == "cpu" for b in blocks):
         keys += SAME_ON_CPU
