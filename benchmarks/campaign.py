@@ -75,8 +75,8 @@ def place_lines(place: Place, expected: dict[int, set[str]]) -> list[str]:
     return [f"  {place.kind}/{place.stack}: (a) {counted(len(seeds), 'seed')} "
             f"{seeds[:12]}{' ...' if len(seeds) > 12 else ''}; (b) seeds "
             f"{place.learning_seeds or 'none'}; (c) {speed_bound_line(place)}"
-            f"; (d) {'done' if place.deterministic else 'not yet'}; {len(place.leases)} "
-            "lease(s) merged"]
+            f"; (d) {'done' if place.deterministic else 'not yet'}; "
+            f"{counted(len(place.leases), 'lease')} merged"]
 
 
 def speed_bound_line(place: Place) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from runrecord.words import counted
+
 NOT_YET = "not yet measured"
 
 TRAINING_ROWS = (  # (label, step, index into the step's runs or None)
@@ -72,8 +74,8 @@ def actor_lines(raw: dict[str, Any] | None, overhead: dict[str, Any] | None) -> 
         lines.append(f"| actor loop, no-op forward | {failed_or_not_yet(overhead)} | | | | |")
     for r in rows or []:
         lines.append(
-            f"| actor loop, no-op forward, {r['num_envs']} envs x {r['num_threads']} "
-            f"thread(s) | {num(statistics.median(r['actor_loop']), 0)} | "
+            f"| actor loop, no-op forward, {r['num_envs']} envs x "
+            f"{counted(r['num_threads'], 'thread')} | {num(statistics.median(r['actor_loop']), 0)} | "
             f"{num(statistics.median(r['raw']), 0)} | "
             f"{median_and_each(r['ratios'])} | {median_and_each(r.get('cpu_ratios'))} "
             f"| {num(r['load_average'][0], 2)} |")

@@ -288,4 +288,4 @@ def test_help_offers_only_what_is_valid(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     assert "--no-no-cache" not in help_text("python -m analysis summary", capsys)
     trainer = help_text("python -m cleanba.ppo cartpole", capsys)
-    assert "{envpool,ale}" in trainer and "None,envpool" not in trainer
+    assert "{envpool,ale,ale-exact}" in trainer and "None,envpool" not in trainer

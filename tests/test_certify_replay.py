@@ -102,7 +102,7 @@ def test_round_trip_certify_then_verify_with_two_replays(sweep, capsys):
     # every column the run wrote but its 4 wall-clock ones: 20 columns of PPO's updates.csv
     assert text.count("the other 16 columns of updates.csv (all but wall-clock times) "
                       "identical at updates 1-3, and the ") == 2, text
-    counts = re.findall(r"1-3, and the (\d+) episode\(s\) that ended in them", text)
+    counts = re.findall(r"1-3, and the (\d+) episodes? that ended in them", text)
     assert len(counts) == 2 and all(int(c) > 0 for c in counts), text  # the scores compared
     assert "repeat this draw: python -m harness verify" in text and "--draw-seed" in text
     assert f"tier 2 n/a, failed before its first update: {failed}" in text

@@ -108,7 +108,7 @@ def test_every_segment_of_the_unchanged_run_verifies(certified, capsys):
     for first, last in ((3, 6), (6, 9), (9, 10)):
         assert re.search(rf"VERIFIED: params checksum and the other \d+ columns of updates\.csv "
                          rf"\(all but wall-clock times\) identical at updates {first + 1}-{last}, "
-                         rf"and the \d+ episode\(s\) that ended in them \(resumed from the "
+                         rf"and the \d+ episodes? that ended in them \(resumed from the "
                          rf"certified checkpoints/{first}\)", out), out
     assert "3 segments replayed bit for bit" in out
     assert "--segments all --draw-seed" in out  # the draw can be repeated

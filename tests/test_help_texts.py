@@ -121,7 +121,7 @@ HELP_COMMANDS: dict[str, Callable[[], Callable[[], object]]] = {
     **{f"python {p}": (lambda p=p: _script(p)) for p in (
         "benchmarks/bench_analysis.py", "benchmarks/bench_deterministic_primitives.py",
         "benchmarks/bench_imports.py", "benchmarks/bench_scale.py", "benchmarks/bench_certificate.py",
-        "benchmarks/bench_checkpoint.py",
+        "benchmarks/bench_checkpoint.py", "benchmarks/bench_ale_exact.py",
         "benchmarks/bench_backends.py", "benchmarks/backend_equivalence.py",
         "benchmarks/campaign.py", "benchmarks/host_memory.py",
         "benchmarks/device_kit.py", "benchmarks/gpu_suite.py")},

@@ -231,15 +231,16 @@ def make_plan(
         valid = [threads * k for k in range(1, 5)]
         raise ConfigError(
             f"--num-envs {config.num_envs} cannot be split evenly over {threads} actor threads "
-            f"({num_processes} process(es) x {counted(len(config.actor_device_ids), 'actor device')} x "
+            f"({counted(num_processes, 'process', 'processes')} x {counted(len(config.actor_device_ids), 'actor device')} x "
             f"{counted(config.num_actor_threads, 'thread')}); use a multiple of {threads}, e.g. {valid}, "
             "or change the layout"
         )
     learners = num_processes * len(config.learner_device_ids)
     if config.num_envs % learners:
         raise ConfigError(
-            f"--num-envs {config.num_envs} cannot be split evenly over {learners} learner "
-            f"device(s) ({num_processes} process(es) x {len(config.learner_device_ids)}); "
+            f"--num-envs {config.num_envs} cannot be split evenly over "
+            f"{counted(learners, 'learner device')} ({counted(num_processes, 'process', 'processes')}"
+            f" x {len(config.learner_device_ids)}); "
             f"use a multiple of {learners}"
         )
     if config.deterministic:

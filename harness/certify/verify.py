@@ -180,8 +180,9 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
                                "episodes that ended in them), each from its certified "
                                "checkpoint")
         if len(eligible) > len(drawn):
-            out.not_checked.append(f"tier 2: the {len(eligible) - len(drawn)} deterministic "
-                                   "run(s) not drawn (a later draw may pick them)")
+            out.not_checked.append(f"tier 2: the "
+                                   f"{counted(len(eligible) - len(drawn), 'deterministic run')} "
+                                   "not drawn (a later draw may pick them)")
         return replays
     if done:
         out.checked.append(f"tier 2: {counted(len(done), 'run')} replayed, updates 1-{args.updates} "
@@ -194,8 +195,9 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
                                f"runs ({total_updates - args.updates * len(done)} of "
                                f"{total_updates} updates)")
     if len(eligible) > len(done):
-        out.not_checked.append(f"tier 2: the {len(eligible) - len(done)} deterministic "
-                               "run(s) not replayed (a later draw may pick them)")
+        out.not_checked.append(f"tier 2: the "
+                               f"{counted(len(eligible) - len(done), 'deterministic run')} "
+                               "not replayed (a later draw may pick them)")
     return replays
 
 
@@ -220,7 +222,7 @@ def drawn_segments(cert: Mapping[str, Any], records: Path, rid: str, args: Verif
           f"with probability {escape:.2f}")
     if share < 1:
         out.not_checked.append(f"tier 2: run {rid}: the updates outside its replayed "
-                               "segment(s)")
+                               f"segment{'s' if len(picked) > 1 else ''}")
     return picked
 
 
@@ -300,8 +302,8 @@ def _verify(args: VerifyArgs) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     code = cert["code"]
-    print(f"certificate {args.cert}: sweep {cert['sweep']['name']}, {len(cert['runs'])} "
-          f"run(s), {counted(len(cert['claims']), 'claim')}, made {cert.get('created_at')} at commit "
+    print(f"certificate {args.cert}: sweep {cert['sweep']['name']}, "
+          f"{counted(len(cert['runs']), 'run')}, {counted(len(cert['claims']), 'claim')}, made {cert.get('created_at')} at commit "
           f"{code.get('git_sha')}{' (dirty)' if code.get('dirty') else ''}")
     print(f"root: {cert['root']}")
     here = code_state(args.checkout)
