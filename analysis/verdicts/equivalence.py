@@ -74,8 +74,8 @@ def tost_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float
     (metrics, ...) -> verdict strings (...). PASS when every metric's 90% CI is inside
     (-delta, delta) (intersection-union: no correction needed); DIFFERENT when a metric's
     (1 - 0.05 / metrics) CI excludes 0 (Bonferroni over the metrics); INCONCLUSIVE otherwise
-    (including undefined intervals, se nan). `tost_verdict` and the calibration suite
-    (analysis.calibration) both decide through it."""
+    (including undefined intervals, se nan). `tost_verdict` and the calibration
+    package both decide through it."""
     if delta <= 0:
         raise AnalysisError(f"equivalence margin delta must be > 0, got {delta}")
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
