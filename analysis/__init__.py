@@ -6,7 +6,8 @@ The names below are the stable Python API (for notebooks; docs/analysis.md has a
 example): the same functions `python -m analysis` calls. Everything else is internal and
 may move. Layers, lowest first (each imports only those before it; tests/test_architecture.py):
 errors/json_file, stats, scales, inputs, importers, scoring, atari5, verdicts, output, reproduce,
-sequential, calibration, cli.
+sequential, cli. The Monte Carlo calibration of the verdicts is its own package above
+this one (`python -m calibration`).
 
 The names are resolved on first use (PEP 562), so `import analysis` or
 `from analysis.errors import AnalysisError` does not load SciPy and matplotlib.

@@ -12,7 +12,7 @@ echo "== test.sh: set up after $(( $(date +%s) - start )) s"
 export XLA_FLAGS="${XLA_FLAGS:-} --xla_force_host_platform_device_count=4"
 export WANDB_MODE=offline WANDB_SILENT=true
 .venv/bin/ruff check .
-.venv/bin/mypy runrecord analysis harness cleanba baselines
+.venv/bin/mypy runrecord analysis calibration harness cleanba baselines
 echo "== test.sh: ruff and mypy done after $(( $(date +%s) - start )) s"
 set +e
 .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" "$@"

@@ -200,8 +200,8 @@ def test_calibration_rows_keep_alpha_where_naive_re_testing_does_not():
     rate at the margin over all looks; naive re-testing (the fixed verdict after every
     batch) leaves nominal + 3 MC SE; and the design needs fewer seeds on average than the
     fixed design of equal power (seed planner)."""
-    from analysis.calibration.draws import NORMAL
-    from analysis.calibration.sequential_cells import (
+    from calibration.draws import NORMAL
+    from calibration.sequential_cells import (
         FIXED_SEEDS,
         SEEDS_AT_0,
         sequential_equivalence_cells,

@@ -130,6 +130,25 @@ def test_equivalence_on_records_bitwise_identical(tmp_path):
     assert res.final.diff == 0.0
 
 
+IDENTITY_NOTE = "records are bitwise identical; verdict set to PASS"
+
+
+@pytest.mark.parametrize("seeds", [1, 3])
+def test_identity_note_only_where_the_intervals_shown_cannot_pass(seeds):
+    """Identical records PASS. The note that the identity alone decided comes where the
+    intervals shown do not pass (a NaN score), not where they do (width 0 at 0), at one
+    seed as at three."""
+    from test_equivalence_one_function import _group
+
+    ids, tasks, ones = list(range(1, seeds + 1)), ["Pong-v5"], np.ones((seeds, 1))
+    for final, note in ((0.5 * ones, []), (np.where(ones > 0, np.nan, 0.0), [IDENTITY_NOTE])):
+        a, b = (_group(name, ids, tasks, final, 0.4 * ones, ones) for name in "ab")
+        res = equivalence(a, b, DELTA)
+        assert res.bitwise.identical and res.verdict == PASS
+        assert res.notes == note
+        assert (res.final.ci90 == (0.0, 0.0)) == (not note)
+
+
 def test_equivalence_on_records_not_identical_but_equivalent(tmp_path):
     a, b = _sweep(tmp_path, noise_offset_b=1).values()
     res = equivalence(a, b, DEFAULT_DELTA)

@@ -25,11 +25,13 @@ PACKAGE_IMPORTS: dict[str, set[str]] = {
     "cleanba": {"runrecord", "benchenv"},  # the trainer
     "baselines": {"runrecord", "benchenv"},  # other systems' adapters (no cleanba today)
     "analysis": {"runrecord", "benchenv"},  # never the trainer or the harness
+    "calibration": {"runrecord", "benchenv", "analysis"},  # measures analysis's verdicts
     "harness": {"runrecord", "benchenv", "cleanba", "baselines", "analysis"},
 }
 """Allowed package order, lowest first: runrecord, benchenv, cleanba, baselines, analysis,
-harness. The harness launches and checks trainers, so it alone imports cleanba and
-baselines."""
+calibration, harness. The harness launches and checks trainers, so it alone imports
+cleanba and baselines; calibration is a tool that measures analysis's verdicts, so
+analysis never imports it and nothing but its own command and tests needs it."""
 
 ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # lowest first; a module may import modules of its own layer and of the layers above
@@ -44,8 +46,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("verdicts", ("analysis.verdicts",)),
     ("output", ("analysis.output",)),
     ("reproduce", ("analysis.reproduce",)),
-    ("sequential", ("analysis.sequential",)),  # adaptive seeds: only calibration, cli, harness
-    ("calibration", ("analysis.calibration",)),
+    ("sequential", ("analysis.sequential",)),  # adaptive seeds: only cli, harness, calibration
     ("rly", ("analysis.rly",)),  # the rliable drop-in: stats, verdicts, palette
     ("entry points", ("analysis.cli", "analysis.__main__", "analysis")),
 ]
@@ -233,6 +234,7 @@ def test_graph_sees_imports():
     graph = import_graph()
     assert "analysis.inputs.load" in graph["analysis.inputs.orb"]
     assert "analysis.inputs.load" in graph["harness.adaptive.run"]
+    assert "analysis.verdicts.equivalence" in graph["calibration.pairs"]  # a package above
     assert len(graph) > 60
 
 

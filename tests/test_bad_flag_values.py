@@ -1,7 +1,7 @@
 """Bad input is refused before anything is written (issue 47, part 1).
 
-Generated: every subcommand of `python -m analysis` and `python -m harness` and every
-numeric or choice flag it takes is read from the CLI definitions (a new flag is covered
+Generated: every subcommand of `python -m analysis` and `python -m harness`, `python -m
+calibration`, and every numeric or choice flag it takes is read from the CLI definitions (a new flag is covered
 without editing this file), given a value outside what it allows, and must exit 2 with a
 message on stderr, no traceback, and every file under the results root byte-identical.
 Then the cases a new user found: an unknown --group-by or --where key, `harness report
@@ -67,12 +67,14 @@ def _numeric_or_choice(tp: object) -> str | None:
 
 
 def _commands() -> list[tuple[str, list[str], type]]:
-    """(prog name, argv prefix, config class) of every subcommand (each `import` format)."""
+    """(prog name, argv prefix, config class) of every subcommand (each `import` format),
+    and of `python -m calibration`."""
     from analysis.cli import Command as AnalysisCommand
+    from calibration.cli import Calibrate
     from harness.cli import Command as HarnessCommand
     from runrecord.cli_dispatch import subcommands
 
-    out = []
+    out: list[tuple[str, list[str], type]] = [("calibration", [], Calibrate)]
     for tool, subs in (("analysis", subcommands(AnalysisCommand)),
                        ("harness", subcommands(HarnessCommand))):
         for name, (cls, _) in subs.items():
@@ -147,9 +149,11 @@ def results_root(tmp_path_factory) -> Path:
 
 def _run(tool: str, argv: list[str], capsys) -> tuple[int, str, str]:
     from analysis.cli import main as analysis_main
+    from calibration.cli import main as calibration_main
     from harness.cli import main as harness_main
 
-    main = analysis_main if tool == "analysis" else harness_main
+    main = {"analysis": analysis_main, "calibration": calibration_main,
+            "harness": harness_main}[tool]
     try:
         code = main(argv)
     except SystemExit as e:  # tyro's own refusals (an unknown choice) exit here

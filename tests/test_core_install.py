@@ -26,7 +26,8 @@ from harness_cli import ROOT
 from synthetic_records import write_synthetic_run
 from venv_install import pip_install
 
-PACKAGES = ("runrecord", "benchenv", "cleanba", "analysis", "harness", "baselines")
+PACKAGES = ("runrecord", "benchenv", "cleanba", "analysis", "calibration", "harness",
+            "baselines")
 TRAINER_STACK = ("jax", "jaxlib", "flax", "optax", "envpool", "torch", "wandb", "cleanba",
                  "harness", "baselines")
 CORE_TESTS = ["tests/test_core_install.py", "tests/test_rly_checks.py",

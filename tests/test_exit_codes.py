@@ -31,7 +31,8 @@ DOCS_WITH_TABLE = ("README.md", "docs/analysis.md", "docs/harness.md", "docs/rep
                    "results/README.md")
 DECIDING = ("python -m analysis", "python -m harness",
             *(f"python -m analysis {s}" for s in ("equivalence", "regression", "staleness",
-                                                    "reproduce", "calibrate")),
+                                                    "reproduce")),
+            "python -m calibration",
             *(f"python -m harness {s}" for s in ("run", "status", "regress",
                                                    "determinism-check")),
             "python -m cleanba.determinism_check", "python -m analysis.atari5.fit")

@@ -111,8 +111,6 @@ EXCLUDED: dict[str, str] = {
     "analysis orb-import": "writes run records from an openrlbenchmark cache",
     "analysis orb-fetch": "downloads from W&B (the network)",
     "analysis import": "writes run records from another tool's logs",
-    "analysis calibrate": "a Monte Carlo grid, 30 s even reduced; "
-                          "tests/test_verdict_calibration.py runs it",
     "harness run": "trains",
     "harness determinism-check": "trains tiny runs to measure this machine's bit-identity",
     "harness certify": "writes a certificate that binds the code's digest, which every "

@@ -30,7 +30,8 @@ import numpy as np
 import pytest
 from harness_cli import ROOT
 
-PACKAGES = ("runrecord", "benchenv", "cleanba", "baselines", "analysis", "harness")
+PACKAGES = ("runrecord", "benchenv", "cleanba", "baselines", "analysis", "calibration",
+            "harness")
 
 
 def _analysis(*args: str) -> Callable[[], object]:
@@ -102,10 +103,11 @@ HELP_COMMANDS: dict[str, Callable[[], Callable[[], object]]] = {
     **{f"python -m analysis {s}": (lambda s=s: _analysis(s)) for s in (
         "summary", "aggregate", "curves", "equivalence", "regression", "plan-seeds",
         "plan-sequential", "staleness", "figures", "paper-tables", "atari5", "reproduce",
-        "orb-import", "orb-fetch", "import", "calibrate")},
+        "orb-import", "orb-fetch", "import")},
     **{f"python -m analysis import {f}": (lambda f=f: _analysis("import", f))
        for f in IMPORT_FORMATS},
     "python -m analysis.atari5.fit": lambda: _module_main("analysis.atari5.fit"),
+    "python -m calibration": lambda: _module_main("calibration"),
     "python -m harness": lambda: _harness(),
     **{f"python -m harness {s}": (lambda s=s: _harness(s)) for s in (
         "plan", "run", "status", "report", "regress", "determinism-check", "certify",

@@ -11,13 +11,13 @@ import pytest
 from scipy import stats
 from synthetic_records import write_synthetic_run
 
-from analysis.calibration.paired_cells import PAIRED, WELCH, paired_cells
 from analysis.inputs.load import load_runs
 from analysis.scoring.grouping import analyse
 from analysis.stats.paired import paired_interval, paired_stats
 from analysis.verdicts.equivalence import equivalence
 from analysis.verdicts.regression import regression_gate
 from analysis.verdicts.seed_pairing import seed_design
+from calibration.paired_cells import PAIRED, WELCH, paired_cells
 
 
 def test_paired_stats_is_scipys_paired_t():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.calibration.reproduce_cells import PUBLISHED_SEEDS, _judge
 from analysis.errors import AnalysisError
 from analysis.reproduce.judge import (
     NOT_REPRODUCED,
@@ -29,6 +28,7 @@ from analysis.reproduce.published import (
 )
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, get_normaliser
 from analysis.scoring.replicates import SeedValues
+from calibration.reproduce_cells import PUBLISHED_SEEDS, _judge
 
 CASES = 10_000
 GAMES = list(ATARI_RANDOM_HUMAN)[:5]

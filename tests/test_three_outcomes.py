@@ -13,12 +13,6 @@ import numpy as np
 import pytest
 from synthetic_records import write_final_score_run
 
-from analysis.calibration.columns import (
-    collapse_one,
-    draw_seeds,
-    learned_truth,
-    published_columns,
-)
 from analysis.cli import main
 from analysis.inputs.load import load_runs
 from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
@@ -35,6 +29,12 @@ from analysis.scales.normalize import get_normaliser
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.gate import gate
 from analysis.verdicts.regression import COLLAPSE_RULE, gate_rules
+from calibration.columns import (
+    collapse_one,
+    draw_seeds,
+    learned_truth,
+    published_columns,
+)
 from runrecord.exits import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,

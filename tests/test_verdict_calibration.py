@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 from synthetic_records import write_final_score_run
 
-from analysis.calibration import calibrate
 from analysis.cli import main
 from analysis.inputs.load import load_runs
 from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
@@ -28,6 +27,7 @@ from analysis.reproduce.judge import COLLAPSED, NOT_REPRODUCED, headline
 from analysis.scales.normalize import get_normaliser
 from analysis.verdicts.gate import gate
 from analysis.verdicts.regression import regression_lower_bound
+from calibration import calibrate
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 TABLE = PAPER_DATA / "main_10CPU.csv"

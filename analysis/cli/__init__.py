@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import tyro
 
-from analysis.cli.calibrate import Calibrate
 from analysis.cli.imports import IMPORT_HELP, Import
 from analysis.cli.published import Atari5, OrbFetch, OrbImport, PaperTables, Reproduce
 from analysis.cli.scores import (
@@ -45,11 +44,10 @@ Command = (
     | Annotated[OrbImport, tyro.conf.subcommand("orb-import")]
     | Annotated[OrbFetch, tyro.conf.subcommand("orb-fetch")]
     | Annotated[Import, tyro.conf.subcommand("import", description=IMPORT_HELP)]
-    | Annotated[Calibrate, tyro.conf.subcommand("calibrate")]
 )
 
 
-DECIDING = ("equivalence", "regression", "staleness", "reproduce", "calibrate")
+DECIDING = ("equivalence", "regression", "staleness", "reproduce")
 """The subcommands whose exit code is a verdict: their --help ends with the exit codes."""
 HELP = "`python -m analysis <subcommand>`: numbers, verdicts and figures from run records."
 

@@ -64,7 +64,7 @@ def game_verdicts(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndarr
                   margin: np.ndarray | float) -> np.ndarray:
     """Vectorised per-game verdict: CONSISTENT when the 90% CI is inside (-margin,
     +margin); else HIGHER/LOWER when the 95% CI excludes 0; else INCONCLUSIVE.
-    `game_verdict` and the calibration suite (analysis.calibration) decide through it."""
+    `game_verdict` and the calibration package decide through it."""
     diff, se, df, margin = (np.asarray(x, dtype=np.float64) for x in (diff, se, df, margin))
     if np.any(margin <= 0):
         raise AnalysisError(f"margin must be > 0, got {margin.min()}")

@@ -1,6 +1,6 @@
 """Repeated confidence intervals (Jennison & Turnbull 1989; 2000, ch. 9) and the decisions
 a look takes from them: vectorised cores that `sweep_looks` and the calibration suite
-(analysis.calibration.sequential_cells) both decide through.
+(calibration.sequential_cells) both decide through.
 
 At look k the repeated interval of a difference is diff +- c_k se, where c_k is the
 design's normal-scale boundary at that look carried to Student t at the look's df

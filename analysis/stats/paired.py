@@ -7,8 +7,8 @@ per-seed difference varies far less than either side: the paired se is
 sqrt((s_a^2 + s_b^2 - 2 cov) / n) with n - 1 df, where Welch's is sqrt(s_a^2/n + s_b^2/n)
 with up to 2n - 2. The pairing is exact at any correlation (the differences of independent
 seeds are independent); it gains power when the within-seed correlation is high and
-costs some at few seeds when it is near 0 (the df halve): `python -m analysis calibrate`
-shows both (analysis.calibration.paired_cells).
+costs some at few seeds when it is near 0 (the df halve): `python -m calibration`
+shows both (calibration.paired_cells).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from analysis.inputs.facts import EPISODES, UPDATES
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
 from analysis.stats.paired import paired_interval, paired_stats
-from analysis.stats.welch import WelchInterval, t_quantile, welch_interval, welch_stats
+from analysis.stats.welch import WelchInterval, t_interval, t_quantile, welch_interval, welch_stats
 from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
 from analysis.verdicts.seed_pairing import SeedDesign, seed_design
 from analysis.verdicts.stacks import (
@@ -74,8 +74,8 @@ def tost_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float
     (metrics, ...) -> verdict strings (...). PASS when every metric's 90% CI is inside
     (-delta, delta) (intersection-union: no correction needed); DIFFERENT when a metric's
     (1 - 0.05 / metrics) CI excludes 0 (Bonferroni over the metrics); INCONCLUSIVE otherwise
-    (including undefined intervals, se nan). `tost_verdict` and the calibration suite
-    (analysis.calibration) both decide through it."""
+    (including undefined intervals, se nan). `tost_verdict` and the calibration
+    package both decide through it."""
     if delta <= 0:
         raise AnalysisError(f"equivalence margin delta must be > 0, got {delta}")
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
@@ -104,20 +104,40 @@ def equivalence_stats(a: np.ndarray, b: np.ndarray, paired: bool
         return (paired_stats if paired else welch_stats)(a, b)
 
 
-def decide_equivalence(final_a: np.ndarray, final_b: np.ndarray, auc_a: np.ndarray,
-                       auc_b: np.ndarray, delta: float, *, paired: bool = False,
-                       identical: np.ndarray | bool = False) -> np.ndarray:
+@dataclass(frozen=True)
+class EquivalenceDecision:
+    """A verdict and the statistics it was decided on, so that what is shown is what
+    was tested: diff, se, df of shape (2, ...), row 0 the final score, row 1 the AUC."""
+
+    verdict: np.ndarray
+    diff: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
+
+
+def equivalence_decision(final_a: np.ndarray, final_b: np.ndarray, auc_a: np.ndarray,
+                         auc_b: np.ndarray, delta: float, *, paired: bool = False,
+                         identical: np.ndarray | bool = False) -> EquivalenceDecision:
     """THE equivalence verdict, vectorised: per-seed final and AUC values of each side
-    (..., n) and (..., m) -> verdicts (...). `equivalence` (what the CLI, the report,
-    the sequential looks and `reproduce` run) and the calibration suite both decide here,
-    so the published error rates are this function's. paired: row s of both sides is the
-    same seed (analysis.verdicts.seed_pairing). identical: (...) True where the records
-    are bitwise identical; the differences are then exactly 0 and that is the evidence
-    (PASS whatever the seeds)."""
+    (..., n) and (..., m) -> verdicts (...) with their statistics. `equivalence` (what the
+    CLI, the report, the sequential looks and `reproduce` run) and the calibration suite
+    both decide here, so the published error rates are this function's. paired: row s of
+    both sides is the same seed (analysis.verdicts.seed_pairing). identical: (...) True
+    where the records are bitwise identical; the differences are then exactly 0 and that
+    is the evidence (PASS whatever the seeds)."""
     stats = [equivalence_stats(final_a, final_b, paired),
              equivalence_stats(auc_a, auc_b, paired)]
     diff, se, df = (np.stack([s[i] for s in stats]) for i in range(3))
-    return np.where(identical, PASS, tost_verdicts(diff, se, df, delta))
+    return EquivalenceDecision(np.where(identical, PASS, tost_verdicts(diff, se, df, delta)),
+                               diff, se, df)
+
+
+def decide_equivalence(final_a: np.ndarray, final_b: np.ndarray, auc_a: np.ndarray,
+                       auc_b: np.ndarray, delta: float, *, paired: bool = False,
+                       identical: np.ndarray | bool = False) -> np.ndarray:
+    """The verdicts alone of `equivalence_decision` (the calibration's many draws)."""
+    return equivalence_decision(final_a, final_b, auc_a, auc_b, delta, paired=paired,
+                                identical=identical).verdict
 
 
 def tost_verdict(intervals: Sequence[WelchInterval], delta: float) -> str:
@@ -357,6 +377,17 @@ def _seed_order(g: GroupScores, paired: bool) -> np.ndarray:
     return np.argsort(g.seeds, kind="stable") if paired else np.arange(len(g.seeds))
 
 
+def _shown_interval(a: np.ndarray, b: np.ndarray, decision: EquivalenceDecision, row: int,
+                    paired: bool) -> WelchInterval:
+    """The interval printed for one metric, from the statistics the verdict was decided
+    on. A one-seed side has none (se nan); its interval keeps the interval functions' own
+    rule (width 0 where the difference is exactly 0 and both sides are flat)."""
+    if min(len(a), len(b)) < 2:
+        return (paired_interval if paired else welch_interval)(a, b)
+    return t_interval(a, b, float(decision.diff[row]), float(decision.se[row]),
+                      float(decision.df[row]), paired=paired)
+
+
 def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
                 metric: SeedMetric = iqm_over_tasks, metric_name: str = "iqm",
                 margin: str = "", unpaired: bool = False) -> EquivalenceResult:
@@ -374,21 +405,23 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
         raise AnalysisError("groups must share one frame grid (build them with scores_by_group)")
     design = seed_design(list(a.runs.values()), list(b.runs.values()), a.seeds, b.seeds,
                          unpaired=unpaired)
-    interval = paired_interval if design.paired else welch_interval
+    bitwise = bitwise_identical(a, b)
+    # Identical records have the same seeds and scores: paired, their differences are
+    # exactly 0, which is what is shown (the verdict is PASS on the identity alone).
+    paired = design.paired or bitwise.identical
     # paired: rows in seed order on both sides (GroupScores rows follow its seeds)
-    ia, ib = _seed_order(a, design.paired), _seed_order(b, design.paired)
+    ia, ib = _seed_order(a, paired), _seed_order(b, paired)
     final_a, final_b = metric(a.final[ia], a.tasks), metric(b.final[ib], b.tasks)
     auc_a, auc_b = metric(a.auc[ia], a.tasks), metric(b.auc[ib], b.tasks)
-    final, auc = interval(final_a, final_b), interval(auc_a, auc_b)
-    bitwise = bitwise_identical(a, b)
-    verdict = str(decide_equivalence(final_a, final_b, auc_a, auc_b, delta,
-                                     paired=design.paired, identical=bitwise.identical))
-    if bitwise.identical and not design.paired:  # same seeds, same scores: show it so
-        ia, ib = _seed_order(a, True), _seed_order(b, True)
-        final = paired_interval(metric(a.final[ia], a.tasks), metric(b.final[ib], b.tasks))
-        auc = paired_interval(metric(a.auc[ia], a.tasks), metric(b.auc[ib], b.tasks))
+    decision = equivalence_decision(final_a, final_b, auc_a, auc_b, delta, paired=paired,
+                                    identical=bitwise.identical)
+    verdict = str(decision.verdict)
+    final = _shown_interval(final_a, final_b, decision, 0, paired)
+    auc = _shown_interval(auc_a, auc_b, decision, 1, paired)
     notes = []
-    if bitwise.identical and tost_verdict([final, auc], delta) != PASS:
+    # Of identical records the intervals shown have width 0 at 0 and pass, unless a score
+    # is NaN: then the numbers shown do not pass and the identity alone decides.
+    if bitwise.identical and bool(np.isnan(decision.diff).any()):
         notes.append("records are bitwise identical; verdict set to PASS")
     if min(len(a.seeds), len(b.seeds)) < 2 and not bitwise.identical:
         notes.append("fewer than 2 seeds in a group: no spread estimate, cannot pass")

@@ -16,7 +16,7 @@ analysis.stats.paired); otherwise Welch's unpaired t, and the line says why.
 looking at the scores: the paired t is exact at any within-seed correlation, but where
 the runs of a seed drift apart (other numerics: another learner device count, another
 CPU model or JAX version) the correlation is near 0 and at 3 seeds its n - 1 df cost
-power against Welch's (analysis.calibration.paired_cells; docs/analysis.md).
+power against Welch's (calibration.paired_cells; docs/analysis.md).
 """
 
 from __future__ import annotations

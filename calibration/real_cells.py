@@ -1,4 +1,4 @@
-"""Calibration on the published tables' own columns (analysis.calibration.columns): every
+"""Calibration on the published tables' own columns (calibration.columns): every
 column of the paper's tables, per-seed scores drawn normal around its per-game means
 with its per-game spreads, decided by the verdicts' own vectorised cores (the gate's
 `gate_rules`, `reproduce`'s `judge` and `headline`).
@@ -22,14 +22,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.calibration.cells import Cell, rate_cell
-from analysis.calibration.columns import (
-    PUBLISHED_SEEDS,
-    Column,
-    collapse_one,
-    draw_seeds,
-)
-from analysis.calibration.draws import rng_for
 from analysis.reproduce.judge import (
     COLLAPSED,
     HIGHER,
@@ -43,6 +35,14 @@ from analysis.reproduce.judge import (
 from analysis.reproduce.published import DEFAULT_ABSOLUTE_MARGIN, DEFAULT_RELATIVE_MARGIN
 from analysis.verdicts.equivalence import DEFAULT_DELTA, PASS, REGRESSION
 from analysis.verdicts.regression import COLLAPSE_RULE, PER_GAME_RULE, gate_rules
+from calibration.cells import Cell, rate_cell
+from calibration.columns import (
+    PUBLISHED_SEEDS,
+    Column,
+    collapse_one,
+    draw_seeds,
+)
+from calibration.draws import rng_for
 from runrecord.words import counted
 
 NOMINAL = 0.05

@@ -14,7 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from analysis.calibration.cells import (
+from analysis.errors import AnalysisError
+from analysis.verdicts.equivalence import DIFFERENT, PASS, decide_equivalence
+from analysis.verdicts.regression import gate_against_published, regression_lower_bound
+from calibration.cells import (
     FALSE_ALARM,
     FALSE_PASS,
     POWER,
@@ -22,10 +25,7 @@ from analysis.calibration.cells import (
     rate_cell,
     refused_cells,
 )
-from analysis.calibration.draws import NORMAL, rng_for, unit_noise
-from analysis.errors import AnalysisError
-from analysis.verdicts.equivalence import DIFFERENT, PASS, decide_equivalence
-from analysis.verdicts.regression import gate_against_published, regression_lower_bound
+from calibration.draws import NORMAL, rng_for, unit_noise
 
 DELTA = 1.0
 CONFIDENCE = 0.95

@@ -26,14 +26,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.calibration.cells import (
-    FALSE_ALARM,
-    FALSE_PASS,
-    Cell,
-    mean_cell,
-    rate_cell,
-)
-from analysis.calibration.draws import NORMAL, rng_for, unit_noise
 from analysis.sequential.design import SequentialDesign
 from analysis.sequential.planning import fixed_equivalence_seeds, fixed_gate_seeds
 from analysis.sequential.simulate import (
@@ -44,6 +36,14 @@ from analysis.sequential.simulate import (
 )
 from analysis.verdicts.equivalence import DIFFERENT, REGRESSION
 from analysis.verdicts.seedplan import given_spread
+from calibration.cells import (
+    FALSE_ALARM,
+    FALSE_PASS,
+    Cell,
+    mean_cell,
+    rate_cell,
+)
+from calibration.draws import NORMAL, rng_for, unit_noise
 
 NOMINAL = 0.05
 DELTA_SD = 2.0

@@ -16,15 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.calibration.cells import (
-    FALSE_ALARM,
-    FALSE_PASS,
-    POWER,
-    Cell,
-    rate_cell,
-    refused_cells,
-)
-from analysis.calibration.draws import rng_for, synthetic_column
 from analysis.errors import AnalysisError
 from analysis.reproduce.judge import (
     CONSISTENT,
@@ -40,6 +31,15 @@ from analysis.reproduce.published import (
     DEFAULT_RELATIVE_MARGIN,
     PUBLISHED_SEEDS,
 )
+from calibration.cells import (
+    FALSE_ALARM,
+    FALSE_PASS,
+    POWER,
+    Cell,
+    rate_cell,
+    refused_cells,
+)
+from calibration.draws import rng_for, synthetic_column
 
 NOMINAL = 0.05
 COLLAPSE = "CONSISTENT after collapse to random"

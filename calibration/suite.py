@@ -1,5 +1,5 @@
 """Calibration of the gate on a 57-game suite, per gate metric (GATE_METRICS: iqm,
-auc, atari5-median): a published-like column (analysis.calibration.draws.
+auc, atari5-median): a published-like column (calibration.draws.
 synthetic_column) with per-seed noise per game, decided by the gate's own rules
 (analysis.verdicts.regression.gate_rules), three outcomes: a PASS at the margin is a
 false pass, a REGRESSION at no difference a false alarm (UNDECIDED is neither).
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
-from analysis.calibration.draws import rng_for, suite_games, synthetic_column
 from analysis.verdicts.equivalence import DEFAULT_DELTA, PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.regression import gate_rules
 from analysis.verdicts.seed_metrics import SEED_METRICS
+from calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
+from calibration.draws import rng_for, suite_games, synthetic_column
 
 NOMINAL = 0.05
 TOP_GAMES = 9

@@ -5,7 +5,7 @@ unpaired (Welch) on the same draws, at a within-seed correlation rho of the two 
 per-seed values: 0 (runs of a seed drift apart: other numerics), 0.5, 0.9 (they stay
 together).
 
-Units as analysis.calibration.pairs: per-seed sd 1 on both sides, margin delta 1. Rates:
+Units as calibration.pairs: per-seed sd 1 on both sides, margin delta 1. Rates:
 the false pass at a true difference of delta (bound: nominal + 3 MC SE, for both tests at
 every rho) and P(PASS) at delta / 2 (power: the gain, or at rho 0 and few seeds the cost,
 of pairing); for equivalence also DIFFERENT at no difference (false alarm, bound).
@@ -17,11 +17,11 @@ import math
 
 import numpy as np
 
-from analysis.calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
-from analysis.calibration.draws import rng_for
-from analysis.calibration.pairs import CONFIDENCE, DELTA, METRIC_CORRELATION, NOMINAL
 from analysis.verdicts.equivalence import DIFFERENT, PASS, decide_equivalence
 from analysis.verdicts.regression import regression_lower_bound
+from calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
+from calibration.draws import rng_for
+from calibration.pairs import CONFIDENCE, DELTA, METRIC_CORRELATION, NOMINAL
 
 PAIRED = "paired by seed"
 WELCH = "Welch"

@@ -6,26 +6,26 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from analysis.calibration.cells import Cell, markdown
-from analysis.calibration.columns import default_paper_data, published_columns
-from analysis.calibration.curve_cells import CurveCalibration, Setting, curve_cells
-from analysis.calibration.curve_shapes import load_shapes
-from analysis.calibration.draws import COLLAPSE, NORMAL, T3
-from analysis.calibration.paired_cells import paired_cells
-from analysis.calibration.pairs import (
+from analysis.sequential.design import SequentialDesign
+from calibration.cells import Cell, markdown
+from calibration.columns import default_paper_data, published_columns
+from calibration.curve_cells import CurveCalibration, Setting, curve_cells
+from calibration.curve_shapes import load_shapes
+from calibration.draws import COLLAPSE, NORMAL, T3
+from calibration.paired_cells import paired_cells
+from calibration.pairs import (
     equivalence_pair_cells,
     gate_pair_cells,
     gate_published_cells,
 )
-from analysis.calibration.real_cells import real_column_cells, summary_rows
-from analysis.calibration.reproduce_cells import game_cells, headline_cells
-from analysis.calibration.sequential_cells import (
+from calibration.real_cells import real_column_cells, summary_rows
+from calibration.reproduce_cells import game_cells, headline_cells
+from calibration.sequential_cells import (
     WIDE_DELTA_SD,
     sequential_equivalence_cells,
     sequential_gate_cells,
 )
-from analysis.calibration.suite import suite_gate_cells
-from analysis.sequential.design import SequentialDesign
+from calibration.suite import suite_gate_cells
 
 FULL_SIMS = 20_000
 REDUCED_SIMS = 4_000
@@ -46,7 +46,7 @@ class Grid:
     sequential_references: tuple[int, ...] = ()  # the gate's fixed reference seeds
     sequential_wide: tuple[tuple[str, float], ...] = ()  # (spending, sd ratio): equivalence
     # at WIDE_DELTA_SD, normal noise (the repeated bound's worst case)
-    real_sims: int = 0  # draws per published-column cell (analysis.calibration.real_cells)
+    real_sims: int = 0  # draws per published-column cell (calibration.real_cells)
     paired_seeds: tuple[int, ...] = ()  # seeds per side of the paired-by-seed rows
     curve_sims: int = 0  # replicates per cell of the looks over training time
     curve_settings: tuple[Setting, ...] = ()  # per real curve shape (curve_cells)

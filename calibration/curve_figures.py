@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from analysis.calibration.curve_cells import MARGIN, CurveCalibration  # noqa: E402
 from analysis.output.palette import OKABE_ITO  # noqa: E402
+from calibration.curve_cells import MARGIN, CurveCalibration  # noqa: E402
 
 FALSE_FAIL = "curve-looks-false-fail-by-look.png"
 DETECTION = "curve-looks-detection.png"

@@ -1,4 +1,4 @@
-"""`python -m analysis calibrate`: parses and calls analysis.calibration."""
+"""`python -m calibration`: its flags, and the run that prints the calibration table."""
 
 from __future__ import annotations
 
@@ -6,15 +6,20 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from analysis.errors import AnalysisError
+from runrecord import RecordError
+from runrecord.cli_dispatch import flags_refused
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
+
+PROG = "python -m calibration"
 
 
 @dataclass(kw_only=True)
 class Calibrate:
-    """The calibration suite (analysis.calibration): every verdict through a seeded Monte
-    Carlo grid; prints per verdict and scenario the false-pass rate at the margin, the
-    false-alarm rate at no difference and the power at half the margin, each with its
-    Monte Carlo SE and bound (nominal + 3 MC SE). Exit 0 when every cell keeps its bound
+    """The calibration suite: every verdict through a seeded Monte Carlo grid; prints per
+    verdict and scenario the false-pass rate at the margin, the false-alarm rate at no
+    difference and the power at half the margin, each with its Monte Carlo SE and bound
+    (nominal + 3 MC SE). Exit 0 when every cell keeps its bound
     (or the verdict refuses that case), 1 otherwise."""
 
     reduced: bool = False
@@ -34,9 +39,9 @@ class Calibrate:
     """Also write the figures of the looks over training time here (PNG)."""
 
     def run(self) -> int:
-        # Imported here: the suite pulls in scipy.stats and matplotlib (~1.4 s), which
-        # every other subcommand would otherwise pay at start-up.
-        from analysis.calibration import calibrate
+        # Imported here: the suite pulls in scipy.stats (~1.4 s), which --help and a
+        # refused flag need not pay.
+        from calibration.grid import calibrate
 
         if self.paper_data is not None and not self.paper_data.is_dir():
             print(f"error: --paper-data {self.paper_data}: no such folder (the published "
@@ -55,7 +60,7 @@ class Calibrate:
             print(line)
         curve_lines: list[str] = []
         if res.curve is not None:
-            from analysis.calibration.curve_figures import markdown_sections, write_figures
+            from calibration.curve_figures import markdown_sections, write_figures
 
             curve_lines = markdown_sections(res.curve)
             print("\n".join(curve_lines))
@@ -70,3 +75,18 @@ class Calibrate:
             self.markdown_out.write_text(table + "\n\n" + "\n".join(
                 [*res.real_column_summary(), *curve_lines, res.summary()]) + "\n")
         return EXIT_OK if not res.failures else EXIT_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    import tyro
+
+    cmd = tyro.cli(Calibrate, args=argv, prog=PROG,
+                   description=command_help(Calibrate.__doc__ or "", decides=True))
+    refused = flags_refused(cmd)  # before the grid runs
+    if refused is not None:
+        return refused
+    try:
+        return cmd.run()
+    except (AnalysisError, RecordError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,5 +1,5 @@
 """Calibration of the looks over training time (analysis.sequential.curve_looks), on real
-curve shapes (analysis.calibration.curve_shapes), decided replicate by replicate with
+curve shapes (calibration.curve_shapes), decided replicate by replicate with
 the verdict's own pieces: the look's contrast and fail rule (curve_design), the plan's
 boundaries (curve_design.plan_boundaries: estimated correlation, canonical or union),
 and at the full budget the fixed gate's rules (analysis.verdicts.regression.gate_rules).
@@ -21,9 +21,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import stats
 
-from analysis.calibration.cells import Cell, mean_cell, rate_cell
-from analysis.calibration.curve_shapes import GRID, Shape
-from analysis.calibration.draws import rng_for
 from analysis.sequential.curve_design import (
     CurveDesign,
     curve_contrast,
@@ -36,6 +33,9 @@ from analysis.sequential.spending import spent_alpha
 from analysis.verdicts.equivalence import PASS
 from analysis.verdicts.regression import AGGREGATE_RULE, gate_rules
 from analysis.verdicts.seed_metrics import iqm_over_tasks
+from calibration.cells import Cell, mean_cell, rate_cell
+from calibration.curve_shapes import GRID, Shape
+from calibration.draws import rng_for
 
 VERDICT = "gate over training time"
 NOMINAL = 0.05
