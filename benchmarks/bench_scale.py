@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN  # noqa: E402
 from runrecord import schema  # noqa: E402
 from runrecord.layout import parse_layout  # noqa: E402
+from runrecord.words import counted  # noqa: E402
 
 FAMILIES = [("cleanba-ppo", "cleanba"), ("cleanba-impala", "cleanba"),
             ("monobeast-impala", "async"), ("moolib-impala", "async")]
@@ -272,7 +273,7 @@ def main(cfg: BenchConfig) -> None:
     if need > free:
         sys.exit(f"need about {need / 2**30:.1f} GiB under {work}, {free / 2**30:.1f} GiB free; "
                  "pass smaller --long-runs / --short-runs")
-    print(f"load before: {os.getloadavg()}, {os.cpu_count()} CPU(s)", flush=True)
+    print(f"load before: {os.getloadavg()}, {counted(os.cpu_count() or 1, 'CPU')}", flush=True)
     rows = []
     try:
         for name, runs, episodes in [("long", cfg.long_runs, cfg.long_episodes),

@@ -19,6 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.eta import (
+    ETA_UNKNOWN,
+    FinishedRun,
+    RunKind,
+    RunLeft,
+    eta_text,
+    fmt_duration,
+    seconds_left,
+)
 from harness.execute import ALREADY_COMPLETED, BUSY, STOPPED, Outcome, execute_run
 from harness.store import Store, last_progress, run_state
 from harness.sweep import RunSpec
@@ -132,7 +141,7 @@ class Pool:
         for spec in self.specs:
             if spec.gpus_needed > len(gpus):
                 raise RuntimeError(
-                    f"{spec.label()} needs {spec.gpus_needed} GPU(s), this machine offers "
+                    f"{spec.label()} needs {counted(spec.gpus_needed, 'GPU')}, this machine offers "
                     f"{len(gpus)}; use accelerator = 'cpu' or run on Slurm"
                 )
         # Largest first (they are the hardest to fit), then sweep order.
@@ -144,11 +153,12 @@ class Pool:
         active: dict[str, _Active] = {}
         done: queue.Queue[Outcome] = queue.Queue()
         outcomes: list[Outcome] = []
-        display = _Display(self.specs, self.store, enabled=self.progress)
+        display = _Display(self.specs, self.store, enabled=self.progress,
+                           cores=min(len(self.cpus), self.max_parallel or len(self.cpus)))
         display.announce(
             f"harness: {counted(len(self.specs), 'run')} of sweep {self.store.sweep}, up to "
-            f"{self.max_parallel or len(self.cpus)} at once on {len(self.cpus)} CPU core(s)"
-            + (f" and {len(gpus)} GPU(s)" if gpus else ""))
+            f"{self.max_parallel or len(self.cpus)} at once on {counted(len(self.cpus), 'CPU core')}"
+            + (f" and {counted(len(gpus), 'GPU')}" if gpus else ""))
 
         def worker(spec: RunSpec, cpu_ids: list[int], gpu_ids: list[int]) -> None:
             try:
@@ -238,26 +248,8 @@ def progress_interval_s(elapsed_s: float) -> float:
     return 30.0 if elapsed_s < 600 else 60.0
 
 
-ETA_UNKNOWN = "ETA unknown (no run of this sweep has finished yet)"
-
-
-def sweep_eta(elapsed_s: float, runs_finished: int, steps_done: float, steps_todo: float
-              ) -> str:
-    """The sweep's ETA from its measured rate: env steps done (finished runs and the
-    progress of running ones) per wall second of this sweep. Unknown until a run has
-    finished here, because before that the rate is mostly start-up and compilation
-    and overstates the time left many times over (6h for a 10-minute sweep)."""
-    if runs_finished < 1 or steps_done <= 0 or elapsed_s <= 0:
-        return ETA_UNKNOWN
-    left = max(0.0, steps_todo - steps_done) * elapsed_s / steps_done
-    return f"ETA {fmt_duration(left)} (from this sweep's env steps per second)"
-
-
-def fmt_duration(s: float) -> str:
-    s = max(0, int(s))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s"
+def run_kind(spec: RunSpec) -> RunKind:
+    return RunKind(spec.system, spec.layout.name, spec.env_id)
 
 
 class _Display:
@@ -265,7 +257,7 @@ class _Display:
     logs) a line per started run and a periodic progress line (runs finished, running,
     ETA). One line per finished run either way."""
 
-    def __init__(self, specs: Sequence[RunSpec], store: Store, enabled: bool):
+    def __init__(self, specs: Sequence[RunSpec], store: Store, enabled: bool, cores: int = 1):
         from rich.console import Console
 
         self.console = Console()
@@ -276,10 +268,9 @@ class _Display:
         self.progress = None
         self.t0 = time.monotonic()
         self.last_line = self.t0
-        self.steps_total = sum(s.total_timesteps for s in specs)
-        self.steps_done = 0  # of finished runs that ran here (not already completed ones)
-        self.steps_skipped = 0  # of runs that were complete before this `run`
-        self.already_completed = 0  # runs that were complete before this `run`
+        self.cores = max(1, cores)  # the runs at once share these (harness.eta)
+        self.not_finished = {s.run_id: s for s in specs}
+        self.measured: list[FinishedRun] = []  # runs that completed here (not before)
         if enabled and self.console.is_terminal:
             from rich.progress import (
                 BarColumn,
@@ -292,7 +283,7 @@ class _Display:
 
             # The description takes what the fixed columns leave and is cut with an
             # ellipsis, so an 80-column terminal still shows counts, elapsed and ETA. The
-            # ETA is the sweep's own (sweep_eta), on its overall line: rich's would come
+            # ETA is the sweep's own (harness.eta), on its overall line: rich's would come
             # from a run's last 30 s, compilation included.
             self.progress = Progress(
                 TextColumn("{task.description}", table_column=Column(
@@ -336,14 +327,13 @@ class _Display:
         if self.progress is None:
             self._progress_line(list(active))
             return
-        steps_running = 0
+        running = {}
         for a in active:
             steps, _ = last_progress(self.store.run_dir(a.spec.run_id))
-            steps_running += min(steps, a.spec.total_timesteps)
+            running[a.spec.run_id] = min(steps, a.spec.total_timesteps)
             if a.task is not None:
                 self.progress.update(a.task, completed=steps)
-        eta = self._eta(time.monotonic() - self.t0, steps_running)
-        self.progress.update(self.overall, eta=eta.split(" (")[0])
+        self.progress.update(self.overall, eta=self._eta(running).split(" (")[0])
 
     def _progress_line(self, active: list, force: bool = False) -> None:
         now = time.monotonic()
@@ -352,25 +342,26 @@ class _Display:
                                 < progress_interval_s(elapsed)):
             return
         self.last_line = now
-        parts, steps_running = [], 0
+        parts, running = [], {}
         for a in active:
             steps, _ = last_progress(self.store.run_dir(a.spec.run_id))
             steps = min(steps, a.spec.total_timesteps)
-            steps_running += steps
+            running[a.spec.run_id] = steps
             share = steps / a.spec.total_timesteps if a.spec.total_timesteps else 0.0
             parts.append(f"{a.spec.run_id} {share:.0%}")
-        eta = self._eta(elapsed, steps_running)
-        running = f" ({', '.join(parts)})" if parts else ""
+        eta = self._eta(running)
+        in_flight = f" ({', '.join(parts)})" if parts else ""
         self.console.print(
             f"progress: {self.finished}/{self.total} runs finished, {len(active)} running"
-            f"{running}; elapsed {fmt_duration(elapsed)}; {eta}",
+            f"{in_flight}; elapsed {fmt_duration(elapsed)}; {eta}",
             highlight=False, soft_wrap=True)
 
-    def _eta(self, elapsed_s: float, steps_running: float) -> str:
-        # Runs complete before this `run` are neither work done here nor work left.
-        ran_here = self.finished - self.already_completed
-        return sweep_eta(elapsed_s, ran_here, self.steps_done + steps_running,
-                         self.steps_total - self.steps_skipped)
+    def _eta(self, running: dict[str, int]) -> str:
+        """The ETA of the runs not finished (running ones: their steps left), priced by
+        the runs that completed here (runs complete before this `run` measure nothing)."""
+        left = [RunLeft(run_kind(s), s.total_timesteps - running.get(rid, 0), s.cpus_needed)
+                for rid, s in self.not_finished.items()]
+        return eta_text(seconds_left(self.measured, left, self.cores))
 
     def finish(self, a: _Active, o: Outcome) -> None:
         if self.progress is not None and a.task is not None:
@@ -378,11 +369,10 @@ class _Display:
         if o.status == BUSY:
             return
         self.finished += 1
-        if o.status == ALREADY_COMPLETED:
-            self.already_completed += 1
-            self.steps_skipped += a.spec.total_timesteps
-        else:
-            self.steps_done += a.spec.total_timesteps
+        self.not_finished.pop(a.spec.run_id, None)
+        if o.status == schema.COMPLETED and o.returncode is not None:
+            self.measured.append(FinishedRun(run_kind(a.spec), a.spec.total_timesteps,
+                                             o.wall_time_s))
         if self.progress is not None:
             self.progress.update(self.overall, completed=self.finished)
         if not self.enabled:

@@ -54,8 +54,8 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
 HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # lowest first, as ANALYSIS_LAYERS; harness.sweep/ and harness.adaptive/ are wings
     ("sweep", ("harness.sweep",)),  # the sweep file: read, checked, its values, expansion
-    ("records", ("harness.retry", "harness.store", "harness.resume")),  # failure kinds; run
-    # folders and locks; which checkpoint a run resumes from
+    ("records", ("harness.retry", "harness.store", "harness.resume", "harness.eta")),  # failure
+    # kinds; run folders and locks; which checkpoint a run resumes from; a sweep's ETA
     ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
     ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
                    "harness.slurm", "harness.slurm_queue", "harness.slurm_wait",

@@ -329,7 +329,7 @@ def test_forged_frames_certified_again_fail_tier_1(certified, tmp_path, capsys):
     cert = tmp_path / "again.json"
     assert harness_main(_certify(tmp_path, records, "--out", str(cert))) == EXIT_OK
     code, text = verify(capsys, cert)
-    assert code == EXIT_FAILED and "verdict: MISMATCH (3 mismatch(es), 0 not checkable)" in text, text
+    assert code == EXIT_FAILED and "verdict: MISMATCH (3 mismatches, 0 not checkable)" in text, text
     assert ("MISMATCH: run 5be696be7488: updates.csv row 3: frames 2048 after 3072 in the "
             "row before: frames never decrease") in text, text
     assert ("MISMATCH: run 5be696be7488: episodes.csv row 5: frames 1680 is not env_steps "

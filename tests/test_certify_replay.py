@@ -150,7 +150,7 @@ def test_scores_changed_then_certified_again_mismatch_in_the_replay(sweep, tmp_p
         if run["status"] == "completed":
             assert re.search(rf"MISMATCH: run {rid}: episodes\.csv row 1: episode_return "
                              r"\S+ is not episode_length \d+ \(CartPole-v1 gives a reward of 1 "
-                             r"per step\) \(\d+ row\(s\) in all\)", out), out
+                             r"per step\) \(\d+ rows? in all\)", out), out
     assert "SHA-256 differs" not in out  # certified again: the hashes bind the forgery
     code = harness_main(["verify", str(root / "cert" / "certificate.json"), "--replay", "2",
                          "--updates", "2"])

@@ -117,7 +117,7 @@ def test_when_one_process_cannot_use_the_checkpoint_both_start_from_update_0(kil
     assert [p.proc.returncode for p in procs] == [130, 130], [p.output for p in procs]
     assert "[cleanba] process 1 cannot use checkpoints/6: another stack (xla_flags)" \
         in procs[1].output
-    assert ("[cleanba] process(es) [1] cannot use checkpoints/6 (each says why): every "
+    assert ("[cleanba] process [1] cannot use checkpoints/6 (each says why): every "
             "process starts from update 0") in procs[0].output
     record = manifest(killed_copy)
     assert "resumptions" not in record and record["previous_attempt"] == "previous_attempts/1"

@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from harness_cli import ROOT
 
 from harness.cli import run_eta
-from harness.local import ETA_UNKNOWN, progress_interval_s, sweep_eta
+from harness.eta import ETA_UNKNOWN, FinishedRun, RunKind, RunLeft, eta_text, seconds_left
+from harness.local import progress_interval_s
 
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 
@@ -69,14 +71,34 @@ def test_benchmark_help_is_whole():
     assert "set -euo" not in text and text.rstrip().splitlines()[-1].startswith("presets: ")
 
 
-def test_sweep_eta_is_unknown_until_a_run_has_finished_then_follows_the_measured_rate():
-    # 60 s in, two runs compiling have reported 1% of 24 runs' steps: no finished run,
-    # so no rate (the start-up-dominated rate said hours for a 10-minute sweep).
-    assert sweep_eta(60, 0, 2_400, 240_000) == ETA_UNKNOWN
-    assert "unknown" in ETA_UNKNOWN
-    # one run finished after 120 s with a tenth of the steps done: 9x as long again
-    assert sweep_eta(120, 1, 24_000, 240_000).startswith("ETA 18m00s")
-    assert sweep_eta(600, 24, 240_000, 240_000).startswith("ETA 0m00s")
+def test_sweep_eta_is_unknown_until_a_run_has_finished():
+    cartpole = RunKind("cleanba-ppo", "a0-l0-d1", "CartPole-v1")
+    left = [RunLeft(cartpole, 50_000, 1)] * 2
+    assert seconds_left([], left, cores=2) is None
+    assert eta_text(None) == ETA_UNKNOWN and "unknown" in ETA_UNKNOWN
+
+
+def test_sweep_eta_prices_each_run_by_its_own_kind():
+    """The smoke sweep's case: its two-process layout (both cores, ~60 s a run) finishes
+    first; one rate for the sweep priced the 1-core runs that follow at 60 s too (27
+    minutes said of an 11-minute sweep). Each kind is priced by its own finished runs, the
+    rest by their env's until one of their kind has finished."""
+    d2 = RunKind("cleanba-ppo", "a0-l0-d2", "CartPole-v1")
+    d1 = RunKind("cleanba-ppo", "a0-l0-d1", "CartPole-v1")
+    breakout = RunKind("cleanba-impala", "a0-l0-d1", "Breakout-v5")
+    finished = [FinishedRun(d2, 50_000, 60.0), FinishedRun(d1, 50_000, 20.0)]
+    # d1 runs: 20 s each, two at a time on 2 cores; a d2 run holds both: 60 s alone
+    assert seconds_left(finished, [RunLeft(d1, 50_000, 1)] * 4, cores=2) == pytest.approx(40.0)
+    assert seconds_left(finished, [RunLeft(d2, 50_000, 2)], cores=2) == pytest.approx(60.0)
+    # a running d1 run halfway: half its price
+    assert seconds_left(finished, [RunLeft(d1, 25_000, 1)], cores=2) == pytest.approx(5.0)
+    # an unseen layout of CartPole: its env's rate (80 s over 100,000 steps)
+    unseen = RunKind("cleanba-ppo", "a0-l1-d1", "CartPole-v1")
+    assert seconds_left(finished, [RunLeft(unseen, 50_000, 1)], cores=1) == pytest.approx(40.0)
+    # an env no run has finished: the whole sweep's rate
+    assert seconds_left(finished, [RunLeft(breakout, 2_000, 1)], cores=1) == pytest.approx(1.6)
+    assert eta_text(40.0) == "ETA 0m40s (from this sweep's finished runs of each kind)"
+    assert eta_text(0.0).startswith("ETA 0m00s")
 
 
 def test_status_eta_of_a_run_is_unknown_without_a_measured_rate():

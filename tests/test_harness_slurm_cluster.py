@@ -350,7 +350,7 @@ def check_stop(r: dict[str, Any], signame: str) -> None:
     root, text, name = r["d"] / "res", r["text"], r["name"]
     assert r["rc"] == 130, text
     assert f"harness: {signame}: stopping the runs in flight" in text, text
-    assert re.search(r"harness: cancelling 2 job\(s\)", text), text
+    assert re.search(r"harness: cancelling 2 jobs", text), text
     assert "1 interrupted run (no attempt spent) and 1 run not started" in text, text
     no_traceback(text)
     st, failures, err = r["after"][r["running"]]

@@ -79,7 +79,7 @@ def test_seeds_are_checked():
     copies[3] = copies[1]
     with pytest.warns(rly.SeedWarning, match=r"runs \[1, 3\] have identical scores"):
         rly.get_interval_estimates({"copies": copies}, ours_rliable, reps=10)
-    with pytest.warns(rly.SeedWarning, match="3 run\\(s\\) per task"):
+    with pytest.warns(rly.SeedWarning, match="3 runs per task"):
         rly.get_interval_estimates({"few": rng.normal(size=(3, 4))}, ours_rliable, reps=10)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

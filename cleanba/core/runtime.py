@@ -276,7 +276,7 @@ def agree_on_resume(prep: Prepared, offer: checkpoint.Checkpoint | None,
     refused = np.asarray(multihost_utils.process_allgather(np.array([int(bool(why))])))
     refusing = [i for i, r in enumerate(refused.reshape(-1)) if r]
     if refusing:
-        console(f"[cleanba] process(es) {refusing} cannot use {name} (each says why): every "
+        console(f"[cleanba] {'processes' if len(refusing) > 1 else 'process'} {refusing} cannot use {name} (each says why): every "
                 "process starts from update 0")
         return None
     return found

@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import tyro
 
+from runrecord.words import counted
+
 REFERENCE_SPS = 14.0  # reference Cleanba PPO, 8 envs x 128 steps, one CPU device (measured)
 REFERENCE_PEAK_RSS_GB = 19.7
 
@@ -206,7 +208,7 @@ def bench_deterministic(cfg: BenchConfig, plain_breakout_sps: float | None) -> d
 def main(cfg: BenchConfig) -> dict:
     import jax
 
-    print(f"cleanba.bench on {os.cpu_count()} CPU core(s), jax {jax.__version__}, "
+    print(f"cleanba.bench on {counted(os.cpu_count() or 1, 'CPU core')}, jax {jax.__version__}, "
           f"devices {[d.device_kind for d in jax.devices()]}", flush=True)
     figures: dict = {}
     if cfg.architectures:

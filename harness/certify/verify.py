@@ -332,7 +332,7 @@ def _verify(args: VerifyArgs) -> int:
     for line in [*found.not_checked, *NEVER_CHECKED]:
         print(f"  {line}")
     result = verdict(found)
-    print(f"verdict: {result}" + (f" ({found.count(MISMATCH)} mismatch(es), "
+    print(f"verdict: {result}" + (f" ({counted(found.count(MISMATCH), 'mismatch', 'mismatches')}, "
                                   f"{found.count(NOT_CHECKABLE)} not checkable)"
                                   if result != VERIFIED else ""))
     _log(args.cert, {"verified_at": utc_now(), "root": cert["root"], "verdict": result,

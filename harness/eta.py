@@ -1,0 +1,85 @@
+"""A sweep's ETA from what its own runs measured, run kind by run kind.
+
+A sweep mixes runs of very different cost: a two-process layout takes both cores and is
+slower per env step than a one-process one; an Atari run costs more per step than a
+CartPole run. One rate for the whole sweep, taken from whichever runs finish first,
+overstates or understates the rest many times over (the smoke sweep runs its two-process
+layout first: one rate said 27 minutes left of an 11-minute sweep). So each run left is
+priced at the seconds per env step measured on finished runs of its own kind (system,
+layout, env); of its env where no run of its kind has finished; of the whole sweep where
+none of its env has. A run's cost is in core-seconds (its wall time x the cores it holds),
+and the cores work in parallel, so the time left is the core-seconds left over the cores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+ETA_UNKNOWN = "ETA unknown (no run of this sweep has finished yet)"
+
+
+@dataclass(frozen=True)
+class RunKind:
+    system: str
+    layout: str
+    env_id: str
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """A run that ran here to its end: its env steps and its wall time, start-up and
+    compilation included (they are part of what each run left will cost too)."""
+
+    kind: RunKind
+    steps: int
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class RunLeft:
+    """A run not finished: the env steps it has left and the cores it holds."""
+
+    kind: RunKind
+    steps_left: float
+    cores: int
+
+
+def seconds_per_step(finished: Sequence[FinishedRun], kind: RunKind) -> float | None:
+    """Wall seconds per env step of `kind`: from finished runs of that kind, else of its
+    env, else of every finished run; None with no finished run."""
+    for same in (lambda r: r.kind == kind, lambda r: r.kind.env_id == kind.env_id,
+                 lambda r: True):
+        runs = [r for r in finished if same(r)]
+        steps = sum(r.steps for r in runs)
+        if steps > 0:
+            return sum(r.wall_s for r in runs) / steps
+    return None
+
+
+def seconds_left(finished: Sequence[FinishedRun], left: Sequence[RunLeft],
+                 cores: int) -> float | None:
+    """The sweep's wall seconds left: each run left priced at its kind's measured seconds
+    per step, in core-seconds, shared by `cores` cores; None before any run has finished."""
+    if not finished or cores < 1:
+        return None
+    core_seconds = 0.0
+    for run in left:
+        rate = seconds_per_step(finished, run.kind)
+        if rate is None:
+            return None
+        core_seconds += max(0.0, run.steps_left) * rate * max(1, min(run.cores, cores))
+    return core_seconds / cores
+
+
+def eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ETA_UNKNOWN
+    return f"ETA {fmt_duration(seconds)} (from this sweep's finished runs of each kind)"
+
+
+def fmt_duration(s: float) -> str:
+    s = max(0, int(s))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s"
