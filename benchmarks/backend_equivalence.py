@@ -34,6 +34,7 @@ from analysis.stats.welch import t_quantile, welch_stats  # noqa: E402
 from analysis.verdicts.equivalence import PASS, tost_verdicts  # noqa: E402
 from analysis.verdicts.seed_metrics import iqm_over_tasks  # noqa: E402
 from analysis.verdicts.seedplan import equivalence_power, given_spread, seeds_needed  # noqa: E402
+from runrecord.words import signed  # noqa: E402
 
 GAMES = ("Breakout-v5", "Pong-v5", "SpaceInvaders-v5", "MsPacman-v5", "Qbert-v5")
 NUM_ENVS = 8
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         scores = (f"{r['raw_envpool']:.1f} | {r['raw_ale']:.1f}" if "raw_ale" in r
                   else f"{r['mean_envpool']:.4f} | {r['mean_ale']:.4f}")
         lo, hi = -r["ci90"][1], -r["ci90"][0]
-        print(f"| {game} | {scores} | {-r['diff']:+.4f} [{lo:+.4f}, {hi:+.4f}] | "
+        print(f"| {game} | {scores} | {signed(-r['diff'], 4)} [{signed(lo, 4)}, {signed(hi, 4)}] | "
               f"{r['verdict']} | {r['seeds_needed_80'] or '-'} | "
               f"{r.get('paired_identical', '-')} |")
     if args.json:

@@ -45,37 +45,53 @@ class RunLeft:
     cores: int
 
 
-def seconds_per_step(finished: Sequence[FinishedRun], kind: RunKind) -> float | None:
-    """Wall seconds per env step of `kind`: from finished runs of that kind, else of its
-    env, else of every finished run; None with no finished run."""
-    for same in (lambda r: r.kind == kind, lambda r: r.kind.env_id == kind.env_id,
-                 lambda r: True):
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    runs_left: int
+    priced_by_other_kinds: int  # runs left with no finished run of their own kind yet
+
+
+def seconds_per_step(finished: Sequence[FinishedRun], kind: RunKind
+                     ) -> tuple[float, bool] | None:
+    """(wall seconds per env step of `kind`, whether runs of its own kind measured it): from
+    finished runs of that kind, else of its env, else of every finished run; None with no
+    finished run."""
+    for own, same in ((True, lambda r: r.kind == kind),
+                      (False, lambda r: r.kind.env_id == kind.env_id), (False, lambda r: True)):
         runs = [r for r in finished if same(r)]
         steps = sum(r.steps for r in runs)
         if steps > 0:
-            return sum(r.wall_s for r in runs) / steps
+            return sum(r.wall_s for r in runs) / steps, own
     return None
 
 
 def seconds_left(finished: Sequence[FinishedRun], left: Sequence[RunLeft],
-                 cores: int) -> float | None:
+                 cores: int) -> Estimate | None:
     """The sweep's wall seconds left: each run left priced at its kind's measured seconds
     per step, in core-seconds, shared by `cores` cores; None before any run has finished."""
     if not finished or cores < 1:
         return None
-    core_seconds = 0.0
+    core_seconds, borrowed = 0.0, 0
     for run in left:
-        rate = seconds_per_step(finished, run.kind)
-        if rate is None:
+        priced = seconds_per_step(finished, run.kind)
+        if priced is None:
             return None
+        rate, own = priced
+        borrowed += not own
         core_seconds += max(0.0, run.steps_left) * rate * max(1, min(run.cores, cores))
-    return core_seconds / cores
+    return Estimate(core_seconds / cores, len(left), borrowed)
 
 
-def eta_text(seconds: float | None) -> str:
-    if seconds is None:
+def eta_text(estimate: Estimate | None) -> str:
+    """The ETA line; it says how rough it is while runs left are priced by other kinds'."""
+    if estimate is None:
         return ETA_UNKNOWN
-    return f"ETA {fmt_duration(seconds)} (from this sweep's finished runs of each kind)"
+    how = "from this sweep's finished runs of each kind"
+    if estimate.priced_by_other_kinds:
+        how = (f"rough: {estimate.priced_by_other_kinds} of the {estimate.runs_left} runs "
+               "left have no finished run of their system, layout and env yet")
+    return f"ETA {fmt_duration(estimate.seconds)} ({how})"
 
 
 def fmt_duration(s: float) -> str:

@@ -35,7 +35,7 @@ from analysis import (
 )
 from harness.page_style import verdict_class
 from runrecord.hardware import record_place
-from runrecord.words import counted
+from runrecord.words import counted, signed
 
 TITLE = "Hardware evidence"
 CPU = "cpu"
@@ -157,7 +157,7 @@ def verdict_row(res: dict[str, Any], kind: str, ref_kind: str, stack: str,
 
     def ci(w: dict[str, Any]) -> str:
         lo, hi = w["ci90"]
-        return "n/a (1 seed)" if lo != lo else f"{w['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        return "n/a (1 seed)" if lo != lo else f"{signed(w['diff'])} [{signed(lo)}, {signed(hi)}]"
 
     return [res["group_a"].split(" / ")[0], f"{kind} vs {ref_kind}", stack,
             f"{seeds[0]} / {seeds[1]}", res["label"], ci(final), ci(auc),

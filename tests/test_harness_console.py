@@ -82,23 +82,31 @@ def test_sweep_eta_prices_each_run_by_its_own_kind():
     """The smoke sweep's case: its two-process layout (both cores, ~60 s a run) finishes
     first; one rate for the sweep priced the 1-core runs that follow at 60 s too (27
     minutes said of an 11-minute sweep). Each kind is priced by its own finished runs, the
-    rest by their env's until one of their kind has finished."""
+    rest by their env's until one of their kind has finished, and the line says so."""
     d2 = RunKind("cleanba-ppo", "a0-l0-d2", "CartPole-v1")
     d1 = RunKind("cleanba-ppo", "a0-l0-d1", "CartPole-v1")
     breakout = RunKind("cleanba-impala", "a0-l0-d1", "Breakout-v5")
     finished = [FinishedRun(d2, 50_000, 60.0), FinishedRun(d1, 50_000, 20.0)]
+
+    def left(*runs):
+        return seconds_left(finished, list(runs), cores=2)
+
     # d1 runs: 20 s each, two at a time on 2 cores; a d2 run holds both: 60 s alone
-    assert seconds_left(finished, [RunLeft(d1, 50_000, 1)] * 4, cores=2) == pytest.approx(40.0)
-    assert seconds_left(finished, [RunLeft(d2, 50_000, 2)], cores=2) == pytest.approx(60.0)
+    four = left(*[RunLeft(d1, 50_000, 1)] * 4)
+    assert four.seconds == pytest.approx(40.0) and four.priced_by_other_kinds == 0
+    assert left(RunLeft(d2, 50_000, 2)).seconds == pytest.approx(60.0)
     # a running d1 run halfway: half its price
-    assert seconds_left(finished, [RunLeft(d1, 25_000, 1)], cores=2) == pytest.approx(5.0)
-    # an unseen layout of CartPole: its env's rate (80 s over 100,000 steps)
+    assert left(RunLeft(d1, 25_000, 1)).seconds == pytest.approx(5.0)
+    # an unseen layout of CartPole: its env's rate (80 s over 100,000 steps), said rough
     unseen = RunKind("cleanba-ppo", "a0-l1-d1", "CartPole-v1")
-    assert seconds_left(finished, [RunLeft(unseen, 50_000, 1)], cores=1) == pytest.approx(40.0)
+    rough = left(RunLeft(unseen, 50_000, 1), RunLeft(d1, 50_000, 1))
+    assert rough.seconds == pytest.approx((40.0 + 20.0) / 2)
+    assert (rough.runs_left, rough.priced_by_other_kinds) == (2, 1)
+    assert eta_text(rough) == ("ETA 0m30s (rough: 1 of the 2 runs left have no finished run "
+                               "of their system, layout and env yet)")
     # an env no run has finished: the whole sweep's rate
-    assert seconds_left(finished, [RunLeft(breakout, 2_000, 1)], cores=1) == pytest.approx(1.6)
-    assert eta_text(40.0) == "ETA 0m40s (from this sweep's finished runs of each kind)"
-    assert eta_text(0.0).startswith("ETA 0m00s")
+    assert left(RunLeft(breakout, 2_000, 1)).seconds == pytest.approx(0.8)
+    assert eta_text(four) == "ETA 0m40s (from this sweep's finished runs of each kind)"
 
 
 def test_status_eta_of_a_run_is_unknown_without_a_measured_rate():

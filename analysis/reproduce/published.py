@@ -73,7 +73,7 @@ from analysis.verdicts.per_game import COLLAPSE_LEVEL
 from analysis.verdicts.undecided import UNTIL_DECIDED, reproduce_seeds_needed
 from runrecord import Run
 from runrecord.exits import verdict_exit
-from runrecord.words import counted
+from runrecord.words import counted, signed
 
 PUBLISHED_SEEDS = 3
 """Seeds behind every cell of the paper's tables (static/cleanba in vwxyzjn/cleanba)."""
@@ -296,9 +296,9 @@ class ReproduceResult:
                     f"published {g.published_hns:.3f}" + "".join(f"; {n}" for n in g.notes))
         line = (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS "
                 f"({len(g.seeds)} seed{'s' if len(g.seeds) != 1 else ''}) vs published "
-                f"{g.published_hns:.3f} ({g.published_n} seeds); diff {w.diff:+.3f} "
-                f"90% CI [{w.ci90[0]:+.3f}, {w.ci90[1]:+.3f}], 95% CI "
-                f"[{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]; margin {g.margin:.3f}")
+                f"{g.published_hns:.3f} ({g.published_n} seeds); diff {signed(w.diff)} "
+                f"90% CI [{signed(w.ci90[0])}, {signed(w.ci90[1])}], 95% CI "
+                f"[{signed(w.ci95[0])}, {signed(w.ci95[1])}]; margin {g.margin:.3f}")
         return line + "".join(f"; {n}" for n in g.notes)
 
     def table(self) -> TableData:
@@ -308,7 +308,7 @@ class ReproduceResult:
             rows.append([
                 g.game, f"{g.published_mean:.1f} ± {g.published_sd:.1f}", g.published_n,
                 len(g.seeds), _seed_text(g), f"{g.published_hns:.3f}", f"{g.user_hns:.3f}",
-                f"{w.diff:+.3f} [{w.ci95[0]:+.3f}, {w.ci95[1]:+.3f}]"
+                f"{signed(w.diff)} [{signed(w.ci95[0])}, {signed(w.ci95[1])}]"
                 if g.verdict != NOT_LEARNED else "n/a (not judged)",
                 f"{g.margin:.3f}" if g.verdict != NOT_LEARNED else "n/a",
                 f"{g.power:.0%}", g.verdict + (f" ({PUBLISHED_TOO_NOISY})" if g.noisy else "")

@@ -25,6 +25,7 @@ from analysis.verdicts.equivalence import DEFAULT_DELTA, ci_text, tost_verdict
 from analysis.verdicts.regression import RegressionResult
 from analysis.verdicts.regression import regression as regression_verdict
 from analysis.verdicts.seed_metrics import per_seed_iqm
+from runrecord.words import signed
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Equivalence:
     metrics: dict[str, WelchInterval]  # "final" (and "auc" for curves): a - b
 
     def line(self) -> str:
-        parts = [f"{name} IQM diff {w.diff:+.3f} 90% CI {ci_text(w.ci90, min(w.n_a, w.n_b))}"
+        parts = [f"{name} IQM diff {signed(w.diff)} 90% CI {ci_text(w.ci90, min(w.n_a, w.n_b))}"
                  for name, w in self.metrics.items()]
         w = next(iter(self.metrics.values()))
         return (f"equivalence {self.a} vs reference {self.b}: {self.verdict}; delta "

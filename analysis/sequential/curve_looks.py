@@ -215,7 +215,7 @@ def look_text(plan: CurvePlan, look: int, subject: str, decision: str, contrast:
 def look_detail(plan: CurvePlan, look: int, subject: str, contrast: float, upper: float,
                 t: float, df: float, margin_now: float) -> str:
     """The look's statistic as the design tests it (shown with --verbose)."""
-    return (f"  {subject} look {look}: new - (1 - rho) x reference = {contrast:+.4f}, repeated upper bound {upper:+.4f} (t {t:.2f}, "
+    return (f"  {subject} look {look}: new - (1 - rho) x reference = {signed(contrast, 4)}, repeated upper bound {signed(upper, 4)} (t {t:.2f}, "
             f"{df:.1f} df) vs 0; margin here {margin_now:.4f} (rho {plan.rho:.2f} of the "
             "reference's progress)")
 

@@ -53,6 +53,7 @@ from analysis.verdicts.regression import AGGREGATE_RULE, ReferenceSpread, Regres
 from analysis.verdicts.seed_metrics import SEED_METRICS
 from analysis.verdicts.seedplan import Spread, given_spread
 from runrecord import Run
+from runrecord.words import signed
 
 __all__ = ["CONTINUE", "UNDECIDED", "VERDICTS", "Look", "sweep_looks"]
 
@@ -156,7 +157,7 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
         decision, statistic = PASS, 0.0
     subject = f"{prefix}{res.group_a} vs {res.group_b}"
     names = ("final", "AUC")
-    lines = [f"{name} diff {w.diff:+.3f} {_interval(w, c_pass)}"
+    lines = [f"{name} diff {signed(w.diff)} {_interval(w, c_pass)}"
              for name, w in zip(names, ws, strict=True)]
     detail = (f"largest |end| of the repeated {1 - 2 * design.alpha:.0%} CIs "
               f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'}; "
@@ -192,7 +193,7 @@ def _interval(w: WelchInterval, c_pass: float) -> str:
     if not np.isfinite(w.se):
         return "no repeated CI (a side with one seed has no spread)"
     t = float(t_scale(c_pass, w.df))
-    return f"repeated CI [{w.diff - t * w.se:+.3f}, {w.diff + t * w.se:+.3f}]"
+    return f"repeated CI [{signed(w.diff - t * w.se)}, {signed(w.diff + t * w.se)}]"
 
 
 def _interval_design(w: WelchInterval, c_pass: float, c_diff: float) -> str:
@@ -285,9 +286,9 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
         fixed_says = f"; the fixed gate at the cap says {res.verdict}"
     rules = f"; rule(s) fired: {', '.join(other_rules)}" if other_rules else ""
     text = (f"gate look {look}/{len(seeds)} {subject}: {decision}; new - reference "
-            f"{res.diff:+.4f}, repeated {1 - design.alpha:.0%} lower bound "
-            f"{float(lower):+.4f} (upper {float(upper):+.4f}) vs "
-            f"-delta {-res.delta:+.4f} (delta {res.margin or f'{res.delta:g}'}); "
+            f"{signed(res.diff, 4)}, repeated {1 - design.alpha:.0%} lower bound "
+            f"{signed(float(lower), 4)} (upper {signed(float(upper), 4)}) vs "
+            f"-delta {signed(-res.delta, 4)} (delta {res.margin or f'{res.delta:g}'}); "
             f"{res.n_new} new vs {res.n_reference} reference seeds{rules}{fixed_says}")
     detail = f"repeated bounds: t {t:.2f}, {res.df:.1f} df" \
         + (f"; {res.design}" if res.design else "")

@@ -25,6 +25,7 @@ from analysis.verdicts.pairing import SuitePair, analysis_pairs
 from analysis.verdicts.seed_metrics import SEED_METRICS
 from analysis.verdicts.stacks import UNKNOWN, group_determinism_tier, group_stacks
 from runrecord.exits import EXIT_FAILED, EXIT_OK, worst_exit
+from runrecord.words import signed
 
 
 @dataclass
@@ -44,7 +45,7 @@ def metrics_table(res: EquivalenceResult) -> TableData:
     and its CI at the level DIFFERENT reads, paired or Welch as the verdict is."""
     pct = f"{DIFFERENT_LEVEL:.1%}"
     fewest = min(len(res.seeds_a), len(res.seeds_b))
-    rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{w.diff:+.3f}",
+    rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{signed(w.diff)}",
              ci_text(w.ci90, fewest), ci_text(different_ci(w), fewest)]
             for name, w in res.metrics()]
     return TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",

@@ -221,7 +221,7 @@ def ci_text(ci: tuple[float, float], fewest_seeds: int) -> str:
         return ONE_SEED
     if any(math.isnan(x) for x in ci):
         return "n/a"
-    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    return f"[{signed(ci[0])}, {signed(ci[1])}]"
 
 
 DIFFERENT_LEVEL = 1 - DIFFERENT_ALPHA / 2
@@ -335,8 +335,8 @@ class EquivalenceResult:
         return (
             f"equivalence {self.group_a} vs reference {self.group_b}: {self.label}; "
             f"delta {self.margin or f'{self.delta:g}'}; "
-            f"final {self.metric_label} diff {f.diff:+.3f} 90% CI {ci_text(f.ci90, fewest)}; "
-            f"AUC {self.metric_label} diff {u.diff:+.3f} 90% CI {ci_text(u.ci90, fewest)}"
+            f"final {self.metric_label} diff {signed(f.diff)} 90% CI {ci_text(f.ci90, fewest)}; "
+            f"AUC {self.metric_label} diff {signed(u.diff)} 90% CI {ci_text(u.ci90, fewest)}"
             f"{significant}; {self.seeds_text()}, {counted(len(self.tasks), 'task')}"
         )
 

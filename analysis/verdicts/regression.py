@@ -304,9 +304,9 @@ class RegressionResult:
         fired = f" (rule: {', '.join(self.rules_text())})" if self.rules else ""
         return (
             f"regression{per_seed}: {self.verdict}{fired}{for_subject}; new - reference = "
-            f"{self.diff:+.4f}, one-sided "
-            f"{self.confidence:.0%} bounds [{self.lower_bound:+.4f}, {self.upper_bound:+.4f}]"
-            f" vs -delta {-self.delta:+.4f} (delta {self.margin or f'{self.delta:g}'}); new "
+            f"{signed(self.diff, 4)}, one-sided "
+            f"{self.confidence:.0%} bounds [{signed(self.lower_bound, 4)}, {signed(self.upper_bound, 4)}]"
+            f" vs -delta {signed(-self.delta, 4)} (delta {self.margin or f'{self.delta:g}'}); new "
             f"{self.new_mean:.4f} ({new_seeds}), reference {self.reference_mean:.4f} ({ref})"
         )
 
@@ -355,7 +355,7 @@ class RegressionResult:
     def game_lines(self, worst: int = 5) -> list[str]:
         """The `worst` games by new - reference (report detail: per game, 3 seeds cannot
         decide; the verdict is on the per-seed metric over all games)."""
-        return [f"  {g['task']}: new - reference = {g['diff']:+.4f} (new {g['mean_new']:.4f}, "
+        return [f"  {g['task']}: new - reference = {signed(g['diff'], 4)} (new {g['mean_new']:.4f}, "
                 f"reference {g['mean_reference']:.4f}; {g['n_new']} vs {g['n_reference']} "
                 f"seeds)" for g in self.per_game[:worst]]
 

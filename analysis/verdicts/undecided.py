@@ -17,6 +17,7 @@ from analysis.verdicts.seedplan import (
     given_spread,
     seeds_needed,
 )
+from runrecord.words import signed
 
 PLAN_TARGET = 0.8
 """The power the seed counts aim for."""
@@ -53,14 +54,14 @@ def gate_undecided(lower: float, upper: float, delta: float, se: float, n_new: i
              "no seed count up to the planner's cap reaches "
              f"{PLAN_TARGET:.0%} power at this spread: widen the margin")
     if lower > -delta and mean_lower is not None:
-        why = (f"the aggregate is non-inferior (lower bound {lower:+.4f} > -delta "
-               f"{-delta:+.4f}), but the untrimmed mean relative score's lower bound "
+        why = (f"the aggregate is non-inferior (lower bound {signed(lower, 4)} > -delta "
+               f"{signed(-delta, 4)}), but the untrimmed mean relative score's lower bound "
                f"{mean_lower:+.1%} is not above -{mean_margin:.0%} (a drop spread over the "
                f"top games is not ruled out)")
     else:
-        why = (f"non-inferiority not shown (lower bound {lower:+.4f} <= -delta "
-               f"{-delta:+.4f})")
-    return (f"{why}, and no regression shown (upper bound {upper:+.4f} >= -delta; no game "
+        why = (f"non-inferiority not shown (lower bound {signed(lower, 4)} <= -delta "
+               f"{signed(-delta, 4)})")
+    return (f"{why}, and no regression shown (upper bound {signed(upper, 4)} >= -delta; no game "
             f"flagged or collapsed) with {n_new} vs {n_ref} seeds; at the per-seed sd seen "
             f"({sd:.3g}) {seeds} (seed planner); more seeds on both sides also narrow the "
             f"untrimmed mean's bound; {UNTIL_DECIDED}")

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import tyro
 
-from runrecord.words import counted
+from runrecord.words import counted, signed
 
 REFERENCE_SPS = 14.0  # reference Cleanba PPO, 8 envs x 128 steps, one CPU device (measured)
 REFERENCE_PEAK_RSS_GB = 19.7
@@ -200,7 +200,7 @@ def bench_deterministic(cfg: BenchConfig, plain_breakout_sps: float | None) -> d
         out[name] = {"sps": plain, "deterministic_sps": det, "ratio": det / plain,
                      "deterministic_peak_rss_gb": rss}
         print(f"(d) {name:8s} PPO cleanba a0-l0: SPS {plain:7.1f} default, {det:7.1f} "
-              f"--deterministic ({det / plain:.2f}x; overhead {100 * (plain / det - 1):+.0f}% "
+              f"--deterministic ({det / plain:.2f}x; overhead {signed(100 * (plain / det - 1), 0)}% "
               f"time per step)", flush=True)
     return out
 
