@@ -6,8 +6,8 @@ CartPole run. One rate for the whole sweep, taken from whichever runs finish fir
 overstates or understates the rest many times over (the smoke sweep runs its two-process
 layout first: one rate said 27 minutes left of an 11-minute sweep). So each run left is
 priced at the seconds per env step measured on finished runs of its own kind (system,
-layout, env); of its env where no run of its kind has finished; of the whole sweep where
-none of its env has. A run's cost is in core-seconds (its wall time x the cores it holds),
+layout, env); where none has finished, of its layout and env (another system's runs), else
+of the median kind of its env, else of the sweep's, and the line says it is rough. A run's cost is in core-seconds (its wall time x the cores it holds),
 and the cores work in parallel, so the time left is the core-seconds left over the cores.
 """
 
@@ -52,17 +52,38 @@ class Estimate:
     priced_by_other_kinds: int  # runs left with no finished run of their own kind yet
 
 
+def _rate(runs: Sequence[FinishedRun]) -> float | None:
+    steps = sum(r.steps for r in runs)
+    return sum(r.wall_s for r in runs) / steps if steps > 0 else None
+
+
+def _median_kind_rate(runs: Sequence[FinishedRun]) -> float | None:
+    """The median over kinds of each kind's rate: one slow kind (a two-process layout, the
+    first to finish) does not set the price of every kind not yet seen."""
+    by_kind: dict[RunKind, list[FinishedRun]] = {}
+    for r in runs:
+        by_kind.setdefault(r.kind, []).append(r)
+    rates = sorted(x for x in map(_rate, by_kind.values()) if x is not None)
+    if not rates:
+        return None
+    mid = len(rates) // 2
+    return rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2
+
+
 def seconds_per_step(finished: Sequence[FinishedRun], kind: RunKind
                      ) -> tuple[float, bool] | None:
     """(wall seconds per env step of `kind`, whether runs of its own kind measured it): from
-    finished runs of that kind, else of its env, else of every finished run; None with no
-    finished run."""
-    for own, same in ((True, lambda r: r.kind == kind),
-                      (False, lambda r: r.kind.env_id == kind.env_id), (False, lambda r: True)):
-        runs = [r for r in finished if same(r)]
-        steps = sum(r.steps for r in runs)
-        if steps > 0:
-            return sum(r.wall_s for r in runs) / steps, own
+    finished runs of that kind; else of its layout and env (another system); else the
+    median kind of its env; else the median kind of the sweep; None with no finished run."""
+    own = _rate([r for r in finished if r.kind == kind])
+    if own is not None:
+        return own, True
+    for rate in (_rate([r for r in finished if (r.kind.layout, r.kind.env_id)
+                        == (kind.layout, kind.env_id)]),
+                 _median_kind_rate([r for r in finished if r.kind.env_id == kind.env_id]),
+                 _median_kind_rate(finished)):
+        if rate is not None:
+            return rate, False
     return None
 
 

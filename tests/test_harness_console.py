@@ -97,15 +97,21 @@ def test_sweep_eta_prices_each_run_by_its_own_kind():
     assert left(RunLeft(d2, 50_000, 2)).seconds == pytest.approx(60.0)
     # a running d1 run halfway: half its price
     assert left(RunLeft(d1, 25_000, 1)).seconds == pytest.approx(5.0)
-    # an unseen layout of CartPole: its env's rate (80 s over 100,000 steps), said rough
-    unseen = RunKind("cleanba-ppo", "a0-l1-d1", "CartPole-v1")
+    # another system on a layout that has finished runs: that layout's rate
+    impala_d2 = RunKind("cleanba-impala", "a0-l0-d2", "CartPole-v1")
+    assert left(RunLeft(impala_d2, 50_000, 2)).seconds == pytest.approx(60.0)
+    # an unseen layout of CartPole: the median kind of its env (of 60 s, 20 s and 30 s: 30 s,
+    # not the slow two-process kind's 60 s), said rough
+    finished.append(FinishedRun(RunKind("cleanba-ppo", "a0-l1-d1", "CartPole-v1"), 50_000,
+                                30.0))
+    unseen = RunKind("cleanba-ppo", "a0-l0,1-d1", "CartPole-v1")
     rough = left(RunLeft(unseen, 50_000, 1), RunLeft(d1, 50_000, 1))
-    assert rough.seconds == pytest.approx((40.0 + 20.0) / 2)
+    assert rough.seconds == pytest.approx((30.0 + 20.0) / 2)
     assert (rough.runs_left, rough.priced_by_other_kinds) == (2, 1)
-    assert eta_text(rough) == ("ETA 0m30s (rough: 1 of the 2 runs left have no finished run "
+    assert eta_text(rough) == ("ETA 0m25s (rough: 1 of the 2 runs left have no finished run "
                                "of their system, layout and env yet)")
-    # an env no run has finished: the whole sweep's rate
-    assert left(RunLeft(breakout, 2_000, 1)).seconds == pytest.approx(0.8)
+    # an env no run has finished: the sweep's median kind (30 s per 50,000 steps)
+    assert left(RunLeft(breakout, 2_000, 1)).seconds == pytest.approx(30.0 * 2_000 / 50_000 / 2)
     assert eta_text(four) == "ETA 0m40s (from this sweep's finished runs of each kind)"
 
 
