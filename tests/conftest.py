@@ -9,11 +9,41 @@ it) and its private folder (tests/test_slurm_local.py stops the cluster). The ot
 are dealt one at a time, the slow ones first, so that the workers end together."""
 
 import os
+import shutil
 import signal
+import tempfile
 
 import pytest
 
 from cleanba.core.xla_flags import apply_cpu_conv_flag
+
+
+def share_compiled_programs() -> str | None:
+    """Point JAX's persistent compilation cache at one folder for this test session (unless
+    JAX_COMPILATION_CACHE_DIR is in the environment: a folder of one's own, or empty for no
+    cache); the folder it made, to remove at the end, or None.
+
+    Much of a tiny trainer run is compiling (on the 2-core CI box a CartPole run takes ~10 s,
+    ~6 s with its programs in the cache; a Breakout run ~12 s, ~6 s), and the tests start
+    the same programs again and again: the uninterrupted run, the killed one and its
+    resumption compile one program three times. Set in the environment, the cache reaches
+    every trainer, harness and doc command the tests start, and the xdist workers, which
+    inherit the controller's environment. An entry is keyed by the program, the XLA flags
+    (an ISA cap or a device count is another entry), the devices and the JAX version, and
+    holds the executable a compile would give: the same bits, so no determinism or resume
+    test compares against a program that differs. A fresh folder per session: nothing
+    carries over between CI runs. A cache read that fails (another process still writing
+    that entry) is a warning and a compile, never a wrong program. Every program is kept,
+    however quick to compile (JAX's default keeps those over 1 s; CartPole's are under)."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return None
+    folder = tempfile.mkdtemp(prefix="cleanba-test-jax-cache-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    return folder
+
+
+COMPILATION_CACHE = share_compiled_programs()
 
 apply_cpu_conv_flag()
 
@@ -52,6 +82,11 @@ def pytest_collection_modifyitems(config, items):
                                 f"(add their file there): {', '.join(stray[:3])}")
     if os.environ.get("PYTEST_XDIST_WORKER"):  # (workers collect; the controller deals)
         items.sort(key=lambda item: not item.get_closest_marker("slow"))
+
+
+def pytest_unconfigure(config):
+    if COMPILATION_CACHE is not None:  # the process that made it: the controller, or -n 0
+        shutil.rmtree(COMPILATION_CACHE, ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent from a core-only venv
