@@ -104,6 +104,21 @@ def test_one_seed_profile_and_curve_draw_points_and_note_not_a_band(runs, tmp_pa
     assert any(ONE_SEED_TEXT in t for t in legend), legend
 
 
+def test_a_one_seed_score_below_the_axis_gets_no_diamond_on_the_wrong_step(runs, tmp_path):
+    """The smoke sweep's Breakout run (HNS -0.033) drew its diamond clipped to tau = 0 at
+    height 1, where the profile is already 0; it is left off, and the caption says so."""
+    import dataclasses
+
+    suite = _suite(runs)
+    one = next(g for g, gs in suite.items() if len(gs.seeds) == 1)
+    below = dataclasses.replace(suite[one], final=np.full_like(suite[one].final, -0.033))
+    info = figs.performance_profile_figure({one: below}, tmp_path, reps=50, name="pp_below")
+    fig, _ = _drawn(info)
+    diamonds = [ln for ln in fig.axes[0].lines if ln.get_marker() == "D"]
+    assert diamonds and all(len(d.get_xdata()) == 0 for d in diamonds)
+    assert "below 0 (below random) left of the axis: no diamond" in info.caption
+
+
 def test_wall_time_curve_ends_where_the_runs_end(runs, tmp_path):
     suite = _suite(runs)
     three = next(gs for gs in suite.values() if len(gs.seeds) == 3)

@@ -458,6 +458,7 @@ def performance_profile_figure(
     lo_tau, hi_tau, why = tau_range(score_label, top)
     taus = np.linspace(lo_tau, hi_tau, points)
     above = [float(np.mean(g.final > hi_tau)) for g in groups.values()]
+    off_axis = 0  # one-seed runs scoring below tau_min: their diamond would sit on the wrong step
     with _style():
         fig, ax = plt.subplots(figsize=(6.4, 4.2 + 0.22 * len(groups)), layout="constrained")
         for i, (g, gs) in enumerate(groups.items()):
@@ -471,7 +472,9 @@ def performance_profile_figure(
                     markevery=((i * every) // max(1, len(groups)), every))
             if one_seed:  # each run's score at the top of its step: the data, not a band
                 runs = np.sort(gs.final.ravel())
-                ax.plot(np.clip(runs, lo_tau, hi_tau), [np.mean(runs >= v) for v in runs],
+                shown = runs[runs >= lo_tau]
+                off_axis += len(runs) - len(shown)
+                ax.plot(np.minimum(shown, hi_tau), [np.mean(runs >= v) for v in shown],
                         ls="none", marker="D", ms=7, color=colour(i), markeredgecolor="black",
                         zorder=3)
                 continue
@@ -488,6 +491,9 @@ def performance_profile_figure(
         ax.set_title(title)
     beyond = (f" {max(above):.0%} of a group's runs x tasks score above {hi_tau:g}."
               if max(above) > 0 else "")
+    if off_axis:
+        beyond += (f" {off_axis} run x task score{'s' if off_axis > 1 else ''} of a one-seed "
+                   f"group below {lo_tau:g} (below random) left of the axis: no diamond.")
     caption = (f"Run-score distribution of final {score_label}s over all runs x tasks; "
                f"{why}; bands: 95% stratified bootstrap CIs ({reps} reps; a group of one "
                f"seed has none: its runs' scores are diamonds).{beyond}")
