@@ -61,7 +61,7 @@ def check_keys(runs: Sequence[Run], keys: Iterable[str], flag: str) -> list[str]
         close = difflib.get_close_matches(key, valid, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise AnalysisError(f"{flag} {key}: no run's manifest has this key{hint}; keys the "
-                            f"{counted(len(runs), 'run')} have: {key_summary(valid)}")
+                            f"{counted(len(runs), 'run')} {'has' if len(runs) == 1 else 'have'}: {key_summary(valid)}")
     return warnings
 
 

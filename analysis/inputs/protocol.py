@@ -211,7 +211,7 @@ def check_frame_budget(runs: Sequence[Run], expected: float | None, *,
     rid, b = next(iter(odd.items()))
     text = (f"frame budget differs (key frame_budget: hyperparameters.total_frames, or "
             f"total_timesteps x frame_skip): {_frames_text(b)} frames (run {rid}) vs {_frames_text(expected)} "
-            f"({expected_label})" + (f"; {counted(len(odd) - 1, 'more run')} differ" if len(odd) > 1
+            f"({expected_label})" + (f"; {counted(len(odd) - 1, 'more run')} differ{'s' if len(odd) == 2 else ''}" if len(odd) > 1
                                      else ""))
     if not allow_mismatch:
         raise ProtocolMismatch(

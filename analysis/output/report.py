@@ -278,7 +278,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                               score_label=score, same_as=same).as_dict())
     timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
     if len(timed) < len(suite):
-        warnings.append(f"{label}: {counted(len(suite) - len(timed), 'group')} lack wall times: "
+        warnings.append(f"{label}: {counted(len(suite) - len(timed), 'group')} lack{'s' if len(suite) - len(timed) == 1 else ''} wall times: "
                         "left out of the wall-time curves")
     if timed:
         curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),

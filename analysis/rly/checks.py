@@ -38,7 +38,7 @@ def check_scores(name: str, scores) -> np.ndarray:
     if bad.any():
         run, task = (int(i) for i in np.argwhere(bad)[0][:2])
         raise AnalysisError(
-            f"{name}: {counted(int(bad.sum()), 'score')} are NaN or inf (first: run {run}, task "
+            f"{name}: {counted(int(bad.sum()), 'score')} {'is' if int(bad.sum()) == 1 else 'are'} NaN or inf (first: run {run}, task "
             f"{task}); every run needs a finite score on every task (drop the run, or the "
             f"task for every algorithm)")
     runs = x.shape[0]
