@@ -198,7 +198,8 @@ class PlanSeeds(SpreadArgs):
 
 @dataclass(kw_only=True)
 class Staleness(RecordArgs):
-    """Staleness audit from updates.csv: distribution per run and group, mid-rollout
+    """Staleness audit from updates.csv: distribution per run and group (per suite where
+    the runs span several: Atari, or one other env), mid-rollout
     policy changes, and the cleanba/sync rules. Exit 1 on a violation."""
 
     json_out: Path | None = None
