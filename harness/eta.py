@@ -13,6 +13,7 @@ and the cores work in parallel, so the time left is the core-seconds left over t
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,25 +64,26 @@ def _median_kind_rate(runs: Sequence[FinishedRun]) -> float | None:
     by_kind: dict[RunKind, list[FinishedRun]] = {}
     for r in runs:
         by_kind.setdefault(r.kind, []).append(r)
-    rates = sorted(x for x in map(_rate, by_kind.values()) if x is not None)
-    if not rates:
-        return None
-    mid = len(rates) // 2
-    return rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2
+    rates = [x for x in map(_rate, by_kind.values()) if x is not None]
+    return statistics.median(rates) if rates else None
 
 
 def seconds_per_step(finished: Sequence[FinishedRun], kind: RunKind
                      ) -> tuple[float, bool] | None:
     """(wall seconds per env step of `kind`, whether runs of its own kind measured it): from
     finished runs of that kind; else of its layout and env (another system); else the
-    median kind of its env; else the median kind of the sweep; None with no finished run."""
+    median kind of its env; else the median kind of the sweep; None with no finished run.
+    Each fallback is computed only when the one before it has no runs."""
     own = _rate([r for r in finished if r.kind == kind])
     if own is not None:
         return own, True
-    for rate in (_rate([r for r in finished if (r.kind.layout, r.kind.env_id)
-                        == (kind.layout, kind.env_id)]),
-                 _median_kind_rate([r for r in finished if r.kind.env_id == kind.env_id]),
-                 _median_kind_rate(finished)):
+    fallbacks = (
+        lambda: _rate([r for r in finished
+                       if (r.kind.layout, r.kind.env_id) == (kind.layout, kind.env_id)]),
+        lambda: _median_kind_rate([r for r in finished if r.kind.env_id == kind.env_id]),
+        lambda: _median_kind_rate(finished))
+    for fallback in fallbacks:
+        rate = fallback()
         if rate is not None:
             return rate, False
     return None
@@ -90,12 +92,17 @@ def seconds_per_step(finished: Sequence[FinishedRun], kind: RunKind
 def seconds_left(finished: Sequence[FinishedRun], left: Sequence[RunLeft],
                  cores: int) -> Estimate | None:
     """The sweep's wall seconds left: each run left priced at its kind's measured seconds
-    per step, in core-seconds, shared by `cores` cores; None before any run has finished."""
+    per step, in core-seconds, shared by `cores` cores; None before any run has finished.
+    Each kind is priced once (a 57-game sweep has hundreds of runs left, few kinds, and the
+    live display asks twice a second)."""
     if not finished or cores < 1:
         return None
+    prices: dict[RunKind, tuple[float, bool] | None] = {}
     core_seconds, borrowed = 0.0, 0
     for run in left:
-        priced = seconds_per_step(finished, run.kind)
+        if run.kind not in prices:
+            prices[run.kind] = seconds_per_step(finished, run.kind)
+        priced = prices[run.kind]
         if priced is None:
             return None
         rate, own = priced
