@@ -8,13 +8,15 @@ space, no life-loss signal, at most 108k frames per episode, 84x84 grey, stack 4
 skip 4. Reward clipping is for training only: returns are recorded from the raw game
 score (info["reward"], which both backends give).
 
-Backends (`BACKENDS`): `envpool` (Linux wheels only; the paper's and the baselines'),
-`ale` (ale-py's vector env, wheels for Linux, macOS and Windows; Atari games only), made
-to give EnvPool's semantics (benchenv/ale_env.py), and `ale-exact` (one ale-py game per
-env stepped from Python, its own frame resize; the one backend whose env state saves and
-restores exactly: benchenv/ale_exact.py). A protocol names its backend and the backend's
-version (`backend`, `backend_version`); the version is information, not protocol
-(`INFORMATION_KEYS`): it is left out of run ids and protocol comparisons.
+Backends (`BACKENDS`, each a `Backend`: what it needs installed, which envs it has, how
+it makes them): `envpool` (Linux wheels only; the paper's and the baselines'), `ale`
+(ale-py's vector env, wheels for Linux, macOS and Windows; Atari games only), made to give
+EnvPool's semantics (benchenv/ale_env.py), and `ale-exact` (one ale-py game per env stepped
+from Python, its own frame resize; the one backend whose env state saves and restores
+exactly: benchenv/ale_exact.py). A new backend is one more `Backend` in `_REGISTRY`. A
+protocol names its backend and the backend's version (`backend`, `backend_version`); the
+version is information, not protocol (`INFORMATION_KEYS`): it is left out of run ids and
+protocol comparisons.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import difflib
 import functools
 import importlib.metadata
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,29 +44,107 @@ ATARI_PROTOCOL: dict[str, Any] = {
 }
 
 
-BACKENDS = ("envpool", "ale", "ale-exact")
-"""The Atari backends, in order of preference where both are installed."""
 LEGACY_BACKEND = "envpool"
 """The backend of a protocol that names none: records written before the key (every
 system ran EnvPool then)."""
 INFORMATION_KEYS = ("backend_version",)
 """Protocol keys that describe, not define: left out of run ids and protocol comparisons
 (an EnvPool upgrade does not make runs incomparable; the backend itself does)."""
-_PACKAGES = {"envpool": "envpool", "ale": "ale-py", "ale-exact": "ale-py"}
-_MODULES = {"envpool": "envpool", "ale": "ale_py", "ale-exact": "ale_py"}
-ALE_BACKENDS = ("ale", "ale-exact")
-"""The backends that run ale-py (its ROMs, Atari games only)."""
-EXACT_STATE_BACKENDS = ("ale-exact",)
-"""The backends whose envs save and restore their whole state (get_state, set_state), so a
-checkpoint holds them instead of re-seeding (cleanba/core/checkpoint.py)."""
 
 
 class EnvError(ValueError):
     """An env id, env option or backend that cannot be had."""
 
 
+@dataclass(frozen=True)
+class Backend:
+    """One env backend: the package it needs, its env ids, its spaces and its envs. The
+    functions import the backend's module when called, so `import benchenv` needs none."""
+
+    name: str
+    package: str  # the distribution to install
+    module: str  # the module that must import
+    atari_only: bool  # runs ale-py's ROMs: Atari games only
+    exact_state: bool  # envs save and restore their whole state (get_state, set_state)
+    env_ids: Callable[[], tuple[str, ...]]
+    spaces: Callable[[str, dict[str, Any]], tuple[tuple[int, ...], bool, str, int | None]]
+    # (env_id, num_envs, seeds, protocol kwargs, backend kwargs) -> a vector env
+    make: Callable[[str, int, list[int], dict[str, Any], dict[str, Any]], Any]
+
+
+def _envpool_ids() -> tuple[str, ...]:
+    from benchenv.envpool_env import env_ids
+
+    return env_ids()
+
+
+def _envpool_spaces(env_id: str, kwargs: dict[str, Any]):
+    from benchenv.envpool_env import spaces
+
+    return spaces(env_id, kwargs)
+
+
+def _envpool_make(env_id: str, num_envs: int, seeds: list[int], kwargs: dict[str, Any],
+                  backend_kwargs: dict[str, Any]):
+    from benchenv.envpool_env import make
+
+    return make(env_id, num_envs, seeds, {**kwargs, **backend_kwargs})
+
+
+def _ale_ids() -> tuple[str, ...]:
+    from benchenv.ale_env import rom_ids
+
+    return tuple(rom_ids())
+
+
+def _ale_spaces(env_id: str, kwargs: dict[str, Any]):
+    from benchenv.ale_env import action_count
+
+    shape = (int(kwargs.get("stack_num", 4)), int(kwargs.get("img_height", 84)),
+             int(kwargs.get("img_width", 84)))
+    return shape, True, "Discrete", action_count(env_id, bool(kwargs.get("full_action_space", True)))
+
+
+def _ale_threads(backend: str, backend_kwargs: dict[str, Any]) -> int | None:
+    """The ALE backends take num_threads only (ale-exact ignores it)."""
+    rest = {k: v for k, v in backend_kwargs.items() if k != "num_threads"}
+    if rest:
+        raise EnvError(f"the {backend} backend takes num_threads only, not {sorted(rest)}")
+    return backend_kwargs.get("num_threads")
+
+
+def _ale_make(env_id: str, num_envs: int, seeds: list[int], kwargs: dict[str, Any],
+              backend_kwargs: dict[str, Any]):
+    from benchenv.ale_env import AleVectorEnv
+
+    return AleVectorEnv(env_id, num_envs, seeds, kwargs, _ale_threads("ale", backend_kwargs))
+
+
+def _ale_exact_make(env_id: str, num_envs: int, seeds: list[int], kwargs: dict[str, Any],
+                    backend_kwargs: dict[str, Any]):
+    from benchenv.ale_exact import AleExactEnv
+
+    return AleExactEnv(env_id, num_envs, seeds, kwargs, _ale_threads("ale-exact", backend_kwargs))
+
+
+_REGISTRY = (
+    Backend("envpool", "envpool", "envpool", atari_only=False, exact_state=False,
+            env_ids=_envpool_ids, spaces=_envpool_spaces, make=_envpool_make),
+    Backend("ale", "ale-py", "ale_py", atari_only=True, exact_state=False,
+            env_ids=_ale_ids, spaces=_ale_spaces, make=_ale_make),
+    Backend("ale-exact", "ale-py", "ale_py", atari_only=True, exact_state=True,
+            env_ids=_ale_ids, spaces=_ale_spaces, make=_ale_exact_make),
+)
+BACKEND = {b.name: b for b in _REGISTRY}
+BACKENDS = tuple(BACKEND)
+"""The backends' names, in order of preference where several are installed."""
+EXACT_STATE_BACKENDS = tuple(b.name for b in _REGISTRY if b.exact_state)
+"""The backends whose envs save and restore their whole state, so a checkpoint holds them
+instead of re-seeding (cleanba/core/checkpoint.py)."""
+
+
 def backend_installed(backend: str) -> bool:
-    return importlib.util.find_spec(_MODULES[backend]) is not None
+    return importlib.util.find_spec(BACKEND[backend].module) is not None
 
 
 def default_backend() -> str:
@@ -78,13 +159,13 @@ def check_backend(backend: str) -> None:
     if not backend_installed(backend):
         hint = (" (EnvPool has Linux wheels only; use --env-backend ale)"
                 if backend == "envpool" else "")
-        raise EnvError(f"env backend {backend!r} needs the package {_PACKAGES[backend]!r}, "
+        raise EnvError(f"env backend {backend!r} needs the package {BACKEND[backend].package!r}, "
                        f"which is not installed{hint}")
 
 
 def backend_version(backend: str) -> str | None:
     try:
-        return importlib.metadata.version(_PACKAGES[backend])
+        return importlib.metadata.version(BACKEND[backend].package)
     except importlib.metadata.PackageNotFoundError:
         return None
 
@@ -106,13 +187,7 @@ def defining_protocol(protocol: dict[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def _env_ids(backend: str) -> tuple[str, ...]:
-    if backend in ALE_BACKENDS:
-        from benchenv.ale_env import rom_ids
-
-        return tuple(rom_ids())
-    from benchenv.envpool_env import env_ids
-
-    return env_ids()
+    return BACKEND[backend].env_ids()
 
 
 def is_atari(env_id: str) -> bool:
@@ -134,7 +209,7 @@ def check_env_id(env_id: str, backend: str | None = None) -> None:
         return
     close = difflib.get_close_matches(env_id, ids, n=5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    if backend in ALE_BACKENDS:
+    if BACKEND[backend].atari_only:
         extra = (" Classic control (CartPole-v1) needs the EnvPool backend (Linux)."
                  if not is_atari(env_id) else "")
         raise EnvError(f"unknown env id {env_id!r} for the {backend} backend: it runs the "
@@ -173,18 +248,7 @@ class Spaces:
 
 def env_spaces(env_id: str, protocol: dict[str, Any]) -> Spaces:
     """`env_id`'s spaces under `protocol` (no env is made)."""
-    backend = protocol_backend(protocol)
-    kwargs = _backend_kwargs(protocol)
-    if backend in ALE_BACKENDS:
-        from benchenv.ale_env import action_count
-
-        shape = (int(kwargs.get("stack_num", 4)), int(kwargs.get("img_height", 84)),
-                 int(kwargs.get("img_width", 84)))
-        return Spaces(shape, True, "Discrete",
-                      action_count(env_id, bool(kwargs.get("full_action_space", True))))
-    from benchenv.envpool_env import spaces
-
-    return Spaces(*spaces(env_id, kwargs))
+    return Spaces(*BACKEND[protocol_backend(protocol)].spaces(env_id, _backend_kwargs(protocol)))
 
 
 def _backend_kwargs(protocol: dict[str, Any]) -> dict[str, Any]:
@@ -265,18 +329,4 @@ def make_env(
     backend = protocol_backend(protocol)
     check_env_id(env_id, backend)
     seeds = env_seeds(base_seed, first_env_index, num_envs, segment)
-    if backend in ALE_BACKENDS:
-        threads = backend_kwargs.pop("num_threads", None)
-        if backend_kwargs:
-            raise EnvError(f"the {backend} backend takes num_threads only, "
-                           f"not {sorted(backend_kwargs)}")
-        if backend == "ale-exact":
-            from benchenv.ale_exact import AleExactEnv
-
-            return AleExactEnv(env_id, num_envs, seeds, _backend_kwargs(protocol), threads)
-        from benchenv.ale_env import AleVectorEnv
-
-        return AleVectorEnv(env_id, num_envs, seeds, _backend_kwargs(protocol), threads)
-    from benchenv.envpool_env import make
-
-    return make(env_id, num_envs, seeds, {**_backend_kwargs(protocol), **backend_kwargs})
+    return BACKEND[backend].make(env_id, num_envs, seeds, _backend_kwargs(protocol), backend_kwargs)

@@ -223,7 +223,8 @@ def test_no_cache_gives_identical_numbers_on_reference(options, tmp_path, capsys
 
 
 def test_harness_adds_each_finished_run(tmp_path):
-    from test_harness_local import harness, run_args, write_sweep
+    from harness_cli import harness, run_args
+    from test_harness_local import write_sweep
 
     sweep = write_sweep(tmp_path, extra="fail-seeds = [2]")
     root = tmp_path / "res"

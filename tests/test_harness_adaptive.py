@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness_cli import ROOT, harness
+from harness_cli import ROOT, harness, run_args
 from trainer_output import trainer_output
 
 from harness.adaptive.store import LOOKS_FILE, adaptive_dir, append_look, read_lines, recorded_looks
@@ -158,10 +158,6 @@ overrides = {{ sleep-s = {sleep_s}, updates = {updates}, ledger = "{tmp_path / '
     path = tmp_path / "sweep.toml"
     path.write_text(text)
     return path
-
-
-def run_args(sweep: Path, root: Path, *extra: str) -> list[str]:
-    return ["run", "--sweep", str(sweep), "--results-root", str(root), "--no-progress", *extra]
 
 
 def ledger(tmp_path: Path) -> list[str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from harness_cli import ROOT, harness_run, harness_run_argv
 from trainer_output import trainer_said
 
 from analysis.inputs.load import load_runs
@@ -31,7 +32,6 @@ from harness.store import ATTEMPTS_DIR, run_state
 from harness.sweep import RunSpec, load_sweep
 from runrecord import load_run, schema
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 UPDATES = 8  # real runs: 8 updates of 8 envs x 128 steps
 
@@ -113,17 +113,6 @@ def print_matrix(request):
 
 
 # --------------------------------------------------------------------------- helpers
-
-def harness_argv(sweep: Path, root: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "harness", "run", "--sweep", str(sweep), "--results-root",
-            str(root), "--no-progress", *extra]
-
-
-def harness(sweep: Path, root: Path, *extra: str, env: dict | None = None,
-            timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(harness_argv(sweep, root, *extra), cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env=env)
-
 
 def run_dirs(root: Path, sweep: str, specs: list[RunSpec]) -> dict[int, Path]:
     return {s.seed: root / sweep / "runs" / s.run_id for s in specs}
@@ -278,7 +267,7 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
     dirs = run_dirs(root, "faults", specs)
 
     # 1. SIGTERM/SIGINT to each trainer at start-up, mid-run and at the final write.
-    proc = subprocess.Popen(harness_argv(sweep, root, "--max-parallel", "6"), cwd=ROOT,
+    proc = subprocess.Popen(harness_run_argv(sweep, root, "--max-parallel", "6"), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "CLEANBA_HOLD_AT": HOLDS})
     sent: dict[int, str] = {}
@@ -296,7 +285,7 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
         first[seed] = (m["status"], first_exit_code(dirs[seed]), st.failures)
     orphans_after_faults = orphans(root)
     # 2. Resume: every run completes exactly once.
-    p = harness(sweep, root)
+    p = harness_run(sweep, root)
     assert p.returncode == 0, p.stdout + p.stderr
     lost, dup, torn = check_store(root, "faults", dirs, updates=UPDATES)
     left = orphans(root)
@@ -318,7 +307,7 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
     # 3. SIGTERM to the harness while its trainer starts (Slurm preemption).
     # Its trainer holds once its record exists, before compiling: the SIGTERM surely
     # comes while it starts.
-    proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "7"),
+    proc = subprocess.Popen(harness_run_argv(sweep, root, "--seeds", "7"),
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "CLEANBA_HOLD_AT": "compiling@7"})
     pre = {s.seed: s for s in load_sweep(sweep, seeds=[7]).runs}
@@ -332,7 +321,7 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
     attempts = sum(run_state(d).failures for d in pre_dirs.values())
     exit_codes = sorted({first_exit_code(d) for d in pre_dirs.values()})
     mid_orphans = orphans(root)
-    p = harness(sweep, root, "--seeds", "7")
+    p = harness_run(sweep, root, "--seeds", "7")
     lost, dup, torn = check_store(root, "faults", pre_dirs, updates=UPDATES)
     left = orphans(root)
     MATRIX.append(Row("SIGTERM to harness at trainer start-up (preemption)", "cleanba.ppo",
@@ -351,11 +340,11 @@ def test_fault_matrix_real_trainer_signals_preemption_and_nan(tmp_path):
                          .replace("seeds = [1, 2, 3, 4, 5, 6]", "seeds = [1]")
                          .replace(f"frames = {UPDATES * 1024}", "frames = 4096"))
     nan_dirs = run_dirs(root, "faults-nan", load_sweep(nan_sweep).runs)
-    p = harness(nan_sweep, root, env={**os.environ, "CLEANBA_FAULT": "nan:2"})
+    p = harness_run(nan_sweep, root, env={**os.environ, "CLEANBA_FAULT": "nan:2"})
     d = nan_dirs[1]
     m = manifest(d)
     st = run_state(d)
-    resumed = harness(nan_sweep, root)
+    resumed = harness_run(nan_sweep, root)
     status_out = subprocess.run([sys.executable, "-m", "harness", "status", "--sweep",
                                  str(nan_sweep), "--results-root", str(root)], cwd=ROOT,
                                 capture_output=True, text=True, timeout=120).stdout
@@ -414,7 +403,7 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
     ids = {s: d.name for s, d in dirs.items()}
 
     # a. SIGKILL of the harness mid-sweep (seeds 1-4), a torn CSV line left behind.
-    proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "1,2,3,4", "--max-parallel",
+    proc = subprocess.Popen(harness_run_argv(sweep, root, "--seeds", "1,2,3,4", "--max-parallel",
                                          "4"), cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=HOLD_MID_RUN)
     wait_for(lambda: sum(fake_holding(dirs[s]) for s in (1, 2, 3, 4)) >= 2, 120,
@@ -432,7 +421,7 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
         f.write("7,7000,7000,1.5,8")
     torn_run = load_run(victim)
     torn_rows_ok = len(torn_run.updates) == update_rows(victim) and torn_run.warnings
-    p = harness(sweep, root, "--seeds", "1,2,3,4")
+    p = harness_run(sweep, root, "--seeds", "1,2,3,4")
     lost, dup, torn = check_store(root, "faults-fake", {s: dirs[s] for s in (1, 2, 3, 4)},
                                   updates=16)
     archived = load_run(victim / "previous_attempts" / "1")
@@ -456,7 +445,7 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
     assert (lost, dup, torn) == (0, 0, 0) and left == []
 
     # b. SIGKILL of one trainer mid-run (seed 5): failed, transient, retried.
-    proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "5"), cwd=ROOT,
+    proc = subprocess.Popen(harness_run_argv(sweep, root, "--seeds", "5"), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=HOLD_MID_RUN)
     wait_for(lambda: fake_holding(dirs[5]), 120, "seed 5 mid-way")
@@ -465,7 +454,7 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
     out = proc.communicate(timeout=120)[0]
     st = run_state(dirs[5])
     m = manifest(dirs[5])
-    p = harness(sweep, root, "--seeds", "5")
+    p = harness_run(sweep, root, "--seeds", "5")
     lost, dup, torn = check_store(root, "faults-fake", {5: dirs[5]}, updates=16)
     left = orphans(root)
     MATRIX.append(Row("SIGKILL to one trainer", "fake", "failed/-9/1, transient, retried",
@@ -481,7 +470,7 @@ def test_fault_matrix_harness_kill_disk_corrupt_torn(tmp_path):
     if not mounted and os.geteuid() == 0:  # root ignores a read-only mode: nothing to test
         MATRIX.append(Row("disk full in one run's folder", "fake", "-",
                           "not simulated (mount refused; root ignores permissions)"))
-        assert harness(sweep, root, "--seeds", "6").returncode == 0
+        assert harness_run(sweep, root, "--seeds", "6").returncode == 0
     else:
         _disk_full(sweep, root, dirs, mounted)
     _corrupt_and_ctrl_c(tmp_path, sweep, root, dirs, ids)
@@ -492,7 +481,7 @@ def _disk_full(sweep: Path, root: Path, dirs: dict[int, Path], mounted: bool) ->
         dirs[6].mkdir(parents=True, exist_ok=True)
         os.chmod(dirs[6], 0o555)
     try:
-        p1 = harness(sweep, root, "--seeds", "5,6")
+        p1 = harness_run(sweep, root, "--seeds", "5,6")
         st = run_state(dirs[6])
         code = first_exit_code(dirs[6])
         status_out = subprocess.run([sys.executable, "-m", "harness", "status", "--sweep",
@@ -503,7 +492,7 @@ def _disk_full(sweep: Path, root: Path, dirs: dict[int, Path], mounted: bool) ->
             subprocess.run(["umount", str(dirs[6])], check=True, timeout=30)
         else:
             os.chmod(dirs[6], 0o755)
-    p = harness(sweep, root, "--seeds", "5,6")  # disk space is back
+    p = harness_run(sweep, root, "--seeds", "5,6")  # disk space is back
     lost, dup, torn = check_store(root, "faults-fake", {5: dirs[5], 6: dirs[6]}, updates=16)
     left = orphans(root)
     MATRIX.append(Row(f"disk full in one run's folder ({'20 KiB tmpfs' if mounted else 'read-only folder'})",
@@ -525,7 +514,7 @@ def _disk_full(sweep: Path, root: Path, dirs: dict[int, Path], mounted: bool) ->
 def _corrupt_and_ctrl_c(tmp_path: Path, sweep: Path, root: Path, dirs: dict[int, Path],
                         ids: dict[int, str]) -> None:
     # d. A corrupt manifest (seed 7 completed, then its manifest torn by a disk fault).
-    assert harness(sweep, root, "--seeds", "7").returncode == 0
+    assert harness_run(sweep, root, "--seeds", "7").returncode == 0
     good = (dirs[7] / schema.MANIFEST_FILE).read_text()
     (dirs[7] / schema.MANIFEST_FILE).write_text(good[: len(good) // 2])
     status = subprocess.run([sys.executable, "-m", "harness", "status", "--sweep", str(sweep),
@@ -533,7 +522,7 @@ def _corrupt_and_ctrl_c(tmp_path: Path, sweep: Path, root: Path, dirs: dict[int,
                             capture_output=True, text=True, timeout=60)
     st = run_state(dirs[7])
     loaded_before = load_runs([root / "faults-fake" / "runs"])
-    p = harness(sweep, root, "--seeds", "7")
+    p = harness_run(sweep, root, "--seeds", "7")
     broken = (dirs[7] / "previous_attempts" / "1" / schema.MANIFEST_FILE).read_text()
     # The earlier completion is in the archive, unreadable: it counts as one, not two.
     lost = 0 if manifest(dirs[7])["status"] == "completed" else 1
@@ -554,7 +543,7 @@ def _corrupt_and_ctrl_c(tmp_path: Path, sweep: Path, root: Path, dirs: dict[int,
     # e. Ctrl-C (SIGINT) to the harness as its trainers start (seeds 8, 9).
     ctrl_c = {s.seed: s for s in load_sweep(sweep, seeds=[8, 9]).runs}
     cdirs = run_dirs(root, "faults-fake", list(ctrl_c.values()))
-    proc = subprocess.Popen(harness_argv(sweep, root, "--seeds", "8,9"), cwd=ROOT,
+    proc = subprocess.Popen(harness_run_argv(sweep, root, "--seeds", "8,9"), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=HOLD_MID_RUN)  # neither can finish before the Ctrl-C
     wait_for(lambda: any((d / "stdout.log").exists() for d in cdirs.values()), 60,
@@ -565,7 +554,7 @@ def _corrupt_and_ctrl_c(tmp_path: Path, sweep: Path, root: Path, dirs: dict[int,
     attempts = sum(run_state(d).failures for d in cdirs.values())
     codes = sorted({first_exit_code(d) for d in cdirs.values()})
     mid = orphans(root)
-    p = harness(sweep, root, "--seeds", "8,9")
+    p = harness_run(sweep, root, "--seeds", "8,9")
     lost, dup, torn = check_store(root, "faults-fake", cdirs, updates=16)
     left = orphans(root)
     MATRIX.append(Row("SIGINT (Ctrl-C) to harness at trainer start-up", "fake",

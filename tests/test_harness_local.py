@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT, harness, run_args
 from trainer_output import trainer_output
 
 from harness.execute import child_env, process_gpus
@@ -21,7 +22,6 @@ from harness.store import RunLock, lock_holder, run_state
 from harness.sweep import load_sweep
 from runrecord import find_run_dirs, load_run, read_manifest
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 
 
@@ -47,15 +47,6 @@ ledger = "{tmp_path / 'ledger.txt'}"
     path = tmp_path / "sweep.toml"
     path.write_text(text)
     return path
-
-
-def harness(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, **kw)
-
-
-def run_args(sweep: Path, root: Path, *extra: str) -> list[str]:
-    return ["run", "--sweep", str(sweep), "--results-root", str(root), "--no-progress", *extra]
 
 
 def ledger(tmp_path: Path) -> list[str]:

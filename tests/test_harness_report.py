@@ -8,15 +8,14 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness_cli import ROOT, harness
 
 # Builds three fake sweeps and three reports/regressions: ~1-2 minutes on 2 cores.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                   "--disable-background-networking"]
@@ -41,11 +40,6 @@ sleep-s = 0.0
 updates = 8
 return-offset = {offset}
 {reg}"""
-
-
-def harness(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -19,12 +19,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
-from harness_cli import ROOT
+from harness_cli import ROOT, harness_run, harness_run_argv
 from test_cleanba_checkpoint import assert_same_records, rows_without_wall_clock
 from trainer_output import trainer_said
 
@@ -98,15 +97,9 @@ TWO_PROCESSES = Case("cleanba-ppo", "CartPole-v1", "", 4, 16, updates=10, every=
 SWEEP = CARTPOLE.sweep()
 
 
-def harness_argv(sweep: Path, root: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "harness", "run", "--sweep", str(sweep), "--results-root",
-            str(root), *extra]
-
-
-def harness(sweep: Path, root: Path) -> subprocess.CompletedProcess:
+def harness_to_the_end(sweep: Path, root: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "CLEANBA_HOLD_AT"}
-    return subprocess.run(harness_argv(sweep, root), cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env=env)
+    return harness_run(sweep, root, timeout=600, env=env)
 
 
 def trainers_of(harness_proc: subprocess.Popen, run_id: str) -> list[psutil.Process]:
@@ -140,14 +133,14 @@ def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path, 
     assert can_resume(spec)
 
     clean_root = tmp_path / "uninterrupted"
-    p = harness(sweep, clean_root)
+    p = harness_to_the_end(sweep, clean_root)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "resumed" not in p.stdout
     clean = clean_root / "resume" / "runs" / spec.run_id
 
     root = tmp_path / "killed"
     run_dir = root / "resume" / "runs" / spec.run_id
-    proc = subprocess.Popen(harness_argv(sweep, root, "--no-progress"), cwd=ROOT,
+    proc = subprocess.Popen(harness_run_argv(sweep, root), cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "CLEANBA_HOLD_AT": f"update-{case.killed_at}"})
     try:
@@ -168,7 +161,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_through_the_harness(tmp_path, 
     state = run_state(run_dir)
     assert (state.attempts, state.failures, state.kind) == (1, 1, "transient")
 
-    p = harness(sweep, root)
+    p = harness_to_the_end(sweep, root)
     assert p.returncode == 0, p.stdout + p.stderr
     assert (f"resumed: {spec.run_id} {spec.label()} from checkpoints/{case.resumes_at} "
             f"(after update {case.resumes_at}) (completed)") in p.stdout
