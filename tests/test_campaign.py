@@ -290,6 +290,30 @@ def test_hardware_section_three_outcomes_seeds_needed_and_figures(tmp_path):
     render_in_chromium(title, body, tmp_path)
 
 
+def test_the_speed_table_has_a_row_per_actor_mode(tmp_path):
+    """A record that compared the modes gives a row per mode, the faster marked; one made
+    before (the serial mode's figures at its top level) gives one serial row."""
+    from harness.hardware import speed_rows
+
+    base = tmp_path / "nvidia-h200" / "s" / "speed-bound"
+    base.mkdir(parents=True)
+    serial = {"num_envs": 128, "num_steps": 128, "num_actor_threads": 2,
+              "actor_alone": {"sps": 10457.0}, "learner_alone": {"sps": 18316.0},
+              "bound_sps": 10457.0, "bound_by": "actor", "together": {"sps": 7459.0},
+              "share": 0.71}
+    double = {**serial, "actor_alone": {"sps": 11400.0}, "bound_sps": 11400.0,
+              "together": {"sps": 10830.0}, "share": 0.95}
+    (base / "20261204T000000Z-h200.json").write_text(json.dumps(serial))
+    (base / "20261210T000000Z-h200.json").write_text(json.dumps(
+        {**serial, "modes": {"serial": serial, "double-buffer": double},
+         "faster_mode": "double-buffer"}))
+    rows = [[str(c) for c in r] for r in speed_rows(tmp_path)]
+    assert [(r[0], r[3], r[5], r[8], r[9], r[10]) for r in rows] == [
+        ("20261204T000000Z-h200", "serial", "10,457", "7,459", "0.71", "not met"),
+        ("20261210T000000Z-h200", "serial", "10,457", "7,459", "0.71", "not met"),
+        ("20261210T000000Z-h200", "double-buffer (faster)", "11,400", "10,830", "0.95", "met")]
+
+
 SECTION_PROBE = (
     "var sec = Array.prototype.slice.call(document.querySelectorAll('h2')).filter("
     "function (h) { return h.textContent === 'Hardware evidence'; });\n"
