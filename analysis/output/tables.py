@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from analysis.scoring.tables import booktabs
+from analysis.scoring.tables import booktabs, pipe_table
 
 ColumnKind = Literal["text", "number", "count", "estimate"]
 
@@ -132,14 +132,8 @@ def to_json(table: TableRows) -> str:
 
 
 def to_markdown(table: TableRows) -> str:
-    header = [c.label for c in table.columns]
-    cells = [[cell_text(r.get(c.key), c) for c in table.columns] for r in table.rows]
-    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(header)]
-    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines += ["| " + " | ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) + " |"
-              for row in cells]
-    return "\n".join(lines) + "\n"
+    return pipe_table([c.label for c in table.columns],
+                      [[cell_text(r.get(c.key), c) for c in table.columns] for r in table.rows])
 
 
 def to_latex(table: TableRows) -> str:

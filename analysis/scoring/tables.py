@@ -32,16 +32,7 @@ class TableData:
         return [[_fmt(c) for c in r] for r in self.rows]
 
     def markdown(self) -> str:
-        cells = self.cells()
-        widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
-                  for i, h in enumerate(self.header)]
-        lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(self.header, widths, strict=True))
-                 + " |",
-                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-        for r in cells:
-            lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
-                         + " |")
-        return "\n".join(lines) + "\n"
+        return pipe_table(self.header, self.cells())
 
     def latex(self) -> str:
         """A booktabs tabular of the cells as the Markdown shows them (`booktabs`)."""
@@ -84,6 +75,16 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def pipe_table(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
+    """A Markdown pipe table, each column padded to its widest cell."""
+    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(header)]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
+             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += ["| " + " | ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) + " |"
+              for row in cells]
+    return "\n".join(lines) + "\n"
 
 
 def booktabs(align: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
