@@ -1,19 +1,16 @@
 """Imported runs -> run records: shape checks, provenance, and the one writer of them.
 
-Every importer reads its files into `ImportedRun`s (episodes in memory, the source files
-they came from); `write_records` checks the whole import first and writes nothing when a
-check fails. `write_orb_records` does the same for runs read from openrlbenchmark's
-cache. Both hand `RecordPlan`s to `write_planned`, which writes one record per run with
-`runrecord.RunWriter` (the writer our trainers use), so summary, verdicts, report, cache
-and adaptive looks read them unchanged, and both kinds of import alike.
+Every importer reads its files into `ImportedRun`s; `write_records` checks the whole
+import and writes nothing when a check fails. `write_planned` writes each run with
+`runrecord.RunWriter` (the writer our trainers use), for file imports and orb-import alike.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +21,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.importers.declare import MAX_SEED_VALUES, Declared
-from runrecord import Run, RunWriter, schema
+from runrecord import RunWriter, schema
 from runrecord.ids import run_id as definition_id
 from runrecord.provenance import collect
 
@@ -104,19 +101,35 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def read_csv_columns(path: Path) -> dict[str, list[str]]:
+    """{column: its cells} of a CSV file with a header row (a short row padded with "")."""
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if not header:
+            raise AnalysisError(f"{path}: empty CSV")
+        cols: list[list[str]] = [[] for _ in header]
+        for row in reader:
+            if row:
+                for i, col in enumerate(cols):
+                    col.append(row[i] if i < len(row) else "")
+    return dict(zip(header, cols, strict=True))
+
+
+def float_column(cells: Sequence[str], where: Path | str) -> np.ndarray:
+    """The cells as floats, an empty cell as NaN; AnalysisError on another non-number."""
+    try:
+        return np.array([float(c) if c.strip() else np.nan for c in cells], dtype=np.float64)
+    except ValueError as e:
+        raise AnalysisError(f"{where}: a column holds a non-number ({e})") from None
+
+
 # ---------------------------------------------------------------- shape checks
 
 def check_shape(runs: Sequence[ImportedRun], src: Path, declared: Declared) -> list[str]:
-    """Refuse an import that cannot be a set of seeds; return warnings for odd shapes.
-
-    - no run, a run without an episode, a seed < 0: refused;
-    - two sources giving the same (system, layout, task, seed): refused (they would be one
-      seed counted twice, or a run split in two);
-    - more than MAX_SEED_VALUES seeds for one task and system: refused unless
-      declared.allow_many_seeds (it is almost surely episodes or steps read as seeds);
-    - a run whose episodes all end at one step: a warning (no curve; a table of final
-      scores gives this).
-    """
+    """Refuse an import that cannot be a set of seeds (no run or episode, a negative or
+    repeated seed, more than MAX_SEED_VALUES seeds of one task unless allowed); return
+    warnings for odd shapes (every episode of a run ending at one step)."""
     if not runs:
         raise AnalysisError(f"{src}: no run found to import")
     warnings: list[str] = []
@@ -160,7 +173,7 @@ def record_definition(run: ImportedRun, declared: Declared, fmt: str,
     return {"system": run.system, "architecture": None, "env_id": run.env_id,
             "seed": run.seed, "layout": {"name": run.layout},
             "hyperparameters": {} if declared.frames is None else {"total_frames": declared.frames},
-            "env_protocol": dict(declared.protocol),
+            "env_protocol": dict(declared.protocol or {}),
             "imported": {"format": fmt, "sources": list(rel_sources)}}
 
 
@@ -178,7 +191,8 @@ def _episode_rows(columns: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     return [{c: _cell(lists[c][i]) for c in schema.EPISODE_COLUMNS} for i in range(n)]
 
 
-def _summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
+def episode_summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """A record's `summary` of its episodes: the last step, frame and time reached."""
     def last(name: str) -> float | None:
         a = np.asarray(columns[name], dtype=np.float64)
         finite = a[np.isfinite(a)]
@@ -229,14 +243,10 @@ def _earlier_import(manifest_path: Path, same: Mapping[str, Any]) -> bool:
 
 def write_planned(plans: Sequence[RecordPlan], out: Path, *, packages: Sequence[str],
                   warnings: Sequence[str] = ()) -> ImportResult:
-    """The one writer of imported records (file importers and openrlbenchmark's cache).
-
-    Every plan is checked before anything is written: a folder already holding this import
-    (`same_import`) is left as it is; one holding anything else refuses the whole import.
-    Then each run is written with runrecord.RunWriter (atomic manifest, the trainers'
-    CSV format), with the importing environment's provenance, a completed status and a
-    summary of its episodes; a run whose episodes cannot be written is marked failed.
-    """
+    """Write each plan as a completed record with runrecord.RunWriter, the importing
+    environment's provenance and a summary of its episodes, after checking them all: a
+    folder holding this import (`same_import`) is kept, one holding anything else refuses
+    the whole import."""
     result = ImportResult(warnings=list(warnings))
     todo = []
     for plan in plans:
@@ -264,21 +274,16 @@ def write_planned(plans: Sequence[RecordPlan], out: Path, *, packages: Sequence[
         except BaseException as e:
             w.finish(schema.FAILED, error=e)
             raise
-        w.finish(schema.COMPLETED, summary=_summary(plan.episodes))
+        w.finish(schema.COMPLETED, summary=episode_summary(plan.episodes))
     return result
 
 
 def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str, *,
                   fmt: str, declared: Declared, reader: Mapping[str, Any],
                   packages: Sequence[str] = ("numpy",)) -> ImportResult:
-    """Check the import (check_shape), then write each run (write_planned) as a completed
-    record under `<out>/runs/<run_id>/` with `imported` = {format, source root, source
-    files relative to it with SHA-256 and size, what the reader read (`reader`), what was
-    declared}.
-
-    A run imported before from the same files is left as it is; from files that changed
-    since, the import is refused (nothing written) naming the record.
-    """
+    """check_shape, then write_planned under `<out>/runs/<run_id>/`, `imported` holding
+    the format, the source root, each source file's path, SHA-256 and size, what the
+    reader read and what was declared (changed files since an earlier import: refused)."""
     src, out = Path(src), Path(out)
     warnings = check_shape(runs, src, declared) + list(declared.notes)
     plans = []
@@ -296,25 +301,3 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
                                 r.episode_columns(), {"files": files}, ", ".join(rel),
                                 r.read_line()))
     return write_planned(plans, out, packages=packages, warnings=warnings)
-
-
-def write_orb_records(runs: Sequence[Run], out: Path | str) -> ImportResult:
-    """Write runs read from openrlbenchmark's cache (analysis.inputs.orb.read_cached_run)
-    as records under `<out>/runs/wandb_<entity>_<project>_<wandb run id>/`, keeping their
-    run id, `imported` (provenance) and what was declared, so the summary, report and
-    verdicts show them as imported. A folder holding the import of the same wandb run,
-    metric and declarations is kept as it is."""
-    out = Path(out)
-    plans = []
-    for run in runs:
-        p = run.manifest["imported"]
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_",
-                      f"wandb_{p['entity']}_{p['project']}_{p['wandb_run_id']}")
-        keep = ("run_id", "system", "env_id", "seed", "layout", "hyperparameters",
-                "env_protocol", "imported")
-        plans.append(RecordPlan(
-            out / "runs" / name, {k: run.manifest[k] for k in keep},
-            {c: run.episodes[c] for c in schema.EPISODE_COLUMNS},
-            {k: p[k] for k in ("entity", "project", "wandb_run_id", "metric", "declared")},
-            f"wandb run {p['entity']}/{p['project']}/{p['wandb_run_id']}"))
-    return write_planned(plans, out, packages=("numpy",))

@@ -1,34 +1,14 @@
-"""Published per-seed runs: openrlbenchmark's wandb cache as run records, with provenance.
+"""openrlbenchmark's wandb cache (the Cleanba paper's per-seed runs) as runs, with provenance.
 
-The Cleanba paper's learning curves live in public wandb projects (openrlbenchmark/cleanba,
-openrlbenchmark/torchbeast, openrlbenchmark/moolib-atari). openrlbenchmark 0.3.x
-(`openrlbenchmark/cache.py`, `CachedRun`) caches each run it downloads with
-`--scan-history` as
-
-    <cache_dir>/<entity>/<project>/<wandb run id>/run_df.csv   # pandas to_csv of
-                                                            # run.scan_history() rows
-                                                            # (first column: the index)
-    <cache_dir>/<entity>/<project>/<wandb run id>/run.json     # {"id", "name", "state",
-        "url", "project", "entity", "config", "tags", "path", "user": {"username", "name"}}
-
-(`<cache_dir>` is `openrlbenchmark/dataset` inside its site-packages). A run.json with an
-`_attrs` key is openrlbenchmark's legacy format, which it rewrites from the live run; we
-cannot, so we refuse it with a message.
-
-Each cached run becomes an in-memory `runrecord.Run` (status completed when its wandb
-state is `finished`; others are left out with their state) whose manifest carries:
-- `imported`: where it came from (entity, project, wandb run id, url, tags, name, user,
-  the cache folder, the metric read) - shown wherever runs are listed;
-- `system` = the run's `exp_name` (e.g. cleanba_impala_a0_l0_d1_cpu10), `layout.name` =
-  `imported:<entity>/<project>` so group labels say "imported";
-- `env_protocol` and `hyperparameters.total_frames` ONLY as the user declared them
-  (`Declaration`): wandb records neither. An undeclared protocol is the marker
-  analysis.inputs.load.IMPORTED_PROTOCOL (imports pool with each other, but match no record's
-  protocol: the guard refuses the comparison unless explicitly allowed); an undeclared
-  budget is unknown, which the budget guard refuses likewise.
-
-`fetch_wandb` (network: cannot run in this project's CI) writes wandb's public-API runs
-into the same layout, so both paths share `read_cached_run`.
+openrlbenchmark 0.3.x caches each run it downloads with `--scan-history` as
+`<cache>/<entity>/<project>/<wandb run id>/run_df.csv` (pandas' to_csv of
+run.scan_history(): an index column first) beside `run.json` ({"id", "name", "state",
+"url", "project", "entity", "config", "tags", "path", "user"}); a run.json with `_attrs` is
+its legacy format, which only a live run can rewrite, so it is refused. A finished run
+becomes a `runrecord.Run` whose manifest holds `imported` (its wandb provenance), `system`
+= its exp_name, layout `imported:<entity>/<project>`, and the env protocol and frame
+budget only as the user declared them (wandb records neither; undeclared, the guards
+refuse them). `fetch_wandb` (network) writes the same layout.
 """
 
 from __future__ import annotations
@@ -45,9 +25,25 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.inputs.cache import last_frame
-from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet, episode_frames
-from analysis.inputs.protocol import NAMED_PROTOCOLS, named_protocol
+from analysis.importers.build import (
+    ImportedRun,
+    ImportResult,
+    RecordPlan,
+    episode_summary,
+    episodes_in_order,
+    float_column,
+    read_csv_columns,
+    write_planned,
+)
+from analysis.importers.declare import (
+    IMPORTED_LAYOUT_PREFIX,
+    Declared,
+    config_value,
+    declaration,
+    int_seed,
+    read_json_object,
+)
+from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id
 from runrecord import Run, Table, schema
 
@@ -56,7 +52,7 @@ RUN_DF = "run_df.csv"
 RUN_JSON_KEYS = ("id", "name", "state", "url", "project", "entity", "config", "tags", "path")
 PAPER_METRIC = "charts/avg_episodic_return"
 """The metric of the paper's figures and tables (openrlbenchmark's `metric=`)."""
-IMPORTED_LAYOUT_PREFIX = "imported:"
+UNDECLARED = declaration()
 
 
 # ---------------------------------------------------------------- openrlbenchmark CSVs
@@ -70,18 +66,6 @@ class ColumnMap:
     wall_time: str = "_runtime"
 
 
-def _read_csv_columns(path: Path) -> dict[str, list[str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:
-            raise AnalysisError(f"{path}: empty CSV")
-        cols: dict[str, list[str]] = {name: [] for name in reader.fieldnames}
-        for row in reader:
-            for name in reader.fieldnames:
-                cols[name].append(row.get(name) or "")
-    return cols
-
-
 def load_openrlbenchmark_csv(
     path: Path | str,
     *,
@@ -92,47 +76,29 @@ def load_openrlbenchmark_csv(
     frames_per_step: int | None = None,
     group: str = "openrlbenchmark",
 ) -> Run:
-    """One run's exported history as an in-memory Run (status completed).
-
-    Rows without a return (logged at other steps) are skipped. frames = step x
-    `frames_per_step` (default 4 for Atari ids, else 1), because CleanRL/Cleanba log
-    global_step in agent steps.
-    """
+    """One run's exported history as an in-memory Run (status completed): an episode per
+    row with a return; frames = step x `frames_per_step` (default 4 for Atari ids, else
+    1: CleanRL/Cleanba log global_step in agent steps)."""
     path = Path(path)
     if not path.exists():
         raise AnalysisError(f"{path}: no such CSV")
-    cols = _read_csv_columns(path)
+    cols = read_csv_columns(path)
     missing = [c for c in (columns.step, columns.episode_return) if c not in cols]
     if missing:
         raise AnalysisError(
             f"{path}: missing column(s) {missing}; it has {list(cols)}. Map them with "
             "--step-column / --return-column / --time-column"
         )
-
-    def num(name: str) -> np.ndarray:
-        if name not in cols:
-            return np.full(len(cols[columns.step]), np.nan)
-        return np.array([float(v) if v not in ("", "nan", "NaN") else np.nan for v in cols[name]])
-
-    steps, returns, wall = num(columns.step), num(columns.episode_return), num(columns.wall_time)
-    keep = ~np.isnan(returns) & ~np.isnan(steps)
-    order = np.argsort(steps[keep], kind="stable")
-    steps, returns, wall = steps[keep][order], returns[keep][order], wall[keep][order]
     if frames_per_step is None:
         frames_per_step = 4 if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else 1
-    n = len(steps)
-    episodes = Table(
-        {
-            "env_steps": steps,
-            "frames": steps * frames_per_step,
-            "wall_time_s": wall,
-            "env_index": np.zeros(n),
-            "episode_return": returns,
-            "episode_length": np.full(n, np.nan),
-        },
-        n,
-    )
-    updates = Table({c: np.array([], dtype=np.float64) for c in schema.UPDATE_COLUMNS}, 0)
+    steps = float_column(cols[columns.step], path)
+    wall = (float_column(cols[columns.wall_time], path) if columns.wall_time in cols
+            else np.full(len(steps), np.nan))
+    run = episodes_in_order(ImportedRun(
+        env_id, seed, system, group, env_steps=steps, frames=steps * frames_per_step,
+        episode_return=float_column(cols[columns.episode_return], path), wall_time_s=wall,
+        sources=[path]))
+    episodes = run.episode_columns()
     manifest = {
         "schema_version": schema.SCHEMA_VERSION,
         "run_id": f"orb-{system}-{env_id}-{seed}",
@@ -141,99 +107,47 @@ def load_openrlbenchmark_csv(
         "env_id": env_id,
         "seed": seed,
         "layout": {"name": group},
-        # Exports record no env protocol. They are marked as one shared, undeclared
-        # protocol: imports pool with each other, but the protocol guard refuses to
-        # compare them with records that declare theirs (analysis.inputs.protocol).
+        # Exports record no env protocol: one shared, undeclared marker, so imports pool
+        # with each other and the protocol guard refuses them against declared records.
         "env_protocol": dict(IMPORTED_PROTOCOL),
         "status": schema.COMPLETED,
         "source": str(path),
-        "summary": {"frames": float(steps[-1] * frames_per_step) if n else None,
-                    "wall_time_s": float(np.nanmax(wall)) if n and not np.all(np.isnan(wall))
-                    else None},
+        "summary": episode_summary(episodes),
     }
-    return Run(path.parent, manifest, episodes, updates, [])
+    updates = Table({c: np.array([], dtype=np.float64) for c in schema.UPDATE_COLUMNS}, 0)
+    return Run(path.parent, manifest, Table(episodes, len(run.episode_return)), updates, [])
 
 
 def load_openrlbenchmark_dir(
     root: Path | str, *, columns: ColumnMap = ColumnMap(), frames_per_step: int | None = None,
-    declared: Any = None,
+    declared: Declared = UNDECLARED,
 ) -> RunSet:
     """Every run of openrlbenchmark's cache below `root` (`run.json` + `run_df.csv`, read
     by load_orb_cache with provenance and the `declared` protocol/budget) and every
     `<system>/<env_id>/<seed>.csv` export (no provenance, protocol unknown)."""
     root = Path(root)
-    out = load_orb_cache(root, declared or Declaration(), columns=columns,
-                         frames_per_step=frames_per_step)
+    out = load_orb_cache(root, declared, columns=columns, frames_per_step=frames_per_step)
     out.warnings = [w for w in out.warnings if "not an openrlbenchmark cache" not in w]
     for path in sorted(root.rglob("*.csv")):
-        if path.name == RUN_DF and path.with_name("run.json").exists():
+        if path.name == RUN_DF and path.with_name(RUN_JSON).exists():
             continue
-        rel = path.relative_to(root).parts
+        rel, digits = path.relative_to(root).parts, re.sub(r"\D", "", path.stem)
         if len(rel) < 3:
             out.warnings.append(f"{path}: not <system>/<env_id>/<seed>.csv; skipped")
             continue
-        system, env_id = rel[-3], rel[-2]
         try:
-            digits = re.sub(r"\D", "", path.stem)
             if not digits:  # never guess a seed: it identifies the replicate
-                out.left_out.append(LeftOut(
-                    path.stem, "unreadable", f"{path}: no seed in the file name (expected "
-                    "<system>/<env_id>/<seed>.csv, e.g. 1.csv)", str(path)))
-                continue
-            seed = int(digits)
+                raise AnalysisError("no seed in the file name (expected "
+                                    "<system>/<env_id>/<seed>.csv, e.g. 1.csv)")
             out.included.append(load_openrlbenchmark_csv(
-                path, env_id=env_id, system=system, seed=seed, columns=columns,
+                path, env_id=rel[-2], system=rel[-3], seed=int(digits), columns=columns,
                 frames_per_step=frames_per_step))
-        except (KeyError, ValueError) as e:
+        except ValueError as e:
             out.left_out.append(LeftOut(path.stem, "unreadable", f"{path}: {e}", str(path)))
     return out
 
 
-# ---------------------------------------------------------------- what the user declares
-
-@dataclass(frozen=True)
-class Declaration:
-    """The env protocol and frame budget the user vouches for (None: unknown)."""
-
-    protocol: dict[str, Any] | None = None
-    protocol_name: str | None = None
-    frames: float | None = None
-
-    def describe(self) -> str:
-        proto = self.protocol_name or ("declared" if self.protocol else "unknown")
-        frames = f"{self.frames:,.0f}" if self.frames is not None else "unknown"
-        return f"protocol {proto}, frame budget {frames} (declared on import)"
-
-
-def declaration(protocol: str | None = None, frames: float | None = None) -> Declaration:
-    """`protocol`: a name (paper) or a JSON file of EnvPool settings; None = unknown."""
-    proto: dict[str, Any] | None = None
-    name = None
-    if protocol is not None:
-        path = Path(protocol)
-        if protocol in NAMED_PROTOCOLS:
-            proto, name = named_protocol(protocol), protocol
-        elif path.suffix == ".json" and path.exists():
-            proto, name = _read_json_object(path, "a JSON object of EnvPool settings"), str(path)
-        else:
-            named_protocol(protocol)  # raises, listing the valid names
-    if frames is not None and not (math.isfinite(frames) and frames > 0):
-        raise AnalysisError(f"declared frame budget must be > 0, got {frames}")
-    return Declaration(proto, name, None if frames is None else float(frames))
-
-
 # ---------------------------------------------------------------- reading the cache
-
-def _read_json_object(path: Path, what: str) -> dict[str, Any]:
-    """The JSON object in `path`; AnalysisError naming the file and `what` was expected."""
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise AnalysisError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(loaded, dict):
-        raise AnalysisError(f"{path}: expected {what}")
-    return loaded
-
 
 def find_cached_runs(root: Path | str) -> list[Path]:
     """Run folders (holding run.json) below `root`: the cache, an entity, a project or
@@ -245,16 +159,9 @@ def find_cached_runs(root: Path | str) -> list[Path]:
     return sorted(p.parent for p in root.rglob(RUN_JSON))
 
 
-def _unwrap(value: Any) -> Any:
-    """wandb config values may come as {"value": v, "desc": ...} (run files) or plain."""
-    if isinstance(value, dict) and "value" in value and set(value) <= {"value", "desc"}:
-        return value["value"]
-    return value
-
-
 def read_run_json(path: Path) -> dict[str, Any]:
     """run.json of openrlbenchmark's CachedRun.dump_json; config values unwrapped."""
-    meta = _read_json_object(path, "a JSON object")
+    meta = read_json_object(path, "a JSON object")
     if "_attrs" in meta:
         raise AnalysisError(f"{path}: openrlbenchmark's legacy cache format (_attrs); "
                             "re-download it with openrlbenchmark >= 0.2 or fetch_wandb")
@@ -265,9 +172,9 @@ def read_run_json(path: Path) -> dict[str, Any]:
     cfg = meta.get("config") or {}
     if not isinstance(cfg, dict):
         raise AnalysisError(f"{path}: config must be an object")
-    meta["config"] = {k: _unwrap(v) for k, v in cfg.items()}
+    meta["config"] = {k: config_value(cfg, k) for k in cfg}
     for key in ("env_id", "seed"):
-        if key not in meta["config"]:
+        if meta["config"].get(key) is None:
             raise AnalysisError(f"{path}: config has no {key!r} (openrlbenchmark groups runs "
                                 "by config.env_id and config.exp_name)")
     return meta
@@ -284,7 +191,7 @@ def provenance(meta: Mapping[str, Any], run_dir: Path, metric: str) -> dict[str,
             "cache_dir": str(run_dir), "metric": metric}
 
 
-def read_cached_run(run_dir: Path | str, declared: Declaration = Declaration(), *,
+def read_cached_run(run_dir: Path | str, declared: Declared = UNDECLARED, *,
                     columns: ColumnMap = ColumnMap(episode_return=PAPER_METRIC),
                     frames_per_step: int | None = None) -> Run:
     """One cached run as a Run with provenance and the declared protocol/budget."""
@@ -293,12 +200,7 @@ def read_cached_run(run_dir: Path | str, declared: Declaration = Declaration(), 
     cfg = meta["config"]
     exp_name = str(cfg.get("exp_name") or meta["name"])
     env_id = str(cfg["env_id"])
-    raw_seed = cfg["seed"]
-    if isinstance(raw_seed, bool) or not (isinstance(raw_seed, int) or (
-            isinstance(raw_seed, str) and raw_seed.strip().lstrip("-").isdigit())):
-        raise AnalysisError(f"{run_dir / RUN_JSON}: config.seed {raw_seed!r} is not an "
-                            "integer (the seed identifies the replicate)")
-    seed = int(raw_seed)
+    seed = int_seed(cfg["seed"], str(run_dir / RUN_JSON))
     group = f"{IMPORTED_LAYOUT_PREFIX}{meta['entity']}/{meta['project']}"
     run = load_openrlbenchmark_csv(run_dir / RUN_DF, env_id=env_id, system=exp_name,
                                    seed=seed, columns=columns,
@@ -316,7 +218,7 @@ def read_cached_run(run_dir: Path | str, declared: Declaration = Declaration(), 
     return Run(run_dir, m, run.episodes, run.updates, run.warnings)
 
 
-def load_orb_cache(root: Path | str, declared: Declaration = Declaration(), *,
+def load_orb_cache(root: Path | str, declared: Declared = UNDECLARED, *,
                    columns: ColumnMap = ColumnMap(episode_return=PAPER_METRIC),
                    frames_per_step: int | None = None) -> RunSet:
     """Every cached run below `root`; unreadable or unfinished runs are left out, with
@@ -342,6 +244,27 @@ def load_orb_cache(root: Path | str, declared: Declaration = Declaration(), *,
         else:
             out.included.append(run)
     return out
+
+
+def write_orb_records(runs: Sequence[Run], out: Path | str) -> ImportResult:
+    """Runs of read_cached_run as records (write_planned) under
+    `<out>/runs/wandb_<entity>_<project>_<wandb run id>/`, their run id, provenance and
+    declarations kept. A folder holding the import of the same wandb run, metric and
+    declarations is kept as it is."""
+    out = Path(out)
+    plans = []
+    for run in runs:
+        p = run.manifest["imported"]
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_",
+                      f"wandb_{p['entity']}_{p['project']}_{p['wandb_run_id']}")
+        keep = ("run_id", "system", "env_id", "seed", "layout", "hyperparameters",
+                "env_protocol", "imported")
+        plans.append(RecordPlan(
+            out / "runs" / name, {k: run.manifest[k] for k in keep},
+            {c: run.episodes[c] for c in schema.EPISODE_COLUMNS},
+            {k: p[k] for k in ("entity", "project", "wandb_run_id", "metric", "declared")},
+            f"wandb run {p['entity']}/{p['project']}/{p['wandb_run_id']}"))
+    return write_planned(plans, out, packages=("numpy",))
 
 
 def is_imported(run: Run) -> bool:
@@ -388,36 +311,6 @@ def imported_rows(runs: Iterable[Run]) -> list[list[Any]]:
 
 IMPORTED_HEADER = ["run", "env", "seed", "source (wandb entity/project or import)",
                    "wandb run id or file", "url or file hash", "tags", "declared"]
-
-
-# ---------------------------------------------------------------- matching frames
-
-def truncate_run(run: Run, max_frames: float) -> Run:
-    """The run as if it had stopped at `max_frames` (episodes that ended after it dropped)."""
-    keep = episode_frames(run) <= max_frames
-    n = int(keep.sum())
-    episodes = Table({c: np.asarray(run.episodes[c])[keep] for c in run.episodes.names}, n)
-    return Run(run.run_dir, dict(run.manifest), episodes, run.updates, list(run.warnings))
-
-
-def match_frames(mine: Sequence[Run], imported: Sequence[Run], tolerance: float = 0.02
-                 ) -> tuple[list[Run], list[Run], str]:
-    """Cut both sides to the frames both reached: the smaller of the two sides' shortest
-    runs. Returns (mine, imported, a note saying what was cut, '' when nothing was)."""
-    end_mine = min(last_frame(r) for r in mine)
-    end_imp = min(last_frame(r) for r in imported)
-    end = min(end_mine, end_imp)
-    if max(end_mine, end_imp) <= end * (1 + tolerance):
-        return list(mine), list(imported), ""
-    if end_mine < end_imp:
-        note = (f"your runs end at {end_mine:,.0f} frames, the imported ones at "
-                f"{end_imp:,.0f}: compared on your frame range 0..{end:,.0f} (the imported "
-                "runs' scores are taken at that frame, not at their end)")
-    else:
-        note = (f"the imported runs end at {end_imp:,.0f} frames, yours at {end_mine:,.0f}: "
-                f"compared on 0..{end:,.0f}")
-    return ([truncate_run(r, end) for r in mine], [truncate_run(r, end) for r in imported],
-            note)
 
 
 # ---------------------------------------------------------------- writing the cache
