@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import tyro
 
 from analysis.errors import AnalysisError
+from analysis.importers.build import imported_text
 from analysis.importers.declare import declaration
-from analysis.importers.orb import ColumnMap, imported_text, load_openrlbenchmark_dir
+from analysis.importers.orb import ColumnMap, load_openrlbenchmark_dir
 from analysis.inputs.env_versions import parse_env_map
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.inputs.records import load_records
@@ -101,11 +102,16 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
             raise AnalysisError(f"--points must be >= 2, got {self.points}")
         columns = ColumnMap(self.step_column, self.return_column, self.time_column)
         declared = declaration(self.orb_protocol, self.orb_frames)
-        return load_records(self.inputs, more=[
-            partial(load_openrlbenchmark_dir, d, columns=columns,
-                    frames_per_step=self.frames_per_step, declared=declared)
-            for d in self.orb], where=self.where, use_cache=not self.no_cache,
-            env_map=parse_env_map(self.env_map))
+
+        def read_orb(d: Path) -> RunSet:
+            if not d.is_dir():
+                raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
+            return load_openrlbenchmark_dir(d, columns=columns, declared=declared,
+                                            frames_per_step=self.frames_per_step)
+
+        return load_records(self.inputs, more=[partial(read_orb, d) for d in self.orb],
+                            where=self.where, use_cache=not self.no_cache,
+                            env_map=parse_env_map(self.env_map))
 
     def analysis(self, separate_systems: bool = True) -> Analysis:
         rs = self.runset()

@@ -24,7 +24,7 @@ from analysis.cli.common import (
     print_warnings,
 )
 from analysis.errors import AnalysisError
-from analysis.importers.orb import is_imported
+from analysis.importers.build import is_imported
 from analysis.inputs.keys import check_keys
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers

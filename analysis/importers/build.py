@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.importers.declare import MAX_SEED_VALUES, Declared
-from runrecord import RunWriter, schema
+from runrecord import Run, RunWriter, schema
 from runrecord.ids import run_id as definition_id
 from runrecord.provenance import collect
 
@@ -116,12 +116,26 @@ def read_csv_columns(path: Path) -> dict[str, list[str]]:
     return dict(zip(header, cols, strict=True))
 
 
-def float_column(cells: Sequence[str], where: Path | str) -> np.ndarray:
+def float_column(cells: Sequence[str], what: str = "a column") -> np.ndarray:
     """The cells as floats, an empty cell as NaN; AnalysisError on another non-number."""
     try:
         return np.array([float(c) if c.strip() else np.nan for c in cells], dtype=np.float64)
     except ValueError as e:
-        raise AnalysisError(f"{where}: a column holds a non-number ({e})") from None
+        raise AnalysisError(f"{what} holds a non-number ({e})") from None
+
+
+def history_columns(cols: Mapping[str, Sequence[str]], where: Path | str, step: str,
+                    value: str, time: str, flags: str, what: str = "a column"
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, values, seconds: NaN without a time column) of a logged history's columns;
+    AnalysisError naming the `flags` that map a missing step or value column."""
+    missing = [c for c in (step, value) if c not in cols]
+    if missing:
+        raise AnalysisError(f"{where}: missing column(s) {missing}; it has {list(cols)}. "
+                            f"Map them with {flags}")
+    steps, values = float_column(cols[step], what), float_column(cols[value], what)
+    return steps, values, (float_column(cols[time], what) if time in cols
+                           else np.full(len(steps), np.nan))
 
 
 # ---------------------------------------------------------------- shape checks
@@ -301,3 +315,44 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
                                 r.episode_columns(), {"files": files}, ", ".join(rel),
                                 r.read_line()))
     return write_planned(plans, out, packages=packages, warnings=warnings)
+
+
+# ---------------------------------------------------------------- provenance, shown
+
+def is_imported(run: Run) -> bool:
+    """The run came from another tool (openrlbenchmark's cache, or `analysis import`)."""
+    return isinstance(run.manifest.get("imported"), dict)
+
+
+def _source(p: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(where from, its id, its url) of an `imported` block: wandb via openrlbenchmark,
+    or an `analysis import` of files (format, first source file, sha256 prefix)."""
+    if "format" in p:
+        files = p.get("files") or [{}]
+        more = f" (+{len(files) - 1} more)" if len(files) > 1 else ""
+        return (f"{p['format']} import of {p.get('source_root')}",
+                f"{files[0].get('path')}{more}", f"sha256 {str(files[0].get('sha256'))[:12]}")
+    return (f"wandb {p.get('entity')}/{p.get('project')}", str(p.get("wandb_run_id")),
+            str(p.get("url")))
+
+
+def imported_text(run: Run) -> str:
+    """'imported from wandb openrlbenchmark/cleanba run 1a2b3c (url) tags [...]', or
+    'imported from tensorboard import of <src> run <file> (sha256 ...)'."""
+    p = run.manifest.get("imported") or {}
+    tags = f", tags {p.get('tags')}" if p.get("tags") else ""
+    where, ident, url = _source(p)
+    return f"imported from {where} run {ident} ({url}){tags}; {p.get('declared', '')}"
+
+
+def imported_rows(runs: Iterable[Run]) -> list[list[Any]]:
+    """Rows for an 'imported runs' table: run, env, seed, source (wandb entity/project, or
+    the import's format and folder), its id (wandb run id, or first file), url (or file
+    hash), tags, what was declared."""
+    return [[r.run_id, r.manifest.get("env_id"), r.manifest.get("seed"), *_source(p),
+             " ".join(map(str, p.get("tags") or [])), p.get("declared", "")]
+            for r in runs if is_imported(r) for p in [r.manifest["imported"]]]
+
+
+IMPORTED_HEADER = ["run", "env", "seed", "source (wandb entity/project or import)",
+                   "wandb run id or file", "url or file hash", "tags", "declared"]

@@ -106,12 +106,17 @@ def parse_protocol(spec: Sequence[str], source_label: str) -> tuple[dict[str, An
 
 def declaration(protocol: str | None = None, frames: float | None = None) -> Declared:
     """What is declared for openrlbenchmark's runs (--orb-protocol/--orb-frames,
-    orb-import's --protocol/--frames); None: undeclared, which the guards refuse."""
-    check_positive(frames, "the declared frame budget")
+    orb-import's --protocol/--frames): a protocol name or a JSON file of EnvPool settings;
+    None: undeclared, which the guards refuse."""
+    check_positive(frames, "declared frame budget")
     frames = None if frames is None else float(frames)
     if protocol is None:
         return Declared(None, "unknown", frames=frames)
-    return Declared(*parse_protocol([protocol], "openrlbenchmark"), frames=frames)
+    path = Path(protocol)
+    if path.suffix == ".json" and path.exists():
+        settings = read_json_object(path, "a JSON object of EnvPool settings")
+        return Declared(settings, str(path), frames=frames)
+    return Declared(named_protocol(protocol), protocol, frames=frames)  # or refused by name
 
 
 def read_json_object(path: Path, what: str, label: str | None = None) -> dict[str, Any]:
@@ -206,42 +211,30 @@ def patterns_for(declared: Declared, defaults: Sequence[str]) -> list[str]:
     return list(defaults)
 
 
-def resolve_seed(declared: Declared, found: int | None, where: str, runs_in_src: int) -> int:
-    """The run's seed: --seed, else what the path or file gave; refused otherwise."""
+def identify(declared: Declared, facts: PathFacts, where: str, runs_in_src: int, fmt: str,
+             task: Any = None, seed: int | None = None, system: Any = None) -> dict[str, Any]:
+    """ImportedRun's env_id, seed, system and layout: each as declared, else as the run's
+    path gave it (`facts`), else as its file did (task, seed, system), else the format's
+    default. An unknown task or seed is refused, and so is one --seed for several runs."""
+    task = declared.task or facts.task or task
+    if not task:
+        raise AnalysisError(
+            f"missing fact: the task (env id) of the run at {where}. Declare it with --task "
+            "(e.g. Breakout-v5), or name it with --path-pattern ((?P<task>[^/]+))")
+    seed = seed if facts.seed is None else facts.seed
     if declared.seed is not None:
         if runs_in_src > 1:
             raise AnalysisError(
                 f"--seed {declared.seed} names one run's seed, but the source holds "
                 f"{runs_in_src} runs (they would all be one seed). Import one run at a time, "
                 "or let the paths give the seeds (--path-pattern with (?P<seed>\\d+))")
-        return declared.seed
-    if found is None:
+        seed = declared.seed
+    elif seed is None:
         raise AnalysisError(
             f"missing fact: the seed of the run at {where}: its path does not give one. "
             "Declare it with --seed N (one run per import), or name it with --path-pattern "
             "(a regular expression with (?P<seed>\\d+), e.g. 'run(?P<seed>\\d+)')")
-    return found
-
-
-def resolve_task(declared: Declared, found: str | None, where: str) -> str:
-    """The run's task (env id): --task, else what the path or file gave; refused otherwise."""
-    task = declared.task or found
-    if not task:
-        raise AnalysisError(
-            f"missing fact: the task (env id) of the run at {where}. Declare it with --task "
-            "(e.g. Breakout-v5), or name it with --path-pattern ((?P<task>[^/]+))")
-    return task
-
-
-def identify(declared: Declared, facts: PathFacts, where: str, runs_in_src: int, fmt: str,
-             task: Any = None, seed: int | None = None, system: Any = None) -> dict[str, Any]:
-    """ImportedRun's env_id, seed, system and layout: each as declared, else as the run's
-    path gave it (`facts`), else as its file did (task, seed, system), else the format's
-    default; an unknown task or seed is refused."""
-    task = facts.task or task
-    return {"env_id": resolve_task(declared, None if task is None else str(task), where),
-            "seed": resolve_seed(declared, seed if facts.seed is None else facts.seed, where,
-                                 runs_in_src),
+    return {"env_id": str(task), "seed": seed,
             "system": str(declared.system or facts.system or system or fmt),
             "layout": declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}{fmt}"}
 

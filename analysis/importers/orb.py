@@ -17,7 +17,7 @@ import csv
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from analysis.importers.build import (
     RecordPlan,
     episode_summary,
     episodes_in_order,
-    float_column,
+    history_columns,
     read_csv_columns,
     write_planned,
 )
@@ -82,22 +82,14 @@ def load_openrlbenchmark_csv(
     path = Path(path)
     if not path.exists():
         raise AnalysisError(f"{path}: no such CSV")
-    cols = read_csv_columns(path)
-    missing = [c for c in (columns.step, columns.episode_return) if c not in cols]
-    if missing:
-        raise AnalysisError(
-            f"{path}: missing column(s) {missing}; it has {list(cols)}. Map them with "
-            "--step-column / --return-column / --time-column"
-        )
+    steps, returns, wall = history_columns(
+        read_csv_columns(path), path, columns.step, columns.episode_return, columns.wall_time,
+        "--step-column / --return-column / --time-column")
     if frames_per_step is None:
         frames_per_step = 4 if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else 1
-    steps = float_column(cols[columns.step], path)
-    wall = (float_column(cols[columns.wall_time], path) if columns.wall_time in cols
-            else np.full(len(steps), np.nan))
     run = episodes_in_order(ImportedRun(
         env_id, seed, system, group, env_steps=steps, frames=steps * frames_per_step,
-        episode_return=float_column(cols[columns.episode_return], path), wall_time_s=wall,
-        sources=[path]))
+        episode_return=returns, wall_time_s=wall, sources=[path]))
     episodes = run.episode_columns()
     manifest = {
         "schema_version": schema.SCHEMA_VERSION,
@@ -127,7 +119,6 @@ def load_openrlbenchmark_dir(
     `<system>/<env_id>/<seed>.csv` export (no provenance, protocol unknown)."""
     root = Path(root)
     out = load_orb_cache(root, declared, columns=columns, frames_per_step=frames_per_step)
-    out.warnings = [w for w in out.warnings if "not an openrlbenchmark cache" not in w]
     for path in sorted(root.rglob("*.csv")):
         if path.name == RUN_DF and path.with_name(RUN_JSON).exists():
             continue
@@ -148,16 +139,6 @@ def load_openrlbenchmark_dir(
 
 
 # ---------------------------------------------------------------- reading the cache
-
-def find_cached_runs(root: Path | str) -> list[Path]:
-    """Run folders (holding run.json) below `root`: the cache, an entity, a project or
-    one run folder."""
-    root = Path(root)
-    if not root.is_dir():
-        raise AnalysisError(f"{root}: no such folder (expected openrlbenchmark's cache: "
-                            "<entity>/<project>/<run id>/run.json + run_df.csv)")
-    return sorted(p.parent for p in root.rglob(RUN_JSON))
-
 
 def read_run_json(path: Path) -> dict[str, Any]:
     """run.json of openrlbenchmark's CachedRun.dump_json; config values unwrapped."""
@@ -221,13 +202,14 @@ def read_cached_run(run_dir: Path | str, declared: Declared = UNDECLARED, *,
 def load_orb_cache(root: Path | str, declared: Declared = UNDECLARED, *,
                    columns: ColumnMap = ColumnMap(episode_return=PAPER_METRIC),
                    frames_per_step: int | None = None) -> RunSet:
-    """Every cached run below `root`; unreadable or unfinished runs are left out, with
-    the reason."""
+    """Every cached run (a folder holding run.json) below `root`: the cache, an entity, a
+    project or one run folder; unreadable or unfinished runs are left out, with the reason."""
+    root = Path(root)
+    if not root.is_dir():
+        raise AnalysisError(f"{root}: no such folder (expected openrlbenchmark's cache: "
+                            "<entity>/<project>/<run id>/run.json + run_df.csv)")
     out = RunSet()
-    dirs = find_cached_runs(root)
-    if not dirs:
-        out.warnings.append(f"{root}: no {RUN_JSON} below it (not an openrlbenchmark cache)")
-    for d in dirs:
+    for d in sorted(p.parent for p in root.rglob(RUN_JSON)):
         try:
             run = read_cached_run(d, declared, columns=columns, frames_per_step=frames_per_step)
         except AnalysisError as e:
@@ -267,50 +249,10 @@ def write_orb_records(runs: Sequence[Run], out: Path | str) -> ImportResult:
     return write_planned(plans, out, packages=("numpy",))
 
 
-def is_imported(run: Run) -> bool:
-    """The run came from another tool (openrlbenchmark's cache, or `analysis import`)."""
-    return isinstance(run.manifest.get("imported"), dict)
-
-
 def is_orb_import(run: Run) -> bool:
     """The run is a published run read from openrlbenchmark's cache (not the user's)."""
     p = run.manifest.get("imported")
     return isinstance(p, dict) and p.get("via") == "openrlbenchmark cache"
-
-
-def _source(p: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(where from, its id, its url) of an `imported` block: wandb via openrlbenchmark,
-    or an `analysis import` of files (format, first source file, sha256 prefix)."""
-    if "format" in p:
-        files = p.get("files") or [{}]
-        more = f" (+{len(files) - 1} more)" if len(files) > 1 else ""
-        return (f"{p['format']} import of {p.get('source_root')}",
-                f"{files[0].get('path')}{more}", f"sha256 {str(files[0].get('sha256'))[:12]}")
-    return (f"wandb {p.get('entity')}/{p.get('project')}", str(p.get("wandb_run_id")),
-            str(p.get("url")))
-
-
-def imported_text(run: Run) -> str:
-    """'imported from wandb openrlbenchmark/cleanba run 1a2b3c (url) tags [...]', or
-    'imported from tensorboard import of <src> run <file> (sha256 ...)'."""
-    p = run.manifest.get("imported") or {}
-    tags = f", tags {p.get('tags')}" if p.get("tags") else ""
-    where, ident, url = _source(p)
-    return f"imported from {where} run {ident} ({url}){tags}; {p.get('declared', '')}"
-
-
-def imported_rows(runs: Iterable[Run]) -> list[list[Any]]:
-    """Rows for an 'imported runs' table: run, env, seed, source (wandb entity/project, or
-    the import's format and folder), its id (wandb run id, or first file), url (or file
-    hash), tags, what was declared."""
-    return [[r.run_id, r.manifest.get("env_id"), r.manifest.get("seed"), *_source(p)[:1],
-             _source(p)[1], _source(p)[2], " ".join(map(str, p.get("tags") or [])),
-             p.get("declared", "")]
-            for r in runs if is_imported(r) for p in [r.manifest["imported"]]]
-
-
-IMPORTED_HEADER = ["run", "env", "seed", "source (wandb entity/project or import)",
-                   "wandb run id or file", "url or file hash", "tags", "declared"]
 
 
 # ---------------------------------------------------------------- writing the cache

@@ -23,6 +23,7 @@ from analysis.importers.build import (
     ImportedRun,
     episodes_in_order,
     float_column,
+    history_columns,
     read_csv_columns,
 )
 from analysis.importers.declare import (
@@ -48,6 +49,7 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 MAGIC = 0xBEE1
 RETURN_KEY = "charts/episodic_return"
 STEP_KEY = "global_step"
+EXPORT_COLUMN = "a W&B export column"  # names a CSV column in an error
 
 
 def log_records(path: Path) -> Iterator[bytes]:
@@ -232,29 +234,29 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
             runs += _panel_runs(f, where, cols, panel, suffix, declared, patterns, step, fps,
                                 n_files=len(files))
             continue
-        missing = [c for c in (step, metric) if c not in cols]
-        if missing:
-            raise AnalysisError(f"{where}: missing column(s) {missing}; it has {header}. "
-                                "Name them with --step / --metric")
-        steps, returns = float_column(cols[step], where), float_column(cols[metric], where)
-        _one_history(where, steps, returns, step, metric)
+        _one_history(where, cols, step, metric)
         facts = path_facts(where, patterns)
-        wall = float_column(cols[time], where) if time in cols else np.full(len(steps), np.nan)
+        ident = identify(declared, facts, where, len(files), "wandb")
+        steps, returns, wall = history_columns(
+            cols, f, step, metric, time, "--step-column / --return-column / --time-column",
+            EXPORT_COLUMN)
         runs.append(episodes_in_order(ImportedRun(
-            **identify(declared, facts, where, len(files), "wandb"), env_steps=steps,
-            frames=steps * fps, episode_return=returns, wall_time_s=wall, sources=[f],
-            details={"file": where}, rows_read=int(np.sum(np.isfinite(steps + returns))),
+            **ident, env_steps=steps, frames=steps * fps, episode_return=returns,
+            wall_time_s=wall, sources=[f], details={"file": where},
+            rows_read=int(np.sum(np.isfinite(steps + returns))),
             used=[f"column {c}" for c in (step, metric, time) if c in header],
             ignored=[f"column {c}" for c in header if c not in (step, metric, time)])))
     return runs
 
 
-def _one_history(where: str, steps: np.ndarray, values: np.ndarray, step: str, metric: str
-                 ) -> None:
+def _one_history(where: str, cols: dict[str, list[str]], step: str, metric: str) -> None:
     """Refuse a history export that holds several runs (histories written one after
     another, e.g. a concatenation of run.history() frames): its steps go back. Several
     returns at one step are one run (CleanRL logs each env's episodes at the step they
     end)."""
+    if step not in cols or metric not in cols:
+        return  # history_columns names what is missing
+    steps, values = float_column(cols[step], EXPORT_COLUMN), float_column(cols[metric], EXPORT_COLUMN)
     steps = steps[np.isfinite(values) & np.isfinite(steps)]
     back = np.flatnonzero(np.diff(steps) < 0)
     if len(back):
@@ -279,13 +281,13 @@ def _panel_runs(f: Path, where: str, cols: dict[str, list[str]], panel: list[str
         f"{where}: a chart's export holds the points the chart drew, and W&B samples long "
         "histories for charts: prefer the runs' history exports or offline runs, which hold "
         "every episode")
-    steps = float_column(cols[step], where)
+    steps = float_column(cols[step], EXPORT_COLUMN)
     runs = []
     for col in panel:
         name = col[: -len(suffix)]
         at = f"{where}/{name}"
         facts = path_facts(at, patterns)
-        values = float_column(cols[col], where)
+        values = float_column(cols[col], EXPORT_COLUMN)
         keep = np.isfinite(values)
         runs.append(episodes_in_order(ImportedRun(
             **identify(declared, facts, at, n_files * len(panel), "wandb"),

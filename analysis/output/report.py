@@ -19,7 +19,7 @@ import numpy as np
 
 from analysis.atari5.estimate import report_table as atari5_report_table
 from analysis.errors import AnalysisError
-from analysis.importers.orb import IMPORTED_HEADER, imported_rows
+from analysis.importers.build import IMPORTED_HEADER, imported_rows
 from analysis.inputs.keys import check_keys
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
 from analysis.json_file import write_json
