@@ -121,7 +121,7 @@ def test_plan_seeds_cli_from_pilot_runs_and_from_a_given_sd(tmp_path, capsys):
 
 
 def test_openrlbenchmark_csv_without_a_seed_in_its_name_is_left_out(tmp_path):
-    from analysis.inputs.orb import load_openrlbenchmark_dir
+    from analysis.importers.orb import load_openrlbenchmark_dir
 
     p = tmp_path / "cleanrl-ppo" / "CartPole-v1" / "final.csv"
     p.parent.mkdir(parents=True)

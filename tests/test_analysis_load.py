@@ -9,8 +9,8 @@ from synthetic_records import write_synthetic_run
 
 from analysis.cli import main
 from analysis.errors import AnalysisError
+from analysis.importers.orb import ColumnMap, load_openrlbenchmark_csv, load_openrlbenchmark_dir
 from analysis.inputs.load import final_return, load_published_table, load_runs
-from analysis.inputs.orb import ColumnMap, load_openrlbenchmark_csv, load_openrlbenchmark_dir
 from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
 from analysis.scales.normalize import get_normaliser, normalise, parse_normalisers
 from analysis.scoring.scores import binned_curve

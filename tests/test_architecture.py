@@ -40,7 +40,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stats", ("analysis.stats",)),
     ("scales", ("analysis.scales",)),
     ("inputs", ("analysis.inputs",)),
-    ("importers", ("analysis.importers",)),  # other tools' runs -> run records
+    ("importers", ("analysis.importers",)),  # other tools' runs (openrlbenchmark too) -> records
     ("scoring", ("analysis.scoring",)),
     ("atari5", ("analysis.atari5",)),
     ("verdicts", ("analysis.verdicts",)),
@@ -232,7 +232,7 @@ def upward_imports(graph: dict[str, set[str]], package: str) -> tuple[list[str],
 def test_graph_sees_imports():
     """The parser finds real edges, function-level ones included (a check that can fail)."""
     graph = import_graph()
-    assert "analysis.inputs.load" in graph["analysis.inputs.orb"]
+    assert "analysis.inputs.load" in graph["analysis.importers.orb"]
     assert "analysis.inputs.load" in graph["harness.adaptive.run"]
     assert "analysis.verdicts.equivalence" in graph["calibration.pairs"]  # a package above
     assert len(graph) > 60

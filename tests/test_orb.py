@@ -1,4 +1,4 @@
-"""Published per-seed runs from openrlbenchmark's cache (analysis.inputs.orb) against ours.
+"""Published per-seed runs from openrlbenchmark's cache (analysis.importers.orb) against ours.
 
 The cache is written exactly as openrlbenchmark 0.3.1's CachedRun writes it
 (<cache>/<entity>/<project>/<run id>/run_df.csv via pandas DataFrame.to_csv of the
@@ -17,7 +17,8 @@ import pandas as pd
 from synthetic_records import final_score_history, write_final_score_run
 
 from analysis.cli import main
-from analysis.inputs.orb import declaration, load_orb_cache, read_cached_run, write_cached_run
+from analysis.importers.declare import declaration
+from analysis.importers.orb import load_orb_cache, read_cached_run, write_cached_run
 
 ENTITY, PROJECT, EXP = "openrlbenchmark", "cleanba", "cleanba_impala_a0_l0_d1_cpu10"
 # Seeds 1 HNS apart at most (per-seed IQM sd ~0.03 HNS): equal data passes at delta 0.16.

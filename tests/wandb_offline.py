@@ -25,7 +25,8 @@ def check_openrlbenchmark_keys(offline_dir: Path, record: Any) -> None:
     written in openrlbenchmark's cache layout, reads back as the same episodes' scores."""
     import numpy as np
 
-    from analysis.inputs.orb import declaration, read_cached_run, write_cached_run
+    from analysis.importers.declare import declaration
+    from analysis.importers.orb import read_cached_run, write_cached_run
 
     history, config = read_offline_run(offline_dir)
     m = record.manifest

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import tyro
 
 from analysis.errors import AnalysisError
+from analysis.importers.build import imported_text
+from analysis.importers.declare import declaration
+from analysis.importers.orb import ColumnMap, load_openrlbenchmark_dir
 from analysis.inputs.env_versions import parse_env_map
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
-from analysis.inputs.orb import (
-    ColumnMap,
-    declaration,
-    imported_text,
-)
 from analysis.inputs.records import load_records
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.grouping import (
@@ -101,11 +100,18 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
             raise AnalysisError(f"--last-n must be >= 1, got {self.last_n}")
         if self.points < 2:
             raise AnalysisError(f"--points must be >= 2, got {self.points}")
-        return load_records(self.inputs, orb=self.orb, columns=ColumnMap(
-            self.step_column, self.return_column, self.time_column),
-            frames_per_step=self.frames_per_step,
-            declared=declaration(self.orb_protocol, self.orb_frames), where=self.where,
-            use_cache=not self.no_cache, env_map=parse_env_map(self.env_map))
+        columns = ColumnMap(self.step_column, self.return_column, self.time_column)
+        declared = declaration(self.orb_protocol, self.orb_frames)
+
+        def read_orb(d: Path) -> RunSet:
+            if not d.is_dir():
+                raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
+            return load_openrlbenchmark_dir(d, columns=columns, declared=declared,
+                                            frames_per_step=self.frames_per_step)
+
+        return load_records(self.inputs, more=[partial(read_orb, d) for d in self.orb],
+                            where=self.where, use_cache=not self.no_cache,
+                            env_map=parse_env_map(self.env_map))
 
     def analysis(self, separate_systems: bool = True) -> Analysis:
         rs = self.runset()

@@ -23,14 +23,9 @@ from analysis.cli.common import (
     print_warnings,
 )
 from analysis.errors import AnalysisError
-from analysis.importers.build import write_orb_records
+from analysis.importers.declare import declaration
+from analysis.importers.orb import ColumnMap, fetch_wandb, load_orb_cache, write_orb_records
 from analysis.inputs.load import load_published_table
-from analysis.inputs.orb import (
-    ColumnMap,
-    declaration,
-    fetch_wandb,
-    load_orb_cache,
-)
 from analysis.inputs.published_data import resolve_published_table
 from analysis.inputs.records import parse_key_values
 from analysis.json_file import write_json

@@ -24,10 +24,8 @@ from analysis.cli.common import (
     print_warnings,
 )
 from analysis.errors import AnalysisError
+from analysis.importers.build import is_imported
 from analysis.inputs.keys import check_keys
-from analysis.inputs.orb import (
-    is_imported,
-)
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.aggregates import AGGREGATE_REPS, aggregate_groups, summary_table

@@ -1,12 +1,7 @@
 """Runs from other tools as run records: long tables (CSV, Parquet), TensorBoard event
-files, Monitor CSVs (SB3, gymnasium), W&B offline runs and W&B history CSV exports.
-
-`import_runs(format, SRC, OUT, protocol=..., ...)` is `python -m analysis import <format>
-SRC --out OUT ...`: it reads every run below SRC, refuses (AnalysisError, exit 2, nothing
-written) when a fact it cannot read is undeclared or the shape is wrong, and writes each
-run with runrecord's writer, provenance included (docs/analysis.md, "Your runs from
-elsewhere"). The readers import their format's library (tensorboard, pyarrow, wandb) only
-when called.
+files, Monitor CSVs (SB3, gymnasium), W&B offline runs and W&B history CSV exports
+(`python -m analysis import <format>`), and openrlbenchmark's cache (`orb`). Each format's
+library (tensorboard, pyarrow, wandb) is imported only by its reader.
 """
 
 from __future__ import annotations
@@ -32,20 +27,6 @@ FORMATS = ("table", "tensorboard", "monitor", "wandb", "wandb-csv")
 
 _PACKAGES = {"table": ("numpy", "pyarrow"), "tensorboard": ("numpy", "tensorboard"),
              "monitor": ("numpy",), "wandb": ("numpy", "wandb"), "wandb-csv": ("numpy",)}
-
-
-def declare(src: Path | str, fmt: str, *, protocol: Sequence[str] | str,
-            frames_per_step: float | None = None, frames: float | None = None,
-            seed: int | None = None, task: str | None = None, system: str | None = None,
-            layout: str | None = None, path_pattern: str | None = None,
-            allow_many_seeds: bool = False) -> Declared:
-    """The user's declarations for one import, checked (AnalysisError names a bad one)."""
-    words = [protocol] if isinstance(protocol, str) else list(protocol)
-    proto, text = parse_protocol(words, f"{fmt}:{Path(src).name}")
-    check_positive(frames_per_step, "--frames-per-step")
-    check_positive(frames, "--frames")
-    return Declared(proto, text, frames_per_step, frames, seed, task, system, layout,
-                    path_pattern, allow_many_seeds)
 
 
 def read_runs(fmt: str, src: Path | str, declared: Declared, **options: Any
@@ -82,14 +63,17 @@ def import_runs(fmt: str, src: Path | str, out: Path | str, *,
                 path_pattern: str | None = None, allow_many_seeds: bool = False,
                 **options: Any) -> ImportResult:
     """Import every run of `fmt` below `src` as run records under `out` (a sweep folder:
-    `out/runs/<run_id>/`). The declarations are those of the CLI flags of the same names;
-    `options` are the format's own (read_runs). Nothing is written when anything is
-    refused."""
+    `out/runs/<run_id>/`); AnalysisError (exit 2, nothing written) for anything refused.
+    The declarations are those of the CLI flags of the same names; `options` are the
+    format's own (read_runs)."""
     if not Path(src).exists():
         raise AnalysisError(f"{src}: no such file or folder")
-    declared = declare(src, fmt, protocol=protocol, frames_per_step=frames_per_step,
-                       frames=frames, seed=seed, task=task, system=system, layout=layout,
-                       path_pattern=path_pattern, allow_many_seeds=allow_many_seeds)
+    proto, text = parse_protocol([protocol] if isinstance(protocol, str) else list(protocol),
+                                 f"{fmt}:{Path(src).name}")
+    check_positive(frames_per_step, "--frames-per-step")
+    check_positive(frames, "--frames")
+    declared = Declared(proto, text, frames_per_step, frames, seed, task, system, layout,
+                        path_pattern, allow_many_seeds)
     runs, reader, notes = read_runs(fmt, src, declared, **options)
     result = write_records(runs, src, out, fmt=fmt, declared=declared, reader=reader,
                            packages=_PACKAGES.get(fmt, ("numpy",)))
@@ -97,5 +81,5 @@ def import_runs(fmt: str, src: Path | str, out: Path | str, *,
     return result
 
 
-__all__ = ["FORMATS", "Declared", "ImportResult", "ImportedRun", "TableColumns", "declare",
-           "import_runs", "read_runs"]
+__all__ = ["FORMATS", "Declared", "ImportResult", "ImportedRun", "TableColumns", "import_runs",
+           "read_runs"]

@@ -1,21 +1,18 @@
 """Imported runs -> run records: shape checks, provenance, and the one writer of them.
 
-Every importer reads its files into `ImportedRun`s (episodes in memory, the source files
-they came from); `write_records` checks the whole import first and writes nothing when a
-check fails. `write_orb_records` does the same for runs read from openrlbenchmark's
-cache. Both hand `RecordPlan`s to `write_planned`, which writes one record per run with
-`runrecord.RunWriter` (the writer our trainers use), so summary, verdicts, report, cache
-and adaptive looks read them unchanged, and both kinds of import alike.
+Every importer reads its files into `ImportedRun`s; `write_records` checks the whole
+import and writes nothing when a check fails. `write_planned` writes each run with
+`runrecord.RunWriter` (the writer our trainers use), for file imports and orb-import alike.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import math
-import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,19 +101,49 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def read_csv_columns(path: Path) -> dict[str, list[str]]:
+    """{column: its cells} of a CSV file with a header row (a short row padded with "")."""
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if not header:
+            raise AnalysisError(f"{path}: empty CSV")
+        cols: list[list[str]] = [[] for _ in header]
+        for row in reader:
+            if row:
+                for i, col in enumerate(cols):
+                    col.append(row[i] if i < len(row) else "")
+    return dict(zip(header, cols, strict=True))
+
+
+def float_column(cells: Sequence[str], what: str = "a column") -> np.ndarray:
+    """The cells as floats, an empty cell as NaN; AnalysisError on another non-number."""
+    try:
+        return np.array([float(c) if c.strip() else np.nan for c in cells], dtype=np.float64)
+    except ValueError as e:
+        raise AnalysisError(f"{what} holds a non-number ({e})") from None
+
+
+def history_columns(cols: Mapping[str, Sequence[str]], where: Path | str, step: str,
+                    value: str, time: str, flags: str, what: str = "a column"
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, values, seconds: NaN without a time column) of a logged history's columns;
+    AnalysisError naming the `flags` that map a missing step or value column."""
+    missing = [c for c in (step, value) if c not in cols]
+    if missing:
+        raise AnalysisError(f"{where}: missing column(s) {missing}; it has {list(cols)}. "
+                            f"Map them with {flags}")
+    steps, values = float_column(cols[step], what), float_column(cols[value], what)
+    return steps, values, (float_column(cols[time], what) if time in cols
+                           else np.full(len(steps), np.nan))
+
+
 # ---------------------------------------------------------------- shape checks
 
 def check_shape(runs: Sequence[ImportedRun], src: Path, declared: Declared) -> list[str]:
-    """Refuse an import that cannot be a set of seeds; return warnings for odd shapes.
-
-    - no run, a run without an episode, a seed < 0: refused;
-    - two sources giving the same (system, layout, task, seed): refused (they would be one
-      seed counted twice, or a run split in two);
-    - more than MAX_SEED_VALUES seeds for one task and system: refused unless
-      declared.allow_many_seeds (it is almost surely episodes or steps read as seeds);
-    - a run whose episodes all end at one step: a warning (no curve; a table of final
-      scores gives this).
-    """
+    """Refuse an import that cannot be a set of seeds (no run or episode, a negative or
+    repeated seed, more than MAX_SEED_VALUES seeds of one task unless allowed); return
+    warnings for odd shapes (every episode of a run ending at one step)."""
     if not runs:
         raise AnalysisError(f"{src}: no run found to import")
     warnings: list[str] = []
@@ -160,7 +187,7 @@ def record_definition(run: ImportedRun, declared: Declared, fmt: str,
     return {"system": run.system, "architecture": None, "env_id": run.env_id,
             "seed": run.seed, "layout": {"name": run.layout},
             "hyperparameters": {} if declared.frames is None else {"total_frames": declared.frames},
-            "env_protocol": dict(declared.protocol),
+            "env_protocol": dict(declared.protocol or {}),
             "imported": {"format": fmt, "sources": list(rel_sources)}}
 
 
@@ -178,7 +205,8 @@ def _episode_rows(columns: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     return [{c: _cell(lists[c][i]) for c in schema.EPISODE_COLUMNS} for i in range(n)]
 
 
-def _summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
+def episode_summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """A record's `summary` of its episodes: the last step, frame and time reached."""
     def last(name: str) -> float | None:
         a = np.asarray(columns[name], dtype=np.float64)
         finite = a[np.isfinite(a)]
@@ -229,14 +257,10 @@ def _earlier_import(manifest_path: Path, same: Mapping[str, Any]) -> bool:
 
 def write_planned(plans: Sequence[RecordPlan], out: Path, *, packages: Sequence[str],
                   warnings: Sequence[str] = ()) -> ImportResult:
-    """The one writer of imported records (file importers and openrlbenchmark's cache).
-
-    Every plan is checked before anything is written: a folder already holding this import
-    (`same_import`) is left as it is; one holding anything else refuses the whole import.
-    Then each run is written with runrecord.RunWriter (atomic manifest, the trainers'
-    CSV format), with the importing environment's provenance, a completed status and a
-    summary of its episodes; a run whose episodes cannot be written is marked failed.
-    """
+    """Write each plan as a completed record with runrecord.RunWriter, the importing
+    environment's provenance and a summary of its episodes, after checking them all: a
+    folder holding this import (`same_import`) is kept, one holding anything else refuses
+    the whole import."""
     result = ImportResult(warnings=list(warnings))
     todo = []
     for plan in plans:
@@ -264,21 +288,16 @@ def write_planned(plans: Sequence[RecordPlan], out: Path, *, packages: Sequence[
         except BaseException as e:
             w.finish(schema.FAILED, error=e)
             raise
-        w.finish(schema.COMPLETED, summary=_summary(plan.episodes))
+        w.finish(schema.COMPLETED, summary=episode_summary(plan.episodes))
     return result
 
 
 def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str, *,
                   fmt: str, declared: Declared, reader: Mapping[str, Any],
                   packages: Sequence[str] = ("numpy",)) -> ImportResult:
-    """Check the import (check_shape), then write each run (write_planned) as a completed
-    record under `<out>/runs/<run_id>/` with `imported` = {format, source root, source
-    files relative to it with SHA-256 and size, what the reader read (`reader`), what was
-    declared}.
-
-    A run imported before from the same files is left as it is; from files that changed
-    since, the import is refused (nothing written) naming the record.
-    """
+    """check_shape, then write_planned under `<out>/runs/<run_id>/`, `imported` holding
+    the format, the source root, each source file's path, SHA-256 and size, what the
+    reader read and what was declared (changed files since an earlier import: refused)."""
     src, out = Path(src), Path(out)
     warnings = check_shape(runs, src, declared) + list(declared.notes)
     plans = []
@@ -298,23 +317,42 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
     return write_planned(plans, out, packages=packages, warnings=warnings)
 
 
-def write_orb_records(runs: Sequence[Run], out: Path | str) -> ImportResult:
-    """Write runs read from openrlbenchmark's cache (analysis.inputs.orb.read_cached_run)
-    as records under `<out>/runs/wandb_<entity>_<project>_<wandb run id>/`, keeping their
-    run id, `imported` (provenance) and what was declared, so the summary, report and
-    verdicts show them as imported. A folder holding the import of the same wandb run,
-    metric and declarations is kept as it is."""
-    out = Path(out)
-    plans = []
-    for run in runs:
-        p = run.manifest["imported"]
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_",
-                      f"wandb_{p['entity']}_{p['project']}_{p['wandb_run_id']}")
-        keep = ("run_id", "system", "env_id", "seed", "layout", "hyperparameters",
-                "env_protocol", "imported")
-        plans.append(RecordPlan(
-            out / "runs" / name, {k: run.manifest[k] for k in keep},
-            {c: run.episodes[c] for c in schema.EPISODE_COLUMNS},
-            {k: p[k] for k in ("entity", "project", "wandb_run_id", "metric", "declared")},
-            f"wandb run {p['entity']}/{p['project']}/{p['wandb_run_id']}"))
-    return write_planned(plans, out, packages=("numpy",))
+# ---------------------------------------------------------------- provenance, shown
+
+def is_imported(run: Run) -> bool:
+    """The run came from another tool (openrlbenchmark's cache, or `analysis import`)."""
+    return isinstance(run.manifest.get("imported"), dict)
+
+
+def _source(p: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(where from, its id, its url) of an `imported` block: wandb via openrlbenchmark,
+    or an `analysis import` of files (format, first source file, sha256 prefix)."""
+    if "format" in p:
+        files = p.get("files") or [{}]
+        more = f" (+{len(files) - 1} more)" if len(files) > 1 else ""
+        return (f"{p['format']} import of {p.get('source_root')}",
+                f"{files[0].get('path')}{more}", f"sha256 {str(files[0].get('sha256'))[:12]}")
+    return (f"wandb {p.get('entity')}/{p.get('project')}", str(p.get("wandb_run_id")),
+            str(p.get("url")))
+
+
+def imported_text(run: Run) -> str:
+    """'imported from wandb openrlbenchmark/cleanba run 1a2b3c (url) tags [...]', or
+    'imported from tensorboard import of <src> run <file> (sha256 ...)'."""
+    p = run.manifest.get("imported") or {}
+    tags = f", tags {p.get('tags')}" if p.get("tags") else ""
+    where, ident, url = _source(p)
+    return f"imported from {where} run {ident} ({url}){tags}; {p.get('declared', '')}"
+
+
+def imported_rows(runs: Iterable[Run]) -> list[list[Any]]:
+    """Rows for an 'imported runs' table: run, env, seed, source (wandb entity/project, or
+    the import's format and folder), its id (wandb run id, or first file), url (or file
+    hash), tags, what was declared."""
+    return [[r.run_id, r.manifest.get("env_id"), r.manifest.get("seed"), *_source(p),
+             " ".join(map(str, p.get("tags") or [])), p.get("declared", "")]
+            for r in runs if is_imported(r) for p in [r.manifest["imported"]]]
+
+
+IMPORTED_HEADER = ["run", "env", "seed", "source (wandb entity/project or import)",
+                   "wandb run id or file", "url or file hash", "tags", "declared"]

@@ -1,7 +1,6 @@
-"""What an import cannot read from the files and the user must declare: the env
-protocol, frames per logged step, and (where a path or file does not give them) the
-run's task and seed. Nothing here is guessed: a missing fact is an AnalysisError naming
-the flag that supplies it (the CLI turns it into exit 2).
+"""What an import cannot read from the files and the user must declare (env protocol,
+frames per logged step, task and seed where no path or file gives them), and the parsing
+every importer shares. A missing fact is an AnalysisError naming the flag that supplies it.
 """
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ SEED_PATTERN = r"(?:^|[/_.-])seed[_=-]?(?P<seed>\d+)(?:$|[/_.-])"
 """Finds a seed in a path such as runs/seed_3/, seed-3, ppo_seed3.csv (case-insensitive)."""
 CLEANRL_RUN_NAME = (r"(?:^|/)(?P<task>[^/]+?)__(?P<system>[^/]+?)__(?P<seed>\d+)__\d+(?:/|$)")
 """CleanRL's run folder name f"{env_id}__{exp_name}__{seed}__{int(time.time())}"."""
+IMPORTED_LAYOUT_PREFIX = "imported:"
+"""Layout names of imported runs start so, unless the user names one."""
 MAX_SEED_VALUES = 300
 """More distinct seeds than this for one task and system are refused: such a column is
 almost surely episodes or steps, and treating episodes as seeds shrinks every CI."""
@@ -37,7 +38,7 @@ almost surely episodes or steps, and treating episodes as seeds shrinks every CI
 class Declared:
     """What the user vouches for, applied to every run of one import."""
 
-    protocol: Mapping[str, Any]
+    protocol: Mapping[str, Any] | None  # None: undeclared (openrlbenchmark runs)
     protocol_text: str
     frames_per_step: float | None = None
     frames: float | None = None  # the frame budget, for the budget guard; None = unknown
@@ -86,13 +87,8 @@ def parse_protocol(spec: Sequence[str], source_label: str) -> tuple[dict[str, An
         if first in NAMED_PROTOCOLS:
             proto = named_protocol(first)
         elif first.endswith(".json") and Path(first).is_file():
-            try:
-                loaded = json.loads(Path(first).read_text(encoding="utf-8"))
-            except json.JSONDecodeError as e:
-                raise AnalysisError(f"--protocol {first}: not valid JSON ({e})") from None
-            if not isinstance(loaded, dict):
-                raise AnalysisError(f"--protocol {first}: expected a JSON object of settings")
-            proto = loaded
+            proto = read_json_object(Path(first), "a JSON object of settings",
+                                     f"--protocol {first}")
         else:
             raise AnalysisError(
                 f"--protocol {first!r}: not a preset ({', '.join(NAMED_PROTOCOLS)}), a JSON "
@@ -106,6 +102,56 @@ def parse_protocol(spec: Sequence[str], source_label: str) -> tuple[dict[str, An
         proto[key.strip()] = _json_value(value.strip())
         text.append(f"{key.strip()}={value.strip()}")
     return proto, " ".join(text)
+
+
+def declaration(protocol: str | None = None, frames: float | None = None) -> Declared:
+    """What is declared for openrlbenchmark's runs (--orb-protocol/--orb-frames,
+    orb-import's --protocol/--frames): a protocol name or a JSON file of EnvPool settings;
+    None: undeclared, which the guards refuse."""
+    check_positive(frames, "declared frame budget")
+    frames = None if frames is None else float(frames)
+    if protocol is None:
+        return Declared(None, "unknown", frames=frames)
+    path = Path(protocol)
+    if path.suffix == ".json" and path.exists():
+        settings = read_json_object(path, "a JSON object of EnvPool settings")
+        return Declared(settings, str(path), frames=frames)
+    return Declared(named_protocol(protocol), protocol, frames=frames)  # or refused by name
+
+
+def read_json_object(path: Path, what: str, label: str | None = None) -> dict[str, Any]:
+    """The JSON object in `path`; AnalysisError naming `label` (default: the file)."""
+    label = label or str(path)
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise AnalysisError(f"{label}: not valid JSON ({e})") from None
+    if not isinstance(loaded, dict):
+        raise AnalysisError(f"{label}: expected {what}")
+    return loaded
+
+
+def config_value(config: Mapping[str, Any], key: str | None) -> Any:
+    """A wandb config value: run files wrap it as {"value": v, "desc": ...}."""
+    value = config.get(key) if key else None
+    if isinstance(value, dict) and "value" in value and set(value) <= {"value", "desc"}:
+        return value["value"]
+    return value
+
+
+def int_seed(value: Any, where: str) -> int:
+    """A seed from a config or a table cell: an integer, or text or a float holding one
+    ("3", "3.0"); AnalysisError otherwise (the seed identifies the replicate)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        number = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number.is_integer()):
+        raise AnalysisError(f"{where}: seed {value!r} is not an integer (the seed identifies "
+                            "the replicate)")
+    return int(number)
 
 
 def check_positive(value: float | None, flag: str) -> None:
@@ -165,31 +211,32 @@ def patterns_for(declared: Declared, defaults: Sequence[str]) -> list[str]:
     return list(defaults)
 
 
-def resolve_seed(declared: Declared, found: int | None, where: str, runs_in_src: int) -> int:
-    """The run's seed: --seed, else what the path or file gave; refused otherwise."""
+def identify(declared: Declared, facts: PathFacts, where: str, runs_in_src: int, fmt: str,
+             task: Any = None, seed: int | None = None, system: Any = None) -> dict[str, Any]:
+    """ImportedRun's env_id, seed, system and layout: each as declared, else as the run's
+    path gave it (`facts`), else as its file did (task, seed, system), else the format's
+    default. An unknown task or seed is refused, and so is one --seed for several runs."""
+    task = declared.task or facts.task or task
+    if not task:
+        raise AnalysisError(
+            f"missing fact: the task (env id) of the run at {where}. Declare it with --task "
+            "(e.g. Breakout-v5), or name it with --path-pattern ((?P<task>[^/]+))")
+    seed = seed if facts.seed is None else facts.seed
     if declared.seed is not None:
         if runs_in_src > 1:
             raise AnalysisError(
                 f"--seed {declared.seed} names one run's seed, but the source holds "
                 f"{runs_in_src} runs (they would all be one seed). Import one run at a time, "
                 "or let the paths give the seeds (--path-pattern with (?P<seed>\\d+))")
-        return declared.seed
-    if found is None:
+        seed = declared.seed
+    elif seed is None:
         raise AnalysisError(
             f"missing fact: the seed of the run at {where}: its path does not give one. "
             "Declare it with --seed N (one run per import), or name it with --path-pattern "
             "(a regular expression with (?P<seed>\\d+), e.g. 'run(?P<seed>\\d+)')")
-    return found
-
-
-def resolve_task(declared: Declared, found: str | None, where: str) -> str:
-    """The run's task (env id): --task, else what the path or file gave; refused otherwise."""
-    task = declared.task or found
-    if not task:
-        raise AnalysisError(
-            f"missing fact: the task (env id) of the run at {where}. Declare it with --task "
-            "(e.g. Breakout-v5), or name it with --path-pattern ((?P<task>[^/]+))")
-    return task
+    return {"env_id": str(task), "seed": seed,
+            "system": str(declared.system or facts.system or system or fmt),
+            "layout": declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}{fmt}"}
 
 
 def run_path_facts(src: Path, run_dir: Path, patterns: Sequence[str]) -> tuple[str, PathFacts]:
@@ -215,12 +262,22 @@ def require_library(module: str, fmt: str) -> None:
                             f"'cleanba-bench[imports]' (or pip install {module})")
 
 
-def files_by_folder(src: Path, pattern: str, order: Callable[[Path], Any] | None = None
-                    ) -> list[tuple[Path, list[Path]]]:
-    """(folder, its files matching the glob `pattern`, sorted by `order` or by name) for
-    every folder below `src` holding such files, folders in name order: one run each."""
+def find_files(src: Path, pattern: str, what: str) -> list[Path]:
+    """`src` itself when it is a file, else the files below it matching the glob
+    `pattern`, sorted; AnalysisError naming `what` when there is none."""
+    if src.is_file():
+        return [src]
+    files = sorted(p for p in src.rglob(pattern) if p.is_file()) if src.is_dir() else []
+    if not files:
+        raise AnalysisError(f"{src}: no {what} below it")
+    return files
+
+
+def files_by_folder(src: Path, pattern: str, what: str,
+                    order: Callable[[Path], Any] | None = None) -> list[tuple[Path, list[Path]]]:
+    """(folder, its files of find_files, sorted by `order` or by name) for every folder
+    holding such files, folders in name order: one run each."""
     by_dir: dict[Path, list[Path]] = defaultdict(list)
-    for p in src.rglob(pattern):
-        if p.is_file():
-            by_dir[p.parent].append(p)
+    for p in find_files(src, pattern, what):
+        by_dir[p.parent].append(p)
     return [(d, sorted(files, key=order)) for d, files in sorted(by_dir.items())]

@@ -1,16 +1,10 @@
-"""Monitor CSV files (Stable-Baselines3's Monitor, and the same format written around
-gymnasium's RecordEpisodeStatistics) -> run records.
+"""Monitor CSV files (SB3's Monitor, gymnasium's RecordEpisodeStatistics) -> run records.
 
-A Monitor file is one env's episodes: a first line `#{"t_start": <unix time>, "env_id":
-"<id>"}`, then a CSV with columns r (return), l (length in the wrapped env's steps), t
-(seconds since t_start when the episode ended), and any extra info keys. A vectorised run
-writes one file per env (`0.monitor.csv`, `1.monitor.csv`, ... in one folder), of ragged
-lengths: each folder is one run, its files its envs, never seeds.
-
-The envs of a run are merged by time (t_start + t). The global step at which an episode
-ended is its env's own step count (the sum of its lengths so far) times the number of envs:
-exact for SB3's vectorised envs, which step every env together. frames = steps x the
-declared frames per step.
+A Monitor file is one env's episodes: a line `#{"t_start": ..., "env_id": ...}`, then
+columns r (return), l (length), t (seconds since t_start) and any info keys. Each folder
+is one run, its files (`0.monitor.csv`, `1.monitor.csv`, ...) its envs, merged by time.
+An episode's step is its env's own step count times the number of envs: exact for SB3's
+vectorised envs, which step every env together.
 """
 
 from __future__ import annotations
@@ -29,13 +23,11 @@ from analysis.importers.declare import (
     SEED_PATTERN,
     Declared,
     files_by_folder,
+    identify,
     patterns_for,
     require_frames_per_step,
-    resolve_seed,
-    resolve_task,
     run_path_facts,
 )
-from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX
 from runrecord.words import counted
 
 MONITOR_SUFFIX = "monitor.csv"
@@ -103,20 +95,12 @@ def read_monitor(path: Path) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
     return header, np.array(r), np.array(length), np.array(t)
 
 
-def find_monitor_runs(src: Path) -> list[tuple[Path, list[Path]]]:
-    """(run folder, its Monitor files in env order) below `src`."""
-    if not src.is_dir():
-        raise AnalysisError(f"{src}: no such folder of Monitor files (*{MONITOR_SUFFIX})")
-    return files_by_folder(src, f"*{MONITOR_SUFFIX}", _env_order)
-
-
 def read_monitor_runs(src: Path | str, declared: Declared) -> list[ImportedRun]:
     """Every folder of Monitor files below `src` as one run (its files: its envs)."""
     src = Path(src)
     fps = require_frames_per_step(declared, "Monitor step (a unit of l)")
-    found = find_monitor_runs(src)
-    if not found:
-        raise AnalysisError(f"{src}: no Monitor files (*{MONITOR_SUFFIX}) below it")
+    found = files_by_folder(src, f"*{MONITOR_SUFFIX}", f"Monitor files (*{MONITOR_SUFFIX})",
+                            _env_order)
     patterns = patterns_for(declared, [SEED_PATTERN])
     runs = []
     for run_dir, files in found:
@@ -140,10 +124,7 @@ def read_monitor_runs(src: Path | str, declared: Declared) -> list[ImportedRun]:
         order = np.argsort(cat["wall"], kind="stable")  # merged by time
         cat = {k: v[order] for k, v in cat.items()}
         runs.append(episodes_in_order(ImportedRun(
-            env_id=resolve_task(declared, facts.task or next(iter(env_ids), None), where),
-            seed=resolve_seed(declared, facts.seed, where, len(found)),
-            system=declared.system or facts.system or "monitor",
-            layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}monitor",
+            **identify(declared, facts, where, len(found), "monitor", next(iter(env_ids), None)),
             env_steps=cat["steps"], frames=cat["steps"] * fps, episode_return=cat["ret"],
             wall_time_s=cat["wall"], env_index=cat["env"], episode_length=cat["len"],
             sources=files, details={"run_folder": where, "envs": n_envs},

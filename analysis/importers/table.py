@@ -1,15 +1,9 @@
-"""Long tables (CSV or Parquet) -> run records: one row per episode, the columns named
-by flags.
+"""Long tables (CSV, or Parquet with pyarrow) -> run records: one row per episode.
 
-Rows with the same (system, layout, task, seed) are the episodes of one run: a run is
-never split into seeds by its rows. The columns named `task`, `seed`, `system` and
-`layout` are read when the table has them (the flags name others). Every other column
-is checked, never dropped without a word: one whose cells are text and differ within
-what would be one run (`agent`, `algorithm`, `config`...) tells runs apart that the
-import would merge, so the import stops naming it, until it is mapped or ignored on
-purpose (`--ignore-column`); numeric ones are listed as ignored. The step column counts
-logged steps (frames = step x the declared frames per step); a frames column is taken
-as frames. Parquet needs pyarrow (imported here only).
+Rows of one (system, layout, task, seed) are one run. An unread column whose text
+differs within what would be one run (`agent`, `config`...) would merge runs, so the
+import stops naming it until it is mapped or `--ignore-column`ed; unread numeric
+columns are listed as ignored.
 """
 
 from __future__ import annotations
@@ -26,8 +20,13 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.importers.build import ImportedRun, episodes_in_order
-from analysis.importers.declare import Declared, require_frames_per_step, require_library
-from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX
+from analysis.importers.declare import (
+    IMPORTED_LAYOUT_PREFIX,
+    Declared,
+    int_seed,
+    require_frames_per_step,
+    require_library,
+)
 
 
 @dataclass(frozen=True)
@@ -162,17 +161,6 @@ def _read_parquet(path: Path, text: Sequence[str], numbers: Sequence[str],
     return names, texts, nums, watch
 
 
-def _seed(text: str, path: Path, column: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value.is_integer()):
-        raise AnalysisError(f"{path}: seed {text!r} in column {column!r} is not an integer "
-                            "(the seed identifies the replicate)")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class _Plan:
     """The columns one import reads, given the table's header and the declarations:
@@ -291,7 +279,7 @@ def read_table_runs(path: Path | str, declared: Declared, columns: TableColumns)
     for i in range(n):
         cell = seed_cells[i]
         if cell not in seeds:
-            seeds[cell] = _seed(cell, path, seed_col)
+            seeds[cell] = int_seed(cell, f"{path}, column {seed_col!r}")
         rows[(systems[i], layouts[i], tasks[i], seeds[cell])].append(i)
     runs = []
     for (system, layout, task, seed), idx in rows.items():

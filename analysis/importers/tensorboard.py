@@ -1,20 +1,11 @@
-"""TensorBoard event files -> run records, by scalar tag.
+"""TensorBoard event files -> run records, one episode per scalar of a tag.
 
-CleanRL (and Sample Factory, and anything on torch's or TensorFlow's SummaryWriter) logs
-one scalar per finished episode: CleanRL writes `charts/episodic_return` with
-step=global_step (agent steps of all envs) and `charts/episodic_length` at the same step.
-A run is a folder holding `events.out.tfevents.*` files (several files of one folder, from
-a resumed run, are merged by step). CleanRL names its run folders
-`{env_id}__{exp_name}__{seed}__{time}`, which gives task, system and seed.
-
-An event file is a TFRecord file: each record is a little-endian uint64 length, its
-masked CRC-32C, the bytes of one `Event` protobuf, and their masked CRC-32C. The framing
-is read here and each event decoded with tensorboard's own protobuf classes
-(`tensorboard` is imported here only). The CRCs are not recomputed: without TensorFlow,
-tensorboard's reader computes CRC-32C in pure Python (about 10,000 records a second, 20
-minutes for 57 games x 5 seeds of CleanRL files); a torn last record (a killed writer)
-ends the file, and a corrupt one fails to decode. Records whose bytes do not hold the tag
-are skipped before they are decoded.
+CleanRL logs `charts/episodic_return` (and `charts/episodic_length`) at step=global_step
+in run folders `{env_id}__{exp_name}__{seed}__{time}`, which give task, system and seed.
+A folder of `events.out.tfevents.*` files is one run (a resumed run's files merged).
+The TFRecord framing is read here and each event decoded with tensorboard's protobuf
+classes; the CRCs are not recomputed, since tensorboard's reader does it in pure Python
+without TensorFlow (20 minutes for 57 games x 5 seeds of CleanRL files).
 """
 
 from __future__ import annotations
@@ -34,29 +25,17 @@ from analysis.importers.declare import (
     SEED_PATTERN,
     Declared,
     files_by_folder,
+    identify,
     patterns_for,
     require_frames_per_step,
     require_library,
-    resolve_seed,
-    resolve_task,
     run_path_facts,
 )
-from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX
 from runrecord.words import counted
 
 EVENT_FILE_MARK = "tfevents"
 RETURN_TAG = "charts/episodic_return"
 LENGTH_TAG = "charts/episodic_length"
-
-
-def find_event_runs(src: Path) -> list[tuple[Path, list[Path]]]:
-    """(run folder, its event files in name order) for every folder below `src` (or
-    `src` itself, or the one file `src`) holding TensorBoard event files."""
-    if src.is_file():
-        return [(src.parent, [src])]
-    if not src.is_dir():
-        raise AnalysisError(f"{src}: no such file or folder of TensorBoard event files")
-    return files_by_folder(src, f"events.out.{EVENT_FILE_MARK}.*")
 
 
 def tf_records(path: Path) -> Iterator[bytes]:
@@ -142,12 +121,8 @@ def read_event_run(run_dir: Path, files: list[Path], tag: str, length_tag: str |
 
 def _one_run_per_folder(run_dir: Path, spans: list[tuple[Path, int, float, float]],
                         tag: str) -> None:
-    """Refuse a folder whose event files are two runs, not one run resumed: a resumed
-    run's next file starts after the last one stopped writing, at a later step. Files
-    written at the same time, or a later one starting again at or before the step an
-    earlier one started at (a run restarted from scratch, or another run), would be
-    merged into one run. The episodes of several envs at one step, in one file, are one
-    run (CleanRL logs them so)."""
+    """Refuse a folder whose event files are two runs, not one run resumed (whose next
+    file starts after the last one stopped writing, at a later step)."""
     spans = sorted(spans, key=lambda x: x[2])
     for (a, step_a, _, end_a), (b, step_b, start_b, _) in zip(spans, spans[1:], strict=False):
         if start_b <= end_a or step_b <= step_a:
@@ -166,9 +141,8 @@ def read_tensorboard_runs(src: Path | str, declared: Declared, *, tag: str = RET
     src = Path(src)
     require_library("tensorboard", "TensorBoard event files")
     fps = require_frames_per_step(declared, "logged step (event step)")
-    found = find_event_runs(src)
-    if not found:
-        raise AnalysisError(f"{src}: no TensorBoard event files (events.out.tfevents.*) below it")
+    found = files_by_folder(src, f"events.out.{EVENT_FILE_MARK}.*",
+                            "TensorBoard event files (events.out.tfevents.*)")
     patterns = patterns_for(declared, [CLEANRL_RUN_NAME, SEED_PATTERN])
     runs = []
     for run_dir, files in found:
@@ -179,11 +153,7 @@ def read_tensorboard_runs(src: Path | str, declared: Declared, *, tag: str = RET
                 f"{where}: no scalar tagged {tag!r} in its event files; name the return tag "
                 "with --tag (CleanRL: charts/episodic_return); nothing was written")
         runs.append(episodes_in_order(ImportedRun(
-            env_id=resolve_task(declared, facts.task, where),
-            seed=resolve_seed(declared, facts.seed, where, len(found)),
-            system=declared.system or facts.system or "tensorboard",
-            layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}tensorboard",
-            env_steps=steps, frames=steps * fps, episode_return=returns, wall_time_s=wall,
+            **identify(declared, facts, where, len(found), "tensorboard"), env_steps=steps, frames=steps * fps, episode_return=returns, wall_time_s=wall,
             episode_length=lengths if length_tag in present else None, sources=files,
             details={"run_folder": where}, rows_read=len(returns),
             used=[f"tag {t}" for t in (tag, length_tag) if t in present]

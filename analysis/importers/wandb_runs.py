@@ -1,22 +1,14 @@
 """Weights & Biases runs -> run records: offline run folders, and history CSV exports.
 
-An offline run folder (`wandb/offline-run-<time>-<id>/`, from `wandb.init(mode="offline")`
-or WANDB_MODE=offline) keeps everything in `run-<id>.wandb`: wandb's transaction log, a
-LevelDB-style log of 32 KiB blocks whose records are wandb's own protobuf `Record`s
-(run, config, history, exit, ...). wandb 0.31 no longer ships a Python reader for it (its
-Go core reads it), so the log framing is read here (checksums verified, as wandb's
-datastore did) and every record is decoded with wandb's protobuf classes
-(`wandb.proto.wandb_internal_pb2`). A run without an exit record (killed) or with a
-non-zero exit code is left out, with the reason.
-
-A history CSV export is one run's history as a table (run.history() or
-run.scan_history() written with pandas, as openrlbenchmark caches it): read with
-analysis.inputs.orb's reader; task and seed come from the path or flags.
+An offline run (`wandb/offline-run-*/run-<id>.wandb`) is wandb's transaction log: 32 KiB
+blocks of protobuf `Record`s. wandb 0.31 has no Python reader for it (its Go core reads
+it), so the framing is read here, checksums verified, and each record decoded with
+`wandb.proto.wandb_internal_pb2`. A run without an exit record or with a non-zero exit
+code is left out, with the reason. A history CSV export is one run's history as a table.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import struct
 import zlib
@@ -27,21 +19,27 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.importers.build import ImportedRun, episodes_in_order
+from analysis.importers.build import (
+    ImportedRun,
+    episodes_in_order,
+    float_column,
+    history_columns,
+    read_csv_columns,
+)
 from analysis.importers.declare import (
     CLEANRL_RUN_NAME,
     SEED_PATTERN,
     Declared,
-    PathFacts,
+    config_value,
+    find_files,
+    identify,
+    int_seed,
     path_facts,
     patterns_for,
     require_frames_per_step,
     require_library,
-    resolve_seed,
-    resolve_task,
     run_path_facts,
 )
-from analysis.inputs.orb import IMPORTED_LAYOUT_PREFIX, ColumnMap, load_openrlbenchmark_csv
 from runrecord.words import counted
 
 BLOCK = 32768
@@ -51,6 +49,7 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 MAGIC = 0xBEE1
 RETURN_KEY = "charts/episodic_return"
 STEP_KEY = "global_step"
+EXPORT_COLUMN = "a W&B export column"  # names a CSV column in an error
 
 
 def log_records(path: Path) -> Iterator[bytes]:
@@ -156,24 +155,6 @@ def read_offline_run(path: Path, only_with: str | None = None) -> dict[str, Any]
     return out
 
 
-def _config_value(config: dict[str, Any], key: str | None) -> Any:
-    if not key:
-        return None
-    value = config.get(key)
-    if isinstance(value, dict) and "value" in value:
-        value = value["value"]
-    return value
-
-
-def _int_or_none(value: Any, where: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not (isinstance(value, int) or (
-            isinstance(value, str) and value.strip().lstrip("-").isdigit())):
-        raise AnalysisError(f"{where}: config seed {value!r} is not an integer")
-    return int(value)
-
-
 def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str = RETURN_KEY,
                          step: str = STEP_KEY, config_task: str = "env_id",
                          config_seed: str = "seed", config_system: str = "exp_name",
@@ -184,10 +165,7 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
     src = Path(src)
     require_library("wandb", "W&B offline runs")
     fps = require_frames_per_step(declared, f"{step!r} step")
-    logs = sorted(src.rglob("run-*.wandb")) if src.is_dir() else [src]
-    if not logs or not all(p.is_file() for p in logs):
-        raise AnalysisError(f"{src}: no wandb offline run (wandb/offline-run-*/run-*.wandb) "
-                            "below it")
+    logs = find_files(src, "run-*.wandb", "wandb offline run (wandb/offline-run-*/run-*.wandb)")
     patterns = patterns_for(declared, [SEED_PATTERN])
     runs, left_out = [], []
     for log in logs:
@@ -208,16 +186,11 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
         runtime = np.array([float(r.get("_runtime", np.nan)) for r in rows])
         read_keys = {metric, step, "_runtime"}
         other = sorted({k for r in rows for k in r} - read_keys)
-        task = facts.task or _config_value(cfg, config_task)
-        seed = facts.seed if facts.seed is not None else _int_or_none(
-            _config_value(cfg, config_seed), where)
+        cfg_seed = config_value(cfg, config_seed)
+        seed = None if facts.seed is not None or cfg_seed is None else int_seed(cfg_seed, where)
         runs.append(episodes_in_order(ImportedRun(
-            env_id=resolve_task(declared, None if task is None else str(task), where),
-            seed=resolve_seed(declared, seed, where, len(logs)),
-            system=str(declared.system or facts.system or _config_value(cfg, config_system)
-                       or "wandb"),
-            layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}wandb",
-            env_steps=steps, frames=steps * fps,
+            **identify(declared, facts, where, len(logs), "wandb", config_value(cfg, config_task),
+                       seed, config_value(cfg, config_system)), env_steps=steps, frames=steps * fps,
             episode_return=np.array([float(r[metric]) for r in rows]), wall_time_s=runtime,
             sources=[log], details={"wandb_run_id": run["run_id"], "project": run["project"],
                                     "name": run["display_name"], "run_folder": where},
@@ -227,7 +200,7 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
                                               (config_seed, declared.seed is not None
                                                or facts.seed is not None),
                                               (config_system, declared.system or facts.system))
-               if k and not given and _config_value(cfg, k) is not None],
+               if k and not given and config_value(cfg, k) is not None],
             ignored=[f"key {k}" for k in other])))
     return runs, left_out
 
@@ -247,48 +220,43 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
     `<file>/<run name>`). The step column must be env steps (`--step`), not W&B's `Step`."""
     src = Path(src)
     fps = require_frames_per_step(declared, f"{step!r} step")
-    files = sorted(src.rglob("*.csv")) if src.is_dir() else [src]
-    if not files or not all(p.is_file() for p in files):
-        raise AnalysisError(f"{src}: no W&B history CSV export below it")
+    files = find_files(src, "*.csv", "W&B history CSV export")
     patterns = patterns_for(declared, [CLEANRL_RUN_NAME, SEED_PATTERN])
     base = src if src.is_dir() else src.parent
     runs = []
     for f in files:
         where = f.resolve().relative_to(base.resolve()).as_posix()
-        with open(f, newline="", encoding="utf-8") as fh:
-            header = next(csv.reader(fh), [])
+        cols = read_csv_columns(f)
+        header = list(cols)
         suffix = PANEL_SEPARATOR + metric
         panel = [c for c in header if c.endswith(suffix)]
         if metric not in header and panel:
-            runs += _panel_runs(f, where, header, panel, suffix, declared, patterns, step, fps,
+            runs += _panel_runs(f, where, cols, panel, suffix, declared, patterns, step, fps,
                                 n_files=len(files))
             continue
-        _one_history(f, where, header, step, metric)
+        _one_history(where, cols, step, metric)
         facts = path_facts(where, patterns)
-        task = resolve_task(declared, facts.task, where)
-        seed = resolve_seed(declared, facts.seed, where, len(files))
-        run = load_openrlbenchmark_csv(f, env_id=task, system="wandb", seed=seed,
-                                       columns=ColumnMap(step, metric, time),
-                                       frames_per_step=1)
-        ep = run.episodes
-        runs.append(_csv_run(declared, facts, task, seed, np.asarray(ep["env_steps"]),
-                             np.asarray(ep["episode_return"]), np.asarray(ep["wall_time_s"]),
-                             fps, f, {"file": where}, rows_read=len(ep),
-                             used=[f"column {c}" for c in (step, metric, time) if c in header],
-                             ignored=[f"column {c}" for c in header
-                                      if c not in (step, metric, time)]))
+        ident = identify(declared, facts, where, len(files), "wandb")
+        steps, returns, wall = history_columns(
+            cols, f, step, metric, time, "--step-column / --return-column / --time-column",
+            EXPORT_COLUMN)
+        runs.append(episodes_in_order(ImportedRun(
+            **ident, env_steps=steps, frames=steps * fps, episode_return=returns,
+            wall_time_s=wall, sources=[f], details={"file": where},
+            rows_read=int(np.sum(np.isfinite(steps + returns))),
+            used=[f"column {c}" for c in (step, metric, time) if c in header],
+            ignored=[f"column {c}" for c in header if c not in (step, metric, time)])))
     return runs
 
 
-def _one_history(f: Path, where: str, header: list[str], step: str, metric: str) -> None:
+def _one_history(where: str, cols: dict[str, list[str]], step: str, metric: str) -> None:
     """Refuse a history export that holds several runs (histories written one after
     another, e.g. a concatenation of run.history() frames): its steps go back. Several
     returns at one step are one run (CleanRL logs each env's episodes at the step they
     end)."""
-    if step not in header or metric not in header:
-        return  # the reader names what is missing
-    cols = _read_columns(f)
-    steps, values = _floats(cols[step]), _floats(cols[metric])
+    if step not in cols or metric not in cols:
+        return  # history_columns names what is missing
+    steps, values = float_column(cols[step], EXPORT_COLUMN), float_column(cols[metric], EXPORT_COLUMN)
     steps = steps[np.isfinite(values) & np.isfinite(steps)]
     back = np.flatnonzero(np.diff(steps) < 0)
     if len(back):
@@ -300,63 +268,32 @@ def _one_history(f: Path, where: str, header: list[str], step: str, metric: str)
             "own; nothing was written")
 
 
-def _csv_run(declared: Declared, facts: PathFacts, task: str, seed: int, steps: np.ndarray,
-             returns: np.ndarray, wall: np.ndarray, fps: float, f: Path,
-             details: dict[str, Any], **read: Any) -> ImportedRun:
-    """One run of a W&B export; `read`: rows_read, used, ignored (ImportedRun)."""
-    steps = steps.astype(np.float64)
-    return episodes_in_order(ImportedRun(
-        env_id=task, seed=seed, system=declared.system or facts.system or "wandb",
-        layout=declared.layout or facts.layout or f"{IMPORTED_LAYOUT_PREFIX}wandb",
-        env_steps=steps, frames=steps * fps, episode_return=returns.astype(np.float64),
-        wall_time_s=wall.astype(np.float64), sources=[f], details=details, **read))
-
-
-def _panel_runs(f: Path, where: str, header: list[str], panel: list[str], suffix: str,
-                declared: Declared, patterns: list[str], step: str, fps: float,
+def _panel_runs(f: Path, where: str, cols: dict[str, list[str]], panel: list[str],
+                suffix: str, declared: Declared, patterns: list[str], step: str, fps: float,
                 n_files: int) -> list[ImportedRun]:
     """One run per `<run name> - <metric>` column of a panel export."""
-    if step not in header:
+    if step not in cols:
         raise AnalysisError(
             f"{where}: a W&B panel export without a {step!r} column (its x axis is "
-            f"{header[0]!r}). Export the chart with {step!r} as its x axis (W&B's Step counts "
+            f"{next(iter(cols))!r}). Export the chart with {step!r} as its x axis (W&B's Step counts "
             "log calls, not env steps), or name the column with --step")
     declared.notes.append(
         f"{where}: a chart's export holds the points the chart drew, and W&B samples long "
         "histories for charts: prefer the runs' history exports or offline runs, which hold "
         "every episode")
-    cols = _read_columns(f)
-    steps = _floats(cols[step])
+    steps = float_column(cols[step], EXPORT_COLUMN)
     runs = []
     for col in panel:
         name = col[: -len(suffix)]
         at = f"{where}/{name}"
         facts = path_facts(at, patterns)
-        values = _floats(cols[col])
+        values = float_column(cols[col], EXPORT_COLUMN)
         keep = np.isfinite(values)
-        runs.append(_csv_run(
-            declared, facts, resolve_task(declared, facts.task, at),
-            resolve_seed(declared, facts.seed, at, n_files * len(panel)), steps[keep],
-            values[keep], np.full(int(keep.sum()), np.nan), fps, f,
-            {"file": where, "run_name": name}, rows_read=int(keep.sum()),
+        runs.append(episodes_in_order(ImportedRun(
+            **identify(declared, facts, at, n_files * len(panel), "wandb"),
+            env_steps=steps[keep], frames=steps[keep] * fps, episode_return=values[keep],
+            wall_time_s=np.full(int(keep.sum()), np.nan), sources=[f],
+            details={"file": where, "run_name": name}, rows_read=int(keep.sum()),
             used=[f"column {step}", f"column {col}"],
-            ignored=[f"{counted(len(header) - 2, 'other column')} (other runs, __MIN/__MAX)"]))
+            ignored=[f"{counted(len(cols) - 2, 'other column')} (other runs, __MIN/__MAX)"])))
     return runs
-
-
-def _read_columns(path: Path) -> dict[str, list[str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        header = next(reader)
-        cols: list[list[str]] = [[] for _ in header]
-        for row in reader:
-            for c, cell in zip(cols, row, strict=False):
-                c.append(cell)
-    return dict(zip(header, cols, strict=True))
-
-
-def _floats(cells: list[str]) -> np.ndarray:
-    try:
-        return np.array([float(c) if c.strip() else np.nan for c in cells], dtype=np.float64)
-    except ValueError as e:
-        raise AnalysisError(f"a W&B export column holds a non-number ({e})") from None

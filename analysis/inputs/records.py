@@ -1,16 +1,15 @@
-"""Run records and openrlbenchmark exports in one RunSet, filtered by manifest values:
-what every subcommand of `python -m analysis` (and a notebook) starts from."""
+"""Run records (and runs already read from elsewhere) in one RunSet, filtered by manifest
+values: what every subcommand of `python -m analysis` (and a notebook) starts from."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from analysis.errors import AnalysisError
 from analysis.inputs.env_versions import apply_env_map, rule_lines
 from analysis.inputs.keys import check_keys
 from analysis.inputs.load import RunSet, load_runs, manifest_get
-from analysis.inputs.orb import ColumnMap, Declaration, load_openrlbenchmark_dir
 from runrecord import Run
 
 
@@ -33,25 +32,19 @@ def select_where(runs: Sequence[Run], where: Sequence[str]) -> list[Run]:
     return out
 
 
-def load_records(inputs: Sequence[Path | str] = (), *, orb: Sequence[Path | str] = (),
-                 columns: ColumnMap = ColumnMap(), frames_per_step: int | None = None,
-                 declared: Declaration | None = None, where: Sequence[str] = (),
-                 use_cache: bool = True, env_map: Mapping[str, str] | None = None
-                 ) -> RunSet:
-    """Every run record under `inputs` and every openrlbenchmark export under `orb`
-    (declared: the protocol/budget vouched for them), keeping only completed runs that
-    match `where` (KEY=VALUE, dotted manifest keys). `use_cache=False` parses every
-    record instead of reading the record cache (analysis.inputs.cache). `env_map`: env
-    ids scored as another (analysis.inputs.env_versions); the warnings say which
-    env-version rule was applied."""
-    if not inputs and not orb:
+def load_records(inputs: Sequence[Path | str] = (), *,
+                 more: Sequence[Callable[[], RunSet]] = (), where: Sequence[str] = (),
+                 use_cache: bool = True, env_map: Mapping[str, str] | None = None) -> RunSet:
+    """Every run record under `inputs`, then the runs each of `more` reads (e.g.
+    openrlbenchmark exports), keeping only completed runs that match `where` (KEY=VALUE,
+    dotted manifest keys). `use_cache=False` parses every record instead of reading the
+    record cache (analysis.inputs.cache). `env_map`: env ids scored as another
+    (analysis.inputs.env_versions); the warnings say which env-version rule was applied."""
+    if not inputs and not more:
         raise AnalysisError("give at least one run/sweep folder (or --orb DIR)")
     rs = load_runs(inputs, use_cache=use_cache) if inputs else RunSet()
-    for d in orb:
-        if not Path(d).is_dir():
-            raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
-        rs.extend(load_openrlbenchmark_dir(d, columns=columns, frames_per_step=frames_per_step,
-                                           declared=declared))
+    for read in more:
+        rs.extend(read())
     rs.warnings += check_keys(rs.included, [k for k, _ in parse_key_values(where, "--where")],
                               "--where")
     rs.included = apply_env_map(select_where(rs.included, where), env_map or {})

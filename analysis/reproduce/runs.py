@@ -12,14 +12,10 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.inputs.load import DEFAULT_LAST_N, IMPORTED_PROTOCOL, RunSet
-from analysis.inputs.orb import (
-    ColumnMap,
-    Declaration,
-    is_orb_import,
-    load_openrlbenchmark_dir,
-    match_frames,
-)
+from analysis.importers.declare import Declared
+from analysis.importers.orb import UNDECLARED, ColumnMap, is_orb_import, load_openrlbenchmark_dir
+from analysis.inputs.cache import last_frame
+from analysis.inputs.load import DEFAULT_LAST_N, IMPORTED_PROTOCOL, RunSet, episode_frames
 from analysis.inputs.protocol import (
     TRAINING_ONLY_KEYS,
     ProtocolMismatch,
@@ -34,7 +30,7 @@ from analysis.verdicts.equivalence import equivalence
 from analysis.verdicts.margins import margin
 from analysis.verdicts.seed_metrics import per_seed_iqm
 from analysis.verdicts.seedplan import equivalence_power, given_spread
-from runrecord import Run
+from runrecord import Run, Table
 from runrecord.exits import EXIT_FAILED, worst_exit
 from runrecord.words import counted
 
@@ -162,8 +158,36 @@ def equivalence_power_note(mine: Any, ref: Any, delta: float) -> str:
             "gives the seeds needed")
 
 
+def truncate_run(run: Run, max_frames: float) -> Run:
+    """The run as if it had stopped at `max_frames` (episodes that ended after it dropped)."""
+    keep = episode_frames(run) <= max_frames
+    n = int(keep.sum())
+    episodes = Table({c: np.asarray(run.episodes[c])[keep] for c in run.episodes.names}, n)
+    return Run(run.run_dir, dict(run.manifest), episodes, run.updates, list(run.warnings))
+
+
+def match_frames(mine: Sequence[Run], imported: Sequence[Run], tolerance: float = 0.02
+                 ) -> tuple[list[Run], list[Run], str]:
+    """Cut both sides to the frames both reached: the smaller of the two sides' shortest
+    runs. Returns (mine, imported, a note saying what was cut, '' when nothing was)."""
+    end_mine = min(last_frame(r) for r in mine)
+    end_imp = min(last_frame(r) for r in imported)
+    end = min(end_mine, end_imp)
+    if max(end_mine, end_imp) <= end * (1 + tolerance):
+        return list(mine), list(imported), ""
+    if end_mine < end_imp:
+        note = (f"your runs end at {end_mine:,.0f} frames, the imported ones at "
+                f"{end_imp:,.0f}: compared on your frame range 0..{end:,.0f} (the imported "
+                "runs' scores are taken at that frame, not at their end)")
+    else:
+        note = (f"the imported runs end at {end_imp:,.0f} frames, yours at {end_mine:,.0f}: "
+                f"compared on 0..{end:,.0f}")
+    return ([truncate_run(r, end) for r in mine], [truncate_run(r, end) for r in imported],
+            note)
+
+
 def imported_runs(orb: Sequence[Path | str], *, columns: ColumnMap = ColumnMap(),
-                  declared: Declaration | None = None, exp_names: Sequence[str] = ()
+                  declared: Declared = UNDECLARED, exp_names: Sequence[str] = ()
                   ) -> RunSet:
     """The published runs of openrlbenchmark caches `orb`, only those of `exp_names`
     (their manifest's system) when given."""
