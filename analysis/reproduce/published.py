@@ -70,7 +70,7 @@ from analysis.stats.bootstrap import Interval, interval_estimates
 from analysis.stats.metrics import AGGREGATES, iqm
 from analysis.stats.welch import WelchInterval, t_quantile
 from analysis.verdicts.per_game import COLLAPSE_LEVEL
-from analysis.verdicts.undecided import UNTIL_DECIDED, reproduce_seeds_needed
+from analysis.verdicts.seedplan import UNTIL_DECIDED, reproduce_seeds_needed
 from runrecord import Run
 from runrecord.exits import verdict_exit
 from runrecord.words import counted, signed

@@ -40,8 +40,8 @@ from analysis.verdicts.regression import (
     regression,
     regression_gate,
 )
-from analysis.verdicts.seed_metrics import SEED_METRICS
-from analysis.verdicts.undecided import gate_undecided
+from analysis.verdicts.seed_pairing import SEED_METRICS
+from analysis.verdicts.seedplan import gate_undecided
 from runrecord import Run
 from runrecord.words import counted
 
