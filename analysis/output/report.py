@@ -38,8 +38,7 @@ from analysis.scoring.scores import (
     GroupScores,
 )
 from analysis.scoring.tables import TableData, aggregate_table
-from analysis.stats.bootstrap import Interval, interval_estimates
-from analysis.stats.metrics import AGGREGATES
+from analysis.stats.metrics import AGGREGATES, Interval, interval_estimates
 from analysis.verdicts.compare import Pairing, SuitePair, by_family, pair_groups, pair_verdicts
 from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.staleness import audit

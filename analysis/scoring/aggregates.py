@@ -13,8 +13,12 @@ import numpy as np
 from analysis.json_file import write_json
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED, TableData, aggregate_table, ci_text
-from analysis.stats.bootstrap import Interval, interval_estimates, probability_of_improvement_pairs
-from analysis.stats.metrics import AGGREGATES
+from analysis.stats.metrics import (
+    AGGREGATES,
+    Interval,
+    interval_estimates,
+    probability_of_improvement_pairs,
+)
 from runrecord.words import counted
 
 AGGREGATE_REPS = 50_000

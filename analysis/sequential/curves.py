@@ -34,8 +34,7 @@ from analysis.inputs.facts import episode_x
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse, layout_names
 from analysis.scoring.replicates import collapse_seed_copies
-from analysis.scoring.scores import GroupScores
-from analysis.sequential.design import CONTINUE
+from analysis.sequential.design import CONTINUE, number_or_nan
 from analysis.sequential.spending import (
     CANONICAL,
     ESTIMATED,
@@ -48,7 +47,7 @@ from analysis.sequential.spending import (
     t_scale,
 )
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
-from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, gate
+from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, chosen_groups, gate
 from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import AGGREGATE_RULE, regression_lower_bound
 from analysis.verdicts.seed_pairing import SEED_METRICS
@@ -280,13 +279,11 @@ class CurveLook:
         names = {f.name for f in fields(CurveLook)}
         if not names.issuperset(d) or not names - {"fixed_gate", "detail"} <= set(d):
             raise AnalysisError(f"not a stored look over training time: {sorted(d)}")
-        def number(key: str) -> float:
-            return math.nan if d.get(key) is None else float(d[key])
-
         return CurveLook(str(d["subject"]), int(d["look"]), int(d["looks"]),
                          float(d["fraction"]), float(d["frames"]),
                          {str(k): int(v) for k, v in dict(d["seeds"]).items()},
-                         number("contrast"), number("upper"), number("margin"),
+                         number_or_nan(d["contrast"]), number_or_nan(d["upper"]),
+                         number_or_nan(d["margin"]),
                          str(d["decision"]), str(d["text"]), str(d.get("fixed_gate", "")),
                          str(d.get("detail", "")))
 
@@ -474,20 +471,6 @@ def reached(run: Run, frames: float) -> bool:
     return bool(len(x)) and float(np.nanmax(x)) >= frames
 
 
-def _chosen(groups: Sequence[GroupScores], layouts: Sequence[str] | None
-            ) -> list[GroupScores]:
-    """The groups of the selected layouts (all when None), each once."""
-    if layouts is None:
-        return list(groups)
-    by_layout = {lay: gs for gs in groups for lay in layout_names(gs)}
-    out: list[GroupScores] = []
-    for lay in layouts:
-        gs = by_layout.get(lay)
-        if gs is not None and all(gs is not g for g in out):
-            out.append(gs)
-    return out
-
-
 def seed_values(runs: Sequence[Run], frames: float | None, side: str, *, metric: str,
                 layouts: Sequence[str] | None = None, last_n: int = DEFAULT_LAST_N,
                 normalisers: Mapping[str, tuple[float, float]] | None = None
@@ -508,7 +491,9 @@ def seed_values(runs: Sequence[Run], frames: float | None, side: str, *, metric:
                 normalisers=normalisers, allow_protocol_mismatch=True)
     if len(a.suites) != 1:
         raise AnalysisError(f"{side}: runs form {len(a.suites)} suites; one gate is one suite")
-    groups = _chosen(list(a.suites[0].values()), layouts)
+    groups = list(a.suites[0].values())
+    if layouts is not None:
+        groups = chosen_groups({lay: gs for gs in groups for lay in layout_names(gs)}, layouts)
     seeds = collapse_seed_copies(groups, side, attr=score)
     values = SEED_METRICS[seed_metric](seeds.values, seeds.tasks)
     return list(seeds.seeds), np.asarray(values, dtype=np.float64)

@@ -245,12 +245,12 @@ class Look:
         fixed = d.get("fixed_design_seeds")
         return Look(str(d["verdict"]), str(d["subject"]), int(d["look"]),
                     {str(k): int(v) for k, v in dict(d["seeds"]).items()},
-                    _number(d["statistic"]), _number(d["boundary"]), str(d["decision"]),
+                    number_or_nan(d["statistic"]), number_or_nan(d["boundary"]), str(d["decision"]),
                     str(d["text"]), str(d.get("needs", "")),
                     None if fixed is None else int(fixed), str(d.get("detail", "")))
 
 
-def _number(value: Any) -> float:
+def number_or_nan(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 

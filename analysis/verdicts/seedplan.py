@@ -188,15 +188,19 @@ def gate_margins(spread: Spread, n_new: int, n_ref: int | None = None,
 
 
 def equivalence_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS,
-                      seed: int = 0, metrics: int = 2) -> float:
-    """P(PASS) of equivalence at a true difference of 0 with n seeds per group."""
-    return float(np.mean(equivalence_margins(spread, n, sims, seed, metrics=metrics) < delta))
+                      seed: int = 0, metrics: int = 2, true_diff: float = 0.0) -> float:
+    """P(PASS) of equivalence with n seeds per group at a true difference `true_diff`
+    of the final metric (default 0)."""
+    return float(np.mean(equivalence_margins(spread, n, sims, seed, true_diff, metrics)
+                         < delta))
 
 
 def gate_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS, seed: int = 0,
-               n_ref: int | None = None, sd: float | None = None) -> float:
-    """P(PASS) of the gate when nothing regressed (true difference 0), n seeds per side."""
-    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, sd=sd) < delta))
+               n_ref: int | None = None, sd: float | None = None,
+               true_diff: float = 0.0) -> float:
+    """P(PASS) of the gate, n new seeds (and n_ref reference seeds, default n), at a true
+    difference `true_diff` (default 0: nothing regressed)."""
+    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, true_diff, sd) < delta))
 
 
 def seeds_needed(power, target: float, start: Sequence[int] = DEFAULT_SEEDS,
@@ -345,10 +349,9 @@ def equivalence_seeds_needed(spread: Spread, delta: float, target: float = PLAN_
     """Seeds per side for `target` power of the fixed equivalence TOST (both metrics)
     when the final metric truly differs by `true_diff`, at `spread` (e.g.
     `spread_from_analysis` of the runs so far); None: more than `max_seeds`."""
-    def power(n: int) -> float:
-        return float(np.mean(equivalence_margins(spread, n, sims, true_diff=true_diff)
-                             < delta))
-    return seeds_needed(power, target, max_seeds=max_seeds)
+    return seeds_needed(lambda n: equivalence_power(spread, delta, n, sims,
+                                                    true_diff=true_diff),
+                        target, max_seeds=max_seeds)
 
 
 def gate_seeds_needed(spread: Spread, delta: float, target: float = PLAN_TARGET,
@@ -357,10 +360,9 @@ def gate_seeds_needed(spread: Spread, delta: float, target: float = PLAN_TARGET,
     """New seeds the fixed gate (aggregate rule) needs for `target` power against `n_ref`
     reference seeds (None: as many reference seeds as new ones) at a true difference
     `true_diff`; None: more than `max_seeds`."""
-    def power(n: int) -> float:
-        return float(np.mean(gate_margins(spread, n, n_ref, sims, true_diff=true_diff)
-                             < delta))
-    return seeds_needed(power, target, max_seeds=max_seeds)
+    return seeds_needed(lambda n: gate_power(spread, delta, n, sims, n_ref=n_ref,
+                                             true_diff=true_diff),
+                        target, max_seeds=max_seeds)
 
 
 def gate_undecided(lower: float, upper: float, delta: float, se: float, n_new: int,
