@@ -36,9 +36,13 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.verdicts.compare import equivalence_verdicts, pair_verdicts
     from analysis.verdicts.equivalence import UNDECIDED
     from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, gate, suite_gates
-    from analysis.verdicts.seedplan import given_spread, seed_plan_lines, spread_from_analysis
+    from analysis.verdicts.seedplan import (
+        equivalence_seeds_needed,
+        given_spread,
+        seed_plan_lines,
+        spread_from_analysis,
+    )
     from analysis.verdicts.staleness import audit
-    from analysis.verdicts.undecided import equivalence_seeds_needed
 
 _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     # runs in: run records and openrlbenchmark exports, filtered by manifest values
@@ -65,7 +69,7 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     "given_spread": "analysis.verdicts.seedplan",
     "spread_from_analysis": "analysis.verdicts.seedplan",
     "seed_plan_lines": "analysis.verdicts.seedplan",
-    "equivalence_seeds_needed": "analysis.verdicts.undecided",
+    "equivalence_seeds_needed": "analysis.verdicts.seedplan",
     # Atari-5 and reproduction
     "load_model": "analysis.atari5",
     "estimate_analysis": "analysis.atari5",

@@ -32,7 +32,7 @@ import benchenv  # noqa: E402
 from analysis.scales.normalize import normalise  # noqa: E402
 from analysis.stats.welch import t_quantile, welch_stats  # noqa: E402
 from analysis.verdicts.equivalence import PASS, tost_verdicts  # noqa: E402
-from analysis.verdicts.seed_metrics import iqm_over_tasks  # noqa: E402
+from analysis.verdicts.seed_pairing import iqm_over_tasks  # noqa: E402
 from analysis.verdicts.seedplan import equivalence_power, given_spread, seeds_needed  # noqa: E402
 from runrecord.words import signed  # noqa: E402
 

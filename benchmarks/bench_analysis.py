@@ -36,8 +36,12 @@ import tyro
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import rly as ours_rly  # noqa: E402
-from analysis.stats.bootstrap import interval_estimates, probability_of_improvement_ci  # noqa: E402
-from analysis.stats.metrics import AGGREGATES, iqm  # noqa: E402  # noqa: E402
+from analysis.stats.metrics import (  # noqa: E402  # noqa: E402  # noqa: E402
+    AGGREGATES,
+    interval_estimates,
+    iqm,
+    probability_of_improvement_ci,
+)
 from runrecord.provenance import cpu_model  # noqa: E402
 
 

@@ -1,7 +1,7 @@
-"""Calibration of the looks over training time (analysis.sequential.curve_looks), on real
+"""Calibration of the looks over training time (analysis.sequential.curves), on real
 curve shapes (calibration.curve_shapes), decided replicate by replicate with
-the verdict's own pieces: the look's contrast and fail rule (curve_design), the plan's
-boundaries (curve_design.plan_boundaries: estimated correlation, canonical or union),
+the verdict's own pieces: the look's contrast and fail rule (curves), the plan's
+boundaries (curves.plan_boundaries: estimated correlation, canonical or union),
 and at the full budget the fixed gate's rules (analysis.verdicts.regression.gate_rules).
 
 Rates: the false-fail rate over all looks (REGRESSION at any look) with no change and at
@@ -21,18 +21,17 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import stats
 
-from analysis.sequential.curve_design import (
+from analysis.sequential.curves import (
     CurveDesign,
     curve_contrast,
     fails,
     min_reference_seeds,
     plan_boundaries,
 )
-from analysis.sequential.joint_spending import CANONICAL, ESTIMATED, UNION
-from analysis.sequential.spending import spent_alpha
+from analysis.sequential.spending import CANONICAL, ESTIMATED, UNION, spent_alpha
 from analysis.verdicts.equivalence import PASS
 from analysis.verdicts.regression import AGGREGATE_RULE, gate_rules
-from analysis.verdicts.seed_metrics import iqm_over_tasks
+from analysis.verdicts.seed_pairing import iqm_over_tasks
 from calibration.cells import Cell, mean_cell, rate_cell
 from calibration.curve_shapes import GRID, Shape
 from calibration.draws import rng_for

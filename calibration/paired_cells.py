@@ -1,5 +1,5 @@
 """Calibration of the pairing by seed (analysis.verdicts.seed_pairing): the gate and
-equivalence on two sides that ran the same seeds, decided paired (analysis.stats.paired,
+equivalence on two sides that ran the same seeds, decided paired (analysis.stats.welch,
 through the verdicts' own cores: regression_lower_bound(paired=True), decide_equivalence) and
 unpaired (Welch) on the same draws, at a within-seed correlation rho of the two sides'
 per-seed values: 0 (runs of a seed drift apart: other numerics), 0.5, 0.9 (they stay

@@ -1,7 +1,7 @@
 """Calibration of the per-seed verdicts (the regression gate and equivalence) on two
 sides of per-seed values: every simulated draw is decided by the verdicts' own
 vectorised cores (analysis.verdicts.regression.regression_lower_bound and
-gate_against_published, analysis.verdicts.equivalence.decide_equivalence).
+published_lower_bound, analysis.verdicts.equivalence.decide_equivalence).
 
 Units: the reference side's per-seed sd is 1 and the margin delta is 1 (rates at the
 margin do not depend on delta / sd; power does).
@@ -16,7 +16,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.verdicts.equivalence import DIFFERENT, PASS, decide_equivalence
-from analysis.verdicts.regression import gate_against_published, regression_lower_bound
+from analysis.verdicts.regression import published_lower_bound, regression_lower_bound
 from calibration.cells import (
     FALSE_ALARM,
     FALSE_PASS,
@@ -89,8 +89,8 @@ def gate_published_cells(sims: int, n_new: int, n_published: int, ratio: float, 
     new, pub = _sides(seed, ("published", n_new, n_published, ratio), sims, n_new,
                       n_published, ratio, NORMAL)
     pub_mean, pub_sd = pub.mean(axis=1), pub.std(axis=1, ddof=1)
-    return _gate_cells(verdict, scen, sims, lambda shift: gate_against_published(
-        new + shift, pub_mean, pub_sd, n_published, CONFIDENCE))
+    return _gate_cells(verdict, scen, sims, lambda shift: published_lower_bound(
+        new + shift, pub_mean, pub_sd, n_published, CONFIDENCE)[1])
 
 
 def equivalence_pair_cells(sims: int, n_a: int, n_b: int, ratio: float, dist: str,

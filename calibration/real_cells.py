@@ -33,7 +33,8 @@ from analysis.reproduce.judge import (
     judge,
 )
 from analysis.reproduce.published import DEFAULT_ABSOLUTE_MARGIN, DEFAULT_RELATIVE_MARGIN
-from analysis.verdicts.equivalence import DEFAULT_DELTA, PASS, REGRESSION
+from analysis.verdicts.equivalence import PASS, REGRESSION
+from analysis.verdicts.margins import ATARI_DEFAULT_DELTA
 from analysis.verdicts.regression import COLLAPSE_RULE, PER_GAME_RULE, gate_rules
 from calibration.cells import Cell, rate_cell
 from calibration.columns import (
@@ -64,7 +65,7 @@ def _judge(user: np.ndarray, pub: np.ndarray) -> Judgement:
                  user_min=user.min(-2))
 
 
-def gate_column_cells(col: Column, sims: int, seed: int, delta: float = DEFAULT_DELTA
+def gate_column_cells(col: Column, sims: int, seed: int, delta: float = ATARI_DEFAULT_DELTA
                       ) -> list[Cell]:
     rng = rng_for(seed, "real gate", col.name)
     games = list(col.games)

@@ -1,6 +1,6 @@
 """Calibration of the sequential designs (analysis.sequential): a sweep that adds seeds
 in batches and decides after each, simulated through the same decision cores
-(analysis.sequential.simulate), beside naive re-testing (the fixed verdict re-applied
+(analysis.sequential.design), beside naive re-testing (the fixed verdict re-applied
 after every batch, the same stopping rule with unadjusted boundaries).
 
 Rates over all looks: the false-pass rate at the margin (equivalence: a true difference
@@ -26,16 +26,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.sequential.design import SequentialDesign
-from analysis.sequential.planning import fixed_equivalence_seeds, fixed_gate_seeds
-from analysis.sequential.simulate import (
+from analysis.sequential.design import (
+    PLAN_MAX_SEEDS,
+    SequentialDesign,
     design_boundaries,
     equivalence_paths,
     gate_paths,
     naive_boundaries,
 )
 from analysis.verdicts.equivalence import DIFFERENT, REGRESSION
-from analysis.verdicts.seedplan import given_spread
+from analysis.verdicts.seedplan import equivalence_seeds_needed, gate_seeds_needed, given_spread
 from calibration.cells import (
     FALSE_ALARM,
     FALSE_PASS,
@@ -95,7 +95,7 @@ def sequential_equivalence_cells(sims: int, design: SequentialDesign, ratio: flo
     naive_margin = equivalence_paths(naive, margin, b, delta)
     power = float(at_zero.passed.mean())
     spread = given_spread(1.0, 1.0, METRIC_CORRELATION)
-    fixed = fixed_equivalence_seeds(spread, delta, power, sims) if ratio == 1 and \
+    fixed = equivalence_seeds_needed(spread, delta, power, sims, max_seeds=PLAN_MAX_SEEDS) if ratio == 1 and \
         dist == NORMAL and power < 1 else None
     out = [rate_cell(verdict, scen, FALSE_PASS, at_margin.passed, NOMINAL),
            rate_cell(verdict, scen, ANY_LOOK, at_margin.pass_any_look, NOMINAL),
@@ -126,7 +126,8 @@ def sequential_gate_cells(sims: int, design: SequentialDesign, n_ref: int, ratio
     at_zero = gate_paths(planned, new, ref, DELTA_SD)
     naive_margin = gate_paths(naive_boundaries(design), new - DELTA_SD, ref, DELTA_SD)
     power = float(at_zero.passed.mean())
-    fixed = fixed_gate_seeds(given_spread(1.0), DELTA_SD, power, n_ref, sims) if \
+    fixed = gate_seeds_needed(given_spread(1.0), DELTA_SD, power, n_ref, sims,
+                              max_seeds=PLAN_MAX_SEEDS) if \
         ratio == 1 and dist == NORMAL else None
     out = [rate_cell(verdict, scen, FALSE_PASS, at_margin.passed, NOMINAL),
            rate_cell(verdict, scen, ANY_LOOK, at_margin.pass_any_look, NOMINAL),

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.verdicts.equivalence import DEFAULT_DELTA, PASS, REGRESSION, UNDECIDED
+from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
+from analysis.verdicts.margins import ATARI_DEFAULT_DELTA
 from analysis.verdicts.regression import gate_rules
-from analysis.verdicts.seed_metrics import SEED_METRICS
+from analysis.verdicts.seed_pairing import SEED_METRICS
 from calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
 from calibration.draws import rng_for, suite_games, synthetic_column
 
@@ -39,7 +40,7 @@ def _matrices(rng: np.random.Generator, sims: int, n: int, mean: np.ndarray,
 
 def suite_gate_cells(sims: int, n_new: int, n_ref: int, seed: int,
                      metrics: tuple[str, ...] = ("iqm", "auc", "atari5-median"),
-                     delta: float = DEFAULT_DELTA) -> list[Cell]:
+                     delta: float = ATARI_DEFAULT_DELTA) -> list[Cell]:
     games = suite_games()
     mean, sd = synthetic_column(seed)
     order = np.argsort(mean)

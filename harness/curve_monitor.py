@@ -189,7 +189,7 @@ def start_monitor(sweep: Sweep, store: Store, batch: Sequence[RunSpec],
     """The monitor of a batch of `harness run` (None: no looks over training time for
     it; an int: the exit code of a refusal, printed). A fixed sweep's gates cover all its
     runs; an adaptive sweep's, the runs of its first look over seeds only, with
-    TIME_SHARE of the gate's alpha (analysis.sequential.curve_design)."""
+    TIME_SHARE of the gate's alpha (analysis.sequential.curves)."""
     design = curve_design(sweep.regression)
     if design is None:
         return None

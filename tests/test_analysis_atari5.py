@@ -292,7 +292,7 @@ def test_preset_runs_the_five_games():
 
 
 def test_seed_metric_matches_the_estimator(five_games):
-    from analysis.verdicts.seed_metrics import SEED_METRICS
+    from analysis.verdicts.seed_pairing import SEED_METRICS
 
     gs = next(iter(_suite(five_games).values()))
     per_seed = SEED_METRICS["atari5-median"](gs.final, gs.tasks)

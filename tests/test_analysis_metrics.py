@@ -6,7 +6,7 @@ from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.stats import metrics
-from analysis.stats.bootstrap import (
+from analysis.stats.metrics import (
     _resample,
     interval_estimates,
     probability_of_improvement_ci,

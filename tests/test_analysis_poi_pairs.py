@@ -10,8 +10,7 @@ import pytest
 from analysis.cli import main
 from analysis.errors import AnalysisError
 from analysis.stats import metrics
-from analysis.stats.bootstrap import probability_of_improvement_ci
-from analysis.stats.pairs import probability_of_improvement_pairs
+from analysis.stats.metrics import probability_of_improvement_ci, probability_of_improvement_pairs
 
 REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference"
 

@@ -21,8 +21,8 @@ from analysis.sequential import (
     spent_alpha,
     sweep_looks,
 )
-from analysis.sequential.rci import equivalence_decisions, gate_decisions
-from analysis.sequential.spending import crossing_probabilities, t_scale
+from analysis.sequential.design import equivalence_decisions, gate_decisions
+from analysis.sequential.spending import canonical_correlation, crossing_rates, t_scale
 
 # O'Brien-Fleming-type Lan-DeMets boundaries, one-sided alpha 0.025, K equally spaced
 # looks: the values published with the method (DeMets & Lan 1994; gsDesign's sfLDOF).
@@ -56,7 +56,7 @@ def test_spent_alpha_is_monotone_and_the_boundaries_spend_exactly_alpha(spending
     assert np.all(np.diff(spent) >= 0)
     fractions = [3 / 9, 5 / 9, 7 / 9, 1.0]
     c = normal_boundaries(fractions, 0.05, spending)
-    crossed = crossing_probabilities(fractions, c, draws=400_000)
+    crossed = crossing_rates(canonical_correlation(fractions), c, draws=400_000)
     increments = np.diff(np.concatenate([[0], spent_alpha(fractions, 0.05, spending)]))
     se = np.sqrt(0.05 * 0.95 / 400_000)
     assert crossed.sum() == pytest.approx(0.05, abs=4 * se)
@@ -182,8 +182,8 @@ def test_one_look_design_is_the_fixed_verdict(tmp_path):
     """A design with a single look spends all of alpha at once: its repeated CIs are the
     fixed verdict's 90% CIs, so the decision is the fixed one (INCONCLUSIVE -> UNDECIDED)."""
     from analysis.scoring.grouping import analyse
+    from analysis.verdicts.compare import pair_groups
     from analysis.verdicts.equivalence import INCONCLUSIVE, equivalence
-    from analysis.verdicts.pairing import pair_groups
     for shift, noise in ((0.0, 0.05), (0.1, 0.3), (0.6, 0.05)):
         root = tmp_path / f"{shift}-{noise}"
         runs = synthetic_layout_runs(root, range(1, 5), ["a0-l0-d1", "a0-l1-d1"],

@@ -13,7 +13,7 @@ from analysis.inputs.load import load_runs
 from analysis.scoring.grouping import analyse
 from analysis.stats.welch import welch_interval
 from analysis.verdicts.equivalence import (
-    DEFAULT_DELTA,
+    ATARI_DEFAULT_DELTA,
     DIFFERENT,
     INCONCLUSIVE,
     PASS,
@@ -123,7 +123,7 @@ def _sweep(tmp_path, *, shift_b=0.0, noise_offset_b=0, seeds=(1, 2, 3),
 def test_equivalence_on_records_bitwise_identical(tmp_path):
     suite = _sweep(tmp_path)
     a, b = suite.values()
-    res = equivalence(a, b, DEFAULT_DELTA)
+    res = equivalence(a, b, ATARI_DEFAULT_DELTA)
     assert res.verdict == PASS and res.bitwise.identical
     assert res.label == "PASS (bitwise identical)" and res.exit_code == 0
     assert res.seeds_a == [1, 2, 3] and res.tasks == ["CartPole-v1"]
@@ -151,20 +151,20 @@ def test_identity_note_only_where_the_intervals_shown_cannot_pass(seeds):
 
 def test_equivalence_on_records_not_identical_but_equivalent(tmp_path):
     a, b = _sweep(tmp_path, noise_offset_b=1).values()
-    res = equivalence(a, b, DEFAULT_DELTA)
+    res = equivalence(a, b, ATARI_DEFAULT_DELTA)
     assert not res.bitwise.identical and "differs" in res.bitwise.detail
     assert res.verdict == PASS and res.label.startswith("PASS (equivalent within ±0.16")
 
 
 def test_equivalence_on_records_shifted_is_different(tmp_path):
-    a, b = _sweep(tmp_path, shift_b=2 * DEFAULT_DELTA).values()
-    res = equivalence(b, a, DEFAULT_DELTA)
+    a, b = _sweep(tmp_path, shift_b=2 * ATARI_DEFAULT_DELTA).values()
+    res = equivalence(b, a, ATARI_DEFAULT_DELTA)
     assert res.verdict == DIFFERENT and res.exit_code == 1
-    assert res.final.diff == pytest.approx(2 * DEFAULT_DELTA, abs=0.05)
+    assert res.final.diff == pytest.approx(2 * ATARI_DEFAULT_DELTA, abs=0.05)
 
 
 def test_equivalence_cli_writes_json_and_exit_codes(tmp_path, capsys):
-    _sweep(tmp_path / "runs", shift_b=2 * DEFAULT_DELTA)
+    _sweep(tmp_path / "runs", shift_b=2 * ATARI_DEFAULT_DELTA)
     out = tmp_path / "eq.json"
     rc = main(["equivalence", str(tmp_path / "runs"), "--a", "a0-l1-d1", "--reference",
                "a0-l0-d1", "--json-out", str(out)])

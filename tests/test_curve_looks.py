@@ -10,24 +10,27 @@ import pytest
 
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
-from analysis.sequential.curve_design import (
+from analysis.sequential.curves import (
     CurveDesign,
+    GateOptions,
     contrast_covariance,
     curve_contrast,
+    decide_records,
     fails,
     make_plan,
     margin_share,
     plan_boundaries,
+    plan_lines,
     reference_pseudo_values,
 )
-from analysis.sequential.curve_looks import GateOptions, decide_records, plan_lines
-from analysis.sequential.joint_spending import (
+from analysis.sequential.spending import (
     canonical_correlation,
     crossing_rates,
     joint_boundaries,
+    normal_boundaries,
+    spent_alpha,
     union_boundaries,
 )
-from analysis.sequential.spending import normal_boundaries, spent_alpha
 from analysis.verdicts.regression import regression_lower_bound
 from runrecord import PROJECT_ROOT
 from tests.synthetic_records import write_synthetic_run
@@ -193,7 +196,7 @@ def test_a_look_and_its_plan_print_one_plain_line_the_internals_only_with_verbos
 def test_with_adaptive_seeds_regression_over_seeds_spends_only_its_share():
     """The looks over training time take TIME_SHARE of the gate's alpha; a look over
     seeds then fails only beyond the boundary of the rest (PASS keeps all of alpha)."""
-    from analysis.sequential.curve_design import TIME_SHARE
+    from analysis.sequential.curves import TIME_SHARE
     from analysis.sequential.design import SequentialDesign
     from analysis.sequential.looks import result_look
     from analysis.verdicts.regression import RegressionResult
@@ -213,7 +216,7 @@ def test_with_adaptive_seeds_regression_over_seeds_spends_only_its_share():
 
 def test_a_look_before_any_episode_ended_continues_without_spending():
     from analysis.inputs.facts import episode_x
-    from analysis.sequential.curve_looks import curve_look, curve_plan
+    from analysis.sequential.curves import curve_look, curve_plan
     from runrecord.reader import Run, Table
 
     runs = load_runs([PROJECT_ROOT / "results" / "reference" / "smoke-cartpole"]).included

@@ -15,7 +15,7 @@ from score_groups import group_scores
 
 from analysis.scoring.scores import GroupScores
 from analysis.stats.welch import t_quantile
-from analysis.verdicts.compare import pair_verdicts
+from analysis.verdicts.compare import SuitePair, pair_verdicts
 from analysis.verdicts.equivalence import (
     DIFFERENT,
     INCONCLUSIVE,
@@ -24,9 +24,8 @@ from analysis.verdicts.equivalence import (
     equivalence_stats,
 )
 from analysis.verdicts.margins import Margin
-from analysis.verdicts.pairing import SuitePair
 from analysis.verdicts.regression import metric_per_seed
-from analysis.verdicts.seed_metrics import iqm_over_tasks
+from analysis.verdicts.seed_pairing import iqm_over_tasks
 from runrecord import Run, schema
 from runrecord.reader import Table
 

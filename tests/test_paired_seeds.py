@@ -13,7 +13,7 @@ from synthetic_records import write_synthetic_run
 
 from analysis.inputs.load import load_runs
 from analysis.scoring.grouping import analyse
-from analysis.stats.paired import paired_interval, paired_stats
+from analysis.stats.welch import paired_interval, paired_stats
 from analysis.verdicts.equivalence import equivalence
 from analysis.verdicts.regression import regression_gate
 from analysis.verdicts.seed_pairing import seed_design

@@ -15,7 +15,7 @@ from synthetic_records import write_synthetic_run
 from analysis.output import figures as figs
 from analysis.scoring.curves import efficiency_curve
 from analysis.scoring.grouping import analyse
-from analysis.stats.bootstrap import Interval
+from analysis.stats.metrics import Interval
 
 ONE_SEED_TEXT = "1 seed: no interval"
 

@@ -24,7 +24,7 @@ from scipy import stats
 from analysis import rly
 from analysis.errors import AnalysisError
 from analysis.rly import engine
-from analysis.stats.bootstrap import interval_from_replicates
+from analysis.stats.metrics import interval_from_replicates
 
 matplotlib.use("Agg")
 rliable_lib = pytest.importorskip("rliable.library", reason="rliable is the test oracle")

@@ -219,7 +219,7 @@ def test_reproduce_lines_say_why():
 
 
 def test_holm_on_a_known_family():
-    from analysis.stats.multiplicity import holm_reject
+    from analysis.stats.moderated import holm_reject
     p = np.array([0.01, 0.04, 0.03, 0.005, np.nan])
     # Holm: 0.005 <= 0.05/4, 0.01 <= 0.05/3, 0.03 > 0.05/2 stops.
     assert holm_reject(p, 0.05).tolist() == [True, False, False, True, False]

@@ -35,7 +35,7 @@ from analysis.scoring.grouping import Analysis
 from analysis.scoring.replicates import SeedValues, collapse_seed_copies
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import TableData, median_hns
-from analysis.stats.bootstrap import replicates
+from analysis.stats.metrics import replicates
 
 # ---------------------------------------------------------------- estimates from runs
 

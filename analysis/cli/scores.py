@@ -35,8 +35,8 @@ from analysis.scoring.grouping import (
     labelled_groups,
     user_group_keys,
 )
+from analysis.verdicts.compare import choose_pairs
 from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS
-from analysis.verdicts.pairing import choose_pairs
 from analysis.verdicts.staleness import audit
 from runrecord.exits import EXIT_OK
 from runrecord.words import counted
@@ -300,8 +300,7 @@ class PlanSequential(SpreadArgs):
     def run(self) -> int:
         # Imported here: the sequential package loads scipy.stats (~0.5 s), which the
         # other subcommands would otherwise pay at start-up.
-        from analysis.sequential.design import SequentialDesign
-        from analysis.sequential.planning import design_plan_lines
+        from analysis.sequential.design import SequentialDesign, design_plan_lines
 
         design = SequentialDesign(self.first_seeds, self.batch_seeds, self.max_seeds,
                                   self.alpha, self.spending)

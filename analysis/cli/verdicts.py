@@ -1,5 +1,5 @@
 """`python -m analysis equivalence` and `regression`: flags, then one call each
-(analysis.verdicts.pairing + compare, analysis.verdicts.gate).
+(analysis.verdicts.compare + compare, analysis.verdicts.gate).
 
 The verdict modules (scipy.stats) are imported in run(): the other subcommands do not
 pay for them at start-up.

@@ -27,8 +27,7 @@ from analysis.output.palette import MARKERS, OKABE_ITO  # noqa: E402
 from analysis.scoring.curves import Curve  # noqa: E402
 from analysis.scoring.scores import GroupScores  # noqa: E402  # noqa: E402
 from analysis.scoring.tables import PaperTableResult  # noqa: E402  # noqa: E402
-from analysis.stats.bootstrap import Interval, replicates  # noqa: E402  # noqa: E402
-from analysis.stats.metrics import AGGREGATE_LABELS, performance_profile  # noqa: E402  # noqa: E402
+from analysis.stats.metrics import AGGREGATE_LABELS, Interval, performance_profile, replicates  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
 from analysis.verdicts.staleness import StalenessReport  # noqa: E402  # noqa: E402
 
 MIN_CONTRAST = 3.0  # against white, for every palette colour

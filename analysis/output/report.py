@@ -38,11 +38,9 @@ from analysis.scoring.scores import (
     GroupScores,
 )
 from analysis.scoring.tables import TableData, aggregate_table
-from analysis.stats.bootstrap import Interval, interval_estimates
-from analysis.stats.metrics import AGGREGATES
-from analysis.verdicts.compare import pair_verdicts
+from analysis.stats.metrics import AGGREGATES, Interval, interval_estimates
+from analysis.verdicts.compare import Pairing, SuitePair, by_family, pair_groups, pair_verdicts
 from analysis.verdicts.margins import Margin, margin
-from analysis.verdicts.pairing import Pairing, SuitePair, by_family, pair_groups
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError
 from runrecord.words import counted
@@ -240,7 +238,7 @@ def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
 def _runtime_references(suite: dict[str, GroupScores], reference: str | None
                         ) -> list[int] | None:
     """Per group, the index of the group its runtime ratio is taken against: its
-    equivalence reference (analysis.verdicts.pairing), so the figure and the verdicts name
+    equivalence reference (analysis.verdicts.compare), so the figure and the verdicts name
     the same reference; None (the fastest bar) when the suite has no pair."""
     try:
         pairs = pair_groups(suite, reference=reference).pairs

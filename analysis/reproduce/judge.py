@@ -59,8 +59,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.errors import AnalysisError
-from analysis.stats.moderated import moderated_variance, prior_variance
-from analysis.stats.multiplicity import holm_reject
+from analysis.stats.moderated import holm_reject, moderated_variance, prior_variance
 from analysis.stats.welch import WelchInterval, t_quantile
 from analysis.verdicts.per_game import COLLAPSE_LEVEL, collapsed
 

@@ -66,11 +66,10 @@ from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_norm
 from analysis.scoring.replicates import SeedValues, collapse_seed_copies
 from analysis.scoring.scores import scores_by_group
 from analysis.scoring.tables import TableData
-from analysis.stats.bootstrap import Interval, interval_estimates
-from analysis.stats.metrics import AGGREGATES, iqm
+from analysis.stats.metrics import AGGREGATES, Interval, interval_estimates, iqm
 from analysis.stats.welch import WelchInterval, t_quantile
 from analysis.verdicts.per_game import COLLAPSE_LEVEL
-from analysis.verdicts.undecided import UNTIL_DECIDED, reproduce_seeds_needed
+from analysis.verdicts.seedplan import UNTIL_DECIDED, reproduce_seeds_needed
 from runrecord import Run
 from runrecord.exits import verdict_exit
 from runrecord.words import counted, signed

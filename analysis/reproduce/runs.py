@@ -28,7 +28,7 @@ from analysis.scales.normalize import atari_env_id
 from analysis.scoring.scores import scores_by_group, suite_name
 from analysis.verdicts.equivalence import equivalence
 from analysis.verdicts.margins import margin
-from analysis.verdicts.seed_metrics import per_seed_iqm
+from analysis.verdicts.seed_pairing import iqm_over_tasks
 from analysis.verdicts.seedplan import equivalence_power, given_spread
 from runrecord import Run, Table
 from runrecord.exits import EXIT_FAILED, worst_exit
@@ -142,7 +142,7 @@ def reproduce_runs(
 
 def equivalence_power_note(mine: Any, ref: Any, delta: float) -> str:
     """'power: ...' from the seed planner, at the imported group's per-seed spread."""
-    final, auc = per_seed_iqm(ref.final), per_seed_iqm(ref.auc)
+    final, auc = iqm_over_tasks(ref.final), iqm_over_tasks(ref.auc)
     n = min(len(mine.seeds), len(ref.seeds))
     if len(final) < 2 or n < 2 or not (final.std(ddof=1) > 0 and auc.std(ddof=1) > 0):
         return ("power: not estimable (fewer than 2 seeds, or no spread, in the imported "

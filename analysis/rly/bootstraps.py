@@ -25,7 +25,7 @@ from analysis.rly.engine import (
     jackknife_acceleration,
     seed_of,
 )
-from analysis.stats.bootstrap import interval_from_replicates
+from analysis.stats.metrics import interval_from_replicates
 
 ALIASES = {"debiased": "bc", "bias-corrected": "bc", "var": "norm", "cov": "norm"}
 CONF_INT_METHODS = ("basic", "percentile", "norm", "bc", "bca")

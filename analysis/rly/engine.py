@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.stats.bootstrap import DEFAULT_MAX_CHUNK_BYTES, resample_stratified
+from analysis.stats.metrics import DEFAULT_MAX_CHUNK_BYTES, resample_stratified
 
 PROBE_REPS = 7
 """Resamples on which a `func` is tried batched against one call per replicate."""

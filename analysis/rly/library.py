@@ -1,5 +1,5 @@
 """rliable's `library` (get_interval_estimates, create_performance_profile) on our
-vectorised stratified bootstrap (analysis.stats.bootstrap).
+vectorised stratified bootstrap (analysis.stats.metrics).
 
 Same signatures, same outputs (point estimates as `func` returns them; CIs as arrays
 (2, ...) with the lower bounds first). What differs, on purpose:

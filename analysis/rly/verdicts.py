@@ -21,10 +21,11 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.rly.checks import check_same_tasks, check_scores
 from analysis.stats.welch import WelchInterval, welch_interval
-from analysis.verdicts.equivalence import DEFAULT_DELTA, ci_text, tost_verdict
+from analysis.verdicts.equivalence import ci_text, tost_verdict
+from analysis.verdicts.margins import ATARI_DEFAULT_DELTA
 from analysis.verdicts.regression import RegressionResult
 from analysis.verdicts.regression import regression as regression_verdict
-from analysis.verdicts.seed_metrics import per_seed_iqm
+from analysis.verdicts.seed_pairing import iqm_over_tasks
 from runrecord.words import signed
 
 
@@ -58,14 +59,14 @@ def _pair(score_dict: Mapping[str, np.ndarray], a: str, b: str) -> tuple[np.ndar
 def _per_seed(x: np.ndarray) -> dict[str, np.ndarray]:
     """name -> (seeds,) per-seed IQM over tasks: final (and AUC for curves)."""
     if x.ndim == 2:
-        return {"final": per_seed_iqm(x)}
+        return {"final": iqm_over_tasks(x)}
     if x.ndim != 3:
         raise AnalysisError(f"verdicts take (runs, tasks) or (runs, tasks, points), got {x.shape}")
-    return {"final": per_seed_iqm(x[..., -1]), "auc": per_seed_iqm(x.mean(axis=-1))}
+    return {"final": iqm_over_tasks(x[..., -1]), "auc": iqm_over_tasks(x.mean(axis=-1))}
 
 
 def equivalence(score_dict: Mapping[str, np.ndarray], a: str, b: str,
-                delta: float = DEFAULT_DELTA) -> Equivalence:
+                delta: float = ATARI_DEFAULT_DELTA) -> Equivalence:
     """Is `a` equivalent to the reference `b` within +-delta (in the scores' units;
     the default 0.16 is the project's Atari HNS margin)?"""
     x, y = _pair(score_dict, a, b)
@@ -76,7 +77,7 @@ def equivalence(score_dict: Mapping[str, np.ndarray], a: str, b: str,
 
 
 def regression(score_dict: Mapping[str, np.ndarray], new: str, reference: str,
-               delta: float = DEFAULT_DELTA, confidence: float = 0.95) -> RegressionResult:
+               delta: float = ATARI_DEFAULT_DELTA, confidence: float = 0.95) -> RegressionResult:
     """The regression gate of `new` against `reference` on per-seed IQM of the final
     scores (the last point of curves). `.verdict` is PASS, REGRESSION or UNDECIDED;
     `.line()` says why."""

@@ -13,9 +13,12 @@ import numpy as np
 from analysis.json_file import write_json
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED, TableData, aggregate_table, ci_text
-from analysis.stats.bootstrap import Interval, interval_estimates
-from analysis.stats.metrics import AGGREGATES
-from analysis.stats.pairs import probability_of_improvement_pairs
+from analysis.stats.metrics import (
+    AGGREGATES,
+    Interval,
+    interval_estimates,
+    probability_of_improvement_pairs,
+)
 from runrecord.words import counted
 
 AGGREGATE_REPS = 50_000
@@ -107,7 +110,7 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
                      which: str = "") -> Aggregates:
     """Bootstrap CIs of every aggregate per group (final normalised scores), and P(X > Y)
     for `pairs` (default: every ordered pair of groups with the same tasks; the CLI
-    chooses fewer, analysis.verdicts.pairing). `which` says in words which pairs."""
+    chooses fewer, analysis.verdicts.compare). `which` says in words which pairs."""
     res = {g: interval_estimates(gs.final, AGGREGATES, reps=reps, seed=seed,
                                  confidence=confidence, method=method)
            for g, gs in groups.items()}

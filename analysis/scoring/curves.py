@@ -10,8 +10,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.scoring.scores import GroupScores
-from analysis.stats.bootstrap import Interval, interval_estimates
-from analysis.stats.metrics import AGGREGATES
+from analysis.stats.metrics import AGGREGATES, Interval, interval_estimates
 
 CURVE_REPS = 2_000  # rliable's notebook uses 2,000 reps for curves and profiles
 

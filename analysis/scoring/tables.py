@@ -14,8 +14,7 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.inputs.load import PublishedTable, load_published_table, runtimes_twin
 from analysis.scales.normalize import get_normaliser
-from analysis.stats.bootstrap import Interval
-from analysis.stats.metrics import AGGREGATE_LABELS
+from analysis.stats.metrics import AGGREGATE_LABELS, Interval
 
 
 @dataclass

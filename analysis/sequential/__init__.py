@@ -6,9 +6,8 @@ Layer: above verdicts (it may import analysis.stats, scoring, verdicts); only th
 calibration suite, the CLI and the harness import it.
 """
 
-from analysis.sequential.design import SequentialDesign
+from analysis.sequential.design import CONTINUE, UNDECIDED, Look, SequentialDesign
 from analysis.sequential.looks import VERDICTS, sweep_looks
-from analysis.sequential.rci import CONTINUE, UNDECIDED, Look
 from analysis.sequential.spending import SPENDING, normal_boundaries, spent_alpha
 
 __all__ = ["CONTINUE", "SPENDING", "UNDECIDED", "VERDICTS", "Look", "SequentialDesign",

@@ -1,16 +1,42 @@
-"""A sequential design: how many seeds each growing side has at each look, and the error
-rate held over all looks (analysis.sequential.spending)."""
+"""A sequential design over seeds: how many seeds each growing side has at each look, the
+error rate held over all looks (analysis.sequential.spending), and the decisions a look
+takes from its repeated confidence intervals (Jennison & Turnbull 1989; 2000, ch. 9):
+vectorised cores that `sweep_looks` and the calibration suite both decide through.
+
+At look k the repeated interval of a difference is diff +- c_k se, where c_k is the
+design's normal-scale boundary at that look carried to Student t at the look's df
+(`t_scale`). The boundaries spend alpha over the looks, so with probability >= 1 - alpha
+the true difference lies inside the one-sided repeated bound at EVERY look at once; any
+rule that stops on these intervals keeps that rate, whatever else it does (stop early,
+stop when other verdicts are decided, go on).
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from analysis.errors import AnalysisError
-from analysis.sequential.spending import SPENDING, normal_boundaries
+from analysis.sequential.spending import SPENDING, normal_boundaries, spent_alpha, t_scale
+from analysis.stats.welch import welch_stats
+from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
+from analysis.verdicts.margins import margin
+from analysis.verdicts.regression import regression_lower_bound
+from analysis.verdicts.seedplan import (
+    PLAN_SIMS,
+    PLAN_TARGET,
+    Spread,
+    equivalence_seeds_needed,
+    gate_seeds_needed,
+    given_spread,
+)
 from runrecord.words import counted
 
 MAX_LOOKS = 20
@@ -123,3 +149,335 @@ def _boundaries(fractions: tuple[float, ...], alpha: float, spending: str
                 ) -> tuple[float, ...]:
     """normal_boundaries, computed once per schedule (a sweep asks at every look)."""
     return tuple(float(c) for c in normal_boundaries(fractions, alpha, spending))
+
+
+CONTINUE = "CONTINUE"
+"""Not decided yet: run the next batch."""
+UNDECIDED = "UNDECIDED AT CAP"
+"""The cap was reached without a decision."""
+
+
+def different_alpha(metrics: int, alpha: float) -> float:
+    """One tail of one metric's DIFFERENT test: the two-sided rate `alpha` (the design's;
+    0.05 as the fixed verdict's analysis.verdicts.equivalence.DIFFERENT_ALPHA) over 2
+    tails and shared by the metrics (Bonferroni)."""
+    return alpha / 2 / metrics
+
+
+def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
+                          c_pass: float, c_different: float, last: bool
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """One look of sequential equivalence over metrics tested together: diff, se, df of
+    shape (metrics, ...) -> (decisions (...), reach (...)).
+
+    PASS: every metric's repeated interval diff +- t(c_pass) se lies inside (-delta,
+    delta) (c_pass spends the design's alpha per side: the sequential TOST);
+    DIFFERENT: otherwise, a metric's repeated interval at c_different (spending alpha /
+    2 / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
+    else CONTINUE, or UNDECIDED at the last look. An undefined se (nan) never decides.
+    reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta; nan
+    where undefined)."""
+    diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
+    undefined = np.isnan(se).any(axis=0)
+    with np.errstate(invalid="ignore"):
+        half = np.where(se > 0, t_scale(c_pass, df) * se, 0.0)
+        half_d = np.where(se > 0, t_scale(c_different, df) * se, 0.0)
+        reach = np.where(undefined, np.nan, (np.abs(diff) + half).max(axis=0))
+        inside = reach < delta
+        excludes = (np.abs(diff) - half_d > 0).any(axis=0)
+    out = np.where(inside, PASS, np.where(excludes, DIFFERENT,
+                                          UNDECIDED if last else CONTINUE))
+    return np.where(undefined, UNDECIDED if last else CONTINUE, out), reach
+
+
+def gate_decisions(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndarray | float,
+                   delta: float, c: float, last: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One look of the sequential gate: diff, se, df of new - reference (...) ->
+    (decisions, lower, upper), each (...). PASS when the repeated lower bound diff -
+    t(c) se > -delta (non-inferiority, alpha over all looks); REGRESSION when the repeated
+    upper bound < -delta (clearly worse than the margin); else CONTINUE, or UNDECIDED at
+    the last look. Zero spread gives lower = upper = diff."""
+    diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
+    with np.errstate(invalid="ignore"):
+        half = np.where(se > 0, t_scale(c, df) * se, 0.0)
+    lower, upper = diff - half, diff + half
+    out = np.where(lower > -delta, PASS, np.where(upper < -delta, REGRESSION,
+                                                  UNDECIDED if last else CONTINUE))
+    return np.where(np.isnan(se), UNDECIDED if last else CONTINUE, out), lower, upper
+
+
+@dataclass(frozen=True)
+class Look:
+    verdict: str  # "equivalence" | "gate"
+    subject: str  # stable key of what is judged, e.g. "CartPole-v1: a0-l1-d1 vs a0-l0-d1"
+    look: int  # 1-based index of the look
+    seeds: dict[str, int]  # independent seeds per side at this look
+    statistic: float  # the test statistic (`text` says which)
+    boundary: float  # what it is compared with at this look
+    decision: str  # CONTINUE | a verdict word (PASS, DIFFERENT, REGRESSION) | UNDECIDED
+    text: str  # one human line for console and report
+    needs: str = ""  # at the cap: the planner's estimate of what a decision would need
+    fixed_design_seeds: int | None = None  # seeds per growing side of the fixed design
+    # of equal power (analysis.verdicts.seedplan, spread seen at this look); None: unknown
+    detail: str = ""  # the design's internals behind `text` (t, df, boundaries): --verbose
+
+    @property
+    def decided(self) -> bool:
+        return self.decision != CONTINUE
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict: an undefined statistic (nan) is null."""
+        d = asdict(self)
+        for key in ("statistic", "boundary"):
+            if not math.isfinite(d[key]):
+                d[key] = None
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Look:
+        """The Look `to_json` wrote; AnalysisError naming what is missing or unknown."""
+        names = [f.name for f in fields(Look)]
+        required = names[:8]
+        missing = [k for k in required if k not in d]
+        unknown = sorted(set(d) - set(names))
+        if missing or unknown:
+            raise AnalysisError(f"not a stored look: missing {missing}, unknown {unknown}")
+        fixed = d.get("fixed_design_seeds")
+        return Look(str(d["verdict"]), str(d["subject"]), int(d["look"]),
+                    {str(k): int(v) for k, v in dict(d["seeds"]).items()},
+                    number_or_nan(d["statistic"]), number_or_nan(d["boundary"]), str(d["decision"]),
+                    str(d["text"]), str(d.get("needs", "")),
+                    None if fixed is None else int(fixed), str(d.get("detail", "")))
+
+
+def number_or_nan(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+MIN_COMPARABLE_POWER = 0.5
+"""Below this simulated power of the sequential design at the spread seen, "the fixed
+design of equal power" is left out (None): a fixed design that passes as rarely needs
+few seeds, which would read as cheaper than a design that cannot pass either."""
+PLAN_MAX_SEEDS = 100
+
+
+def sequential_equivalence_power(design: SequentialDesign, spread: Spread, delta: float,
+                                 sims: int = PLAN_SIMS, seed: int = 0) -> float:
+    """P(PASS by the cap) of sequential equivalence at a true difference of 0, both
+    metrics drawn jointly (the planner's model)."""
+    rng = np.random.default_rng([seed, design.max_seeds, 24])
+    sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
+    a = normal_metrics(rng, sims, design.max_seeds, sds, rho)
+    b = normal_metrics(rng, sims, design.max_seeds, sds, rho)
+    return float(equivalence_paths(design_boundaries(design), a, b, delta).passed.mean())
+
+
+def sequential_gate_power(design: SequentialDesign, sd: float, n_ref: int, delta: float,
+                          sims: int = PLAN_SIMS, seed: int = 0) -> float:
+    """P(PASS by the cap) of the sequential gate when nothing regressed."""
+    rng = np.random.default_rng([seed, design.max_seeds, n_ref, 24])
+    new = sd * rng.standard_normal((sims, design.max_seeds))
+    ref = sd * rng.standard_normal((sims, n_ref))
+    b = design_boundaries(design, fixed_seeds=n_ref)
+    return float(gate_paths(b, new, ref, delta).passed.mean())
+
+
+def equivalence_needs_text(spread: Spread, delta: float, seen: float) -> str:
+    """The cap line's estimate for equivalence: seeds per side for PLAN_TARGET power of
+    the fixed TOST if the true difference is 0, and at the final-score difference seen."""
+    at_zero = equivalence_seeds_needed(spread, delta, max_seeds=PLAN_MAX_SEEDS)
+    at_seen = equivalence_seeds_needed(spread, delta, true_diff=abs(seen),
+                                       max_seeds=PLAN_MAX_SEEDS) \
+        if abs(seen) < delta else None
+    return _needs(at_zero, at_seen, seen, delta, f"per-seed sd {spread.sd_group:.3g}",
+                  "seeds per side")
+
+
+def gate_needs_text(spread: Spread, delta: float, n_ref: int, seen: float) -> str:
+    """The gate's cap estimate: new seeds against the fixed reference (if the true
+    difference is 0, and at the difference seen); when no number of new seeds gets there
+    (the reference's own noise dominates), seeds on both sides."""
+    sd_text = f"per-seed sd {spread.sd_seed:.3g}"
+    at_zero = gate_seeds_needed(spread, delta, n_ref=n_ref, max_seeds=PLAN_MAX_SEEDS)
+    where = f"new seeds against the {n_ref} reference seeds"
+    ref: int | None = n_ref
+    if at_zero is None:
+        ref, where = None, ("seeds on BOTH sides (no number of new seeds alone gets there: "
+                            "the reference's own noise dominates)")
+        at_zero = gate_seeds_needed(spread, delta, max_seeds=PLAN_MAX_SEEDS)
+    at_seen = gate_seeds_needed(spread, delta, n_ref=ref, true_diff=seen,
+                                max_seeds=PLAN_MAX_SEEDS) \
+        if seen > -delta else None
+    return _needs(at_zero, at_seen, seen, delta, sd_text, where)
+
+
+def _count(seeds: int | None) -> str:
+    return f"about {seeds}" if seeds is not None else f"more than {PLAN_MAX_SEEDS}"
+
+
+def _needs(at_zero: int | None, at_seen: int | None, seen: float, delta: float,
+           sd_text: str, where: str) -> str:
+    if abs(seen) < delta or seen > 0:
+        seen_text = f"{_count(at_seen)} at the difference seen ({seen:+.3g})"
+    else:
+        seen_text = (f"at the difference seen ({seen:+.3g}, beyond the margin) no number "
+                     "of seeds would pass")
+    return (f"the fixed design would need {_count(at_zero)} {where} for "
+            f"{PLAN_TARGET:.0%} power if the true difference is 0, {seen_text} (seed "
+            f"planner, {sd_text})")
+
+
+def boundary_table(design: SequentialDesign, reference_seeds: int) -> str:
+    """Per look: seeds, information, alpha spent, the PASS boundary (normal, and as t at
+    the 2(n - 1) df of equal spreads), DIFFERENT's, and the gate's vs the reference."""
+    seeds = design.seeds_at_looks()
+    t = design.information_fractions()
+    spent = spent_alpha(t, design.alpha, design.spending)
+    c, c_diff = design.boundaries(), design.boundaries(different_alpha(2, design.alpha))
+    c_gate = design.boundaries(fixed_seeds=reference_seeds)
+    head = ["look", "seeds per side", "information", "alpha spent", "PASS c",
+            "as t at 2(n-1) df", "DIFFERENT c", f"gate c (vs {reference_seeds} reference)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for k, n in enumerate(seeds):
+        lines.append(f"| {k + 1} | {n} | {t[k]:.2f} | {spent[k]:.4f} | {c[k]:.3f} | "
+                     f"{float(t_scale(c[k], 2 * (n - 1))):.2f} | {c_diff[k]:.3f} | "
+                     f"{c_gate[k]:.3f} |")
+    return "\n".join(lines)
+
+
+def _row(name: str, delta: float, zero: Paths, at_margin: Paths, fixed: int | None) -> str:
+    fixed_text = str(fixed) if fixed is not None else "> 100"
+    return (f"| {name} | {delta:g} | {zero.passed.mean():.1%} | {zero.seeds.mean():.2f} | "
+            f"{fixed_text} | {at_margin.passed.mean():.3f} |")
+
+
+def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
+                      delta: float | None = None, gate_delta: float | None = None,
+                      reference_seeds: int | None = None,
+                      normalisers: Mapping[str, tuple[float, float]] | None = None,
+                      sims: int = 20_000, seed: int = 0) -> list[str]:
+    """The design, its boundary table and its cost table (module docstring). Margins:
+    the suite's defaults unless given (the gate's defaults to `delta`); the gate's
+    reference stays at `reference_seeds` (default: the cap)."""
+    design.validate()
+    start = time.perf_counter()
+    eq = margin(suite, delta, normalisers)
+    gate = margin(suite, gate_delta if gate_delta is not None else delta, normalisers)
+    m = design.max_seeds if reference_seeds is None else int(reference_seeds)
+    rng = np.random.default_rng([seed, design.max_seeds, m, 2024])
+    sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
+    a, b = (normal_metrics(rng, sims, design.max_seeds, sds, rho) for _ in range(2))
+    shifted = a.copy()
+    shifted[0] += eq.value
+    planned = design_boundaries(design)
+    zero = equivalence_paths(planned, a, b, eq.value)
+    eq_row = _row("equivalence (final + AUC)", eq.value, zero,
+                  equivalence_paths(planned, shifted, b, eq.value),
+                  equivalence_seeds_needed(spread, eq.value, float(zero.passed.mean()), sims,
+                                           max_seeds=PLAN_MAX_SEEDS))
+    new = spread.sd_seed * rng.standard_normal((sims, design.max_seeds))
+    ref = spread.sd_seed * rng.standard_normal((sims, m))
+    gate_b = design_boundaries(design, fixed_seeds=m)
+    g_zero = gate_paths(gate_b, new, ref, gate.value)
+    gate_row = _row(f"gate (vs {m} reference seeds)", gate.value, g_zero,
+                    gate_paths(gate_b, new - gate.value, ref, gate.value),
+                    gate_seeds_needed(given_spread(spread.sd_seed), gate.value,
+                                      float(g_zero.passed.mean()), m, sims,
+                                      max_seeds=PLAN_MAX_SEEDS))
+    head = ["verdict", "delta", "P(PASS) by the cap at 0", "expected seeds per side at 0",
+            "fixed design: seeds for the same power", "false pass at the margin"]
+    return [f"design: {design.describe()}",
+            f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}",
+            f"spread: {spread.describe()}",
+            boundary_table(design, m), "",
+            f"normal per-seed values, {sims} simulations, seed {seed}:",
+            "| " + " | ".join(head) + " |", "|" + "---|" * len(head), eq_row, gate_row,
+            f"planned in {time.perf_counter() - start:.1f} s"]
+
+
+@dataclass
+class Paths:
+    """Per simulated comparison (arrays of shape (sims,))."""
+
+    decision: np.ndarray  # the first decision (a verdict word, or UNDECIDED at the cap)
+    seeds: np.ndarray  # seeds per growing side when it stopped
+    pass_any_look: np.ndarray  # PASS at some look had it never stopped (what RCIs bound)
+
+    @property
+    def passed(self) -> np.ndarray:
+        return self.decision == PASS
+
+
+@dataclass(frozen=True)
+class Boundaries:
+    """Normal-scale boundaries per look: for PASS (and the gate's REGRESSION), and for
+    equivalence's DIFFERENT."""
+
+    seeds: list[int]
+    passing: np.ndarray
+    different: np.ndarray
+
+
+def design_boundaries(design: SequentialDesign, fixed_seeds: int | None = None
+                      ) -> Boundaries:
+    """The design's spending boundaries (the gate's: against `fixed_seeds`)."""
+    return Boundaries(design.seeds_at_looks(), design.boundaries(fixed_seeds=fixed_seeds),
+                      design.boundaries(different_alpha(2, design.alpha)))
+
+
+def naive_boundaries(design: SequentialDesign) -> Boundaries:
+    """The fixed verdicts' critical values at every look (naive re-testing)."""
+    seeds = design.seeds_at_looks()
+    ones = np.ones(len(seeds))
+    return Boundaries(seeds, ones * stats.norm.isf(design.alpha),
+                      ones * stats.norm.isf(different_alpha(2, design.alpha)))
+
+
+def _record(out: Paths, open_: np.ndarray, dec: np.ndarray, n: int) -> np.ndarray:
+    """Write the draws that decide at this look; return the still open ones."""
+    stop = open_ & (dec != CONTINUE)
+    out.decision[stop] = dec[stop]
+    out.seeds[stop] = n
+    out.pass_any_look |= dec == PASS
+    return open_ & ~stop
+
+
+def _start(sims: int) -> tuple[Paths, np.ndarray]:
+    """Every draw still open (CONTINUE, no seeds spent, no PASS yet)."""
+    return (Paths(np.full(sims, CONTINUE, dtype=object), np.zeros(sims, dtype=np.int64),
+                  np.zeros(sims, dtype=bool)), np.ones(sims, dtype=bool))
+
+
+def equivalence_paths(b: Boundaries, a: np.ndarray, ref: np.ndarray, delta: float) -> Paths:
+    """Sequential equivalence of `a` against `ref`, both (metrics, sims, cap seeds)."""
+    out, open_ = _start(a.shape[1])
+    for k, n in enumerate(b.seeds):
+        per_metric = [welch_stats(a[j, :, :n], ref[j, :, :n]) for j in range(a.shape[0])]
+        diff, se, df = (np.stack([s[i] for s in per_metric]) for i in range(3))
+        dec, _ = equivalence_decisions(diff, se, df, delta, float(b.passing[k]),
+                                       float(b.different[k]), k == len(b.seeds) - 1)
+        open_ = _record(out, open_, dec, n)
+    return out
+
+
+def gate_paths(b: Boundaries, new: np.ndarray, ref: np.ndarray, delta: float) -> Paths:
+    """The sequential gate of `new` (sims, cap seeds) against a fixed `ref` (sims, m)."""
+    out, open_ = _start(new.shape[0])
+    for k, n in enumerate(b.seeds):
+        diff, _, se, df = regression_lower_bound(new[:, :n], ref)
+        dec, _, _ = gate_decisions(diff, se, df, delta, float(b.passing[k]),
+                                   k == len(b.seeds) - 1)
+        open_ = _record(out, open_, dec, n)
+    return out
+
+
+def normal_metrics(rng: np.random.Generator, sims: int, seeds: int, sds: Sequence[float],
+                   correlation: float) -> np.ndarray:
+    """(metrics, sims, seeds) normal per-seed values of one side: metric j has sd sds[j];
+    every later metric correlates `correlation` with the first."""
+    z = rng.standard_normal((len(sds), sims, seeds))
+    rho = float(np.clip(correlation, -1.0, 1.0))
+    out = [sds[0] * z[0]]
+    out += [sd * (rho * z[0] + np.sqrt(1 - rho * rho) * z[j]) for j, sd in
+            enumerate(sds[1:], start=1)]
+    return np.stack(out)

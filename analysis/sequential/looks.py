@@ -7,10 +7,10 @@ decided at an earlier look stays decided: pass the earlier Looks as `previous` a
 Look is repeated at the new index with the first decision (the error rates are those of
 the first decision; later looks never overturn it).
 
-Each verdict's look: equivalence decides the pairs analysis.verdicts.pairing compares;
+Each verdict's look: equivalence decides the pairs analysis.verdicts.compare compares;
 the gate runs the sweep's (growing) runs against fixed reference runs through the fixed
 gate's checks and numbers (analysis.verdicts.gate.gate); both on the repeated intervals
-of analysis.sequential.rci.
+of analysis.sequential.design.
 """
 
 from __future__ import annotations
@@ -25,37 +25,37 @@ from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse
 from analysis.scoring.scores import GroupScores, runs_by_suite
-from analysis.sequential.design import SequentialDesign
-from analysis.sequential.planning import (
+from analysis.sequential.design import (
+    CONTINUE,
     MIN_COMPARABLE_POWER,
+    PLAN_MAX_SEEDS,
+    UNDECIDED,
+    Look,
+    SequentialDesign,
+    different_alpha,
+    equivalence_decisions,
     equivalence_needs_text,
-    fixed_equivalence_seeds,
-    fixed_gate_seeds,
+    gate_decisions,
     gate_needs_text,
     sequential_equivalence_power,
     sequential_gate_power,
 )
-from analysis.sequential.rci import (
-    CONTINUE,
-    UNDECIDED,
-    Look,
-    different_alpha,
-    equivalence_decisions,
-    gate_decisions,
-)
 from analysis.sequential.spending import t_scale
 from analysis.stats.welch import WelchInterval
+from analysis.verdicts.compare import pair_groups
 from analysis.verdicts.equivalence import PASS, REGRESSION, EquivalenceResult, equivalence
 from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
 from analysis.verdicts.margins import margin
-from analysis.verdicts.pairing import pair_groups
 from analysis.verdicts.regression import AGGREGATE_RULE, ReferenceSpread, RegressionResult
-from analysis.verdicts.seed_metrics import SEED_METRICS
-from analysis.verdicts.seedplan import Spread, given_spread
+from analysis.verdicts.seed_pairing import SEED_METRICS
+from analysis.verdicts.seedplan import (
+    Spread,
+    equivalence_seeds_needed,
+    gate_seeds_needed,
+    given_spread,
+)
 from runrecord import Run
 from runrecord.words import signed
-
-__all__ = ["CONTINUE", "UNDECIDED", "VERDICTS", "Look", "sweep_looks"]
 
 VERDICTS = ("equivalence", "gate")
 """The verdicts a sequential design decides (reproduce: not yet)."""
@@ -75,13 +75,13 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
                 regression_alpha: float | None = None) -> list[Look]:
     """All looks of one interim analysis of a sweep's COMPLETED runs at look index `look`
     (1-based; the caller guarantees every growing side has design.seeds_at_looks()[look-1]
-    seeds, or the cap). Equivalence: one Look per pair of analysis.verdicts.pairing
+    seeds, or the cap). Equivalence: one Look per pair of analysis.verdicts.compare
     (margin `delta`, per-seed `metric`, reference group `reference`). Gate: one Look per
     (system, suite), new = `runs`, reference = `reference_runs` (fixed; margin
     `gate_delta`, else `delta`, else the suite's; `gate_metric`, `layouts`, `spread` as
     analysis.verdicts.gate.gate). `previous`: Looks of earlier indices; a subject decided
     there keeps its first decision. regression_alpha: the gate's REGRESSION alpha when
-    the looks over training time spend part of it (analysis.sequential.curve_design:
+    the looks over training time spend part of it (analysis.sequential.curves:
     TIME_SHARE). AnalysisError (exit 2) for a bad design or input."""
     design.validate()
     if isinstance(look, bool) or not isinstance(look, int) or not 1 <= look <= design.looks:
@@ -168,7 +168,7 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     fixed = needs = None
     if spread is not None:
         power = sequential_equivalence_power(design, spread, res.delta)
-        fixed = fixed_equivalence_seeds(spread, res.delta, power) \
+        fixed = equivalence_seeds_needed(spread, res.delta, power, max_seeds=PLAN_MAX_SEEDS) \
             if power >= MIN_COMPARABLE_POWER else None
         if last and decision == UNDECIDED:
             needs = equivalence_needs_text(spread, res.delta, res.final.diff)
@@ -232,7 +232,7 @@ def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: Seque
     system and suite, on `layouts` (default: the layouts the new runs cover). The fixed
     gate's checks raise AnalysisError (exit 2) as they do for `harness regress`.
     regression_alpha: what REGRESSION spends when it is less than the design's alpha
-    (the looks over training time took the rest: analysis.sequential.curve_design)."""
+    (the looks over training time took the rest: analysis.sequential.curves)."""
     out: list[Look] = []
     systems = sorted({str(r.manifest.get("system")) for r in runs})
     for system in systems:
@@ -265,10 +265,10 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
                                  seeds=(res.n_new, res.n_reference))
         _, _, upper_fail = gate_decisions(res.diff, res.se, res.df, res.delta, c_fail, last)
         if not float(upper_fail) < -res.delta:
-            decision = UNDECIDED if last else "CONTINUE"
+            decision = UNDECIDED if last else CONTINUE
     other_rules = [r for r in res.rules if r != AGGREGATE_RULE]
     if other_rules and decision == PASS:
-        decision = REGRESSION if last else "CONTINUE"
+        decision = REGRESSION if last else CONTINUE
     elif other_rules and last:
         decision = REGRESSION
     t = float(t_scale(c, res.df)) if math.isfinite(res.df) else c
@@ -277,7 +277,8 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
     if math.isfinite(sd) and sd > 0:
         spread = given_spread(sd)
         power = sequential_gate_power(design, sd, res.n_reference, res.delta)
-        fixed = fixed_gate_seeds(spread, res.delta, power, res.n_reference) \
+        fixed = gate_seeds_needed(spread, res.delta, power, res.n_reference,
+                                  max_seeds=PLAN_MAX_SEEDS) \
             if power >= MIN_COMPARABLE_POWER else None
         if last and decision == UNDECIDED:
             needs = gate_needs_text(spread, res.delta, res.n_reference, res.diff)

@@ -35,10 +35,17 @@ from analysis.inputs.env_versions import version_hint
 from analysis.inputs.facts import EPISODES, UPDATES
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
-from analysis.stats.paired import paired_interval, paired_stats
-from analysis.stats.welch import WelchInterval, t_interval, t_quantile, welch_interval, welch_stats
-from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
-from analysis.verdicts.seed_pairing import SeedDesign, seed_design
+from analysis.stats.welch import (
+    WelchInterval,
+    paired_interval,
+    paired_stats,
+    t_interval,
+    t_quantile,
+    welch_interval,
+    welch_stats,
+)
+from analysis.verdicts.margins import ATARI_DEFAULT_DELTA
+from analysis.verdicts.seed_pairing import SeedDesign, SeedMetric, iqm_over_tasks, seed_design
 from analysis.verdicts.stacks import (
     NOT_EXPECTED,
     StackComparison,
@@ -48,13 +55,6 @@ from analysis.verdicts.stacks import (
 from runrecord import Run, schema
 from runrecord.exits import verdict_exit
 from runrecord.words import counted, signed
-
-# Default equivalence margin on Atari, in HNS; other suites have their own default
-# (analysis.verdicts.margins). It is NOT a power guarantee: with a per-seed IQM sd of 0.063 HNS
-# (one column of the published tables; others range 0.011 to 0.141) Welch TOST on one
-# metric passes truly equivalent groups about 57% of the time at 3 seeds per side; 80%
-# needs about 0.20 (`python -m analysis plan-seeds --sd 0.063`, docs/analysis.md).
-DEFAULT_DELTA = 0.16
 
 DIFFERENT_ALPHA = 0.05
 """False-DIFFERENT rate at no difference, shared by the metrics tested together."""
@@ -388,7 +388,7 @@ def _shown_interval(a: np.ndarray, b: np.ndarray, decision: EquivalenceDecision,
                       float(decision.df[row]), paired=paired)
 
 
-def equivalence(a: GroupScores, b: GroupScores, delta: float = DEFAULT_DELTA, *,
+def equivalence(a: GroupScores, b: GroupScores, delta: float = ATARI_DEFAULT_DELTA, *,
                 metric: SeedMetric = iqm_over_tasks, metric_name: str = "iqm",
                 margin: str = "", unpaired: bool = False) -> EquivalenceResult:
     """TOST of group a vs b (the reference) on per-seed `metric` (default: IQM over

@@ -40,8 +40,8 @@ from analysis.verdicts.regression import (
     regression,
     regression_gate,
 )
-from analysis.verdicts.seed_metrics import SEED_METRICS
-from analysis.verdicts.undecided import gate_undecided
+from analysis.verdicts.seed_pairing import SEED_METRICS
+from analysis.verdicts.seedplan import gate_undecided
 from runrecord import Run
 from runrecord.words import counted
 
@@ -170,14 +170,14 @@ def gate(
         _check_layouts(ref_groups, selected, "reference", ref_system, _games(reference),
                        ref_warnings)
         warnings += ref_warnings
-        res = regression_gate(_chosen(new_groups, selected), _chosen(ref_groups, selected),
+        res = regression_gate(chosen_groups(new_groups, selected), chosen_groups(ref_groups, selected),
                               m.value, confidence=confidence, score=score,
                               margin=m.describe(), metric=SEED_METRICS[seed_metric],
                               metric_name=seed_metric, spread=spread, unpaired=unpaired)
     else:  # a published number: one-sample bound on the new seeds
         selected = list(layouts) if layouts is not None else sorted(new_groups)
         _check_layouts(new_groups, selected, "new runs", system, _games(new), warnings)
-        seeds = collapse_seed_copies(_chosen(new_groups, selected), "new", attr=score)
+        seeds = collapse_seed_copies(chosen_groups(new_groups, selected), "new", attr=score)
         number, spread = _reference_number(float(reference), spread, reference_unit, suite,
                                            seeds.tasks, metric, normalisers)
         res = regression(SEED_METRICS[seed_metric](seeds.values, seeds.tasks),
@@ -230,11 +230,13 @@ def _check_layouts(groups: Mapping[str, GroupScores], selected: Sequence[str], s
                             f"({', '.join(games)}){': ' + why if why else ''}")
 
 
-def _chosen(groups: Mapping[str, GroupScores], selected: Sequence[str]) -> list[GroupScores]:
-    """The groups of the selected layouts, each once (a group can span layouts)."""
+def chosen_groups(groups: Mapping[str, GroupScores], selected: Sequence[str]
+                  ) -> list[GroupScores]:
+    """The groups ({layout: group}) of the selected layouts that have one, each once (a
+    group can span layouts)."""
     out: list[GroupScores] = []
     for lay in selected:
-        if all(groups[lay] is not g for g in out):
+        if lay in groups and all(groups[lay] is not g for g in out):
             out.append(groups[lay])
     return out
 

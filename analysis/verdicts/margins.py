@@ -24,8 +24,10 @@ from analysis.scales.normalize import get_normaliser
 
 ATARI_SUITE = "Atari"
 ATARI_DEFAULT_DELTA = 0.16
-"""HNS. Not a power guarantee: with a per-seed IQM sd of 0.063 HNS, TOST passes truly
-equivalent groups 57% of the time at 3 seeds (plan-seeds; docs/analysis.md)."""
+"""HNS. Not a power guarantee: with a per-seed IQM sd of 0.063 HNS (one column of the
+published tables; others range 0.011 to 0.141), TOST on one metric passes truly
+equivalent groups 57% of the time at 3 seeds; 80% needs about 0.20 (`python -m analysis
+plan-seeds --sd 0.063`; docs/analysis.md)."""
 OTHER_DEFAULT_DELTA = 0.2
 """Share of the normalised range (low .. high) of a non-Atari env (CartPole-v1: 95.6 return)."""
 

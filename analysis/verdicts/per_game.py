@@ -35,10 +35,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from analysis.stats.moderated import moderated_variance, prior_variance
-from analysis.stats.multiplicity import holm_reject
-from analysis.stats.paired import paired_stats
-from analysis.stats.welch import t_quantile, welch_stats
+from analysis.stats.moderated import holm_reject, moderated_variance, prior_variance
+from analysis.stats.welch import paired_stats, t_quantile, welch_stats
 
 RELATIVE_MARGIN = 0.25
 """A game regresses when it loses more than this share of its reference score."""

@@ -6,7 +6,7 @@
   -delta (the drop's interval beyond the margin), a game is flagged by the per-game
   rule, a game COLLAPSED, or the untrimmed mean's upper bound is below -MEAN_MARGIN;
 - UNDECIDED: neither (the seeds at hand cannot show either; the seed planner says how
-  many would: analysis.verdicts.undecided). Exit EXIT_UNDECIDED, EXIT_FAILED under
+  many would: analysis.verdicts.seedplan). Exit EXIT_UNDECIDED, EXIT_FAILED under
   --strict.
 """
 
@@ -23,8 +23,7 @@ from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.env_versions import version_hint
 from analysis.scoring.replicates import collapse_seed_copies
 from analysis.scoring.scores import GroupScores
-from analysis.stats.paired import paired_stats
-from analysis.stats.welch import t_quantile, welch_df, welch_stats
+from analysis.stats.welch import paired_stats, t_quantile, welch_df, welch_stats
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.per_game import (
     COLLAPSE_LEVEL,
@@ -34,8 +33,7 @@ from analysis.verdicts.per_game import (
     mean_relative_bounds,
     per_game_drops,
 )
-from analysis.verdicts.seed_metrics import SeedMetric, iqm_over_tasks
-from analysis.verdicts.seed_pairing import seed_design
+from analysis.verdicts.seed_pairing import SeedMetric, iqm_over_tasks, seed_design
 from runrecord.exits import verdict_exit
 from runrecord.words import counted, signed
 
@@ -164,14 +162,6 @@ def published_lower_bound(new: np.ndarray, published_mean: np.ndarray | float,
     se = np.sqrt(sa + sb)
     df = welch_df(sa, sb, n, published_n)
     return diff, _lower(diff, se, df, confidence), se, df
-
-
-def gate_against_published(new: np.ndarray, published_mean: np.ndarray | float,
-                           published_sd: np.ndarray | float, published_n: int,
-                           confidence: float = 0.95) -> np.ndarray:
-    """The lower bound of `published_lower_bound` (the calibration suite's entry)."""
-    return published_lower_bound(new, published_mean, published_sd, published_n,
-                                 confidence)[1]
 
 
 def metric_per_seed(values: np.ndarray, tasks: Sequence[str], metric: SeedMetric

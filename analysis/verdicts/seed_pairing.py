@@ -1,6 +1,7 @@
-"""Whether the two sides of a per-seed verdict are paired by seed: one rule for
-equivalence (analysis.verdicts.equivalence) and the regression gate
-(analysis.verdicts.regression), decided from the design, never from the scores.
+"""A verdict's seeds: the per-seed metric that reduces a (seeds, tasks) score matrix to one
+value per seed (equivalence and the gate both go through SEED_METRICS), and whether the
+two sides are paired by seed, one rule for both verdicts, decided from the design, never
+from the scores.
 
 The pairing holds when
 - both sides ran the same seeds, at least 2 (a side's seeds after its layout copies are
@@ -10,7 +11,7 @@ The pairing holds when
 - under the same recorded env protocol for every game (a run without one is unknown
   and never matches: an imported run's seed 1 need not be our seed 1).
 The verdict then tests the per-seed differences (paired t, n - 1 df:
-analysis.stats.paired); otherwise Welch's unpaired t, and the line says why.
+analysis.stats.welch.paired_stats); otherwise Welch's unpaired t, and the line says why.
 
 `unpaired=True` (--unpaired) asks for Welch where the pairing holds. Fix it before
 looking at the scores: the paired t is exact at any within-seed correlation, but where
@@ -21,12 +22,36 @@ power against Welch's (calibration.paired_cells; docs/analysis.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from analysis.atari5.estimate import per_seed_from_normalised
 from analysis.inputs.protocol import protocol_differences, run_protocol
+from analysis.stats.metrics import iqm
 from runrecord import Run
 from runrecord.words import counted
+
+SeedMetric = Callable[[np.ndarray, Sequence[str]], np.ndarray]
+"""Maps a (seeds, tasks) score matrix and its task names to one value per seed. Every
+verdict's per-seed value goes through one of these (equivalence, the gate), so another
+metric (e.g. a median over a fixed game subset) plugs in by name in SEED_METRICS."""
+
+
+def iqm_over_tasks(values: np.ndarray, tasks: Sequence[str] = ()) -> np.ndarray:
+    """The default SeedMetric: (seeds, tasks) -> (seeds,), per seed the IQM over tasks
+    (the value itself for 1 task)."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.asarray(iqm(values[:, None, :]), dtype=np.float64)
+
+
+SEED_METRICS: dict[str, SeedMetric] = {"iqm": iqm_over_tasks,
+                                       "atari5-median": per_seed_from_normalised}
+"""Per-seed metrics by CLI name: the IQM over tasks, or the Atari-5 estimate of the
+57-game median HNS from its five games (analysis.atari5; docs/atari5.md; AnalysisError
+names a missing game)."""
+
 
 PAIRED = "paired by seed"
 WELCH = "Welch (unpaired)"

@@ -17,6 +17,11 @@ decided by the project's own vectorised verdict core (analysis.verdicts: `tost_p
 
 Draws are seeded per (verdict, n): `numpy.random.default_rng([seed, n, k])`, so one
 command gives the same table every time.
+
+What an UNDECIDED (gate), NOT SHOWN (`reproduce`) or INCONCLUSIVE (equivalence) verdict
+says comes from here too: why the evidence decides neither way, how many seeds per side
+would decide it at the spread seen, and that `python -m harness run --until-decided` can
+run them.
 """
 
 from __future__ import annotations
@@ -35,8 +40,8 @@ from analysis.scoring.replicates import collapse_seed_copies
 from analysis.stats.welch import tost_required_margin
 from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, margin
 from analysis.verdicts.regression import regression_lower_bound
-from analysis.verdicts.seed_metrics import iqm_over_tasks
-from runrecord.words import counted
+from analysis.verdicts.seed_pairing import iqm_over_tasks
+from runrecord.words import counted, signed
 
 TARGETS = (0.8, 0.9)
 MAX_SEEDS = 200
@@ -183,15 +188,19 @@ def gate_margins(spread: Spread, n_new: int, n_ref: int | None = None,
 
 
 def equivalence_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS,
-                      seed: int = 0, metrics: int = 2) -> float:
-    """P(PASS) of equivalence at a true difference of 0 with n seeds per group."""
-    return float(np.mean(equivalence_margins(spread, n, sims, seed, metrics=metrics) < delta))
+                      seed: int = 0, metrics: int = 2, true_diff: float = 0.0) -> float:
+    """P(PASS) of equivalence with n seeds per group at a true difference `true_diff`
+    of the final metric (default 0)."""
+    return float(np.mean(equivalence_margins(spread, n, sims, seed, true_diff, metrics)
+                         < delta))
 
 
 def gate_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS, seed: int = 0,
-               n_ref: int | None = None, sd: float | None = None) -> float:
-    """P(PASS) of the gate when nothing regressed (true difference 0), n seeds per side."""
-    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, sd=sd) < delta))
+               n_ref: int | None = None, sd: float | None = None,
+               true_diff: float = 0.0) -> float:
+    """P(PASS) of the gate, n new seeds (and n_ref reference seeds, default n), at a true
+    difference `true_diff` (default 0: nothing regressed)."""
+    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, true_diff, sd) < delta))
 
 
 def seeds_needed(power, target: float, start: Sequence[int] = DEFAULT_SEEDS,
@@ -324,3 +333,76 @@ def seed_plan_lines(spread: Spread, suite: str, *, delta: float | None = None,
     return [f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}",
             plan(spread, eq.value, gate.value, seeds=seeds, for_seeds=for_seeds, sims=sims,
                  seed=seed).text()]
+
+
+PLAN_TARGET = 0.8
+"""The power the seed counts of an undecided verdict aim for."""
+PLAN_SIMS = 4_000
+"""Draws per simulated power (a verdict's estimate, not a table: +-1 point is enough)."""
+UNTIL_DECIDED = ("`python -m harness run --until-decided` (or an [adaptive] table in the "
+                 "sweep file) adds seeds in batches until the verdict is decided")
+
+
+def equivalence_seeds_needed(spread: Spread, delta: float, target: float = PLAN_TARGET,
+                             sims: int = PLAN_SIMS, true_diff: float = 0.0,
+                             max_seeds: int = MAX_SEEDS) -> int | None:
+    """Seeds per side for `target` power of the fixed equivalence TOST (both metrics)
+    when the final metric truly differs by `true_diff`, at `spread` (e.g.
+    `spread_from_analysis` of the runs so far); None: more than `max_seeds`."""
+    return seeds_needed(lambda n: equivalence_power(spread, delta, n, sims,
+                                                    true_diff=true_diff),
+                        target, max_seeds=max_seeds)
+
+
+def gate_seeds_needed(spread: Spread, delta: float, target: float = PLAN_TARGET,
+                      n_ref: int | None = None, sims: int = PLAN_SIMS, true_diff: float = 0.0,
+                      max_seeds: int = MAX_SEEDS) -> int | None:
+    """New seeds the fixed gate (aggregate rule) needs for `target` power against `n_ref`
+    reference seeds (None: as many reference seeds as new ones) at a true difference
+    `true_diff`; None: more than `max_seeds`."""
+    return seeds_needed(lambda n: gate_power(spread, delta, n, sims, n_ref=n_ref,
+                                             true_diff=true_diff),
+                        target, max_seeds=max_seeds)
+
+
+def gate_undecided(lower: float, upper: float, delta: float, se: float, n_new: int,
+                   n_ref: int, mean_lower: float | None = None, mean_margin: float = 0.1
+                   ) -> str:
+    """The gate's UNDECIDED text: no rule found a regression, and non-inferiority is not
+    shown (the aggregate's lower bound, or the untrimmed mean's `mean_lower`, not above
+    its margin)."""
+    sd = se / math.sqrt(1 / n_new + 1 / max(n_ref, 1)) if se > 0 else math.nan
+    need = gate_seeds_needed(given_spread(sd), delta) if math.isfinite(sd) and sd > 0 else None
+    seeds = (f"about {need} seeds per side would give {PLAN_TARGET:.0%} power to show "
+             f"the aggregate non-inferior if nothing changed" if need is not None else
+             "no seed count up to the planner's cap reaches "
+             f"{PLAN_TARGET:.0%} power at this spread: widen the margin")
+    if lower > -delta and mean_lower is not None:
+        why = (f"the aggregate is non-inferior (lower bound {signed(lower, 4)} > -delta "
+               f"{signed(-delta, 4)}), but the untrimmed mean relative score's lower bound "
+               f"{mean_lower:+.1%} is not above -{mean_margin:.0%} (a drop spread over the "
+               f"top games is not ruled out)")
+    else:
+        why = (f"non-inferiority not shown (lower bound {signed(lower, 4)} <= -delta "
+               f"{signed(-delta, 4)})")
+    return (f"{why}, and no regression shown (upper bound {signed(upper, 4)} >= -delta; no game "
+            f"flagged or collapsed) with {n_new} vs {n_ref} seeds; at the per-seed sd seen "
+            f"({sd:.3g}) {seeds} (seed planner); more seeds on both sides also narrow the "
+            f"untrimmed mean's bound; {UNTIL_DECIDED}")
+
+
+def reproduce_seeds_needed(unit_var: float, margin: float, published_n: int,
+                           df: float = math.inf) -> int | None:
+    """Your seeds for PLAN_TARGET power of the aggregate equivalence (90% CI of the
+    weighted mean relative difference inside +-margin) if the true difference is 0:
+    its variance is unit_var x (1/n + 1/published_n), the published side fixed."""
+    if not unit_var > 0:
+        return None
+    t = float(stats.t.ppf(0.95, df)) if math.isfinite(df) else float(stats.norm.ppf(0.95))
+
+    def power(n: int) -> float:
+        sd = math.sqrt(unit_var * (1 / n + 1 / published_n))
+        room = margin - t * sd
+        return 0.0 if room <= 0 else float(2 * stats.norm.cdf(room / sd) - 1)
+
+    return seeds_needed(power, PLAN_TARGET)

@@ -1,6 +1,6 @@
 """The regression gate looked at along training time, as a sweep runs it: `[regression]
 looks_at` (docs/harness.md, "Looks over training time"); the statistics are
-analysis.sequential.curve_looks'.
+analysis.sequential.curves'.
 
 One gate per system and suite of the [regression] selection. Before its runs start its
 plan is fixed from the reference (boundaries, margins) and recorded; look k is taken as
@@ -31,8 +31,7 @@ from runrecord.exits import EXIT_FAILED, EXIT_OK, verdict_exit, worst_exit
 from runrecord.writer import RecordError, atomic_write_text
 
 if TYPE_CHECKING:
-    from analysis.sequential.curve_design import CurveDesign, CurvePlan
-    from analysis.sequential.curve_looks import CurveLook, GateOptions
+    from analysis.sequential.curves import CurveDesign, CurveLook, CurvePlan, GateOptions
 
 CURVE_FILE = "curve-looks.jsonl"
 STOPPED_TYPE = "Stopped"
@@ -43,7 +42,7 @@ def curve_design(regression: Mapping[str, Any]) -> CurveDesign | None:
     """The sweep's looks over training time ([regression] looks_at), or None."""
     if "looks_at" not in regression:
         return None
-    from analysis.sequential.curve_design import DEFAULT_SPENDING, CurveDesign
+    from analysis.sequential.curves import DEFAULT_SPENDING, CurveDesign
 
     return CurveDesign(tuple(regression["looks_at"]),
                        spending=str(regression.get("look_spending", DEFAULT_SPENDING)),
@@ -52,7 +51,7 @@ def curve_design(regression: Mapping[str, Any]) -> CurveDesign | None:
 
 def gate_options(sweep: Sweep, delta: float | None = None,
                  allow_protocol_mismatch: bool = False) -> GateOptions:
-    from analysis.sequential.curve_looks import GateOptions
+    from analysis.sequential.curves import GateOptions
     from analysis.verdicts.gate import DEFAULT_GATE_METRIC
 
     cfg = sweep.regression
@@ -85,7 +84,7 @@ class CurveGate:
 
     @property
     def decision(self) -> CurveLook | None:
-        from analysis.sequential.curve_looks import first_decision
+        from analysis.sequential.curves import first_decision
 
         return first_decision(self.looks)
 
@@ -163,8 +162,7 @@ def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
     """Fix (or read back) every gate's plan and recorded looks; the lines to print
     (`verbose`: with the design's internals).
     AnalysisError (exit 2) when the reference cannot be read at the looks."""
-    from analysis.sequential.curve_design import CurvePlan
-    from analysis.sequential.curve_looks import CurveLook, curve_plan, plan_lines
+    from analysis.sequential.curves import CurveLook, CurvePlan, curve_plan, plan_lines
 
     out = []
     for gate in gates:
@@ -245,7 +243,7 @@ def ahead(gate: CurveGate, store: Store, states: Callable[[str], str]) -> set[st
 def take_look(gate: CurveGate, store: Store, reference_runs: Sequence[Run],
               options: GateOptions) -> CurveLook:
     """Take, record and return the gate's next look (the caller checked `ready`)."""
-    from analysis.sequential.curve_looks import curve_look
+    from analysis.sequential.curves import curve_look
 
     assert gate.plan is not None
     new = [load_run(store.run_dir(s.run_id)) for s in gate.specs]
@@ -284,10 +282,10 @@ def gates_exit(gates: Sequence[CurveGate], strict: bool = False) -> int:
 def batch_specs(sweep: Sweep) -> tuple[list[RunSpec], float | None]:
     """The runs the looks over training time cover and the alpha they spend: every run
     of a fixed sweep (alpha None: the design's); an adaptive sweep's first look over
-    seeds, with TIME_SHARE of its alpha (analysis.sequential.curve_design)."""
+    seeds, with TIME_SHARE of its alpha (analysis.sequential.curves)."""
     if sweep.adaptive is None:
         return list(sweep.runs), None
-    from analysis.sequential.curve_design import TIME_SHARE
+    from analysis.sequential.curves import TIME_SHARE
 
     first = sweep.adaptive.first_seeds
     return [s for s in sweep.runs if s.seed_rank < first], TIME_SHARE * sweep.adaptive.alpha
@@ -296,8 +294,7 @@ def batch_specs(sweep: Sweep) -> tuple[list[RunSpec], float | None]:
 def recorded_gates(sweep: Sweep, store: Store, reference: Path, options: GateOptions
                    ) -> list[CurveGate]:
     """The sweep's gates with what an earlier `harness run` recorded (plan, looks)."""
-    from analysis.sequential.curve_design import CurvePlan
-    from analysis.sequential.curve_looks import CurveLook
+    from analysis.sequential.curves import CurveLook, CurvePlan
 
     design = curve_design(sweep.regression)
     assert design is not None
@@ -329,7 +326,7 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
     internals."""
     from analysis.errors import AnalysisError, TooFewSeeds
     from analysis.inputs.load import load_runs
-    from analysis.sequential.curve_looks import curve_look, curve_plan, plan_lines
+    from analysis.sequential.curves import curve_look, curve_plan, plan_lines
 
     design = curve_design(sweep.regression)
     assert design is not None

@@ -237,7 +237,7 @@ def _compute(sweep: Sweep, runs: list[Run], index: int, reference_runs: list[Run
     assert cfg is not None
     regression_alpha = None
     if "looks_at" in sweep.regression:  # the looks over training time took their share
-        from analysis.sequential.curve_design import TIME_SHARE
+        from analysis.sequential.curves import TIME_SHARE
 
         regression_alpha = (1 - TIME_SHARE) * cfg.alpha
     return sweep_looks(runs, cfg.design(), index, verdicts=cfg.verdicts,

@@ -76,9 +76,9 @@ class Checker:
 
     def curve_looks(self, regression: Mapping) -> None:
         """[regression] looks_at, look_spending, look_correlation: the analysis's own
-        checks of the design (analysis.sequential.curve_design), at the key's line."""
+        checks of the design (analysis.sequential.curves), at the key's line."""
         from analysis.errors import AnalysisError
-        from analysis.sequential.curve_design import DEFAULT_SPENDING, CurveDesign
+        from analysis.sequential.curves import DEFAULT_SPENDING, CurveDesign
 
         looks = regression.get("looks_at")
         if not isinstance(looks, list):
