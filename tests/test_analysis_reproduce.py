@@ -7,12 +7,10 @@ where the test shifts it.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 from synthetic_records import final_score_history, write_final_score_run
 
 from analysis.cli import main
@@ -23,12 +21,11 @@ from analysis.reproduce import (
     CONSISTENT,
     HIGHER,
     LOWER,
-    game_verdict,
     power_consistent,
     published_column,
     reproduce,
-    welch_from_summary,
 )
+from analysis.stats.welch import welch_interval
 from runrecord import Run, Table, schema
 
 TABLE = PAPER / "main_10CPU.csv"
@@ -66,32 +63,17 @@ def _runset(draws: dict[str, list[float]]) -> RunSet:
                             for s, v in enumerate(vs)])
 
 
-def test_welch_from_summary_matches_scipy_and_ddof_conversion():
-    three = np.array([5.0, 7.0, 12.0])
-    assert np.isclose(three.std() * math.sqrt(3 / 2), three.std(ddof=1))
-    w = welch_from_summary(10.0, 2.0, 3, 7.0, 3.0, 3)
-    t, _ = stats.ttest_ind_from_stats(10.0, 2.0, 3, 7.0, 3.0, 3, equal_var=False)
-    assert np.isclose(w.diff / w.se, t)
-    half95 = (w.ci95[1] - w.ci95[0]) / 2
-    assert np.isclose(half95, stats.t.ppf(0.975, w.df) * w.se)
-    one = welch_from_summary(10.0, math.nan, 1, 7.0, 3.0, 3)  # prediction interval
-    assert np.isclose(one.se, 3.0 * math.sqrt(1 + 1 / 3)) and one.df == 2
-    assert game_verdict(welch_from_summary(1.0, 0.0, 3, 1.0, 0.0, 3), 0.1) == CONSISTENT
-    assert game_verdict(welch_from_summary(0.5, 0.01, 3, 1.0, 0.01, 3), 0.1) == LOWER
-    assert game_verdict(welch_from_summary(1.5, 0.01, 3, 1.0, 0.01, 3), 0.1) == HIGHER
-
-
 def test_power_matches_the_verdict_code():
     """power_consistent's vectorised simulation agrees with 1,000 draws run through
-    welch_from_summary + game_verdict one at a time (MC sd of that share <= 0.016; we
-    allow 0.065, four of them)."""
+    welch_interval one at a time, CONSISTENT when its 90% CI is inside the margin (MC sd
+    of that share <= 0.016; we allow 0.065, four of them)."""
     rng = np.random.default_rng(7)
     for sd, margin in ((0.1, 0.3), (0.3, 0.5), (0.05, 0.06)):
         hits = 0
         for _ in range(1000):
             a, b = rng.normal(0, sd, 3), rng.normal(0, sd, 3)
-            w = welch_from_summary(a.mean(), a.std(ddof=1), 3, b.mean(), b.std(ddof=1), 3)
-            hits += game_verdict(w, margin) == CONSISTENT
+            w = welch_interval(a, b)
+            hits += -margin < w.ci90[0] and w.ci90[1] < margin
         assert abs(hits / 1000 - power_consistent(sd, 3, 3, margin)) < 0.065, (sd, margin)
 
 

@@ -113,8 +113,8 @@ def test_notebook_sample_efficiency_cell():
     assert ci["IQN"].shape == (2, 6)
     assert_within_mc(ci, their_ci, our_spread(curves, iqm_curve(rly), reps))
     # the output's batch axis is last here: found by the probe, evaluated batched
-    assert rly.engine.batch_axis(iqm_curve(rly), [curves["IQN"]]) == "last"
-    assert rly.engine.batch_axis(iqm_curve(rliable_metrics), [curves["IQN"]]) is None
+    assert rly.bootstraps.batch_axis(iqm_curve(rly), [curves["IQN"]]) == "last"
+    assert rly.bootstraps.batch_axis(iqm_curve(rliable_metrics), [curves["IQN"]]) is None
 
 
 def test_readme_probability_of_improvement_cell():

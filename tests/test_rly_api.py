@@ -23,7 +23,7 @@ from scipy import stats
 
 from analysis import rly
 from analysis.errors import AnalysisError
-from analysis.rly import engine
+from analysis.rly import bootstraps
 from analysis.stats.metrics import interval_from_replicates
 
 matplotlib.use("Agg")
@@ -160,7 +160,7 @@ def test_bca_acceleration_is_the_stratified_jackknife():
     jk = np.array([np.mean(np.delete(one, i, axis=0)) for i in range(9)])
     u = jk.mean() - jk
     expected = np.sum(u ** 3) / (6 * np.sum(u ** 2) ** 1.5)
-    assert engine.jackknife_acceleration(rly.aggregate_mean, [one]) == pytest.approx(expected)
+    assert bootstraps.jackknife_acceleration(rly.aggregate_mean, [one]) == pytest.approx(expected)
     # two tasks of 3 runs, by hand: delete run j of task h, the task keeping its weight
     x = np.array([[0.0, 1.0], [1.0, 5.0], [5.0, 2.0]])
     values = []
@@ -173,11 +173,11 @@ def test_bca_acceleration_is_the_stratified_jackknife():
     u = (2 / 3) * (np.reshape(values, (2, 3)).mean(axis=1, keepdims=True)
                    - np.reshape(values, (2, 3)))
     expected = np.sum(u ** 3) / (6 * np.sum(u ** 2) ** 1.5)
-    assert engine.jackknife_acceleration(rly.aggregate_mean, [x]) == pytest.approx(expected)
-    assert engine.jackknife_acceleration(rly.aggregate_mean, [x], paired=True) == \
+    assert bootstraps.jackknife_acceleration(rly.aggregate_mean, [x]) == pytest.approx(expected)
+    assert bootstraps.jackknife_acceleration(rly.aggregate_mean, [x], paired=True) == \
         pytest.approx(expected)
     # a statistic no deletion moves: acceleration 0 (arch raises)
-    assert engine.jackknife_acceleration(lambda s: np.float64(1.0), [x]) == 0.0
+    assert bootstraps.jackknife_acceleration(lambda s: np.float64(1.0), [x]) == 0.0
 
 
 def test_bc_bca_formula_on_known_replicates():
@@ -245,7 +245,7 @@ def test_bc_bca_many_tasks_against_rliable():
     point = ours_rliable(x)
     with_arch_a = []
     for s in range(12):
-        values = engine.bootstrap_values(ours_rliable, [x], reps=reps,
+        values = bootstraps.bootstrap_values(ours_rliable, [x], reps=reps,
                                          rng=np.random.Generator(np.random.PCG64(s)))
         ci = interval_from_replicates(point, values, 0.95, "bca", acceleration=arch_a)
         with_arch_a.append(np.stack([ci.low, ci.high]))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from analysis.reproduce.summary_stats import _draws
+from analysis.reproduce.judge import _draws
 from analysis.stats.welch import _mean_var, t_quantile, tost_inside, welch_stats
 
 

@@ -314,7 +314,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
         if len({t for gs in fam.values() for t in gs.tasks}) <= 60:
             add_fig(figs.per_game_curves_figure(fam, out_dir,
                                                 name=f"per_game_curves_{name}{sfx}").as_dict())
-    # Equivalence: the pairs `python -m analysis equivalence` compares (verdicts.pairing).
+    # Equivalence: the pairs `python -m analysis equivalence` compares (verdicts.compare).
     try:
         pairing = pair_groups(suite, reference=reference)
     except AnalysisError as e:

@@ -1,57 +1,15 @@
-"""The per-game verdicts of `reproduce`, all games at once (vectorised over simulated
-draws too: the calibration suite decides through `judge`).
+"""The per-game verdicts of `reproduce` and its headline, all games at once (vectorised
+over simulated draws too: the calibration suite decides through `judge`), and the
+descriptive power numbers beside them.
 
-Per game, on the HNS scale (0 = random, 1 = human), your seeds against the published
-mean ± sd of its seeds:
-- NOT LEARNED: the published agent sits at the random score: it is not clearly above
-  random (published HNS below LEARNED_MIN_HNS, or under LEARNED_T published standard
-  errors) AND its mean is within the absolute margin (0.1 HNS by default, the smallest
-  margin a game gets) of random. Not judged, left out of the headline.
-- PUBLISHED TOO NOISY (`noisy_games`; not a verdict but said beside one): not clearly
-  above random, yet its mean is beyond the absolute margin from it (Boxing at 5.5 HNS,
-  Asterix at 8.7 in a Moolib column, where one published seed failed). Judged like the
-  others, with its own spread (no borrowing from the prior, which is fitted on the
-  learned games only, and its own df), in Holm and in the aggregate, but not by the
-  COLLAPSED rule. Measured on every published column (docs/reproduce.md): judging them
-  keeps a faithful reproduction's false NOT REPRODUCED at or below the rate with them
-  left out (worst column 6.5% against 7.0%) and REPRODUCED as likely or more.
-- The spread: on the scale relative to the published score above random (your HNS /
-  published HNS; spreads are comparable across games there), each game's within-game
-  variance (your seeds and the published seeds pooled) is shrunk towards a prior fitted
-  across the judged games (a moderated t: analysis.stats.moderated), so a game's test
-  has the prior's df added to its 2-4.
-- The margin: max(relative x published HNS, min(absolute, COLLAPSE_SHARE x published
-  HNS)). It never reaches the whole published score, so a collapse to the random score
-  on a learned game can never be CONSISTENT.
-- HIGHER / LOWER: the moderated two-sided p-value, Holm-corrected over the judged games.
-  Holm controls the family-wise error (the chance that ANY game of a faithful
-  reproduction is flagged stays <= 5%), which is what the headline needs: it says
-  "reproduced" only when no game is flagged. Benjamini-Hochberg would flag more games
-  when many move, but lets a faithful 57-game reproduction fail far more often.
-- CONSISTENT: otherwise, when the 90% CI (moderated se) lies inside +-margin (TOST at
-  5%); a 95% CI that excludes 0 is then said ("differs, inside the margin").
-- INCONCLUSIVE: otherwise; the reason (interval wider than the margin) and the seeds of
-  yours that would give an interval half-width of margin / 2 at the published spread.
-- COLLAPSED: a judged game the published agent learned on every seed (mean over
-  COLLAPSE_T of its per-seed sds above random) where every seed of yours sits at the
-  random score, within COLLAPSE_LEVEL of the published score above random on either
-  side (analysis.verdicts.per_game.collapsed, the gate's rule): the agent did not learn
-  what the published one did.
-
-The headline (`headline`), three outcomes:
-- NOT REPRODUCED: evidence of a failure: a game HIGHER or LOWER after Holm, a COLLAPSED
-  game, or the aggregate's 90% CI entirely outside +-AGGREGATE_MARGIN;
-- REPRODUCED: positive evidence: none of those, and aggregate equivalence shown: the
-  precision-weighted mean over the judged games of (yours - published) / the game's
-  score above random has its 90% CI inside +-AGGREGATE_MARGIN (TOST at 5%), its
-  variance made of both sides' (moderated) per-game variances, so the published side's
-  own 3-seed noise is in the test;
-- NOT SHOWN: otherwise (exit EXIT_UNDECIDED): "no game flagged" alone is absence of
-  evidence, not evidence.
+The rules (the moderated spread, the margin, Holm, COLLAPSED, PUBLISHED TOO NOISY, the
+aggregate's TOST and the three headlines) and their measured error rates are in
+docs/reproduce.md; the constants below are theirs.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -60,7 +18,7 @@ from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.stats.moderated import holm_reject, moderated_variance, prior_variance
-from analysis.stats.welch import WelchInterval, t_quantile
+from analysis.stats.welch import WelchInterval, t_quantile, tost_passes
 from analysis.verdicts.per_game import COLLAPSE_LEVEL, collapsed
 
 CONSISTENT = "CONSISTENT"
@@ -90,6 +48,8 @@ ONE_SEED_REFUSAL = (
     "published spread, and a faithful 57-game reproduction then fails about 17% of the "
     "time instead of 5%. Run >= 2 seeds per game (3 keep the rate), or vouch that your "
     "runs share the published spread with --assume-equal-spread")
+POWER_SIMULATIONS = 5_000
+"""Draws behind each P(consistent if equal): Monte Carlo sd <= 0.007."""
 
 
 @dataclass
@@ -216,7 +176,7 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
 
 def headline(j: Judgement, margin: float = AGGREGATE_MARGIN) -> np.ndarray:
     """The headline (...) of judgements (..., games): REPRODUCED, NOT REPRODUCED or NOT
-    SHOWN (module docstring). A faithful reproduction is NOT REPRODUCED at most ~5% of
+    SHOWN (docs/reproduce.md). A faithful reproduction is NOT REPRODUCED at most ~5% of
     the time (Holm's family-wise 5%; COLLAPSED < 1%); a collapsed learned game always is."""
     v = np.asarray(j.verdict)
     failed = np.isin(v, (HIGHER, LOWER, COLLAPSED)).any(axis=-1)
@@ -268,3 +228,57 @@ def game_notes(verdict: str, w: WelchInterval, margin: float, p: float, seeds: i
                       "seeds are too noisy at this margin"]
     return out + [why + f"; about {seeds} of your seeds would settle it at the published "
                   "spread (a 90% half-width of half the margin)"]
+
+
+def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
+                     true_diff: float = 0.0, sims: int = POWER_SIMULATIONS,
+                     seed: int = 0) -> float:
+    """P(CONSISTENT) when the true difference is `true_diff` and both sides' seeds have
+    sd `sd`: simulated draws decided by the verdicts' own vectorised TOST core
+    (analysis.stats.welch.tost_passes, as the seed planner does); one user seed borrows
+    the published spread (a prediction interval)."""
+    if sd == 0:
+        return float(abs(true_diff) < margin)
+    mine, published = _draws(sd, n_user, n_published, true_diff, sims, seed)
+    if n_user >= 2:
+        return float(np.mean(tost_passes(mine, published, margin)))
+    # One user seed: se from the published sd alone, df = n_published - 1.
+    diff = mine[:, 0] - published.mean(axis=1)
+    se = published.std(axis=1, ddof=1) * math.sqrt(1 + 1 / n_published)
+    half = t_quantile(0.95, n_published - 1) * se
+    return float(np.mean((diff - half > -margin) & (diff + half < margin)))
+
+
+def _draws(sd: float, n_user: int, n_published: int, true_diff: float, sims: int,
+           seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' simulated seeds, as rng.normal(true_diff, sd) draws them. At a true
+    difference of +0.0 (every verdict's power) a draw is 0.0 + sd * z, which is sd * z + 0.0
+    whether or not the product is fused: the standard draws are the same for every game
+    of a comparison, so they are drawn once."""
+    if true_diff == 0 and math.copysign(1.0, true_diff) > 0 and sd > 0:
+        z_mine, z_published = _standard_draws(sims, n_user, n_published, seed)
+        return sd * z_mine + 0.0, sd * z_published + 0.0
+    rng = np.random.Generator(np.random.PCG64(seed))
+    return (rng.normal(true_diff, sd, (sims, n_user)),
+            rng.normal(0.0, sd, (sims, n_published)))
+
+
+@functools.lru_cache(maxsize=16)
+def _standard_draws(sims: int, n_user: int, n_published: int, seed: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.Generator(np.random.PCG64(seed))
+    mine, published = rng.standard_normal((sims, n_user)), rng.standard_normal(
+        (sims, n_published))
+    mine.flags.writeable = published.flags.writeable = False  # shared between calls
+    return mine, published
+
+
+def detectable_shift(sd: float, n_user: int, n_published: int, power: float = 0.8) -> float:
+    """Smallest true |difference| flagged HIGHER/LOWER with probability `power` (normal
+    approximation of the Welch test at 5% two-sided, df of equal spreads)."""
+    if sd == 0:
+        return 0.0
+    n_a = max(n_user, 1)
+    se = sd * math.sqrt(1 / n_a + 1 / n_published)
+    df = (n_published - 1) if n_user == 1 else (n_user + n_published - 2)
+    return float((t_quantile(0.975, df) + t_quantile(power, df)) * se)

@@ -1,21 +1,11 @@
 """Did it reproduce? A user's runs against a published `mean ± std` column, per game and
 in aggregate.
 
-The published tables (shipped: `cleanba:main_10CPU` ..., analysis.inputs.published_data) give per game the mean and the std
-(ddof=0) of 3 seeds' final scores. For each game the user ran:
-
-- the user's per-seed finals (layout copies of one seed are ONE seed: averaged,
-  analysis.scoring.replicates), and the published mean and sample sd (std x sqrt(n / (n - 1)));
-- the difference user - published on the HNS scale with Welch's t interval computed from
-  the summary statistics (Welch-Satterthwaite df);
-- a verdict at a per-game margin fixed beforehand, max(relative x |published HNS|,
-  absolute floor): CONSISTENT when the 90% CI lies inside (-margin, +margin) (two
-  one-sided tests at 5%), otherwise HIGHER / LOWER when the 95% CI excludes 0, otherwise
-  INCONCLUSIVE. One user seed has no spread estimate of its own: its spread is taken to
-  be the published one (a prediction interval), and the line says so.
-
-Then the aggregate: the user's median and IQM HNS over their games with stratified
-bootstrap CIs, next to the published column's value on the same games.
+The published tables (shipped: `cleanba:main_10CPU` ..., analysis.inputs.published_data)
+give per game the mean and the std (ddof=0) of 3 seeds' final scores. The user's
+per-seed finals (layout copies of one seed are ONE seed: averaged,
+analysis.scoring.replicates) are judged against them by analysis.reproduce.judge, and
+their median and IQM HNS get stratified bootstrap CIs beside the published column's.
 
 The tables were made under the paper's protocol (benchenv.ATARI_PROTOCOL) at 200M
 frames: runs with another protocol or budget are refused (ProtocolMismatch, exit 2)
@@ -54,12 +44,10 @@ from analysis.reproduce.judge import (
     PUBLISHED_TOO_NOISY,
     REPRODUCED,
     Judgement,
+    detectable_shift,
     game_notes,
     headline,
     judge,
-)
-from analysis.reproduce.summary_stats import (
-    detectable_shift,
     power_consistent,
 )
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
@@ -462,18 +450,11 @@ def _seed_text(g: GameResult) -> str:
                      for s, v, c in zip(g.seeds, g.finals, g.copies, strict=True))
 
 
-def compare_games(user: UserScores, pub: PublishedColumn, *, relative: float,
-                  absolute: float, assume_equal_spread: bool = False) -> list[GameResult]:
-    """Every game's verdict at once (analysis.reproduce.judge: the moderated spread and
-    Holm need all games)."""
-    return compare_all(user, pub, relative=relative, absolute=absolute,
-                       assume_equal_spread=assume_equal_spread)[0]
-
-
 def compare_all(user: UserScores, pub: PublishedColumn, *, relative: float,
                 absolute: float, assume_equal_spread: bool = False
                 ) -> tuple[list[GameResult], Judgement]:
-    """`compare_games` and the judgement behind it (its aggregate for the headline)."""
+    """Every game's verdict at once (analysis.reproduce.judge: the moderated spread and
+    Holm need all games), and the judgement behind them (its aggregate for the headline)."""
     games = sorted(user.per_game)
     rows = []
     for game in games:

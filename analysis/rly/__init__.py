@@ -17,7 +17,7 @@ verdicts one call away: rly.equivalence and rly.regression.
 
 from __future__ import annotations
 
-from analysis.rly import engine, library, metrics, plot_utils
+from analysis.rly import bootstraps, library, metrics, plot_utils
 from analysis.rly.checks import SeedWarning, check_scores
 from analysis.rly.library import (
     StratifiedBootstrap,
@@ -49,8 +49,8 @@ __all__ = [
     "aggregate_mean",
     "aggregate_median",
     "aggregate_optimality_gap",
+    "bootstraps",
     "check_scores",
-    "engine",
     "create_performance_profile",
     "equivalence",
     "get_interval_estimates",

@@ -1,34 +1,171 @@
 """rliable's bootstrap classes, StratifiedBootstrap and StratifiedIndependentBootstrap,
-on this project's draws (analysis.rly.engine) instead of arch's IIDBootstrap.
-
-They keep what a user of rliable's classes touches: `bootstrap(reps)` yielding
-`(pos_data, kw_data)` per replicate with `.index` set to the indices that made it,
-`pos_data`, `kw_data`, `data`, keyword arrays as attributes, `random_state`, and
-`conf_int(func, reps, method, size, tail, extra_kwargs, reuse, ...)` with arch's
-defaults. What differs: `random_state` is honoured (None means seed 0), `conf_int`
-draws chunks of replicates at once, a run's trailing block (its curve) is resampled
-whole, 'bca' takes its acceleration from the stratified jackknife, and 'studentized' and
-parametric sampling are refused (docs/from-rliable.md).
+on this project's stratified draws (analysis.stats.metrics.resample_stratified)
+instead of arch's IIDBootstrap, and the engine under them: a rliable `func` evaluated on
+chunks of resamples (batched when it can take a leading axis), and the stratified
+jackknife that gives bca its acceleration. What differs from rliable's classes, and why
+the jackknife deletes one run from one task at a time: docs/from-rliable.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.rly.engine import (
-    bootstrap_values,
-    draw_indices,
-    jackknife_acceleration,
-    seed_of,
+from analysis.stats.metrics import (
+    DEFAULT_MAX_CHUNK_BYTES,
+    interval_from_replicates,
+    resample_stratified,
 )
-from analysis.stats.metrics import interval_from_replicates
 
 ALIASES = {"debiased": "bc", "bias-corrected": "bc", "var": "norm", "cov": "norm"}
 CONF_INT_METHODS = ("basic", "percentile", "norm", "bc", "bca")
+
+PROBE_REPS = 7
+"""Resamples on which a `func` is tried batched against one call per replicate."""
+
+
+def seed_of(random_state: Any) -> int:
+    """The bootstrap seed a `random_state` stands for: None is 0, an int itself, a
+    RandomState or Generator one draw from it."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, bool) or not isinstance(
+            random_state, (int, np.integer, np.random.RandomState, np.random.Generator)):
+        raise AnalysisError(
+            f"random_state must be None, an int seed, a numpy RandomState or a numpy "
+            f"Generator; got {type(random_state).__name__}")
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    if random_state < 0:
+        raise AnalysisError(f"random_state must be >= 0, got {random_state}")
+    return int(random_state)
+
+
+def _draw(arrays: Sequence[np.ndarray], rng: np.random.Generator, n: int,
+          task_bootstrap: bool, paired: bool = False) -> list[np.ndarray]:
+    """n resamples of each array: each drawn independently (rliable's
+    StratifiedIndependentBootstrap), or with `paired` the same draws for all
+    (StratifiedBootstrap given several arrays of one shape: resampled as one array)."""
+    if not paired:
+        return [resample_stratified(a, rng, n, task_bootstrap=task_bootstrap) for a in arrays]
+    runs, tasks = arrays[0].shape[:2]
+    flat = [a.reshape(runs, tasks, -1) for a in arrays]
+    sample = resample_stratified(np.concatenate(flat, axis=2), rng, n,
+                                 task_bootstrap=task_bootstrap)
+    parts = np.split(sample, np.cumsum([f.shape[2] for f in flat])[:-1], axis=3)
+    return [p.reshape(n, runs, tasks, *a.shape[2:]) for p, a in zip(parts, arrays, strict=True)]
+
+
+def batch_axis(func: Callable[..., Any], arrays: Sequence[np.ndarray]) -> str | None:
+    """'first' or 'last' where the batch axis of func's output lies when it is called on
+    batched inputs (n, runs, tasks, ...) and agrees with one call per input; None when it
+    cannot be called batched."""
+    rng = np.random.Generator(np.random.PCG64(2**32 + 7))  # apart from the bootstrap's
+    batch = _draw(arrays, rng, PROBE_REPS, False)
+    one_by_one = np.stack([np.asarray(func(*[b[i] for b in batch]), dtype=np.float64)
+                           for i in range(PROBE_REPS)])
+    try:
+        with np.errstate(all="ignore"):
+            out = np.asarray(func(*batch), dtype=np.float64)
+    except Exception:  # noqa: BLE001 - any failure means: not batchable
+        return None
+    candidates = {"first": out, "last": np.moveaxis(out, -1, 0) if out.ndim else out}
+    for where, values in candidates.items():
+        if values.shape == one_by_one.shape and np.allclose(
+                values, one_by_one, rtol=1e-9, atol=1e-12, equal_nan=True):
+            return where
+    return None
+
+
+def bootstrap_values(func: Callable[..., Any], arrays: Sequence[np.ndarray], *, reps: int,
+                     rng: np.random.Generator, task_bootstrap: bool = False,
+                     paired: bool = False,
+                     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES) -> np.ndarray:
+    """func on `reps` stratified resamples of `arrays` drawn from rng (independently, or
+    with `paired` the same draws for all): (reps, *func's output shape)."""
+    if reps < 1:
+        raise AnalysisError(f"reps must be >= 1, got {reps}")
+    where = batch_axis(func, arrays)
+    per_rep = sum(a.size for a in arrays) * 24  # resample + indices
+    if len(arrays) == 2:  # pairwise comparisons (probability of improvement)
+        per_rep += arrays[0].shape[0] * arrays[1].shape[0] * arrays[0].shape[1] * 2
+    chunk = int(max(1, min(reps, max_chunk_bytes // max(1, per_rep))))
+    out: list[np.ndarray] = []
+    done = 0
+    while done < reps:
+        n = min(chunk, reps - done)
+        out.append(_evaluate(func, _draw(arrays, rng, n, task_bootstrap, paired), where))
+        done += n
+    return np.concatenate(out, axis=0)
+
+
+def _delete_one(x: np.ndarray, task: int, run: int) -> np.ndarray:
+    """x (n, tasks, ...) without `run` on `task`, every task's weight kept by repeating
+    the other runs (docs/from-rliable.md): (n (n - 1), tasks, ...)."""
+    n = x.shape[0]
+    out = np.repeat(x, n - 1, axis=0)
+    out[:, task] = np.repeat(np.delete(x[:, task], run, axis=0), n, axis=0)
+    return out
+
+
+def _evaluate(func: Callable[..., Any], batches: list[np.ndarray], where: str | None,
+              ) -> np.ndarray:
+    """func on a batch of inputs (each (m, ...)), one output row per input."""
+    m = batches[0].shape[0]
+    if where is None:
+        return np.stack([np.asarray(func(*[b[i] for b in batches]), dtype=np.float64)
+                         for i in range(m)])
+    values = np.asarray(func(*batches), dtype=np.float64)
+    return np.moveaxis(values, -1, 0) if where == "last" and values.ndim else values
+
+
+def jackknife_acceleration(func: Callable[..., Any], arrays: Sequence[np.ndarray], *,
+                           paired: bool = False,
+                           max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES) -> np.ndarray:
+    """bca's acceleration of func(*arrays), shaped as func's output, from the stratified
+    delete-one jackknife (docs/from-rliable.md); the strata are the tasks of every array
+    (with `paired`, a run is deleted from all arrays at once, as they are resampled).
+
+    With u the jackknife values' mean minus each value in a stratum of n runs and
+    c = (n - 1) / n: a = sum (c u)^3 / (6 (sum (c u)^2)^1.5) over all strata (Davison and
+    Hinkley 1997, section 3.2.1; with one stratum, arch's formula). Where func does not
+    move with any deletion, a is 0 (arch raises).
+    """
+    where = batch_axis(func, arrays)
+    sums2: Any = 0.0
+    sums3: Any = 0.0
+    scale = 0.0
+    groups = [list(range(len(arrays)))] if paired else [[k] for k in range(len(arrays))]
+    for group in groups:
+        n, tasks = arrays[group[0]].shape[:2]
+        if n < 2:
+            raise AnalysisError(f"bca needs at least 2 runs per task for its jackknife; "
+                                f"score matrix {group[0]} has {n}")
+        per_input = sum(n * (n - 1) * arrays[k][0].size * 8 for k in group) + sum(
+            a.nbytes for a in arrays)
+        chunk = int(max(1, max_chunk_bytes // per_input))
+        cells = [(h, j) for h in range(tasks) for j in range(n)]
+        values = []
+        for start in range(0, len(cells), chunk):
+            part = cells[start:start + chunk]
+            batches = [np.stack([_delete_one(a, h, j) for h, j in part]) if i in group else
+                       np.broadcast_to(a, (len(part), *a.shape))
+                       for i, a in enumerate(arrays)]
+            values.append(_evaluate(func, batches, where))
+        jk = np.concatenate(values).reshape(tasks, n, *values[0].shape[1:])
+        u = (n - 1) / n * (jk.mean(axis=1, keepdims=True) - jk)
+        sums2 = sums2 + (u ** 2).sum(axis=(0, 1))
+        sums3 = sums3 + (u ** 3).sum(axis=(0, 1))
+        scale = max(scale, float(np.abs(jk).max()))
+    sums2 = np.asarray(sums2)
+    moves = np.sqrt(sums2) > 1e-12 * (1.0 + scale)  # beyond rounding
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(moves, sums3 / (6 * sums2 ** 1.5), 0.0)
 
 
 def generator_of(random_state: Any) -> np.random.Generator:
@@ -39,9 +176,22 @@ def generator_of(random_state: Any) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(seed_of(random_state)))
 
 
-def _strata(shape: tuple[int, ...]) -> list[np.ndarray]:
-    """rliable's strata indices: (1, tasks, 1, ...), (1, 1, points, ...) and so on."""
-    return list(np.ogrid[tuple(slice(n) for n in (0, *shape[1:]))][1:])
+def _index(shape: tuple[int, ...], rng: np.random.Generator | None = None,
+           task_bootstrap: bool = False) -> tuple[np.ndarray, ...]:
+    """rliable's index of one array (runs, tasks, ...): (run indices shaped like it, task
+    indices (1, tasks, 1...), the other strata (1, 1, points...)). The identity without
+    `rng`; else one replicate, drawn as resample_stratified draws it (it resamples each
+    cell's own flat index), the same run index at every point of a run's curve."""
+    runs, tasks = shape[:2]
+    strata = list(np.ogrid[tuple(slice(n) for n in (0, *shape[1:]))][1:])
+    trailing = (1,) * (len(shape) - 2)
+    if rng is None:
+        return (np.broadcast_to(np.arange(runs).reshape(runs, 1, *trailing), shape), *strata)
+    cells = np.arange(runs * tasks).reshape(tasks, runs).T
+    drawn = resample_stratified(cells, rng, 1, task_bootstrap=task_bootstrap)[0]
+    if task_bootstrap:
+        strata[0] = (drawn[0] // runs).reshape(1, tasks, *trailing)
+    return (np.broadcast_to((drawn % runs).reshape(runs, tasks, *trailing), shape), *strata)
 
 
 class _Stratified:
@@ -200,21 +350,13 @@ class StratifiedBootstrap(_Stratified):
         self._task_bootstrap = task_bootstrap
         self._args_shape = self._arrays()[0].shape
         self._num_tasks = self._args_shape[1]
-        self._strata_indices = _strata(self._args_shape)
+        self._strata_indices = list(_index(self._args_shape)[1:])
 
     def _identity(self) -> Any:
-        shape = self._arrays()[0].shape
-        runs = np.arange(shape[0]).reshape(-1, *([1] * (len(shape) - 1)))
-        return (np.broadcast_to(runs, shape), *_strata(shape))
+        return _index(self._arrays()[0].shape)
 
     def _next_index(self) -> Any:
-        runs, tasks = self._args_shape[:2]
-        idx, columns = draw_indices(self._generator, 1, runs, tasks, self._task_bootstrap)
-        trailing = (1,) * (len(self._args_shape) - 2)
-        run_idx = np.broadcast_to(idx[0].reshape(runs, tasks, *trailing), self._args_shape)
-        task_idx = (columns.reshape(1, tasks, *trailing) if self._task_bootstrap
-                    else self._strata_indices[0])
-        return (run_idx, task_idx, *self._strata_indices[1:])
+        return _index(self._args_shape, self._generator, self._task_bootstrap)
 
     def _resample(self) -> tuple[tuple[np.ndarray, ...], dict[str, np.ndarray]]:
         index = self._index
@@ -233,22 +375,13 @@ class StratifiedIndependentBootstrap(_Stratified):
         return [a.shape for a in self._pos], {k: v.shape for k, v in self._kw.items()}
 
     def _identity(self) -> Any:
-        def one(shape):
-            runs = np.arange(shape[0]).reshape(-1, *([1] * (len(shape) - 1)))
-            return (np.broadcast_to(runs, shape), *_strata(shape))
         pos, kw = self._shapes()
-        return [one(s) for s in pos], {k: one(s) for k, s in kw.items()}
-
-    def _one_index(self, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-        runs, tasks = shape[:2]
-        idx, _ = draw_indices(self._generator, 1, runs, tasks, False)
-        trailing = (1,) * (len(shape) - 2)
-        return (np.broadcast_to(idx[0].reshape(runs, tasks, *trailing), shape),
-                *_strata(shape))
+        return [_index(s) for s in pos], {k: _index(s) for k, s in kw.items()}
 
     def _next_index(self) -> Any:
         pos, kw = self._shapes()
-        return [self._one_index(s) for s in pos], {k: self._one_index(s) for k, s in kw.items()}
+        rng = self._generator
+        return [_index(s, rng) for s in pos], {k: _index(s, rng) for k, s in kw.items()}
 
     def _resample(self) -> tuple[tuple[np.ndarray, ...], dict[str, np.ndarray]]:
         pos_idx, kw_idx = self._index

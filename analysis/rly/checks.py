@@ -14,12 +14,9 @@ import warnings
 import numpy as np
 
 from analysis.errors import AnalysisError
+from analysis.importers.declare import MAX_SEED_VALUES
+from analysis.scoring.aggregates import FEW_SEEDS
 from runrecord.words import counted
-
-MANY_RUNS = 300
-"""More rows than this per task look like episodes, not seeds (the importers' threshold)."""
-FEW_RUNS = 3
-"""At this many rows or fewer, percentile bootstrap CIs are too narrow (docs/analysis.md)."""
 
 
 class SeedWarning(UserWarning):
@@ -42,7 +39,7 @@ def check_scores(name: str, scores) -> np.ndarray:
             f"{task}); every run needs a finite score on every task (drop the run, or the "
             f"task for every algorithm)")
     runs = x.shape[0]
-    if runs > MANY_RUNS:
+    if runs > MAX_SEED_VALUES:
         warnings.warn(
             f"{name}: {runs} runs per task. Rows look like episodes, not seeds: the bootstrap "
             f"treats every row as an independent run, so episodes stacked as runs give CIs "
@@ -58,7 +55,7 @@ def check_scores(name: str, scores) -> np.ndarray:
                 f"{name}: runs {same} have identical scores on every task: copies of one "
                 f"seed (e.g. the same seed on two layouts) are not extra seeds and narrow "
                 f"the CIs. Keep one row per seed.", SeedWarning, stacklevel=3)
-    if runs <= FEW_RUNS:
+    if runs <= FEW_SEEDS:
         warnings.warn(
             f"{name}: {counted(runs, 'run')} per task. Percentile bootstrap CIs are too narrow at so "
             f"few seeds (the bootstrap variance is (n-1)/n of the true one; at 3 seeds a "

@@ -1,24 +1,10 @@
 """rliable's `library` (get_interval_estimates, create_performance_profile) on our
-vectorised stratified bootstrap (analysis.stats.metrics).
+vectorised stratified bootstrap (analysis.rly.bootstraps).
 
 Same signatures, same outputs (point estimates as `func` returns them; CIs as arrays
-(2, ...) with the lower bounds first). What differs, on purpose:
-- `random_state` is honoured: None means seed 0 (the same CIs on every call), an int is a
-  seed, a RandomState or Generator gives one seed per call. rliable ignores it and draws
-  from NumPy's global RNG.
-- `func` is evaluated on whole chunks of replicates when it can take a leading batch
-  axis (the aggregate functions of analysis.rly.metrics can): it is probed once on a few
-  resamples and used batched only if it gives the same numbers as one call per
-  replicate; any other `func` is called once per replicate, on the same draws.
-- a run's curve stays together: a (runs, tasks, points) matrix is resampled by run within
-  each task, the same draw at every point. rliable draws a run per point; the two give
-  the same CI at each point, but only ours is right for a `func` that combines points
-  (e.g. an AUC).
-- the rows are checked to be seeds (analysis.rly.checks).
-- methods: 'percentile', 'basic', 'bc' and 'bca' (with their arch aliases, and 'norm'):
-  bc counts replicates tied with the point half below (arch: not at all), and bca's
-  acceleration comes from the stratified jackknife (analysis.rly.engine; arch deletes a
-  run from every task at once).
+(2, ...) with the lower bounds first). What differs, on purpose (random_state honoured,
+`func` batched when it gives the same numbers, a run's curve resampled whole, the rows
+checked to be seeds, bc's ties and bca's stratified jackknife): docs/from-rliable.md.
 """
 
 from __future__ import annotations
@@ -34,9 +20,9 @@ from analysis.rly.bootstraps import (
     CONF_INT_METHODS,
     StratifiedBootstrap,
     StratifiedIndependentBootstrap,
+    seed_of,
 )
 from analysis.rly.checks import check_same_tasks, check_scores
-from analysis.rly.engine import seed_of
 from analysis.stats.metrics import average_performance_profile, performance_profile
 
 Float = Union[float, np.float32, np.float64]  # noqa: UP007 - rliable's public alias

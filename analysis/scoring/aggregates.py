@@ -77,8 +77,8 @@ class Aggregates:
 
 
 FEW_SEEDS = 3
-"""At this many seeds or fewer the aggregate table carries the too-narrow-CI note (the
-threshold of analysis.rly.checks.FEW_RUNS)."""
+"""At this many seeds or fewer percentile bootstrap CIs are too narrow (docs/analysis.md):
+the aggregate table carries a note, and analysis.rly.checks a SeedWarning."""
 
 
 def improvement_reading(iv: Interval, n_x: int, n_y: int) -> str:
