@@ -39,6 +39,21 @@ def test_rates_by_wall_clock_and_cpu_time() -> None:
     assert (rate.steps_per_s, rate.steps_per_cpu_s) == (500.0, 250.0)
 
 
+def test_envpool_async_rate_steps_every_env_and_needs_even_halves() -> None:
+    """Each thread's pool used with send/recv on half its envs at a time: every recv hands
+    back one half, so 2 x steps recvs step each env `steps` times on average."""
+    rate = throughput.envpool_async_rate("CartPole-v1", 8, 2, 40)
+    assert rate.env_steps == 8 * 40 and rate.seconds > 0 and rate.cpu_seconds > 0
+    with pytest.raises(ValueError, match="3 envs per thread is odd"):
+        throughput.envpool_async_rate("CartPole-v1", 6, 2, 40)
+
+
+def test_the_actor_loop_rate_runs_each_actor_mode() -> None:
+    for mode in ("serial", "double-buffer"):
+        rate = throughput.actor_loop_rate("CartPole-v1", 4, 1, 16, rollouts=3, actor_mode=mode)
+        assert rate.env_steps == 4 * 16 and rate.seconds > 0, mode
+
+
 def test_forward_enters_the_actor_only_through_its_context() -> None:
     """A run's actors apply the algorithm's network; a benchmark's injected forward
     function (make_context(actor_forward=...)) replaces it for that context only."""

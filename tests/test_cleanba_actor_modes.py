@@ -5,19 +5,23 @@ The acceptance case: under --deterministic, a CartPole PPO run with 2 actor thre
 checkpoint every 3 updates (the envs re-seeded there) has updates.csv and episodes.csv
 (every column but the wall-clock ones, params checksums included) identical in both modes
 and run to run, with the rollout observations on the host or on the device; the mode is
-in the manifest and not in the run id. Cost: 4 tiny trainer runs and one refused one,
-~50 s on the 2-core CI box.
+in the manifest and not in the run id; a double-buffered run SIGKILLed mid-rollout resumes
+to the same bits. Cost: 7 tiny trainer runs and one refused one, ~80 s on the 2-core CI
+box.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
-from cleanba_runs import TINY, run
+from cleanba_runs import TINY, command, run, trainer_env
 from test_cleanba_checkpoint import assert_same_records, rows_without_wall_clock
 
+from cleanba.core import checkpoint
 from cleanba.core.config import ConfigError
 from cleanba.core.layout import make_plan
 from cleanba.ppo import PPOConfig
@@ -71,3 +75,30 @@ def test_a_half_must_hold_whole_env_groups_and_a_thread_even_envs(tmp_path: Path
     assert p.returncode == EXIT_BAD_INPUT, p.stderr
     assert "use --deterministic-groups 4 or more, or --actor-mode serial" in p.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_double_buffered_run_killed_mid_rollout_resumes_to_the_serial_bits(
+        tmp_path: Path) -> None:
+    """SIGKILL while actor thread 0 holds halfway through rollout 5 (a half's env step in
+    flight, the checkpoint of update 3 on disk); resumed in the same mode, the records are
+    the uninterrupted serial run's."""
+    serial, killed = tmp_path / "serial", tmp_path / "killed"
+    p = run("ppo", serial, *FLAGS)
+    assert p.returncode == 0, p.stderr[-3000:]
+    proc = subprocess.Popen(command("ppo", "cartpole", killed, *FLAGS, *DOUBLE_BUFFER),
+                            env=trainer_env(1, CLEANBA_HOLD_AT="rollout-5"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:  # ends at EOF if the trainer exits without holding
+        said.append(line)
+        if "holding at rollout-5" in line:
+            proc.send_signal(signal.SIGKILL)
+            break
+    assert proc.wait(timeout=60) == -signal.SIGKILL, "".join(said)
+    assert checkpoint.updates_on_disk(killed) == [3]
+    p = run("ppo", killed, *FLAGS, *DOUBLE_BUFFER, "--resume-from", str(killed))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "[cleanba] resuming from checkpoints/3 (after update 3;" in p.stdout
+    assert_same_records(serial, killed)
+    assert manifest(killed)["status"] == schema.COMPLETED

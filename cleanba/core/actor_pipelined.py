@@ -4,12 +4,18 @@ thread's envs steps while the policy runs on the other half.
 The serial loop (cleanba/core/actor.py `actor_loop`) leaves the device idle while the envs
 step and the envs idle while the policy runs. Here each actor thread splits its envs into
 two halves, each its own env object (envs first .. first + n/2 - 1 and the rest; every
-env keeps its seed and stream: benchenv.env_seeds depends on the global env index only),
-and one helper thread (`EnvStepper`) steps them in the order they are handed over. Both
-backends release the GIL inside their C++ step, so at every step:
+env keeps its seed and stream: benchenv.env_seeds depends on the global env index only)
+stepped by its own helper thread (`EnvStepper`). The backends release the GIL inside their
+C++ step, so at every step:
 
-    this thread:    policy A(t)   | policy B(t)  | policy A(t+1) | policy B(t+1) | ...
-    env stepper:                  | env A(t)     | env B(t)      | env A(t+1)    | ...
+    this thread:    policy A(t) | policy B(t) | policy A(t+1) | policy B(t+1) | ...
+    stepper of A:               | env A(t) ...........        | env A(t+1) ...
+    stepper of B:                             | env B(t) ...........          | ...
+
+A half's env step runs while the other half's policy step does, and the two halves' env
+steps may run at once: as with EnvPool's async send/recv on two batches (Sample Factory's
+double-buffered sampling), a half that finishes early does not wait for the other's
+slowest env, so the envs can step faster than one synchronous step of them all.
 
 Each half's data lands in the rollout's arrays at its env columns, and the episodes of a
 step are tracked once both halves have stepped, over all the thread's envs in env order,
@@ -86,6 +92,7 @@ class Half:
     obs: np.ndarray | None = None  # the latest observations, on the host
     obs_now: Any = None  # the same where the policy step reads them
     prev_done: np.ndarray | None = None
+    stepper: EnvStepper | None = None  # the thread that steps its envs
     pending: Future | None = None  # its env step in flight
     obs_steps: list[jax.Array] = field(default_factory=list)  # on_device: each step's obs
 
@@ -110,9 +117,11 @@ def pipelined_actor_loop(ctx: Context, local_thread: int, device: jax.Device,
                          thread_global: int) -> None:
     a = ActorThread(ctx, local_thread, device, thread_global)
     h = a.n // 2  # even, and whole env groups under --deterministic (layout.make_plan)
-    halves = [Half(slice(0, h), a.first_env, a.env_index(a.first_env, h)),
-              Half(slice(h, a.n), a.first_env + h, a.env_index(a.first_env + h, h))]
-    stepper = EnvStepper(f"{threading.current_thread().name}-env")
+    name = threading.current_thread().name
+    halves = [Half(slice(0, h), a.first_env, a.env_index(a.first_env, h),
+                   stepper=EnvStepper(f"{name}-envs-A")),
+              Half(slice(h, a.n), a.first_env + h, a.env_index(a.first_env + h, h),
+                   stepper=EnvStepper(f"{name}-envs-B"))]
     tracker = EpisodeTracker(a.first_env, a.n)
     try:
         for k in range(ctx.start_update + 1, ctx.plan.num_updates + 1):
@@ -131,7 +140,7 @@ def pipelined_actor_loop(ctx: Context, local_thread: int, device: jax.Device,
                 for half in halves:
                     if t:  # its env step t - 1 ran while the other half's policy step did
                         recs.append(_collect(a, r, t - 1, half))
-                    _act(a, r, t, step, half, stepper)
+                    _act(a, r, t, step, half)
                     if half is halves[0]:  # with A's env step in flight
                         a.hold_mid_rollout(r, t)
                 if recs:
@@ -156,12 +165,12 @@ def pipelined_actor_loop(ctx: Context, local_thread: int, device: jax.Device,
                 half.pending.exception()
             if half.env is not None:
                 half.env.close()
-        stepper.close()
+            if half.stepper is not None:
+                half.stepper.close()
 
 
-def _act(a: ActorThread, r: RolloutInProgress, t: int, step: int, half: Half,
-         stepper: EnvStepper) -> None:
-    """Half's policy step t, its outputs written, and its env step handed to the stepper."""
+def _act(a: ActorThread, r: RolloutInProgress, t: int, step: int, half: Half) -> None:
+    """Half's policy step t, its outputs written, and its env step handed to its stepper."""
     if a.on_device:
         half.obs_steps.append(half.obs_now)
     else:
@@ -169,7 +178,8 @@ def _act(a: ActorThread, r: RolloutInProgress, t: int, step: int, half: Half,
     a.clock.lap("bookkeeping")
     out = a.policy_step(half.obs_now, half.env_index, step)
     a.write_policy(r, t, half.cols, out)
-    half.pending = stepper.submit(half.env, out[0])
+    assert half.stepper is not None
+    half.pending = half.stepper.submit(half.env, out[0])
     a.clock.lap("bookkeeping")
 
 

@@ -5,7 +5,12 @@ backend (EnvPool, ALE: benchenv).
 - `raw_env_rate`: K Python threads, each stepping its own vector env of E / K envs (the
   trainer's env blocks: same protocol, same env seeds, the backend's default worker
   threads) with uniform random actions and nothing else. This is the actor-side limit of
-  the machine. `envpool_raw_rate` is it on EnvPool.
+  the machine for a loop that steps its envs synchronously. `envpool_raw_rate` is it on
+  EnvPool; with twice the threads it is the env side of `--actor-mode double-buffer` (each
+  half of a thread's envs its own env object, stepped by its own thread).
+- `envpool_async_rate`: EnvPool's asynchronous use, one pool per thread with a batch of
+  half its envs: `recv` returns whichever half of the envs finished first and `send`
+  steps them on, so no env waits for the slowest of a whole synchronous step.
 - `actor_loop_rate`: the trainer's real actor threads (`runtime.actor_threads`: jitted
   policy step, device transfers, step recording, episode tracking, rollout queues) with
   the network replaced by a no-op of the same output shapes; the main thread takes the
@@ -128,9 +133,64 @@ def raw_env_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread:
     return Rate(num_envs * steps_per_thread, max(ends) - start, cpu)
 
 
+def envpool_async_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread: int,
+                       seed: int = 1) -> Rate:
+    """Raw rate of `num_threads` threads, each with one EnvPool of num_envs / num_threads
+    envs used asynchronously (batch_size half of them: send/recv), random actions; steps
+    counted as env steps, `steps_per_thread` x its envs per thread."""
+    per_thread = check_split(num_envs, num_threads)
+    if per_thread % 2:
+        raise ValueError(f"the async pool's batch is half a thread's envs: "
+                         f"{counted(per_thread, 'env')} per thread is odd")
+    batch = per_thread // 2
+    protocol = benchenv.env_protocol(env_id, backend="envpool")
+    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread,
+                              protocol=protocol, batch_size=batch)
+            for i in range(num_threads)]
+    num_actions = int(envs[0].action_space.n)
+    barrier = threading.Barrier(num_threads + 1)
+    ends = [0.0] * num_threads
+    errors: list[BaseException] = []
+    # recvs: each returns one batch (half the envs), so 2 per step of the thread's envs
+    warmup, timed = 2 * WARMUP_STEPS, 2 * steps_per_thread
+
+    def body(i: int) -> None:
+        try:
+            env, rng = envs[i], np.random.default_rng(i)
+            actions = rng.integers(0, num_actions, (warmup + timed, batch), dtype=np.int32)
+            env.async_reset()
+            for t in range(warmup + timed):
+                if t == warmup:
+                    barrier.wait()
+                *_, info = env.recv()
+                env.send(actions[t], info["env_id"])
+            env.recv()  # the last batch sent
+            ends[i] = time.perf_counter()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(num_threads)]
+    for t in threads:
+        t.start()
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        pass
+    start, cpu_start = time.perf_counter(), process_cpu_s()
+    for t in threads:
+        t.join()
+    cpu = process_cpu_s() - cpu_start
+    for env in envs:
+        env.close()
+    if errors:
+        raise errors[0]
+    return Rate(num_envs * steps_per_thread, max(ends) - start, cpu)
+
+
 def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int,
                     rollouts: int, seed: int = 1, warmup_rollouts: int = WARMUP_ROLLOUTS,
-                    backend: str | None = None) -> Rate:
+                    backend: str | None = None, actor_mode: str = "serial") -> Rate:
     """Rate of the trainer's actor threads with a no-op forward pass in the steady state:
     env steps of rollouts `warmup_rollouts` + 1 .. `rollouts` over the time between the main
     thread holding every thread's rollout `warmup_rollouts` and holding every thread's last.
@@ -149,6 +209,7 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
         total_timesteps=num_envs * num_steps * rollouts, actor_device_ids=(0,),
         learner_device_ids=(0,), progress_interval_s=0.0,
         env_backend=backend or benchenv.default_backend(),  # type: ignore[arg-type]
+        actor_mode=actor_mode,  # type: ignore[arg-type]
     )
     control = Control()
     prep = prepare(config, ppo.make_algorithm, ppo.SYSTEM)
