@@ -19,10 +19,12 @@ CPU").
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,14 +46,15 @@ def measure(env_id: str, envs: int, threads: int, steps: int, num_steps: int,
 
     per_thread = max(1, steps // envs)
     rollouts = tp.WARMUP_ROLLOUTS + max(1, -(-steps // (envs * num_steps)))
-    runs = {
+    runs: dict[str, Callable[[], tp.Rate]] = {
         "raw sync": lambda: tp.envpool_raw_rate(env_id, envs, threads, per_thread),
         "raw halves": lambda: tp.envpool_raw_rate(env_id, envs, 2 * threads, per_thread),
         "raw async": lambda: tp.envpool_async_rate(env_id, envs, threads, per_thread),
-        **{f"actor {mode}": (lambda mode=mode: tp.actor_loop_rate(
-            env_id, envs, threads, num_steps, rollouts, backend="envpool", actor_mode=mode))
-           for mode in ACTOR_MODES},
     }
+    for mode in ACTOR_MODES:
+        runs[f"actor {mode}"] = functools.partial(
+            tp.actor_loop_rate, env_id, envs, threads, num_steps, rollouts, backend="envpool",
+            actor_mode=mode)
     seen: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
     for _ in range(repeats):
         for name, run in runs.items():
