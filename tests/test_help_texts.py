@@ -124,7 +124,8 @@ HELP_COMMANDS: dict[str, Callable[[], Callable[[], object]]] = {
         "benchmarks/bench_analysis.py", "benchmarks/bench_deterministic_primitives.py",
         "benchmarks/bench_imports.py", "benchmarks/bench_scale.py", "benchmarks/bench_certificate.py",
         "benchmarks/bench_checkpoint.py", "benchmarks/bench_ale_exact.py",
-        "benchmarks/bench_backends.py", "benchmarks/backend_equivalence.py",
+        "benchmarks/bench_backends.py", "benchmarks/bench_actor_modes.py",
+        "benchmarks/backend_equivalence.py",
         "benchmarks/campaign.py", "benchmarks/host_memory.py",
         "benchmarks/device_kit.py", "benchmarks/gpu_suite.py")},
 }
