@@ -55,6 +55,17 @@ def episode_x(episodes: Table) -> np.ndarray:
     return frames
 
 
+def truncated(run: Run, frames: float | None) -> Run:
+    """The run as it stood at `frames`: only the episodes that ended by then (None: the
+    whole run). A plain Run, never cached (its values are computed, not read)."""
+    if frames is None:
+        return Run(run.run_dir, run.manifest, run.episodes, run.updates, list(run.warnings))
+    keep = episode_x(run.episodes) <= frames
+    episodes = Table({c: np.asarray(run.episodes[c])[keep] for c in run.episodes.names},
+                     int(keep.sum()))
+    return Run(run.run_dir, run.manifest, episodes, run.updates, list(run.warnings))
+
+
 def scoring_columns_of(run: Run) -> ScoringColumns:
     ep = run.episodes
     return ScoringColumns(episode_x(ep), ep["episode_return"], ep["wall_time_s"],

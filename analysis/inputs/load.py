@@ -20,7 +20,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.inputs.cache import CACHE_DIR, episode_count, load_many
-from analysis.inputs.facts import episode_x, final_window_mean
+from analysis.inputs.facts import final_window_mean
 from analysis.inputs.published_data import resolve_published_table
 from benchenv import LEGACY_BACKEND
 from runrecord import RecordError, Run, find_run_dirs, schema
@@ -168,11 +168,6 @@ def final_return(run: Run, last_n: int = DEFAULT_LAST_N) -> float:
     if len(ret) == 0:
         raise AnalysisError(f"run {run.run_id}: no finished episode")
     return final_window_mean(ret, run.episodes["env_steps"], last_n)
-
-
-def episode_frames(run: Run) -> np.ndarray:
-    """Frames at which each episode ended (falls back to env_steps when frames is NaN)."""
-    return episode_x(run.episodes)
 
 
 # ---------------------------------------------------------------- published tables

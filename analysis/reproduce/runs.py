@@ -15,7 +15,8 @@ from analysis.errors import AnalysisError
 from analysis.importers.declare import Declared
 from analysis.importers.orb import UNDECLARED, ColumnMap, is_orb_import, load_openrlbenchmark_dir
 from analysis.inputs.cache import last_frame
-from analysis.inputs.load import DEFAULT_LAST_N, IMPORTED_PROTOCOL, RunSet, episode_frames
+from analysis.inputs.facts import truncated
+from analysis.inputs.load import DEFAULT_LAST_N, IMPORTED_PROTOCOL, RunSet
 from analysis.inputs.protocol import (
     TRAINING_ONLY_KEYS,
     ProtocolMismatch,
@@ -30,7 +31,7 @@ from analysis.verdicts.equivalence import equivalence
 from analysis.verdicts.margins import margin
 from analysis.verdicts.seed_pairing import iqm_over_tasks
 from analysis.verdicts.seedplan import equivalence_power, given_spread
-from runrecord import Run, Table
+from runrecord import Run
 from runrecord.exits import EXIT_FAILED, worst_exit
 from runrecord.words import counted
 
@@ -158,14 +159,6 @@ def equivalence_power_note(mine: Any, ref: Any, delta: float) -> str:
             "gives the seeds needed")
 
 
-def truncate_run(run: Run, max_frames: float) -> Run:
-    """The run as if it had stopped at `max_frames` (episodes that ended after it dropped)."""
-    keep = episode_frames(run) <= max_frames
-    n = int(keep.sum())
-    episodes = Table({c: np.asarray(run.episodes[c])[keep] for c in run.episodes.names}, n)
-    return Run(run.run_dir, dict(run.manifest), episodes, run.updates, list(run.warnings))
-
-
 def match_frames(mine: Sequence[Run], imported: Sequence[Run], tolerance: float = 0.02
                  ) -> tuple[list[Run], list[Run], str]:
     """Cut both sides to the frames both reached: the smaller of the two sides' shortest
@@ -182,7 +175,7 @@ def match_frames(mine: Sequence[Run], imported: Sequence[Run], tolerance: float 
     else:
         note = (f"the imported runs end at {end_imp:,.0f} frames, yours at {end_mine:,.0f}: "
                 f"compared on 0..{end:,.0f}")
-    return ([truncate_run(r, end) for r in mine], [truncate_run(r, end) for r in imported],
+    return ([truncated(r, end) for r in mine], [truncated(r, end) for r in imported],
             note)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError, TooFewSeeds
-from analysis.inputs.facts import episode_x
+from analysis.inputs.facts import episode_x, truncated
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse, layout_names
 from analysis.scoring.replicates import collapse_seed_copies
@@ -52,7 +52,6 @@ from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import AGGREGATE_RULE, regression_lower_bound
 from analysis.verdicts.seed_pairing import SEED_METRICS
 from runrecord import Run
-from runrecord.reader import Table
 from runrecord.words import signed
 
 MAX_CURVE_LOOKS = 12
@@ -453,16 +452,6 @@ def plan_lines(plan: CurvePlan, subject: str, verbose: bool = False) -> list[str
 
 class NoEpisodeYet(AnalysisError):
     """A look too early for some run: none of its episodes had ended by then."""
-
-
-def truncated(run: Run, frames: float | None) -> Run:
-    """The run as it stood at `frames`: only the episodes that ended by then (None: the
-    whole run). A plain Run, never cached (its values are computed, not read)."""
-    if frames is None:
-        return Run(run.run_dir, run.manifest, run.episodes, run.updates, list(run.warnings))
-    keep = episode_x(run.episodes) <= frames
-    episodes = Table({k: v[keep] for k, v in run.episodes.columns.items()}, int(keep.sum()))
-    return Run(run.run_dir, run.manifest, episodes, run.updates, list(run.warnings))
 
 
 def reached(run: Run, frames: float) -> bool:
