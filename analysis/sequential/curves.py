@@ -47,7 +47,7 @@ from analysis.sequential.spending import (
     t_scale,
 )
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
-from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, chosen_groups, gate
+from analysis.verdicts.gate import DEFAULT_GATE_METRIC, chosen_groups, gate, gate_metric
 from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import AGGREGATE_RULE, regression_lower_bound
 from analysis.verdicts.seed_pairing import SEED_METRICS
@@ -467,9 +467,7 @@ def seed_values(runs: Sequence[Run], frames: float | None, side: str, *, metric:
     """(seeds, values (n,)): one side's runs of one system and suite reduced to the gate's
     per-seed `metric` at `frames` (None: the whole runs). AnalysisError when no episode
     ended by then or the runs form no group."""
-    if metric not in GATE_METRICS:
-        raise AnalysisError(f"regression metric {metric!r}; valid: {', '.join(GATE_METRICS)}")
-    score, seed_metric = GATE_METRICS[metric]
+    score, seed_metric = gate_metric(metric)
     cut = [truncated(r, frames) for r in runs]
     empty = [r.run_id for r in cut if len(r.episodes) == 0]
     if empty:

@@ -65,6 +65,13 @@ written with `--metric final` still run), auc (IQM over games of the normalised 
 DEFAULT_GATE_METRIC = "iqm"
 
 
+def gate_metric(name: str) -> GateMetric:
+    """The gate metric called `name`; AnalysisError naming the valid ones otherwise."""
+    if name not in GATE_METRICS:
+        raise AnalysisError(f"regression metric {name!r}; valid: {', '.join(GATE_METRICS)}")
+    return GATE_METRICS[name]
+
+
 @dataclass
 class GateOutcome:
     """A gate verdict and the analysis warnings met on the way (printed to stderr)."""
@@ -146,9 +153,7 @@ def gate(
     reference number's unit, "normalised" (the gate's, checked against the range the
     metric can take: analysis.scales.units) or "return" (a raw return of a one-game suite,
     converted with its sd)."""
-    if metric not in GATE_METRICS:
-        raise AnalysisError(f"regression metric {metric!r}; valid: {', '.join(GATE_METRICS)}")
-    score, seed_metric = GATE_METRICS[metric]
+    score, seed_metric = gate_metric(metric)
     new = _on_layouts(new, layouts)
     system, suite, new_groups, warnings = _side(new, "new runs", last_n=last_n,
                                                 normalisers=normalisers)
