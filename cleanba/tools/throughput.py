@@ -26,7 +26,9 @@ import dataclasses
 import resource
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -82,40 +84,25 @@ def envpool_raw_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thr
     return raw_env_rate(env_id, num_envs, num_threads, steps_per_thread, seed, "envpool")
 
 
-def raw_env_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread: int,
-                 seed: int = 1, backend: str | None = None) -> Rate:
-    """Raw rate of `num_threads` threads x (num_envs / num_threads) envs of `backend`
-    (default: benchenv.default_backend), each thread `steps_per_thread` steps of its whole
-    block, random actions."""
-    per_thread = check_split(num_envs, num_threads)
-    protocol = benchenv.env_protocol(env_id, backend=backend)
-    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread,
-                              protocol=protocol)
-            for i in range(num_threads)]
-    num_actions = int(envs[0].action_space.n)
-    barrier = threading.Barrier(num_threads + 1)
-    ends = [0.0] * num_threads
+def _timed_threads(envs: list[Any], body: Callable[[Any, int, Callable[[], Any]], None],
+                   env_steps: int) -> Rate:
+    """One thread per env object, each running body(env, i, start): warm-up first, then
+    start() (a barrier: the clock starts once every thread is there), then the timed
+    steps. The rate is `env_steps` over the time to the last thread's end; the envs are
+    closed after, and a thread's error raised here."""
+    barrier = threading.Barrier(len(envs) + 1)
+    ends = [0.0] * len(envs)
     errors: list[BaseException] = []
 
-    def body(i: int) -> None:
+    def run(i: int) -> None:
         try:
-            env = envs[i]
-            rng = np.random.default_rng(i)
-            # actions drawn up front: the raw rate pays for nothing but env.step
-            actions = rng.integers(0, num_actions, (WARMUP_STEPS + steps_per_thread, per_thread),
-                                   dtype=np.int32)
-            env.reset()
-            for t in range(WARMUP_STEPS):
-                env.step(actions[t])
-            barrier.wait()
-            for t in range(WARMUP_STEPS, WARMUP_STEPS + steps_per_thread):
-                env.step(actions[t])
+            body(envs[i], i, barrier.wait)
             ends[i] = time.perf_counter()
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             errors.append(exc)
             barrier.abort()
 
-    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(num_threads)]
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(envs))]
     for t in threads:
         t.start()
     try:
@@ -130,7 +117,33 @@ def raw_env_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread:
         env.close()
     if errors:
         raise errors[0]
-    return Rate(num_envs * steps_per_thread, max(ends) - start, cpu)
+    return Rate(env_steps, max(ends) - start, cpu)
+
+
+def raw_env_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread: int,
+                 seed: int = 1, backend: str | None = None) -> Rate:
+    """Raw rate of `num_threads` threads x (num_envs / num_threads) envs of `backend`
+    (default: benchenv.default_backend), each thread `steps_per_thread` steps of its whole
+    block, random actions."""
+    per_thread = check_split(num_envs, num_threads)
+    protocol = benchenv.env_protocol(env_id, backend=backend)
+    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread,
+                              protocol=protocol)
+            for i in range(num_threads)]
+    num_actions = int(envs[0].action_space.n)
+
+    def body(env: Any, i: int, start: Callable[[], Any]) -> None:
+        # actions drawn up front: the raw rate pays for nothing but env.step
+        actions = np.random.default_rng(i).integers(
+            0, num_actions, (WARMUP_STEPS + steps_per_thread, per_thread), dtype=np.int32)
+        env.reset()
+        for t in range(WARMUP_STEPS):
+            env.step(actions[t])
+        start()
+        for t in range(WARMUP_STEPS, WARMUP_STEPS + steps_per_thread):
+            env.step(actions[t])
+
+    return _timed_threads(envs, body, num_envs * steps_per_thread)
 
 
 def envpool_async_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread: int,
@@ -148,44 +161,21 @@ def envpool_async_rate(env_id: str, num_envs: int, num_threads: int, steps_per_t
                               protocol=protocol, batch_size=batch)
             for i in range(num_threads)]
     num_actions = int(envs[0].action_space.n)
-    barrier = threading.Barrier(num_threads + 1)
-    ends = [0.0] * num_threads
-    errors: list[BaseException] = []
     # recvs: each returns one batch (half the envs), so 2 per step of the thread's envs
     warmup, timed = 2 * WARMUP_STEPS, 2 * steps_per_thread
 
-    def body(i: int) -> None:
-        try:
-            env, rng = envs[i], np.random.default_rng(i)
-            actions = rng.integers(0, num_actions, (warmup + timed, batch), dtype=np.int32)
-            env.async_reset()
-            for t in range(warmup + timed):
-                if t == warmup:
-                    barrier.wait()
-                *_, info = env.recv()
-                env.send(actions[t], info["env_id"])
-            env.recv()  # the last batch sent
-            ends[i] = time.perf_counter()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            errors.append(exc)
-            barrier.abort()
+    def body(env: Any, i: int, start: Callable[[], Any]) -> None:
+        actions = np.random.default_rng(i).integers(0, num_actions, (warmup + timed, batch),
+                                                    dtype=np.int32)
+        env.async_reset()
+        for t in range(warmup + timed):
+            if t == warmup:
+                start()
+            *_, info = env.recv()
+            env.send(actions[t], info["env_id"])
+        env.recv()  # the last batch sent
 
-    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(num_threads)]
-    for t in threads:
-        t.start()
-    try:
-        barrier.wait()
-    except threading.BrokenBarrierError:
-        pass
-    start, cpu_start = time.perf_counter(), process_cpu_s()
-    for t in threads:
-        t.join()
-    cpu = process_cpu_s() - cpu_start
-    for env in envs:
-        env.close()
-    if errors:
-        raise errors[0]
-    return Rate(num_envs * steps_per_thread, max(ends) - start, cpu)
+    return _timed_threads(envs, body, num_envs * steps_per_thread)
 
 
 def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int,
