@@ -402,5 +402,5 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
         print(line)
     print(json.dumps({k: counts.get(k, 0) for k in sorted(counts)}))
     # What `status` decides is whether something failed: a fresh sweep (all pending) or
-    # one still running is not a failure (it exited 1 before, which the docs said meant one).
+    # one still running is not a failure.
     return EXIT_FAILED if counts.get("failed", 0) else EXIT_OK

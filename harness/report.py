@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from analysis import (
     DEFAULT_GATE_METRIC,
@@ -31,6 +31,7 @@ from analysis import (
     resolve_published_table,
     suite_gates,
 )
+from harness.adaptive.curves import Regressed
 from harness.adaptive.looks import adaptive_section, needed_runs, status_lines
 from harness.certify.report_section import certificate_section
 from harness.hardware import hardware_section
@@ -54,7 +55,6 @@ from runrecord.exits import (
     EXIT_OK,
     EXIT_UNDECIDED,
     strict_exit,
-    worst_exit,
 )
 from runrecord.provenance import DISTRIBUTION, collect, git_state
 from runrecord.words import counted
@@ -329,17 +329,6 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
 # --------------------------------------------------------------------------- regression
 
 
-class Regressed(NamedTuple):
-    """What `harness regress` found: its exit code (the worst), the lines it prints, and
-    each decided gate's (verdict, exit code); a gate that could not be decided is an
-    ERROR line and exit 2, with no outcome."""
-
-    code: int
-    lines: list[str]
-    outcomes: list[tuple[str, int]]
-    verdicts: list[dict[str, Any]]  # the report's entries (kind, subject, verdict, line, ...)
-
-
 def summary_verdict(code: int, outcomes: Sequence[tuple[str, int]]) -> str:
     """The word of `harness regress`'s last line: the exit code's verdict, except that an
     exit 1 that only --strict UNDECIDED gates made reads as such (no gate regressed)."""
@@ -368,8 +357,8 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     if "looks_at" in sweep.regression:  # gated along training time: its looks decide
         from harness.adaptive.curves import curve_regress
 
-        return Regressed(*curve_regress(sweep, store, reference, delta,
-                                        allow_protocol_mismatch, strict, verbose))
+        return curve_regress(sweep, store, reference, delta, allow_protocol_mismatch, strict,
+                             verbose)
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
     games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})
@@ -379,10 +368,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
         assume_equal_spread = bool(cfg.get("assume_equal_spread", False))
     new_runs = load_records(planned_run_dirs(sweep, store)).included
     ref_runs = load_records([reference]).included
-    lines: list[str] = []
-    outcomes: list[tuple[str, int]] = []
-    verdicts: list[dict[str, Any]] = []
-    code = EXIT_OK
+    found = Regressed()
 
     def sel(runs: list[Run], system: str) -> list[Run]:
         return [r for r in runs if r.manifest.get("system") == system
@@ -401,27 +387,21 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                                    assume_equal_spread=assume_equal_spread):
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
-                lines += out.lines(verbose=verbose)
-                outcomes.append((out.result.verdict, out.exit_code))
-                verdicts.append(gate_verdict(out.result))
-                code = worst_exit(code, out.exit_code)
+                found.lines += out.lines(verbose=verbose)
+                found.decided(out.result.verdict, out.exit_code, gate_verdict(out.result))
         except TooFewSeeds as e:  # every run completed; these seeds cannot decide it
-            lines.append(f"regression: UNDECIDED for {system}: these seeds cannot decide it: "
-                         f"{e}{SWEEP_KEY_HINT if '--assume-equal-spread' in str(e) else ''}")
-            verdicts.append({"kind": "regression", "subject": system, "verdict": UNDECIDED,
-                             "line": lines[-1]})
-            outcomes.append((UNDECIDED, strict_exit(EXIT_UNDECIDED, strict)))
-            code = worst_exit(code, outcomes[-1][1])
+            found.lines.append(f"regression: UNDECIDED for {system}: these seeds cannot decide "
+                               f"it: {e}{SWEEP_KEY_HINT if '--assume-equal-spread' in str(e) else ''}")
+            found.decided(UNDECIDED, strict_exit(EXIT_UNDECIDED, strict),
+                          {"kind": "regression", "subject": system, "verdict": UNDECIDED,
+                           "line": found.lines[-1]})
         except AnalysisError as e:
-            lines.append(f"regression: ERROR {system}: {e}")
-            verdicts.append({"kind": "regression", "subject": system, "verdict": "ERROR",
-                             "line": lines[-1]})
-            code = worst_exit(code, EXIT_BAD_INPUT)
-    if not lines:
-        lines.append("regression: ERROR: the [regression] selection matches no run of this "
-                     "sweep")
-        code = EXIT_BAD_INPUT
-    return Regressed(code, lines, outcomes, verdicts)
+            found.error(system, f"regression: ERROR {system}: {e}")
+    if not found.lines:
+        found.lines.append("regression: ERROR: the [regression] selection matches no run of "
+                           "this sweep")
+        found.code = EXIT_BAD_INPUT
+    return found
 
 
 def gate_verdict(res: Any) -> dict[str, Any]:

@@ -74,7 +74,7 @@ def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
 
 
 # harness/sweep/: values before the checks that make them; harness/adaptive/: the looks
-SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "checker",
+SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems", "model", "checker",
                     "checks", "expand", "read")
 ADAPTIVE_LAYERS = wing("harness.adaptive", "looks", "curves", "run")
 # harness/certify/: the pure hashing and facts, what is bound, the file, then its checks

@@ -27,7 +27,7 @@ from harness.adaptive.looks import append_look, read_lines
 from harness.store import Store, last_progress
 from harness.sweep.model import RunSpec, Sweep
 from runrecord import Run, load_run, project_path
-from runrecord.exits import EXIT_FAILED, EXIT_OK, verdict_exit, worst_exit
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, verdict_exit, worst_exit
 from runrecord.writer import RecordError
 
 if TYPE_CHECKING:
@@ -299,10 +299,32 @@ def look_lines(look: CurveLook, verbose: bool) -> list[str]:
     return [look.text, look.detail] if verbose and look.detail else [look.text]
 
 
+@dataclass
+class Regressed:
+    """What `harness regress` found: its exit code (the worst), the lines it prints, each
+    decided gate's (verdict, exit code) and the report's verdict entries; a gate that
+    could not be decided is an ERROR line and exit 2, with no outcome."""
+
+    code: int = EXIT_OK
+    lines: list[str] = field(default_factory=list)
+    outcomes: list[tuple[str, int]] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+    def decided(self, verdict: str, code: int, entry: dict[str, Any]) -> None:
+        self.outcomes.append((verdict, code))
+        self.verdicts.append(entry)
+        self.code = worst_exit(self.code, code)
+
+    def error(self, subject: str, line: str) -> None:
+        self.lines.append(line)
+        self.verdicts.append({"kind": "regression", "subject": subject, "verdict": "ERROR",
+                              "line": line})
+        self.code = worst_exit(self.code, EXIT_BAD_INPUT)
+
+
 def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                   allow_protocol_mismatch: bool = False, strict: bool = False,
-                  verbose: bool = False
-                  ) -> tuple[int, list[str], list[tuple[str, int]], list[dict[str, Any]]]:
+                  verbose: bool = False) -> Regressed:
     """`harness regress` of a sweep with looks over training time: per gate, the looks
     `harness run` recorded; the looks it did not take (a sweep run on Slurm, or records
     made elsewhere) taken now from the finished records, in order, up to the first
@@ -319,10 +341,9 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
     options = gate_options(sweep, delta, allow_protocol_mismatch)
     gates = recorded_gates(sweep, store, reference, options)
     reference_runs = load_runs([reference]).included
-    lines: list[str] = [f"looks over training time: {design.describe()}"] if verbose else []
-    outcomes: list[tuple[str, int]] = []  # each decided gate's (decision, exit code)
-    verdicts: list[dict[str, Any]] = []  # each gate's entry of the report's verdicts
-    code = EXIT_OK
+    found = Regressed(lines=[f"looks over training time: {design.describe()}"] if verbose
+                      else [])
+    lines = found.lines
     for gate in gates:
         mine = gate.options(options)
         ref = gate.reference(reference_runs)
@@ -347,23 +368,16 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
         except TooFewSeeds as e:  # no run failed: UNDECIDED, with the reason
             gate.blocked, gate.too_few_seeds = f"these seeds cannot decide it: {e}", True
             lines += verdict_lines([gate])
-            verdicts.append(curve_verdict(gate))
-            outcomes.append(("UNDECIDED", gates_exit([gate], strict)))
-            code = worst_exit(code, outcomes[-1][1])
+            found.decided("UNDECIDED", gates_exit([gate], strict), curve_verdict(gate))
             continue
         except (AnalysisError, RecordError, OSError) as e:
-            lines.append(f"regression over training time: ERROR {gate.subject}: {e}")
-            verdicts.append({"kind": "regression", "subject": gate.subject,
-                             "verdict": "ERROR", "line": lines[-1]})
-            code = worst_exit(code, 2)
+            found.error(gate.subject, f"regression over training time: ERROR {gate.subject}: {e}")
             gate.blocked = str(e)
             continue
         lines += verdict_lines([gate])
-        verdicts.append(curve_verdict(gate))
         assert gate.decision is not None  # the looks above ran to a decision
-        outcomes.append((gate.decision.decision, gates_exit([gate], strict)))
-        code = worst_exit(code, outcomes[-1][1])
-    return code, lines, outcomes, verdicts
+        found.decided(gate.decision.decision, gates_exit([gate], strict), curve_verdict(gate))
+    return found
 
 
 def curve_verdict(gate: CurveGate) -> dict[str, Any]:

@@ -4,7 +4,7 @@ The wing's modules, lowest first (each imports only those before it):
 
 - `keys`: every key a sweep file may hold, with its one-line description;
 - `tomlpos`: the line of each key (tomllib gives none);
-- `systems`: the systems a sweep can run and their flags; `games`: fast game-id checks;
+- `systems`: the systems a sweep can run and their flags;
 - `model`: the values (Sweep, RunSpec, AdaptiveConfig, ValidatedMatrix, ...);
 - `checker`: one file's checker (errors with lines, typed getters, common sections);
 - `checks`: the checks that make the values from a parsed file;

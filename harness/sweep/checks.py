@@ -10,14 +10,18 @@ has the table (SciPy takes seconds to import).
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from benchenv import BACKENDS, EnvError, frames_per_step, is_atari
 from harness.sweep.checker import Checker
-from harness.sweep.games import check_game
 from harness.sweep.keys import (
     ADAPTIVE_KEYS,
     MATRIX_KEYS,
@@ -422,3 +426,54 @@ def _check_design(cfg: AdaptiveConfig, table: Mapping[str, Any], checker: Checke
         named = sorted((str(e).find(k), k) for k in ADAPTIVE_KEYS if k in table and k in str(e))
         raise checker.error(("adaptive", named[0][1]) if named else ("adaptive",),
                             str(e)) from None
+
+
+# --------------------------------------------------------------------------- games
+# Fast game-id checks for `plan`: EnvPool's env list, cached per EnvPool version (the
+# ALE backend's list comes from ale-py's ROM list, which needs no cache).
+#
+# Importing envpool takes seconds; the list of its env ids only changes with its version,
+# so a cached copy answers `is this id valid` without the import. Unknown ids still go
+# through benchenv.check_env_id, whose error names close matches.
+
+
+def _cache_path() -> Path | None:
+    try:
+        version = importlib.metadata.version("envpool")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "cleanba-bench" / f"envpool-{version}-env-ids.json"
+
+
+@functools.cache
+def known_env_ids() -> frozenset[str]:
+    path = _cache_path()
+    if path is not None:
+        try:
+            return frozenset(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass
+    import envpool
+
+    ids = sorted(envpool.list_all_envs())
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(ids))
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only home: no cache, just slower
+    return frozenset(ids)
+
+
+def check_game(env_id: str, backend: str | None = None) -> None:
+    """Raise benchenv.EnvError (with suggestions) when `backend` (default: the trainers'
+    default, benchenv.default_backend) has no such env or is not installed."""
+    from benchenv import check_env_id, default_backend
+
+    backend = backend or default_backend()
+    if backend == "envpool" and _cache_path() is not None and env_id in known_env_ids():
+        return
+    check_env_id(env_id, backend)
