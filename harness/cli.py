@@ -34,8 +34,8 @@ from harness.cli_flags import (
     Verify,
 )
 from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, STOPPED, Outcome
-from harness.retry import failed_state_text
-from harness.store import CORRUPT, PENDING, STALE, Store, run_state
+from harness.local import fmt_duration
+from harness.store import CORRUPT, PENDING, STALE, Store, failed_state_text, run_state
 from harness.sweep import (
     RunSpec,
     Sweep,
@@ -146,14 +146,9 @@ def do_plan(cmd: Plan, sweep: Sweep) -> int:
             for pid in range(s.num_processes):
                 print("    " + " ".join(s.command(store.run_dir(s.run_id), process_id=pid)))
     if cmd.sbatch:
-        from harness.slurm import sbatch_script, slurm_parameters
+        from harness.slurm import job_groups, sbatch_script
 
-        shapes: dict[str, list] = {}
-        for s in sweep.runs:
-            key = repr(sorted((k, str(v)) for k, v in slurm_parameters(s, sweep.slurm).items()
-                              if k != "job_name"))
-            shapes.setdefault(key, []).append(s)
-        for runs in shapes.values():
+        for runs in job_groups(sweep.runs, sweep.slurm):
             print(f"\n# sbatch script for {counted(len(runs), 'run')} like {runs[0].label()}:")
             print(sbatch_script(runs[0], sweep.slurm, store.sweep_dir / "slurm",
                                 array_size=len(runs) if len(runs) > 1 else None))
@@ -331,14 +326,6 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
 # --------------------------------------------------------------------------- status
 
 
-def _fmt_s(s: float) -> str:
-    if s <= 0:
-        return "-"
-    h, rem = divmod(int(s), 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s"
-
-
 def run_eta(state: str, total_steps: int, env_steps: float, wall_time_s: float,
             completed_walls: Sequence[float]) -> float | None:
     """Seconds a run has left, from measured rates: a running run's own steps per second,
@@ -365,7 +352,7 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
     store = cmd.store(sweep)
     runs, title, adaptive_lines = sweep.runs, f"sweep {sweep.name}: {len(sweep.runs)} runs", []
     if sweep.adaptive is not None:  # only the runs of the looks it used or runs next
-        from harness.adaptive.report import needed_runs, status_lines
+        from harness.adaptive.looks import needed_runs, status_lines
 
         runs, adaptive_lines = needed_runs(sweep, store), status_lines(sweep, store)
         title = f"sweep {sweep.name}: {len(runs)} runs"
@@ -400,8 +387,8 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
                  if st.state == "failed" else stopped_label(st.error)
                  or STATE_LABELS.get(st.state, st.state))
         table.add_row(spec.run_id, spec.label(), shown, f"{100 * frac:.0f}%",
-                      _fmt_s(st.wall_time_s), "" if st.state == "completed"
-                      else "unknown" if eta is None else _fmt_s(eta),
+                      fmt_duration(st.wall_time_s, "-"), "" if st.state == "completed"
+                      else "unknown" if eta is None else fmt_duration(eta, "-"),
                       str(st.attempts), st.error[:60])
     if table.row_count:
         console.print(table)
@@ -410,10 +397,10 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
                       "with no measured rate yet: no run of the sweep has completed)")
     elif remaining_s:
         console.print(f"estimated run time left (sum over runs, before parallelism): "
-                      f"{_fmt_s(remaining_s)}")
+                      f"{fmt_duration(remaining_s, '-')}")
     for line in adaptive_lines + curve_status(sweep, store):
         print(line)
     print(json.dumps({k: counts.get(k, 0) for k in sorted(counts)}))
     # What `status` decides is whether something failed: a fresh sweep (all pending) or
-    # one still running is not a failure (it exited 1 before, which the docs said meant one).
+    # one still running is not a failure.
     return EXIT_FAILED if counts.get("failed", 0) else EXIT_OK

@@ -17,6 +17,7 @@ from harness.sweep import (
     PROJECT_ROOT,
     Sweep,
     SweepError,
+    filter_flags,
     load_sweep,
     parse_list,
     parse_seeds,
@@ -82,9 +83,15 @@ class Inspect(Select):
         sweep = super().load(until_decided)
         if not self.last_filters:
             return sweep
+        try:  # the plan.json of the sweep's last `harness run` (cli.save_plan)
+            last = json.loads((self.store(sweep).sweep_dir / "plan.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            last = {}
+        last = last if isinstance(last, dict) else {}
         # A sweep last run with --until-decided is looked at as the adaptive sweep it was.
-        until_decided = sweep.adaptive is None and last_run_until_decided(self.store(sweep))
-        stored = {} if self.filters() else last_run_filters(self.store(sweep))
+        until_decided = sweep.adaptive is None and bool(last.get("until_decided"))
+        stored = {} if self.filters() else {k: v for k, v in (last.get("filters") or {}).items()
+                                            if k in ("frames", "games", "seeds")}
         if not stored and not until_decided:
             return sweep
         scaled = replace(self, frames=stored.get("frames"), games=stored.get("games"),
@@ -151,30 +158,6 @@ class Run(Select):
 
     def load(self, until_decided: bool = False) -> Sweep:
         return super().load(until_decided or self.until_decided)
-
-
-def filter_flags(filters: dict) -> str:
-    return " ".join(f"--{k} {v}" for k, v in sorted(filters.items()))
-
-
-def last_plan(store: Store) -> dict:
-    """The plan.json of the sweep's last `harness run` ({} if none or unreadable)."""
-    try:
-        plan = json.loads((store.sweep_dir / "plan.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return plan if isinstance(plan, dict) else {}
-
-
-def last_run_filters(store: Store) -> dict:
-    """The scale-down options of the sweep's last `harness run` ({} if none or unknown)."""
-    stored = last_plan(store).get("filters")
-    return {k: v for k, v in (stored or {}).items() if k in ("frames", "games", "seeds")}
-
-
-def last_run_until_decided(store: Store) -> bool:
-    """Whether the sweep's last `harness run` was adaptive by --until-decided."""
-    return bool(last_plan(store).get("until_decided"))
 
 
 @dataclass

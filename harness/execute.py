@@ -23,21 +23,19 @@ from typing import Any
 
 from analysis.inputs.cache import refresh_run
 from cleanba.core.layout import free_port
-from harness.resume import (
-    confirmed,
-    peer_resume_args,
-    resume_args,
-    resume_point,
-    resumptions,
-)
-from harness.retry import failure_kind, will_retry
 from harness.store import (
     LOG_FILE,
     RunLock,
     Store,
+    confirmed,
     failed_attempts,
+    failure_kind,
     lock_holder,
     mark_interrupted,
+    peer_resume_args,
+    resume_point,
+    resumptions,
+    will_retry,
 )
 from harness.sweep import RunSpec
 from runrecord import (
@@ -57,7 +55,7 @@ from runrecord.provenance import collect
 ALREADY_COMPLETED = "already-completed"
 BUSY = "busy"  # another harness process holds the run's lock
 EXHAUSTED = "exhausted"  # failed max_attempts times already
-NOT_RETRIED = "not-retried"  # its last failure was deterministic (harness.retry)
+NOT_RETRIED = "not-retried"  # its last failure was deterministic (harness.store)
 
 STOP_EXIT_CODES = (EXIT_INTERRUPTED, -signal.SIGINT, -signal.SIGTERM)
 STOP_GRACE_S = 30.0  # after SIGINT, how long a trainer may take to record `interrupted`
@@ -123,9 +121,9 @@ class Outcome:
     attempt: int = 0
     cpus: int = 1
     kind: str = ""
-    """Failed runs: 'transient' (retried) or 'deterministic' (not), see harness.retry."""
+    """Failed runs: 'transient' (retried) or 'deterministic' (not), see harness.store.failure_kind."""
     resumed_from: str = ""
-    """The checkpoint this attempt continued from, as its record confirms (harness.resume),
+    """The checkpoint this attempt continued from, as its record confirms (harness.store.confirmed),
     e.g. 'checkpoints/6 (after update 6)'; '' when it started from update 0."""
 
 
@@ -373,8 +371,8 @@ def execute_run(
                   f"{utc_now()} on {socket.gethostname()}"
                   + (f", resumes from {point.text()}" if point else ""))
         codes, why = launch_and_wait(spec, run_dir, process_ids, coordinator, cpu_ids,
-                                     gpu_ids, stop, header,
-                                     extra_args=resume_args(point, run_dir))
+                                     gpu_ids, stop, header, extra_args=[] if point is None
+                                     else ["--resume-from", str(run_dir)])
         out.wall_time_s = time.monotonic() - t0
         out.returncode = codes[0]
         if point is not None:  # the trainer checks the checkpoint again and may refuse it
@@ -426,7 +424,7 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
     Exit code 130 or a stop asked by the harness (Ctrl-C, SIGTERM as on Slurm preemption)
     is an interruption, never a failure, whatever the trainer managed to record; a
     timeout is a failure (its own type); every failure records the exit codes, which
-    `harness.retry.failure_kind` reads.
+    `harness.store.failure_kind` reads.
     """
     manifest = read_manifest_or_none(run_dir)
     status = (manifest or {}).get("status")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import html
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +33,12 @@ from analysis import (
     equivalence_verdicts,
     spread_from_analysis,
 )
-from harness.page_style import verdict_class
+from harness.page import table_html, verdict_class
 from runrecord.hardware import record_place
 from runrecord.words import counted, signed
 
 TITLE = "Hardware evidence"
 CPU = "cpu"
-TableHtml = Callable[[list[str], list[list[Any]]], str]
 
 
 def _json(path: Path) -> Any:
@@ -291,8 +290,7 @@ def provenance_rows(store: Path) -> list[list[Any]]:
     return rows
 
 
-def hardware_section(store: Path, table_html: TableHtml, suite_calls: Path | None = None,
-                     ) -> tuple[str, str]:
+def hardware_section(store: Path, suite_calls: Path | None = None) -> tuple[str, str]:
     """(title, inner HTML) of the section, from the store alone."""
     suite_calls = suite_calls or store.parent / "gpu-suite"
     merged = leases(store)

@@ -5,13 +5,11 @@ The report is analysis.build_report_assets (figures, tables, verdicts) plus one
 self-contained HTML page built here: figures embedded as base64 PNG, tables as HTML,
 verdict lines, runs left out, warnings and the sweep's provenance. The page has no
 external references, so it opens from disk or as an e-mail attachment; each table's CSV
-and LaTeX files are also written to tables/ beside it (harness/table_files.py).
+and LaTeX files are also written to tables/ beside it (harness/page.py).
 """
 
 from __future__ import annotations
 
-import base64
-import csv
 import html
 import json
 import sys
@@ -19,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from analysis import (
     DEFAULT_GATE_METRIC,
@@ -33,14 +31,23 @@ from analysis import (
     resolve_published_table,
     suite_gates,
 )
-from harness.adaptive.report import adaptive_section, needed_runs, status_lines
+from harness.adaptive.curves import Regressed
+from harness.adaptive.looks import adaptive_section, needed_runs, status_lines
 from harness.certify.report_section import certificate_section
 from harness.hardware import hardware_section
-from harness.page_style import CSS
+from harness.page import (
+    CSS,
+    csv_table,
+    kv_table_html,
+    png_data_uri,
+    table_html,
+    table_links,
+    verdict_details,
+    verdict_table,
+    write_table_files,
+)
 from harness.store import Store, run_state
-from harness.sweep import Sweep
-from harness.table_files import table_links, write_table_files
-from harness.verdict_table import verdict_details, verdict_table
+from harness.sweep import Sweep, filter_flags
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
 from runrecord.exits import (
     EXIT_BAD_INPUT,
@@ -48,7 +55,6 @@ from runrecord.exits import (
     EXIT_OK,
     EXIT_UNDECIDED,
     strict_exit,
-    worst_exit,
 )
 from runrecord.provenance import DISTRIBUTION, collect, git_state
 from runrecord.words import counted
@@ -61,36 +67,6 @@ WHY_NO_INTERVAL = ("n/a (1 seed): with one seed per group there is no spread bet
 WHY_BITWISE = ("PASS (bitwise identical): every paired record of the two groups matches "
                "bit for bit, so the difference is exactly 0 on every seed and its interval "
                "is [0, 0]; no test against the margin is needed.")
-
-
-def _table_html(header: list[str], rows: list[list[Any]], cls: str = "") -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
-    )
-    c = f' class="{cls}"' if cls else ""
-    return (f"<div class='scroll'><table{c}><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table></div>")
-
-
-def _kv_table_html(items: list[tuple[str, str]]) -> str:
-    """A two-column key/value table: keys as row headers, no (empty) header row."""
-    body = "".join(f"<tr><th scope='row'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-                   for k, v in items)
-    return f"<div class='scroll'><table class='kv'><tbody>{body}</tbody></table></div>"
-
-
-def _csv_table(path: str | Path) -> str:
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
-    if len(rows) < 2:
-        return "<p class='muted'>(no rows)</p>"
-    return _table_html(rows[0], rows[1:], "data")
-
-
-def _png_data_uri(path: str | Path) -> str:
-    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    return f"data:image/png;base64,{data}"
 
 
 def verdict_text(v: dict) -> tuple[str, set[str]]:
@@ -118,8 +94,7 @@ def run_description(sweep: Sweep) -> str:
              "frames per run " + ", ".join(f"{f:,}" for f in frames)]
     text = f"This report covers {counted(len(runs), 'run')}: " + "; ".join(parts) + "."
     if sweep.filters:
-        flags = " ".join(f"--{k} {v}" for k, v in sorted(sweep.filters.items()))
-        text += (f" Scaled down from the sweep file with {flags}: the file's description "
+        text += (f" Scaled down from the sweep file with {filter_flags(sweep.filters)}: the file's description "
                  "below is of the whole sweep, not of what ran here.")
     return text
 
@@ -185,7 +160,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     for fig in assets.get("figures", []):
         parts.append(
             f"<figure id='fig-{html.escape(fig['name'])}'>"
-            f"<img src='{_png_data_uri(fig['png'])}' alt='{html.escape(fig['title'])}'>"
+            f"<img src='{png_data_uri(fig['png'])}' alt='{html.escape(fig['title'])}'>"
             f"<figcaption><b>{html.escape(fig['title'])}.</b> "
             f"{html.escape(fig.get('caption', ''))}</figcaption></figure>"
         )
@@ -195,7 +170,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     parts.append("<h2 id='tables'>Tables</h2>")
     for t in assets.get("tables", []):
         parts.append(f"<h3>{html.escape(t['title'])}</h3>")
-        parts.append(_csv_table(t["csv"]))
+        parts.append(csv_table(t["csv"]))
         if report_dir is not None:
             parts.append(table_links(write_table_files(t, report_dir)))
     if any(ONE_SEED in Path(t["csv"]).read_text(encoding="utf-8")
@@ -210,7 +185,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     left_out = runs.get("left_out", [])
     if left_out:
         parts.append("<h2 id='left-out'>Runs left out</h2>")
-        parts.append(_table_html(["run id", "status", "reason"],
+        parts.append(table_html(["run id", "status", "reason"],
                                  [[r.get("run_id"), r.get("status"), r.get("reason")]
                                   for r in left_out]))
     warnings = assets.get("warnings", [])
@@ -226,7 +201,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
         rows.append([s.run_id, s.label(), st.state,
                      f"{st.wall_time_s:.1f}" if st.wall_time_s else "-", st.attempts,
                      st.error[:80] or "-"])
-    parts.append(_table_html(["run id", "run", "state", "training wall time (s)", "attempts",
+    parts.append(table_html(["run id", "run", "state", "training wall time (s)", "attempts",
                               "error"], rows))
     parts.append("<p class='muted'>Training wall time: the trainer's own clock from its "
                  "first step to its final record. The console's per-run time is the "
@@ -239,8 +214,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     git = git_state(PROJECT_ROOT)
     items = [
         ("sweep", sweep.name), ("sweep file", str(sweep.source) if sweep.source else "-"),
-        ("filters", " ".join(f"--{k} {v}" for k, v in sorted(sweep.filters.items()))
-         or "none (the whole sweep file)"),
+        ("filters", filter_flags(sweep.filters) or "none (the whole sweep file)"),
         ("results", str(store.sweep_dir)),
         ("project git", f"{git['sha']} (dirty: {git['dirty']})" if git.get("sha") else
          f"{git.get('checkout', 'not a checkout')}; {DISTRIBUTION} {git.get('version')}"),
@@ -248,7 +222,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
         ("packages", ", ".join(f"{k} {v}" for k, v in prov["packages"].items() if v)),
         *((k, str(v)) for k, v in (extra or {}).items()),
     ]
-    parts.append(_kv_table_html(items))
+    parts.append(kv_table_html(items))
     if sweep.source_text:
         parts.append("<details><summary>sweep file</summary><pre>"
                      f"{html.escape(sweep.source_text)}</pre></details>")
@@ -265,7 +239,7 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
                  reps: int | None = None, allow_protocol_mismatch: bool = False
                  ) -> tuple[Path, dict]:
     """Write <sweep>/report/ and its index.html; return (page path, assets)."""
-    adaptive = adaptive_section(sweep, store, _table_html)  # None for a fixed sweep
+    adaptive = adaptive_section(sweep, store)  # None for a fixed sweep
     if sweep.adaptive is not None:  # the runs of its looks, not every seed up to the cap
         sweep = replace(sweep, runs=needed_runs(sweep, store))
     out_dir = store.report_dir()
@@ -303,7 +277,7 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     page = out_dir / REPORT_PAGE
     tmp = page.with_suffix(".html.tmp")
     certificate = certificate_section(store.sweep_dir)  # None: the sweep has no certificate
-    hardware = ([hardware_section(project_path(str(sweep.report["hardware"])), _table_html)]
+    hardware = ([hardware_section(project_path(str(sweep.report["hardware"])))]
                 if "hardware" in sweep.report else [])  # the GPU campaign's evidence
     tmp.write_text(build_html(assets, sweep, store, extra, sections=hardware,
                               leading=[s for s in (adaptive, certificate) if s],
@@ -355,17 +329,6 @@ def do_report(cmd: Any, sweep: Sweep) -> int:
 # --------------------------------------------------------------------------- regression
 
 
-class Regressed(NamedTuple):
-    """What `harness regress` found: its exit code (the worst), the lines it prints, and
-    each decided gate's (verdict, exit code); a gate that could not be decided is an
-    ERROR line and exit 2, with no outcome."""
-
-    code: int
-    lines: list[str]
-    outcomes: list[tuple[str, int]]
-    verdicts: list[dict[str, Any]]  # the report's entries (kind, subject, verdict, line, ...)
-
-
 def summary_verdict(code: int, outcomes: Sequence[tuple[str, int]]) -> str:
     """The word of `harness regress`'s last line: the exit code's verdict, except that an
     exit 1 that only --strict UNDECIDED gates made reads as such (no gate regressed)."""
@@ -394,8 +357,8 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
     if "looks_at" in sweep.regression:  # gated along training time: its looks decide
         from harness.adaptive.curves import curve_regress
 
-        return Regressed(*curve_regress(sweep, store, reference, delta,
-                                        allow_protocol_mismatch, strict, verbose))
+        return curve_regress(sweep, store, reference, delta, allow_protocol_mismatch, strict,
+                             verbose)
     cfg = sweep.regression
     systems = cfg.get("systems") or sorted({s.system for s in sweep.runs})
     games = cfg.get("games") or sorted({s.env_id for s in sweep.runs})
@@ -405,10 +368,7 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
         assume_equal_spread = bool(cfg.get("assume_equal_spread", False))
     new_runs = load_records(planned_run_dirs(sweep, store)).included
     ref_runs = load_records([reference]).included
-    lines: list[str] = []
-    outcomes: list[tuple[str, int]] = []
-    verdicts: list[dict[str, Any]] = []
-    code = EXIT_OK
+    found = Regressed()
 
     def sel(runs: list[Run], system: str) -> list[Run]:
         return [r for r in runs if r.manifest.get("system") == system
@@ -427,27 +387,21 @@ def regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                                    assume_equal_spread=assume_equal_spread):
                 for w in out.warnings:
                     print(f"warning: {w}", file=sys.stderr)
-                lines += out.lines(verbose=verbose)
-                outcomes.append((out.result.verdict, out.exit_code))
-                verdicts.append(gate_verdict(out.result))
-                code = worst_exit(code, out.exit_code)
+                found.lines += out.lines(verbose=verbose)
+                found.decided(out.result.verdict, out.exit_code, gate_verdict(out.result))
         except TooFewSeeds as e:  # every run completed; these seeds cannot decide it
-            lines.append(f"regression: UNDECIDED for {system}: these seeds cannot decide it: "
-                         f"{e}{SWEEP_KEY_HINT if '--assume-equal-spread' in str(e) else ''}")
-            verdicts.append({"kind": "regression", "subject": system, "verdict": UNDECIDED,
-                             "line": lines[-1]})
-            outcomes.append((UNDECIDED, strict_exit(EXIT_UNDECIDED, strict)))
-            code = worst_exit(code, outcomes[-1][1])
+            found.lines.append(f"regression: UNDECIDED for {system}: these seeds cannot decide "
+                               f"it: {e}{SWEEP_KEY_HINT if '--assume-equal-spread' in str(e) else ''}")
+            found.decided(UNDECIDED, strict_exit(EXIT_UNDECIDED, strict),
+                          {"kind": "regression", "subject": system, "verdict": UNDECIDED,
+                           "line": found.lines[-1]})
         except AnalysisError as e:
-            lines.append(f"regression: ERROR {system}: {e}")
-            verdicts.append({"kind": "regression", "subject": system, "verdict": "ERROR",
-                             "line": lines[-1]})
-            code = worst_exit(code, EXIT_BAD_INPUT)
-    if not lines:
-        lines.append("regression: ERROR: the [regression] selection matches no run of this "
-                     "sweep")
-        code = EXIT_BAD_INPUT
-    return Regressed(code, lines, outcomes, verdicts)
+            found.error(system, f"regression: ERROR {system}: {e}")
+    if not found.lines:
+        found.lines.append("regression: ERROR: the [regression] selection matches no run of "
+                           "this sweep")
+        found.code = EXIT_BAD_INPUT
+    return found
 
 
 def gate_verdict(res: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import signal
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,8 @@ from harness.execute import (
     execute_run,
     run_peer_process,
 )
-from harness.retry import will_retry
 from harness.slurm_wait import Watcher, signals_held
-from harness.store import Store, run_state
+from harness.store import Store, run_state, will_retry
 from harness.sweep import RunSpec, Sweep
 from runrecord import schema
 from runrecord.words import counted
@@ -102,6 +102,17 @@ def slurm_parameters(spec: RunSpec, cfg: dict[str, Any]) -> dict[str, Any]:
     if cfg.get("additional_parameters"):
         params["additional_parameters"] = dict(cfg["additional_parameters"])
     return params
+
+
+def job_groups(specs: Sequence[RunSpec], cfg: dict[str, Any]) -> list[list[RunSpec]]:
+    """The runs by job shape (their Slurm parameters but the job name), in sweep order:
+    one executor, and one array or sbatch script, per group."""
+    groups: dict[str, list[RunSpec]] = defaultdict(list)
+    for spec in specs:
+        params = slurm_parameters(spec, cfg)
+        params.pop("job_name")
+        groups[repr(sorted(params.items()))].append(spec)
+    return list(groups.values())
 
 
 def sbatch_script(spec: RunSpec, cfg: dict[str, Any], folder: Path | str,
@@ -246,14 +257,9 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
                into: list[tuple[RunSpec, Any]] | None = None) -> list[tuple[RunSpec, Any]]:
         """Submit `specs`: one executor (and, with use_array, one array) per job shape;
         each job goes into `into` as soon as it is submitted. A stop ends the submitting."""
-        groups: dict[str, list[RunSpec]] = defaultdict(list)
-        for spec in specs:
-            params = slurm_parameters(spec, sweep.slurm)
-            params.pop("job_name")
-            groups[repr(sorted(params.items()))].append(spec)
         jobs: list[tuple[RunSpec, Any]] = [] if into is None else into
         use_array = bool(sweep.slurm.get("use_array", True))
-        for group in groups.values():
+        for group in job_groups(specs, sweep.slurm):
             executor = make_executor(folder, cluster, group[0], sweep.slurm)
             limit = float(job_shape(group[0], sweep.slurm)["timeout_min"])
             batches = [group] if use_array and len(group) > 1 else [[spec] for spec in group]

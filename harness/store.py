@@ -1,4 +1,5 @@
-"""The results store as the harness sees it: run folders, their locks and their states.
+"""The results store as the harness sees it: run folders, their locks and their states,
+which failed runs are retried, and which checkpoint a run resumes from.
 
 <results root>/<sweep>/
   sweep.toml          the sweep file as last run (provenance)
@@ -10,6 +11,25 @@
 A run's lock is an flock on <run_dir>/.lock held by the harness process that supervises
 the run (local pool thread or Slurm task). The kernel releases it when that process dies,
 so a manifest still saying `running` while nobody holds the lock is an interrupted run.
+
+A run's attempt is spent only by a failure (never by an interruption). A failed run gets
+another attempt while it has attempts left (`harness run --max-attempts`), but only when
+its error can be transient; a deterministic error would come back identically, so the
+run waits for the user (`harness run --retry-failed` after fixing the cause).
+
+An interrupted or killed Cleanba run continues from its record's newest checkpoint: a run
+whose trainer writes checkpoints (`checkpoint-every` in the sweep's overrides) and whose
+record holds a usable one is started with `--resume-from <run_dir>`: the trainer
+cuts the CSVs back to the checkpoint's rows and continues from there instead of from
+update 0. The harness picks the checkpoint the record's own manifest accepts (not torn,
+its rows present, the record's configuration); the trainer checks it again against the
+code and stack it runs with, and starts from update 0 (saying why in stdout.log) if they
+differ, so a resume the harness announces is confirmed by the record's `resumptions`.
+A multi-process run resumes the same way: every process gets `--resume-from`; process 0
+picks the checkpoint and sends it to the others, and if any of them cannot use it (its own
+code or stack differs) all start from update 0 together (cleanba/core/checkpoint.py). A
+Slurm peer (`run_peer_process`, rank > 0) cannot know rank 0's choice and need not: it
+gets the flag whenever the run can resume, and follows process 0. Baselines start over.
 """
 
 from __future__ import annotations
@@ -19,15 +39,15 @@ import fcntl
 import json
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from harness.retry import failure_kind
-from runrecord import error_entry, run_folder, schema, settle, utc_now
-
-# Re-exported (`X as X`): tests and callers import the tolerant reader from here.
-from runrecord.writer import read_manifest_or_none as read_manifest_or_none
+from cleanba.core import checkpoint
+from harness.sweep import RunSpec
+from runrecord import error_entry, read_manifest_or_none, run_folder, schema, settle, utc_now
+from runrecord.exits import EXIT_BAD_INPUT
 
 LOCK_FILE = ".lock"
 LOG_FILE = "stdout.log"
@@ -40,6 +60,65 @@ STALE = "stale"
 # A manifest that exists but cannot be read (torn by a disk fault, edited by hand): the
 # run is redone and the next attempt's writer archives the broken copy.
 CORRUPT = "corrupt"
+
+
+FailureKind = Literal["transient", "deterministic"]
+TRANSIENT: FailureKind = "transient"
+DETERMINISTIC: FailureKind = "deterministic"
+
+# Exception types that say the code or its arguments are wrong, or the numbers blew up:
+# the same run fails the same way again. Anything else (OSError and its kin such as a full
+# disk or a refused connection, MemoryError, XLA runtime errors, a RuntimeError, a
+# process killed by a signal, a timeout) may depend on the machine, so it is retried.
+DETERMINISTIC_TYPES = frozenset({
+    # bad arguments (the trainers' and baselines' own checks)
+    "ConfigError", "EnvError", "LayoutError", "MappingError", "BadArguments",
+    # numerical failure of a seeded run
+    "NonFiniteLoss", "FloatingPointError", "ZeroDivisionError",
+    # programming errors and a record the writer refuses
+    "RecordError", "TypeError", "ValueError", "KeyError", "IndexError", "AttributeError",
+    "AssertionError", "NameError", "NotImplementedError", "ImportError",
+    "ModuleNotFoundError", "SyntaxError",
+})
+
+
+def failure_kind(error: Mapping[str, Any] | None) -> FailureKind:
+    """Classify a failed run's recorded `error` ({type, message, exit_codes?}).
+
+    deterministic: the trainer rejected its arguments (exit code 2, or a ConfigError-like
+    type), the loss became non-finite, or a programming error was raised: re-running the
+    same definition repeats it, so no attempt is spent on it blindly.
+    transient: everything else that can depend on the machine (killed by a signal such
+    as the OOM killer's SIGKILL, a full disk or other OSError, lost peers, a timeout,
+    exit without a record): worth another attempt.
+    """
+    if not error:
+        return TRANSIENT
+    codes = error.get("exit_codes") or []
+    if EXIT_BAD_INPUT in codes:
+        return DETERMINISTIC
+    if str(error.get("type", "")) in DETERMINISTIC_TYPES:
+        return DETERMINISTIC
+    return TRANSIENT
+
+
+def will_retry(kind: FailureKind, failures: int, max_attempts: int,
+               retry_failed: bool = False) -> bool:
+    """Whether the next `harness run` starts another attempt of a failed run."""
+    if failures >= max_attempts:
+        return False
+    return kind == TRANSIENT or retry_failed
+
+
+def failed_state_text(kind: FailureKind, failures: int, max_attempts: int) -> str:
+    """The state `harness status` shows for a failed run: what happens next, and why."""
+    if failures >= max_attempts:
+        return (f"failed ({kind}; {failures} of {max_attempts} attempts spent: not retried, "
+                "--max-attempts raises the cap)")
+    if kind == DETERMINISTIC:
+        return ("failed (deterministic: not retried; fix the cause, then "
+                "`harness run --retry-failed`)")
+    return f"failed (transient: will be retried, attempt {failures + 1} of {max_attempts})"
 
 
 class RunLock:
@@ -135,7 +214,7 @@ class RunState:
     error: str = ""
     holder: str | None = None
     kind: str = ""
-    """Failed runs: 'transient' or 'deterministic' (harness.retry.failure_kind)."""
+    """Failed runs: 'transient' or 'deterministic' (failure_kind)."""
 
 
 def failed_attempts(run_dir: Path, manifest: dict | None) -> tuple[int, int]:
@@ -225,3 +304,69 @@ class Store:
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         with open(self.sweep_dir / "harness-runs.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
+# --------------------------------------------------------------------------- resuming
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """The checkpoint an attempt is started from."""
+
+    update: int
+
+    @property
+    def folder(self) -> str:
+        return f"{checkpoint.CHECKPOINTS_DIR}/{self.update}"
+
+    def text(self) -> str:
+        return f"{self.folder} (after update {self.update})"
+
+
+def can_resume(spec: RunSpec) -> bool:
+    """Whether the run's trainer writes and reads checkpoints: a Cleanba trainer (in one
+    process or several) with a checkpoint interval in its overrides."""
+    every = next((v for k, v in spec.overrides.items()
+                  if k.replace("_", "-") == "checkpoint-every"), 0)
+    return (not spec.baseline
+            and isinstance(every, int) and not isinstance(every, bool) and every > 0)
+
+
+def resume_point(spec: RunSpec, run_dir: Path) -> ResumePoint | None:
+    """The checkpoint the next attempt of `spec` continues from; None: it starts from
+    update 0 (no checkpoint, none usable, no unfinished record, or a trainer without
+    checkpoints)."""
+    if not can_resume(spec):
+        return None
+    manifest = read_manifest_or_none(run_dir)
+    if manifest is None or manifest.get("status") not in (schema.INTERRUPTED, schema.FAILED):
+        return None
+    try:
+        current = checkpoint.fingerprint(manifest)
+    except (KeyError, TypeError, AttributeError):  # a record the harness wrote itself
+        return None
+    rows = {name: checkpoint.complete_rows(run_dir / name)
+            for name in (schema.UPDATES_FILE, schema.EPISODES_FILE)}
+    found, _ = checkpoint.newest_usable(run_dir, current, rows)
+    return None if found is None else ResumePoint(found.update)
+
+
+def resumptions(manifest: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return list((manifest or {}).get("resumptions") or [])
+
+
+def confirmed(run_dir: Path, before: int) -> ResumePoint | None:
+    """The checkpoint the attempt just run resumed from, read from its record (one more
+    entry in `resumptions` than the `before` it held); None: it started from update 0."""
+    after = resumptions(read_manifest_or_none(run_dir))
+    if len(after) <= before:
+        return None
+    return ResumePoint(int(after[-1]["update"]))
+
+
+def peer_resume_args(spec: RunSpec, run_dir: Path) -> list[str]:
+    """A Slurm peer's flags (rank > 0): --resume-from whenever the run can resume. The
+    trainer's process 0 alone decides whether it does (a peer's flag changes nothing:
+    with checkpoints every process joins the agreement), and rank 0 may be changing the
+    record while the peer starts, so the peer reads nothing from it."""
+    return ["--resume-from", str(run_dir)] if can_resume(spec) else []

@@ -44,14 +44,12 @@ def _tidy(text: str) -> str:
     return re.sub(r"\s+", " ", " ".join(lines)).strip()
 
 
-def check_cleanba(module: Any, spec: RunSpec) -> str | None:
-    """The trainer's complaint about `spec`'s command line, or None when it would start: its
-    parser, then the trainer's own start-up check (cleanba.core.checks.check_run) for the
-    processes and devices the harness would give it."""
+def check_cleanba(module: Any, spec: RunSpec, argv: list[str]) -> str | None:
+    """The trainer's complaint about `spec`'s command line `argv`, or None when it would
+    start: its parser, then the trainer's own start-up check (cleanba.core.checks.check_run)
+    for the processes and devices the harness would give it."""
     from cleanba.core.checks import Topology, check_run, preset_choice
 
-    argv = spec.command(RUN_DIR_PLACEHOLDER)
-    argv = argv[argv.index(spec.entry) + 1:]
     where = Topology(spec.num_processes, 0, spec.cpu_devices or spec.layout.devices_per_process)
     try:
         config, printed = _quiet_call(_tyro_parse, module, argv, spec.entry)
@@ -71,12 +69,11 @@ def _tyro_parse(module: Any, argv: list[str], entry: str) -> Any:
                                               args=argv)
 
 
-def check_baseline(module: Any, spec: RunSpec) -> str | None:
-    """A baseline adapter's complaint about `spec`'s command line (its tyro Args, check())."""
+def check_baseline(module: Any, spec: RunSpec, argv: list[str]) -> str | None:
+    """A baseline adapter's complaint about `spec`'s command line `argv` (its tyro Args,
+    check())."""
     from baselines import common
 
-    argv = spec.command(RUN_DIR_PLACEHOLDER)
-    argv = argv[argv.index(spec.entry) + 1:]
     args, printed = _quiet_call(common.parse_cli, module.Args, argv, f"python -m {spec.entry}")
     if args is None:
         return _tidy(printed) or "the adapter rejected its command line"
@@ -92,10 +89,12 @@ def check_spec(spec: RunSpec) -> str | None:
         module = importlib.import_module(spec.entry)
     except ImportError:
         return None
+    argv = spec.command(RUN_DIR_PLACEHOLDER)
+    argv = argv[argv.index(spec.entry) + 1:]
     if hasattr(module, "PRESETS") and hasattr(module, "make_algorithm"):
-        return check_cleanba(module, spec)
+        return check_cleanba(module, spec, argv)
     if hasattr(module, "Args"):
-        return check_baseline(module, spec)
+        return check_baseline(module, spec, argv)
     return None
 
 

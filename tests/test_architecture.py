@@ -54,15 +54,15 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
 HARNESS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # lowest first, as ANALYSIS_LAYERS; harness.sweep/ and harness.adaptive/ are wings
     ("sweep", ("harness.sweep",)),  # the sweep file: read, checked, its values, expansion
-    ("records", ("harness.retry", "harness.store", "harness.resume", "harness.eta")),  # failure
-    # kinds; run folders and locks; which checkpoint a run resumes from; a sweep's ETA
+    ("page", ("harness.page",)),  # the report page's HTML pieces: style, tables, table files
+    ("records", ("harness.store",)),  # run folders, locks, run states, failure kinds
+    # (retried or not) and which checkpoint a run resumes from
     ("adaptive", ("harness.adaptive",)),  # looks, their store, their report section
     ("launchers", ("harness._child", "harness.validate", "harness.execute", "harness.local",
-                   "harness.slurm", "harness.slurm_queue", "harness.slurm_wait",
+                   "harness.slurm", "harness.slurm_wait",
                    "harness.curve_monitor")),
     ("certify", ("harness.certify",)),  # certificates: certify, verify (tiers 1 and 2)
-    ("report", ("harness.page_style", "harness.verdict_table", "harness.table_files",
-                "harness.hardware", "harness.report")),
+    ("report", ("harness.hardware", "harness.report")),
     ("entry points", ("harness.cli_flags", "harness.cli", "harness.__main__", "harness")),
 ]
 
@@ -74,10 +74,9 @@ def wing(package: str, *layers: str) -> list[tuple[str, tuple[str, ...]]]:
 
 
 # harness/sweep/: values before the checks that make them; harness/adaptive/: the looks
-SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems games", "model", "checker",
-                    "section_checks",
-                    "adaptive_checks", "checks", "expand", "read")
-ADAPTIVE_LAYERS = wing("harness.adaptive", "store", "report curves", "run")
+SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems", "model", "checker",
+                    "checks", "expand", "read")
+ADAPTIVE_LAYERS = wing("harness.adaptive", "looks", "curves", "run")
 # harness/certify/: the pure hashing and facts, what is bound, the file, then its checks
 CERTIFY_LAYERS = wing("harness.certify", "merkle facts consistency segments", "claims bind",
                       "certificate", "tier1", "replay", "verify report_section")

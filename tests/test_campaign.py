@@ -261,11 +261,10 @@ def synthetic_store(store: Path) -> None:
 
 @pytest.mark.slow  # ~12 s: scoring, the seed planner's simulations, Chromium
 def test_hardware_section_three_outcomes_seeds_needed_and_figures(tmp_path):
-    from harness.report import _table_html
 
     store = tmp_path / "hardware"
     synthetic_store(store)
-    title, body = hardware_section(store, _table_html)
+    title, body = hardware_section(store)
     assert title == "Hardware evidence"
     rows = re.findall(r"<tr>(.*?)</tr>", body)
     cells = [re.findall(r"<td>(.*?)</td>", r) for r in rows]
@@ -285,7 +284,7 @@ def test_hardware_section_three_outcomes_seeds_needed_and_figures(tmp_path):
     assert "6,100" in body and "0.94" in body and "met" in body  # speed bound, share 0.94
     assert "identical" in body and "6,200" in body and "1.02" in body  # (d); (b) SPS ratio
     assert "No GPU lease merged yet" not in body
-    empty = hardware_section(tmp_path / "nothing", _table_html)[1]
+    empty = hardware_section(tmp_path / "nothing")[1]
     assert "No GPU lease merged yet; the next lease runs chunk (a) first" in empty
     render_in_chromium(title, body, tmp_path)
 

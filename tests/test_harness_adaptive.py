@@ -18,7 +18,7 @@ import pytest
 from harness_cli import ROOT, harness, run_args
 from trainer_output import trainer_output
 
-from harness.adaptive.store import LOOKS_FILE, adaptive_dir, append_look, read_lines, recorded_looks
+from harness.adaptive.looks import LOOKS_FILE, adaptive_dir, append_look, read_lines, recorded_looks
 from harness.store import Store
 from harness.sweep import SweepError, load_sweep, parse_sweep
 from harness.sweep.model import AdaptiveConfig, adaptive_seeds

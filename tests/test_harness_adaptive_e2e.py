@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from harness_cli import harness
 
-from harness.adaptive.store import read_lines
+from harness.adaptive.looks import read_lines
 from harness.store import Store
 from runrecord.exits import EXIT_FAILED, EXIT_UNDECIDED
 

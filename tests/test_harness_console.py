@@ -9,8 +9,15 @@ import pytest
 from harness_cli import ROOT
 
 from harness.cli import run_eta
-from harness.eta import ETA_UNKNOWN, FinishedRun, RunKind, RunLeft, eta_text, seconds_left
-from harness.local import progress_interval_s
+from harness.local import (
+    ETA_UNKNOWN,
+    FinishedRun,
+    RunKind,
+    RunLeft,
+    eta_text,
+    progress_interval_s,
+    seconds_left,
+)
 
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
 

@@ -28,8 +28,7 @@ from test_cleanba_checkpoint import assert_same_records, rows_without_wall_clock
 from trainer_output import trainer_said
 
 from cleanba.core import checkpoint
-from harness.resume import can_resume, peer_resume_args, resume_point
-from harness.store import failed_attempts, run_state
+from harness.store import can_resume, failed_attempts, peer_resume_args, resume_point, run_state
 from harness.sweep import load_sweep
 from runrecord import parse_layout, schema
 

@@ -1,4 +1,4 @@
-"""Which failures are retried (harness.retry) and what `status` says about them."""
+"""Which failures are retried (harness.store) and what `status` says about them."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ import json
 
 import pytest
 
-from harness.retry import (
+from harness.store import (
+    CORRUPT,
     DETERMINISTIC,
+    PENDING,
     TRANSIENT,
     failed_state_text,
     failure_kind,
+    run_state,
     will_retry,
 )
-from harness.store import CORRUPT, PENDING, run_state
 from runrecord import RunWriter, schema
 
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.adaptive.store import adaptive_dir, read_lines
+from harness.adaptive.looks import append_look, read_lines
 from harness.store import Store, last_progress
 from harness.sweep.model import RunSpec, Sweep
-from runrecord import Run, load_run, project_path, utc_now
-from runrecord.exits import EXIT_FAILED, EXIT_OK, verdict_exit, worst_exit
-from runrecord.writer import RecordError, atomic_write_text
+from runrecord import Run, load_run, project_path
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, verdict_exit, worst_exit
+from runrecord.writer import RecordError
 
 if TYPE_CHECKING:
     from analysis.sequential.curves import CurveDesign, CurveLook, CurvePlan, GateOptions
@@ -96,6 +96,13 @@ class CurveGate:
         """The sweep's gate options on this gate's layouts (the layouts it planned)."""
         return replace(options, layouts=self.layouts)
 
+    def reference(self, runs: Sequence[Run]) -> list[Run]:
+        """The reference runs of this gate's system and suite."""
+        from analysis.scoring.scores import suite_name
+
+        return [r for r in runs if r.manifest.get("system") == self.system
+                and suite_name(str(r.manifest.get("env_id"))) == self.suite]
+
 
 def selected_specs(sweep: Sweep, specs: Sequence[RunSpec]) -> list[RunSpec]:
     """The runs the [regression] selection gates (systems, games, layouts)."""
@@ -136,24 +143,16 @@ def gate_key(gate: CurveGate, design: CurveDesign, options: GateOptions, referen
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _lines(store: Store) -> list[dict[str, Any]]:
-    return read_lines(store, CURVE_FILE)
+def read_back(gate: CurveGate, store: Store, key: str) -> None:
+    """Key the gate, and give it the plan (None: not fixed yet) and looks recorded under
+    that key."""
+    from analysis.sequential.curves import CurveLook, CurvePlan
 
-
-def record(store: Store, key: str, index: int, entry: Mapping[str, Any]) -> None:
-    """Record a gate's plan (index 0) or look, replacing the same one if recorded."""
-    folder = adaptive_dir(store)
-    folder.mkdir(parents=True, exist_ok=True)
-    kept = [json.dumps(e, sort_keys=True) for e in _lines(store)
-            if not (e.get("plan") == key and e.get("index") == index)]
-    new = json.dumps({"plan": key, "index": index, "written_at": utc_now(),
-                      "look": dict(entry)}, sort_keys=True)
-    atomic_write_text(folder / CURVE_FILE, "".join(line + "\n" for line in [*kept, new]))
-
-
-def recorded(store: Store, key: str) -> dict[int, dict[str, Any]]:
-    """{index: entry} recorded for a gate (0: its plan)."""
-    return {int(e["index"]): e["look"] for e in _lines(store) if e.get("plan") == key}
+    gate.key = key
+    done = {int(e["index"]): e["look"] for e in read_lines(store, CURVE_FILE)
+            if e.get("plan") == key}
+    gate.plan = CurvePlan.from_json(done[0]) if 0 in done else None
+    gate.looks = [CurveLook.from_json(done[i]) for i in sorted(done) if i > 0]
 
 
 def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
@@ -162,31 +161,19 @@ def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
     """Fix (or read back) every gate's plan and recorded looks; the lines to print
     (`verbose`: with the design's internals).
     AnalysisError (exit 2) when the reference cannot be read at the looks."""
-    from analysis.sequential.curves import CurveLook, CurvePlan, curve_plan, plan_lines
+    from analysis.sequential.curves import curve_plan, plan_lines
 
     out = []
     for gate in gates:
         mine = gate.options(options)
-        gate.key = gate_key(gate, design, mine, reference, alpha)
-        done = recorded(store, gate.key)
-        if 0 in done:
-            gate.plan = CurvePlan.from_json(done[0])
-        else:
-            n_new = len({s.seed for s in gate.specs})
-            ref = [r for r in reference_runs if r.manifest.get("system") == gate.system
-                   and _suite(r) == gate.suite]
-            gate.plan = curve_plan(design, ref, gate.budget, n_new, gate.suite, mine, alpha)
-            record(store, gate.key, 0, gate.plan.to_json())
-        gate.looks = [CurveLook.from_json(done[i]) for i in sorted(done) if i > 0]
+        read_back(gate, store, gate_key(gate, design, mine, reference, alpha))
+        if gate.plan is None:
+            gate.plan = curve_plan(design, gate.reference(reference_runs), gate.budget,
+                                   len({s.seed for s in gate.specs}), gate.suite, mine, alpha)
+            append_look(store, gate.key, 0, [gate.plan.to_json()], name=CURVE_FILE)
         out += plan_lines(gate.plan, gate.subject, verbose)
         out += [f"  {x.text} (recorded by an earlier run)" for x in gate.looks]
     return out
-
-
-def _suite(run: Run) -> str:
-    from analysis.scoring.scores import suite_name
-
-    return suite_name(str(run.manifest.get("env_id")))
 
 
 def ready(gate: CurveGate, store: Store, states: Callable[[str], str],
@@ -247,11 +234,9 @@ def take_look(gate: CurveGate, store: Store, reference_runs: Sequence[Run],
 
     assert gate.plan is not None
     new = [load_run(store.run_dir(s.run_id)) for s in gate.specs]
-    ref = [r for r in reference_runs if r.manifest.get("system") == gate.system
-           and _suite(r) == gate.suite]
-    look = curve_look(gate.plan, new, ref, gate.next_look, gate.subject,
+    look = curve_look(gate.plan, new, gate.reference(reference_runs), gate.next_look, gate.subject,
                       gate.options(options))
-    record(store, gate.key, look.look, look.to_json())
+    append_look(store, gate.key, look.look, [look.to_json()], name=CURVE_FILE)
     gate.looks.append(look)
     return look
 
@@ -291,20 +276,21 @@ def batch_specs(sweep: Sweep) -> tuple[list[RunSpec], float | None]:
     return [s for s in sweep.runs if s.seed_rank < first], TIME_SHARE * sweep.adaptive.alpha
 
 
-def recorded_gates(sweep: Sweep, store: Store, reference: Path, options: GateOptions
-                   ) -> list[CurveGate]:
-    """The sweep's gates with what an earlier `harness run` recorded (plan, looks)."""
-    from analysis.sequential.curves import CurveLook, CurvePlan
-
+def recorded_gates(sweep: Sweep, store: Store, reference: Path | None = None,
+                   options: GateOptions | None = None) -> list[CurveGate]:
+    """The sweep's gates with what an earlier `harness run` recorded (plan, looks); by
+    default against its [regression] reference with its options. Empty without looks_at
+    or a reference."""
     design = curve_design(sweep.regression)
-    assert design is not None
+    ref = sweep.regression.get("reference")
+    reference = reference or (project_path(ref) if ref else None)
+    if design is None or reference is None:
+        return []
+    options = options or gate_options(sweep)
     specs, alpha = batch_specs(sweep)
     gates = curve_gates(sweep, specs)
     for gate in gates:
-        gate.key = gate_key(gate, design, gate.options(options), reference, alpha)
-        done = recorded(store, gate.key)
-        gate.plan = CurvePlan.from_json(done[0]) if 0 in done else None
-        gate.looks = [CurveLook.from_json(done[i]) for i in sorted(done) if i > 0]
+        read_back(gate, store, gate_key(gate, design, gate.options(options), reference, alpha))
     return gates
 
 
@@ -313,10 +299,32 @@ def look_lines(look: CurveLook, verbose: bool) -> list[str]:
     return [look.text, look.detail] if verbose and look.detail else [look.text]
 
 
+@dataclass
+class Regressed:
+    """What `harness regress` found: its exit code (the worst), the lines it prints, each
+    decided gate's (verdict, exit code) and the report's verdict entries; a gate that
+    could not be decided is an ERROR line and exit 2, with no outcome."""
+
+    code: int = EXIT_OK
+    lines: list[str] = field(default_factory=list)
+    outcomes: list[tuple[str, int]] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+    def decided(self, verdict: str, code: int, entry: dict[str, Any]) -> None:
+        self.outcomes.append((verdict, code))
+        self.verdicts.append(entry)
+        self.code = worst_exit(self.code, code)
+
+    def error(self, subject: str, line: str) -> None:
+        self.lines.append(line)
+        self.verdicts.append({"kind": "regression", "subject": subject, "verdict": "ERROR",
+                              "line": line})
+        self.code = worst_exit(self.code, EXIT_BAD_INPUT)
+
+
 def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | None,
                   allow_protocol_mismatch: bool = False, strict: bool = False,
-                  verbose: bool = False
-                  ) -> tuple[int, list[str], list[tuple[str, int]], list[dict[str, Any]]]:
+                  verbose: bool = False) -> Regressed:
     """`harness regress` of a sweep with looks over training time: per gate, the looks
     `harness run` recorded; the looks it did not take (a sweep run on Slurm, or records
     made elsewhere) taken now from the finished records, in order, up to the first
@@ -333,14 +341,12 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
     options = gate_options(sweep, delta, allow_protocol_mismatch)
     gates = recorded_gates(sweep, store, reference, options)
     reference_runs = load_runs([reference]).included
-    lines: list[str] = [f"looks over training time: {design.describe()}"] if verbose else []
-    outcomes: list[tuple[str, int]] = []  # each decided gate's (decision, exit code)
-    verdicts: list[dict[str, Any]] = []  # each gate's entry of the report's verdicts
-    code = EXIT_OK
+    found = Regressed(lines=[f"looks over training time: {design.describe()}"] if verbose
+                      else [])
+    lines = found.lines
     for gate in gates:
         mine = gate.options(options)
-        ref = [r for r in reference_runs if r.manifest.get("system") == gate.system
-               and _suite(r) == gate.suite]
+        ref = gate.reference(reference_runs)
         try:
             if gate.plan is None:
                 _, alpha = batch_specs(sweep)
@@ -362,23 +368,16 @@ def curve_regress(sweep: Sweep, store: Store, reference: Path, delta: float | No
         except TooFewSeeds as e:  # no run failed: UNDECIDED, with the reason
             gate.blocked, gate.too_few_seeds = f"these seeds cannot decide it: {e}", True
             lines += verdict_lines([gate])
-            verdicts.append(curve_verdict(gate))
-            outcomes.append(("UNDECIDED", gates_exit([gate], strict)))
-            code = worst_exit(code, outcomes[-1][1])
+            found.decided("UNDECIDED", gates_exit([gate], strict), curve_verdict(gate))
             continue
         except (AnalysisError, RecordError, OSError) as e:
-            lines.append(f"regression over training time: ERROR {gate.subject}: {e}")
-            verdicts.append({"kind": "regression", "subject": gate.subject,
-                             "verdict": "ERROR", "line": lines[-1]})
-            code = worst_exit(code, 2)
+            found.error(gate.subject, f"regression over training time: ERROR {gate.subject}: {e}")
             gate.blocked = str(e)
             continue
         lines += verdict_lines([gate])
-        verdicts.append(curve_verdict(gate))
         assert gate.decision is not None  # the looks above ran to a decision
-        outcomes.append((gate.decision.decision, gates_exit([gate], strict)))
-        code = worst_exit(code, outcomes[-1][1])
-    return code, lines, outcomes, verdicts
+        found.decided(gate.decision.decision, gates_exit([gate], strict), curve_verdict(gate))
+    return found
 
 
 def curve_verdict(gate: CurveGate) -> dict[str, Any]:
@@ -395,11 +394,8 @@ def curve_verdict(gate: CurveGate) -> dict[str, Any]:
 
 def status_lines(sweep: Sweep, store: Store) -> list[str]:
     """`harness status`: each gate's looks over training time so far."""
-    ref = sweep.regression.get("reference")
-    if curve_design(sweep.regression) is None or not ref:
-        return []
     try:
-        gates = recorded_gates(sweep, store, project_path(ref), gate_options(sweep))
+        gates = recorded_gates(sweep, store)
     except Exception as e:  # status shows what it can; `regress` says what is wrong
         return [f"looks over training time: cannot read them: {e}"]
     out = []
@@ -415,10 +411,7 @@ def status_lines(sweep: Sweep, store: Store) -> list[str]:
 def curve_regressions(sweep: Sweep, store: Store) -> list[str]:
     """The verdict lines of the gates the looks over training time decided REGRESSION
     (empty without looks_at)."""
-    ref = sweep.regression.get("reference")
-    if curve_design(sweep.regression) is None or not ref:
-        return []
-    gates = recorded_gates(sweep, store, project_path(ref), gate_options(sweep))
+    gates = recorded_gates(sweep, store)
     failed = [g for g in gates if g.decision is not None and g.decision.decision ==
               "REGRESSION"]
     return verdict_lines(failed)

@@ -5,7 +5,7 @@ to max_seeds). For each look not recorded yet: run the runs of look k that are n
 completed (the pool of `harness run`, with its retry policy), check that every run of
 looks 1..k is completed, load them (analysis.inputs.load, through the results root's
 cache), call analysis.sequential.sweep_looks and record its Looks in the store
-(harness.adaptive.store) before printing them. A look recorded by an earlier `harness
+(harness.adaptive.looks) before printing them. A look recorded by an earlier `harness
 run` is read back, never recomputed, so a killed sweep resumes at the first look not
 recorded: its completed runs are not redone (the pool skips them) and no look is
 recorded twice. The sweep stops when every Look of the latest look is decided, or at
@@ -23,17 +23,18 @@ from typing import TYPE_CHECKING
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
 from harness.adaptive.curves import curve_regressions
-from harness.adaptive.report import look_lines, progress, stop_reason
-from harness.adaptive.store import (
+from harness.adaptive.looks import (
     adaptive_lock,
     analysis_options,
     append_look,
+    look_lines,
     other_plans,
+    progress,
     runs_of_look,
+    stop_reason,
     sweep_plan,
 )
-from harness.retry import failed_state_text
-from harness.store import Store, lock_holder, run_state
+from harness.store import Store, failed_state_text, lock_holder, run_state
 from harness.sweep.model import AdaptiveConfig, RunSpec, Sweep
 from runrecord import Run, project_path, schema
 from runrecord.exits import (

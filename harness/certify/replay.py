@@ -34,6 +34,7 @@ from cleanba.core import checkpoint
 from cleanba.core.layout import free_port
 from harness.certify.facts import CPU_ONLY, differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
+from harness.local import available_cpus
 from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
 from runrecord.determinism import DETERMINISM_KEYS
 from runrecord.words import counted
@@ -211,13 +212,6 @@ def block_differences(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) 
     return out
 
 
-def available_cores() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this OS
-        return list(range(os.cpu_count() or 1))
-
-
 class CorePool:
     """This process's cores, handed out to concurrent replays: each CPU replay takes the
     cores its record ran on (usable cores x processes), pinned as the harness pins runs; a
@@ -320,7 +314,7 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
     argvs = [(replay_argv(recorded_cmd, tmp / "run", pid, coordinator, updates,
                           resume=bool(first)), cpus)
              for pid, cpus in enumerate(cpu_sets(device, processes,
-                                                 list(cores) or available_cores()))]
+                                                 list(cores) or available_cpus()))]
     t0 = time.perf_counter()
     procs: list[subprocess.Popen] = []
     try:

@@ -33,7 +33,6 @@ from harness.certify.replay import (
     VERIFIED,
     CorePool,
     Replay,
-    available_cores,
     draw,
     run_replay,
 )
@@ -46,6 +45,7 @@ from harness.certify.segments import (
     run_segments,
 )
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE, Findings, same_code, tier1
+from harness.local import available_cpus
 from runrecord import PROJECT_ROOT, resolve_path, utc_now
 from runrecord.exits import (
     EXIT_BAD_INPUT,
@@ -138,7 +138,7 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
             todo.append((rid, Segment(0, args.updates)))
         else:
             todo += [(rid, s) for s in drawn_segments(cert, records, rid, args, seed, out)]
-    pool = CorePool(available_cores())
+    pool = CorePool(available_cpus())
 
     stop = threading.Event()
 

@@ -4,10 +4,10 @@ The wing's modules, lowest first (each imports only those before it):
 
 - `keys`: every key a sweep file may hold, with its one-line description;
 - `tomlpos`: the line of each key (tomllib gives none);
-- `systems`: the systems a sweep can run and their flags; `games`: fast game-id checks;
+- `systems`: the systems a sweep can run and their flags;
 - `model`: the values (Sweep, RunSpec, AdaptiveConfig, ValidatedMatrix, ...);
 - `checker`: one file's checker (errors with lines, typed getters, common sections);
-- `adaptive_checks`, `checks`: the checks that make the values from a parsed file;
+- `checks`: the checks that make the values from a parsed file;
 - `expand`: validated matrices -> runs; `read`: the file -> a Sweep, and the presets.
 
 The rest of the harness imports from here: `from harness.sweep import load_sweep, RunSpec`.
@@ -16,6 +16,7 @@ The rest of the harness imports from here: `from harness.sweep import load_sweep
 from harness.sweep.model import AdaptiveConfig, Resources, RunSpec, ScaleDown, Sweep, SweepError
 from harness.sweep.read import (
     PRESET_DIR,
+    filter_flags,
     list_presets,
     load_sweep,
     parse_list,
@@ -27,6 +28,6 @@ from runrecord.paths import PROJECT_ROOT
 
 __all__ = [
     "PROJECT_ROOT", "PRESET_DIR", "AdaptiveConfig", "Resources", "RunSpec", "ScaleDown",
-    "Sweep", "SweepError", "list_presets", "load_sweep", "parse_list", "parse_seeds",
-    "parse_sweep", "preset_path",
+    "Sweep", "SweepError", "filter_flags", "list_presets", "load_sweep", "parse_list",
+    "parse_seeds", "parse_sweep", "preset_path",
 ]

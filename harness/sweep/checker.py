@@ -1,13 +1,14 @@
 """The checker of one sweep file: its errors name the file and the line (harness.sweep.tomlpos),
 its typed getters, and the checks of the sections every sweep may have (entry points,
-resources, hyperparameters, the published table, the gate metric).
+resources, hyperparameters, [report] and [regression], the published table, the gate
+metric).
 
-The check modules (harness.sweep.checks, harness.sweep.adaptive_checks) call it; it
-imports none of them.
+harness.sweep.checks calls it; it imports none of the check modules.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -122,13 +123,70 @@ class Checker:
                              f"got {val!r}")
         return list(val)
 
-    def positive_int(self, table: Mapping, key: str, where: tuple) -> int:
+    def whole_number(self, table: Mapping, key: str, where: tuple, least: int = 1,
+                     what: str = "") -> int:
         val = table[key]
-        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-            raise self.error((*where, key), f"{key} must be an integer >= 1, got {val!r}")
+        if not isinstance(val, int) or isinstance(val, bool) or val < least:
+            raise self.error((*where, key), f"{key} must be an integer >= {least}"
+                             f"{f' ({what})' if what else ''}, got {val!r}")
         return val
 
+    def positive_number(self, table: Mapping, key: str, where: tuple, example: str) -> None:
+        """A margin: a finite number > 0."""
+        val = table[key]
+        if (not isinstance(val, (int, float)) or isinstance(val, bool) or not math.isfinite(val)
+                or val <= 0):
+            raise self.error((*where, key), f"{key} must be a number > 0 ({example}), "
+                             f"got {val!r}")
+
+    def text(self, table: Mapping, key: str, where: tuple, what: str) -> None:
+        if not isinstance(table[key], str) or not table[key]:
+            raise self.error((*where, key), f"{key} must be a non-empty string ({what}), "
+                             f"got {table[key]!r}")
+
     # -- sections ------------------------------------------------------------------
+    def report(self, report: Mapping[str, Any]) -> None:
+        """[report]: published, hardware, group_by, delta, reps, seed, reference; a margin
+        of -1 or 0 replicates is refused at its line before any run starts, not found by
+        the report after hours of training."""
+        where = ("report",)
+        if "published" in report:
+            self.published(report["published"])
+        if not isinstance(report.get("hardware", ""), str):
+            raise self.error((*where, "hardware"), "hardware must be a folder (a string, "
+                             "relative to the project root), e.g. 'results/hardware'")
+        if "group_by" in report:
+            self.text(report, "group_by", where, "a manifest key such as 'layout.name'")
+        if "delta" in report:
+            self.positive_number(report, "delta", where,
+                                 "the equivalence margin in normalised units, e.g. 0.2")
+        if "reps" in report:
+            self.whole_number(report, "reps", where, 1, "bootstrap replicates, e.g. 2000")
+        if "seed" in report:
+            self.whole_number(report, "seed", where, 0, "the bootstrap's seed")
+        if "reference" in report:
+            self.text(report, "reference", where, "a group name such as 'a0-l0-d1'")
+
+    def regression(self, regression: Mapping[str, Any]) -> None:
+        """[regression]: reference, delta, systems, games, layouts, assume_equal_spread,
+        metric and the looks over training time."""
+        where = ("regression",)
+        if "reference" in regression:
+            self.text(regression, "reference", where, "a folder of reference run records")
+        if "delta" in regression:
+            self.positive_number(regression, "delta", where,
+                                 "the allowed drop in normalised units, e.g. 0.3")
+        for key in ("systems", "games", "layouts"):
+            if key in regression:
+                self.str_list(regression, key, where)
+        if not isinstance(regression.get("assume_equal_spread", False), bool):
+            raise self.error((*where, "assume_equal_spread"), "assume_equal_spread must be "
+                             f"true or false, got {regression['assume_equal_spread']!r}")
+        if "metric" in regression:
+            self.gate_metric(regression["metric"])
+        if any(k in regression for k in ("looks_at", "look_spending", "look_correlation")):
+            self.curve_looks(regression)
+
     def entry_points(self, doc: Mapping) -> dict[str, System]:
         systems = dict(BUILTIN_SYSTEMS)
         table = doc.get("entry_points", {})
@@ -167,7 +225,7 @@ class Checker:
         self.check_keys(table, RESOURCE_KEYS, where)
         res = Resources()
         if "cpus_per_process" in table:
-            res = replace(res, cpus_per_process=self.positive_int(table, "cpus_per_process", where))
+            res = replace(res, cpus_per_process=self.whole_number(table, "cpus_per_process", where))
         if "accelerator" in table:
             acc = table["accelerator"]
             if acc not in ("cpu", "gpu"):

@@ -1,33 +1,45 @@
 """Sweep file validation: every key and value of the TOML, with the line of each error.
 
-`validate_sweep(doc, checker, ...)` checks a parsed sweep file and returns ValidatedSweep:
-plain values (harness.sweep.model) that harness.sweep.expand multiplies out without further
-checks. The checker (harness.sweep.checker) names the line of each error (tomllib gives
-none); the [adaptive] table has its own check module (harness.sweep.adaptive_checks).
+`validate_sweep(doc, checker, ...)` checks a parsed sweep file and returns the Sweep without
+its runs and its ValidatedMatrix values (harness.sweep.model), which harness.sweep.expand
+multiplies out without further checks. The checker (harness.sweep.checker) names the line of each error (tomllib gives
+none). The [adaptive] table's checks make AdaptiveConfig, or the default design of
+`--until-decided`; its statistics are analysis.sequential's, imported only when a sweep
+has the table (SciPy takes seconds to import).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import json
+import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from benchenv import BACKENDS, EnvError, frames_per_step, is_atari
-from harness.sweep.adaptive_checks import check_adaptive, default_adaptive
 from harness.sweep.checker import Checker
-from harness.sweep.games import check_game
-from harness.sweep.keys import MATRIX_KEYS, REGRESSION_KEYS, REPORT_KEYS, SLURM_KEYS, TOP_KEYS
+from harness.sweep.keys import (
+    ADAPTIVE_KEYS,
+    MATRIX_KEYS,
+    REGRESSION_KEYS,
+    REPORT_KEYS,
+    SLURM_KEYS,
+    TOP_KEYS,
+)
 from harness.sweep.model import (
     AdaptiveConfig,
     MatrixGame,
     MatrixSystem,
     ScaleDown,
+    Sweep,
     SweepError,
     ValidatedMatrix,
     adaptive_seeds,
 )
-from harness.sweep.section_checks import check_regression, check_report
 from harness.sweep.systems import (
     BASELINE_LAYOUT,
     PRESETS,
@@ -36,24 +48,12 @@ from harness.sweep.systems import (
     known_hyperparameters,
 )
 from runrecord import Layout, LayoutError, parse_layout, schema
+from runrecord.paths import project_path
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 # --------------------------------------------------------------------------- the sweep
-
-
-@dataclass(frozen=True)
-class ValidatedSweep:
-    """A checked sweep file: its name, its sections and its matrices (not yet expanded)."""
-
-    name: str
-    description: str
-    matrices: tuple[ValidatedMatrix, ...]
-    slurm: dict[str, Any] = field(default_factory=dict)
-    report: dict[str, Any] = field(default_factory=dict)
-    regression: dict[str, Any] = field(default_factory=dict)
-    adaptive: AdaptiveConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -90,10 +90,11 @@ class SweepContext:
 
 def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
                    name: str | None = None, check_games: bool = True,
-                   until_decided: bool = False) -> ValidatedSweep:
-    """Check a parsed sweep file; `name` replaces its name, `scale` its frames, games and
-    seeds; check_games=False skips asking EnvPool whether each game exists;
-    until_decided: adaptive with the default design when the file has no [adaptive]."""
+                   until_decided: bool = False) -> tuple[Sweep, tuple[ValidatedMatrix, ...]]:
+    """Check a parsed sweep file: the sweep without its runs, and its matrices (not yet
+    expanded). `name` replaces its name, `scale` its frames, games and seeds;
+    check_games=False skips asking EnvPool whether each game exists; until_decided:
+    adaptive with the default design when the file has no [adaptive]."""
     checker.check_keys(doc, TOP_KEYS, ())
     sweep_name = name or doc.get("name")
     if not isinstance(sweep_name, str) or not _NAME_RE.match(sweep_name):
@@ -107,21 +108,10 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
             if not isinstance(doc[section], dict):
                 raise checker.error((section,), f"{section} must be a table")
             checker.check_keys(doc[section], valid, (section,))
-    if isinstance(doc.get("report"), dict) and "published" in doc["report"]:
-        checker.published(doc["report"]["published"])
-    if isinstance(doc.get("report"), dict) and not isinstance(
-            doc["report"].get("hardware", ""), str):
-        raise checker.error(("report", "hardware"), "hardware must be a folder (a string, "
-                            "relative to the project root), e.g. 'results/hardware'")
     if isinstance(doc.get("report"), dict):
-        check_report(checker, doc["report"])
+        checker.report(doc["report"])
     if isinstance(doc.get("regression"), dict):
-        check_regression(checker, doc["regression"])
-    if isinstance(doc.get("regression"), dict) and "metric" in doc["regression"]:
-        checker.gate_metric(doc["regression"]["metric"])
-    if isinstance(doc.get("regression"), dict) and any(
-            k in doc["regression"] for k in ("looks_at", "look_spending", "look_correlation")):
-        checker.curve_looks(doc["regression"])
+        checker.regression(doc["regression"])
 
     adaptive = check_adaptive(doc, checker)
     if adaptive is None and until_decided:
@@ -138,11 +128,9 @@ def validate_sweep(doc: Mapping[str, Any], checker: Checker, scale: ScaleDown,
         if missing:
             raise SweepError(f"{checker.path}: --games {','.join(missing)}: not in this sweep; "
                              f"its games are {', '.join(sorted(games_written(doc)))}")
-    return ValidatedSweep(
-        name=sweep_name, description=str(doc.get("description", "")), matrices=matrices,
-        slurm=dict(doc.get("slurm", {})), report=dict(doc.get("report", {})),
-        regression=dict(doc.get("regression", {})), adaptive=adaptive,
-    )
+    return Sweep(name=sweep_name, description=str(doc.get("description", "")), runs=[],
+                 slurm=dict(doc.get("slurm", {})), report=dict(doc.get("report", {})),
+                 regression=dict(doc.get("regression", {})), adaptive=adaptive), matrices
 
 
 def matrix_tables(doc: Mapping[str, Any], checker: Checker) -> list[MatrixTable]:
@@ -198,7 +186,7 @@ def validate_matrix(table: MatrixTable, context: SweepContext) -> ValidatedMatri
             return None
     seeds = list(scale.seeds) if scale.seeds else checker.int_list(values, "seeds",
                                                                     source["seeds"])
-    frames = scale.frames if scale.frames else checker.positive_int(values, "frames",
+    frames = scale.frames if scale.frames else checker.whole_number(values, "frames",
                                                                      source["frames"])
     preset = values.get("preset", "auto")
     if preset not in PRESETS:
@@ -354,3 +342,138 @@ def _key_lines(table: MatrixTable, checker: Checker, overrides: Mapping[str, Any
     for kind, hyperparameters in (("overrides", overrides), ("grid", grid)):
         lines.update({k: checker.lines.line((*table.at(kind), k)) for k in hyperparameters})
     return {k: v for k, v in lines.items() if v is not None}
+
+
+# --------------------------------------------------------------------------- [adaptive]
+
+
+def default_adaptive(doc: Mapping[str, Any]) -> AdaptiveConfig:
+    """`harness run --until-decided` on a sweep without [adaptive]: the default design;
+    equivalence, and the gate too when the sweep names a [regression] reference."""
+    reference = (doc.get("regression") or {}).get("reference")
+    if isinstance(reference, str) and project_path(reference).exists():
+        return AdaptiveConfig(verdicts=("equivalence", "gate"), reference=reference)
+    return AdaptiveConfig()
+
+
+def check_adaptive(doc: Mapping[str, Any], checker: Checker) -> AdaptiveConfig | None:
+    """The sweep's [adaptive] table checked (None without one); errors name the line."""
+    if "adaptive" not in doc:
+        return None
+    where: tuple = ("adaptive",)
+    table = doc["adaptive"]
+    if not isinstance(table, dict):
+        raise checker.error(where, "adaptive must be a table")
+    checker.check_keys(table, ADAPTIVE_KEYS, where)
+    cfg = AdaptiveConfig()
+    ints = {k: checker.whole_number(table, k, where) for k in
+            ("first_seeds", "batch_seeds", "max_seeds") if k in table}
+    # Only the types here: the ranges are the design's own (SequentialDesign.validate).
+    max_seeds = ints.get("max_seeds", max(cfg.max_seeds, ints.get("first_seeds", 0)))
+    alpha = table.get("alpha", cfg.alpha)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise checker.error((*where, "alpha"), f"alpha must be a number, got {alpha!r}")
+    spending = table.get("spending", cfg.spending)
+    if not isinstance(spending, str):
+        raise checker.error((*where, "spending"), f"spending must be a string, got {spending!r}")
+    verdicts = tuple(checker.str_list(table, "verdicts", where)) if "verdicts" in table \
+        else cfg.verdicts
+    from analysis.sequential import VERDICTS
+
+    for v in verdicts:
+        if v not in VERDICTS:
+            raise checker.error((*where, "verdicts"), f"unknown verdict {v!r}; valid: "
+                                f"{', '.join(VERDICTS)}", v)
+    if len(set(verdicts)) < len(verdicts):
+        raise checker.error((*where, "verdicts"), f"verdicts {list(verdicts)} names one twice")
+    cfg = AdaptiveConfig(first_seeds=ints.get("first_seeds", cfg.first_seeds),
+                         batch_seeds=ints.get("batch_seeds", cfg.batch_seeds),
+                         max_seeds=max_seeds, alpha=float(alpha), spending=spending,
+                         verdicts=verdicts, reference=_gate_reference(doc, checker, verdicts))
+    _check_design(cfg, table, checker)
+    return cfg
+
+
+def _gate_reference(doc: Mapping[str, Any], checker: Checker,
+                    verdicts: Sequence[str]) -> str | None:
+    """[adaptive] reference, else [regression] reference; it must exist for a gate."""
+    table, regression = doc["adaptive"], doc.get("regression") or {}
+    where = ("adaptive", "reference") if "reference" in table else ("regression", "reference")
+    reference = table.get("reference", regression.get("reference"))
+    if "gate" not in verdicts:
+        if "reference" in table:
+            raise checker.error(where, "reference is the gate's fixed reference; add "
+                                "'gate' to verdicts or remove it")
+        return None
+    if reference is None:
+        raise checker.error(("adaptive", "verdicts"), "the gate needs a fixed reference: "
+                            "set [adaptive] reference = 'results/<sweep>' (a folder of run "
+                            "records) or [regression] reference")
+    if not isinstance(reference, str) or not project_path(reference).is_dir():
+        raise checker.error(where, f"reference {reference!r}: no such folder (a folder of run "
+                            "records, absolute or relative to the project root)")
+    return reference
+
+
+def _check_design(cfg: AdaptiveConfig, table: Mapping[str, Any], checker: Checker) -> None:
+    """The analysis's own checks of the design (spending names, looks); its message at the
+    line of the key it is about."""
+    from analysis.errors import AnalysisError
+
+    try:
+        cfg.design().validate()
+    except AnalysisError as e:  # at the line of the key the message names first
+        named = sorted((str(e).find(k), k) for k in ADAPTIVE_KEYS if k in table and k in str(e))
+        raise checker.error(("adaptive", named[0][1]) if named else ("adaptive",),
+                            str(e)) from None
+
+
+# --------------------------------------------------------------------------- games
+# Fast game-id checks for `plan`: EnvPool's env list, cached per EnvPool version (the
+# ALE backend's list comes from ale-py's ROM list, which needs no cache).
+#
+# Importing envpool takes seconds; the list of its env ids only changes with its version,
+# so a cached copy answers `is this id valid` without the import. Unknown ids still go
+# through benchenv.check_env_id, whose error names close matches.
+
+
+def _cache_path() -> Path | None:
+    try:
+        version = importlib.metadata.version("envpool")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "cleanba-bench" / f"envpool-{version}-env-ids.json"
+
+
+@functools.cache
+def known_env_ids() -> frozenset[str]:
+    path = _cache_path()
+    if path is not None:
+        try:
+            return frozenset(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass
+    import envpool
+
+    ids = sorted(envpool.list_all_envs())
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(ids))
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only home: no cache, just slower
+    return frozenset(ids)
+
+
+def check_game(env_id: str, backend: str | None = None) -> None:
+    """Raise benchenv.EnvError (with suggestions) when `backend` (default: the trainers'
+    default, benchenv.default_backend) has no such env or is not installed."""
+    from benchenv import check_env_id, default_backend
+
+    backend = backend or default_backend()
+    if backend == "envpool" and _cache_path() is not None and env_id in known_env_ids():
+        return
+    check_env_id(env_id, backend)

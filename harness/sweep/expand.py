@@ -62,12 +62,8 @@ def with_accelerator(runs: Sequence[RunSpec], accelerator: str) -> list[RunSpec]
 
 
 def with_shared_cpu_devices(runs: Sequence[RunSpec]) -> list[RunSpec]:
-    """The runs with every CPU run given the largest CPU layout's device count.
-
-    On CPU, XLA splits matrix products and convolutions by its thread pool and device
-    count, so layouts compared bit for bit (--deterministic) must run with the same XLA
-    configuration (RunSpec.cpu_devices).
-    """
+    """The runs with every CPU run given the largest CPU layout's device count (why:
+    RunSpec.cpu_devices)."""
     cpu_runs = [r for r in runs if r.resources.accelerator == "cpu"]
     if not cpu_runs:
         return list(runs)

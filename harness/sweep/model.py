@@ -1,10 +1,9 @@
 """The sweep model: a sweep, its runs, its adaptive design and a validated matrix (the
 input of expansion).
 
-These are plain values. harness.sweep.checks and harness.sweep.adaptive_checks make them
-from a sweep file (checking every value, with line numbers), harness.sweep.expand turns
-each ValidatedMatrix into RunSpecs, and everything after that (plan, execute, adaptive
-looks, report) reads RunSpec, Sweep and AdaptiveConfig only.
+These are plain values. harness.sweep.checks makes them from a sweep file (checking every
+value, with line numbers), harness.sweep.expand turns each ValidatedMatrix into RunSpecs,
+and everything after that (plan, execute, adaptive looks, report) reads RunSpec, Sweep and AdaptiveConfig only.
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from harness.sweep.checker import Checker, toml_message
 from harness.sweep.checks import validate_sweep
@@ -81,20 +82,17 @@ def parse_sweep(
         raise SweepError(toml_message(path, str(e))) from e
     scale = ScaleDown(frames=frames, games=tuple(games) if games else None,
                       seeds=tuple(seeds) if seeds else None)
-    valid = validate_sweep(doc, Checker(path, KeyLines(text)), scale, name=name,
-                           check_games=check_games, until_decided=until_decided)
-    runs, notes = expand_all(valid.matrices)
+    sweep, matrices = validate_sweep(doc, Checker(path, KeyLines(text)), scale, name=name,
+                                     check_games=check_games, until_decided=until_decided)
+    runs, notes = expand_all(matrices)
     if not runs:
         raise SweepError(f"{path}: the sweep expands to no runs")
     if accelerator is not None:
         if accelerator not in ("cpu", "gpu"):
             raise SweepError(f"--accelerator {accelerator!r}: valid: cpu, gpu")
         runs = with_accelerator(runs, accelerator)
-    return Sweep(
-        name=valid.name, description=valid.description, runs=with_shared_cpu_devices(runs),
-        slurm=valid.slurm, report=valid.report, regression=valid.regression,
-        source=path, source_text=text, notes=notes, adaptive=valid.adaptive,
-    )
+    return replace(sweep, runs=with_shared_cpu_devices(runs), source=path, source_text=text,
+                   notes=notes)
 
 
 def parse_list(text: str | None) -> list[str] | None:
@@ -116,3 +114,8 @@ def parse_seeds(text: str | None) -> list[int] | None:
     if any(s < 0 for s in seeds):
         raise SweepError(f"--seeds {text!r}: seeds must be >= 0")
     return seeds
+
+
+def filter_flags(filters: Mapping[str, Any]) -> str:
+    """Scale-down options as the flags that give them: `--frames 2000 --games Pong-v5`."""
+    return " ".join(f"--{k} {v}" for k, v in sorted(filters.items()))

@@ -27,7 +27,7 @@ RESERVED_FLAGS = {
     "run-dir": "the results root",
     "sweep": "the sweep name",
     "run-id": "the run's definition",
-    "resume-from": "the record's checkpoints (harness.resume)",
+    "resume-from": "the record's checkpoints (harness.store)",
 }
 
 
