@@ -24,8 +24,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.importers import import_runs
     from analysis.inputs.published_data import published_table_names, resolve_published_table
     from analysis.inputs.records import load_records, select_where
-    from analysis.output.curve_files import write_curves
-    from analysis.output.report import build_report_assets
+    from analysis.output.report import build_report_assets, write_curves
     from analysis.reproduce import published_column, reproduce_runs
     from analysis.reproduce import report_assets as reproduce_report_assets
     from analysis.reproduce import reproduce as reproduce_published
@@ -82,7 +81,7 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     "reproduce_runs": "analysis.reproduce",
     "reproduce_report_assets": "analysis.reproduce:report_assets",
     # files: figures, tables, verdict JSONs
-    "write_curves": "analysis.output.curve_files",
+    "write_curves": "analysis.output.report",
     "build_report_assets": "analysis.output.report",
     "AnalysisError": "analysis.errors",
     "TooFewSeeds": "analysis.errors",

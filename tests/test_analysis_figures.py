@@ -14,13 +14,24 @@ from synthetic_records import write_synthetic_run
 
 from analysis.inputs.load import load_runs
 from analysis.output import figures as figs
-from analysis.output.report import aggregate_intervals
+from analysis.scoring.aggregates import aggregate_intervals
 from analysis.scoring.curves import efficiency_curve
 from analysis.scoring.grouping import analyse
 from analysis.stats.metrics import AGGREGATE_LABELS
 from analysis.verdicts.staleness import audit
 
 LAYOUTS = ("a0-l0-d1", "a0-l1-d1", "a0-l0,1-d1", "a0-l0-d2")
+
+
+def contrast_ratio(colour_hex: str, background: str = "#FFFFFF") -> float:
+    """WCAG 2 contrast ratio of two sRGB colours ('#RRGGBB'), from 1 to 21."""
+    def luminance(h: str) -> float:
+        c = [int(h[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        lin = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    a, b = sorted((luminance(colour_hex), luminance(background)))
+    return (b + 0.05) / (a + 0.05)
 
 
 def _groups(root, **kw):
@@ -108,12 +119,12 @@ def _legend_inside_axes(fig, renderer):
 
 def test_every_palette_colour_has_3_to_1_contrast_on_white():
     assert len(set(figs.OKABE_ITO)) == len(figs.OKABE_ITO) == 8
-    ratios = {c: figs.contrast_ratio(c) for c in figs.OKABE_ITO}
-    assert all(r >= figs.MIN_CONTRAST for r in ratios.values()), ratios
+    ratios = {c: contrast_ratio(c) for c in figs.OKABE_ITO}
+    assert all(r >= 3.0 for r in ratios.values()), ratios
     # The measure itself: black 21:1, white 1:1, the original Okabe-Ito yellow fails.
-    assert figs.contrast_ratio("#000000") == pytest.approx(21.0)
-    assert figs.contrast_ratio("#FFFFFF") == pytest.approx(1.0)
-    assert figs.contrast_ratio("#F0E442") < 3.0
+    assert contrast_ratio("#000000") == pytest.approx(21.0)
+    assert contrast_ratio("#FFFFFF") == pytest.approx(1.0)
+    assert contrast_ratio("#F0E442") < 3.0
 
 
 def test_performance_profile_tau_axis(cartpole, atari, tmp_path):

@@ -25,7 +25,7 @@ from analysis.cli.common import (
 )
 from analysis.errors import AnalysisError
 from analysis.importers.build import is_imported
-from analysis.inputs.keys import check_keys
+from analysis.inputs.records import check_keys
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.aggregates import AGGREGATE_REPS, aggregate_groups, summary_table
@@ -120,7 +120,7 @@ class Curves(RecordArgs):
     """Bootstrap seed."""
 
     def run(self) -> int:
-        from analysis.output.curve_files import write_curves
+        from analysis.output.report import write_curves
 
         a = self.analysis()
         figures, csv_path = write_curves(a, self.out, axis=self.axis, metrics=self.metric,

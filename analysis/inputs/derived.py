@@ -19,7 +19,6 @@ with one os.replace, which SQLite's own locking does not promise on NFS.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -126,15 +125,11 @@ class CacheSlot(NamedTuple):
     key: str
 
 
-@functools.singledispatch
 def cache_slot(run: Run) -> CacheSlot | None:
     """Where the run's derived values are stored; None for a run outside any cache."""
+    if isinstance(run, CachedRun):
+        return CacheSlot(run.cache_root, run.cache_rel, run.cache_key)
     return None
-
-
-@cache_slot.register
-def _cached_run_slot(run: CachedRun) -> CacheSlot | None:
-    return CacheSlot(run.cache_root, run.cache_rel, run.cache_key)
 
 
 def run_values(runs: Sequence[Run],

@@ -5,6 +5,13 @@ Okabe-Ito hues, darkened where needed so that every colour has a contrast of at 
 area, matplotlib's Agg backend (no display). Every function writes
 `<out_dir>/<name>.png` and `.pdf` and returns a FigureInfo with a title and a caption
 that says what is plotted and how (and the matplotlib Figure, for tests that measure it).
+
+Ticks: a narrow range of long numbers (an Atari aggregate from -0.0345 to -0.0340) gets
+matplotlib's default of up to nine ticks, whose labels then run into each other on a
+panel a few inches wide; `few_ticks` keeps few ticks, labelled with only the decimals
+their spacing needs. One seed: a bootstrap over one seed resamples the same run, so its
+"interval" has zero width; a figure draws the seed's point and says so (ONE_SEED_NOTE)
+rather than an empty bar or an invisible band.
 """
 
 from __future__ import annotations
@@ -20,17 +27,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator, ScalarFormatter  # noqa: E402
 
 from analysis.inputs.load import load_published_table, runtimes_twin  # noqa: E402
-from analysis.output.figure_axes import ONE_SEED_NOTE, few_ticks, one_seed_mark  # noqa: E402
 from analysis.output.palette import MARKERS, OKABE_ITO  # noqa: E402
 from analysis.scoring.curves import Curve  # noqa: E402
-from analysis.scoring.scores import GroupScores  # noqa: E402  # noqa: E402
-from analysis.scoring.tables import PaperTableResult  # noqa: E402  # noqa: E402
-from analysis.stats.metrics import AGGREGATE_LABELS, Interval, performance_profile, replicates  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
-from analysis.verdicts.staleness import StalenessReport  # noqa: E402  # noqa: E402
+from analysis.scoring.scores import GroupScores  # noqa: E402
+from analysis.scoring.tables import PaperTableResult  # noqa: E402
+from analysis.stats.metrics import AGGREGATE_LABELS, Interval, performance_profile, replicates  # noqa: E402
+from analysis.verdicts.staleness import StalenessReport  # noqa: E402
 
-MIN_CONTRAST = 3.0  # against white, for every palette colour
+ONE_SEED_NOTE = "1 seed: no interval"
 # rliable's convention for Atari HNS performance profiles: tau in [0, 8].
 HNS_TAU_MAX = 8.0
 STYLE = {
@@ -63,15 +70,25 @@ class FigureInfo:
                 "png": self.png, "pdf": self.pdf}
 
 
-def contrast_ratio(colour_hex: str, background: str = "#FFFFFF") -> float:
-    """WCAG 2 contrast ratio of two sRGB colours ('#RRGGBB'), from 1 to 21."""
-    def luminance(h: str) -> float:
-        c = [int(h[i:i + 2], 16) / 255 for i in (1, 3, 5)]
-        lin = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
-        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+def few_ticks(axis: Any, nbins: int = 5) -> None:
+    """At most `nbins` + 1 ticks at round steps, labelled in plain decimals (no offset
+    such as '+1e3' to add, no scientific notation for ordinary scores)."""
+    axis.set_major_locator(MaxNLocator(nbins=nbins, steps=[1, 2, 2.5, 5, 10]))
+    formatter = ScalarFormatter(useOffset=False)
+    formatter.set_powerlimits((-4, 5))
+    axis.set_major_formatter(formatter)
 
-    a, b = sorted((luminance(colour_hex), luminance(background)))
-    return (b + 0.05) / (a + 0.05)
+
+def one_seed_mark(ax: Any, x: float, y: float, colour: str, *, text: str = ONE_SEED_NOTE
+                  ) -> None:
+    """A one-seed group's point: a filled marker at (x, y) and the note beside it, on the
+    side of the marker with more room (the axes' x limits must be set already)."""
+    ax.plot([x], [y], marker="D", ms=8, color=colour, markeredgecolor="black", ls="none",
+            zorder=3)
+    lo, hi = sorted(ax.get_xlim())
+    right = x <= (lo + hi) / 2
+    ax.annotate(text, (x, y), xytext=(8 if right else -8, 0), textcoords="offset points",
+                va="center", ha="left" if right else "right", fontsize=9, color="#333")
 
 
 def _style():
@@ -382,10 +399,6 @@ def _duration_unit(top_minutes: float) -> tuple[str, str, float]:
     return "hours", "h", 1 / 60
 
 
-def _duration_text(minutes: float, suffix: str, k: float) -> str:
-    return f"{minutes * k:.1f} {suffix}" if math.isfinite(minutes) else "n/a"
-
-
 def runtime_bars_figure(
     labels: Sequence[str], minutes_mean: Sequence[float], minutes_err: Sequence[float] | None,
     out_dir: Path, *, name: str = "runtimes", what: str = "mean training time",
@@ -421,7 +434,8 @@ def runtime_bars_figure(
             base = float(minutes[refs[i]])
             ratio = m / base if base > 0 else math.nan
             tag = " (reference)" if i == refs[i] else f" ({ratio:.2f}x)"
-            ax.annotate(f"{_duration_text(m, suffix, k)}{tag}", (float(ends[i]), i),
+            text = f"{m * k:.1f} {suffix}" if math.isfinite(m) else "n/a"
+            ax.annotate(f"{text}{tag}", (float(ends[i]), i),
                         xytext=(6, 0), textcoords="offset points", va="center", fontsize=10)
         ax.set_yticks(y)
         ax.set_yticklabels(labels)

@@ -5,13 +5,15 @@ completed runs into suites (all Atari games one suite, every other env its own),
 each suite's runs by system and `group_by` (dotted manifest keys, e.g. `layout.name`),
 and writes into `out_dir` figures (PNG + PDF), tables (.md, .csv and .tex) and verdict JSONs
 (one subfolder per suite when there are several). It returns their index
-(see the function's docstring), which harness/ turns into the HTML page.
+(see the function's docstring), which harness/ turns into the HTML page. `write_curves`
+writes the `curves` command's figures and CSV.
 """
 
 from __future__ import annotations
 
+import csv
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,40 +22,28 @@ import numpy as np
 from analysis.atari5.estimate import report_table as atari5_report_table
 from analysis.errors import AnalysisError
 from analysis.importers.build import IMPORTED_HEADER, imported_rows
-from analysis.inputs.keys import check_keys
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
+from analysis.inputs.records import check_keys
 from analysis.json_file import write_json
 from analysis.output import figures as figs
 from analysis.scales.normalize import get_normaliser
-from analysis.scoring.aggregates import AGGREGATE_REPS
-from analysis.scoring.curves import CURVE_REPS, efficiency_curve
+from analysis.scoring.aggregates import AGGREGATE_REPS, aggregate_intervals, runtime_minutes
+from analysis.scoring.curves import CURVE_REPS, Curve, efficiency_curve
 from analysis.scoring.grouping import (
     FAMILY_KEYS,
+    Analysis,
     analyse,
     group_keys,
     group_values,
     user_group_keys,
 )
-from analysis.scoring.scores import (
-    GroupScores,
-)
+from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import TableData, aggregate_table
-from analysis.stats.metrics import AGGREGATES, Interval, interval_estimates
 from analysis.verdicts.compare import Pairing, SuitePair, by_family, pair_groups, pair_verdicts
 from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.staleness import audit
 from runrecord import RecordError
 from runrecord.words import counted
-
-
-def aggregate_intervals(
-    suite: Mapping[str, GroupScores], *, reps: int = AGGREGATE_REPS, seed: int = 0,
-    confidence: float = 0.95, method: str = "percentile",
-) -> dict[str, dict[str, Interval]]:
-    """group -> metric -> CI of the final normalised scores."""
-    return {g: interval_estimates(gs.final, AGGREGATES, reps=reps, seed=seed,
-                                  confidence=confidence, method=method)
-            for g, gs in suite.items()}
 
 
 def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
@@ -78,12 +68,6 @@ def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
     return TableData(name, "Final score per game: mean ± sd (ddof=1) over seeds of the mean "
                      "return of each run's last 100 episodes (raw game score; the gate's "
                      "--reference-unit return)", ["env", *groups], rows)
-
-
-def runtime_minutes(gs: GroupScores) -> tuple[float, float]:
-    """(mean, std) over a group's runs of the training wall time in minutes."""
-    minutes = gs.wall_time_s.ravel() / 60
-    return float(np.nanmean(minutes)), float(np.nanstd(minutes))
 
 
 def runtime_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
@@ -269,11 +253,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     # Curves: one figure per aggregate, or one for aggregates whose curves coincide
     curves = [efficiency_curve(gs, metrics=("median", "iqm"), reps=reps, seed=seed)
               for gs in suite.values()]
-    for metric, *same in figs.coinciding({m: [c.metrics[m] for c in curves]
-                                          for m in ("median", "iqm")}):
-        add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
-                                              name=f"{metric}_vs_frames{sfx}",
-                                              score_label=score, same_as=same).as_dict())
+    result["figures"] += [f.as_dict() for f in curve_figures(curves, out_dir, "_vs_frames" + sfx,
+                                                             score_label=score)]
     timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
     if len(timed) < len(suite):
         warnings.append(f"{label}: {counted(len(suite) - len(timed), 'group')} lack{'s' if len(suite) - len(timed) == 1 else ''} wall times: "
@@ -281,12 +262,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     if timed:
         curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),
                                    reps=reps, seed=seed) for gs in timed]
-        for metric, *same in figs.coinciding({m: [c.metrics[m] for c in curves]
-                                              for m in ("median", "iqm")}):
-            add_fig(figs.efficiency_curves_figure(curves, out_dir, metric=metric,
-                                                  name=f"{metric}_vs_time{sfx}",
-                                                  score_label=score,
-                                                  same_as=same).as_dict())
+        result["figures"] += [f.as_dict() for f in curve_figures(
+            curves, out_dir, "_vs_time" + sfx, score_label=score)]
     add_fig(figs.performance_profile_figure(suite, out_dir, reps=reps, seed=seed,
                                             name=f"performance_profile{sfx}",
                                             score_label=score).as_dict())
@@ -361,3 +338,42 @@ def _slug(text: str) -> str:
 def _prefixed(prefix: str, verdict: dict, key: str) -> dict:
     """{key: prefix + verdict[key]} when the verdict has that line, else {}."""
     return {key: prefix + verdict[key]} if key in verdict else {}
+
+
+def curve_figures(curves: Sequence[Curve], out_dir: Path, suffix: str, *,
+                  metrics: Sequence[str] = ("median", "iqm"),
+                  score_label: str = "normalised score") -> list[figs.FigureInfo]:
+    """One efficiency-curve figure per metric, `<metric><suffix>`, or one for metrics whose
+    curves coincide."""
+    return [figs.efficiency_curves_figure(curves, out_dir, metric=first, name=first + suffix,
+                                          score_label=score_label, same_as=same)
+            for first, *same in figs.coinciding({m: [c.metrics[m] for c in curves]
+                                                 for m in metrics})]
+
+
+def write_curves(a: Analysis, out: Path, *, axis: str = "frames",
+                 metrics: Sequence[str] = ("median", "iqm"), reps: int, seed: int = 0
+                 ) -> tuple[list[figs.FigureInfo], Path]:
+    """The `curves` command's files in `out`: the figures (curve_figures) and every curve
+    point with its CI in curves_<axis>.csv; returns (the figures, the CSV's path). With
+    several suites, figure names get a `_<suite>` suffix and CSV groups a `<suite>: `
+    prefix."""
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[figs.FigureInfo] = []
+    rows = []
+    multi = len(a.suites) > 1
+    for name, suite in zip(a.suite_names, a.suites, strict=True):
+        sfx = "_" + name.replace("/", "_") if multi else ""
+        pre = f"{name}: " if multi else ""
+        curves = [efficiency_curve(gs, axis=axis, metrics=tuple(metrics), reps=reps,
+                                   seed=seed) for gs in suite.values()]
+        written += curve_figures(curves, out, f"_vs_{axis}{sfx}", metrics=metrics)
+        rows += [[pre + c.group, axis, float(x), m, float(p), float(lo), float(hi)]
+                 for c in curves for m, iv in c.metrics.items()
+                 for x, p, lo, hi in zip(c.grid, iv.point, iv.low, iv.high, strict=True)]
+    path = out / f"curves_{axis}.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["group", "axis", "x", "metric", "point", "low", "high"])
+        w.writerows(rows)
+    return written, path

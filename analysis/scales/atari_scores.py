@@ -7,8 +7,6 @@ rliable's colab uses 0.0 there, which changes that game's HNS 12.5x.
 
 from __future__ import annotations
 
-ATARI_SOURCE = 'DQN Zoo atari_data / openrlbenchmark hns.py (identical values); VideoPinball random = 16256.9'
-
 # env id -> (random score, human score)
 ATARI_RANDOM_HUMAN: dict[str, tuple[float, float]] = {
     'Alien-v5': (227.8, 7127.7),

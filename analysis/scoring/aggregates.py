@@ -4,6 +4,7 @@ chosen pairs of groups that ran the same tasks."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,17 +31,28 @@ def summary_table(groups: Mapping[str, GroupScores]) -> TableData:
     minutes per run (point estimates, no intervals)."""
     rows = [[g, len(gs.seeds), len(gs.tasks), float(np.median(gs.final.mean(0))),
              float(AGGREGATES["iqm"](gs.final)), float(AGGREGATES["iqm"](gs.auc)),
-             _minutes(gs.wall_time_s)] for g, gs in groups.items()]
+             runtime_minutes(gs)[0]] for g, gs in groups.items()]
     return TableData("summary", "summary", ["group", "seeds", "tasks", "median final",
                                             "IQM final", "IQM AUC", "minutes/run"], rows)
 
 
-def _minutes(wall_time_s: np.ndarray) -> float:
-    """Mean minutes per run; NaN (no warning) when no run recorded its time (an import
-    of a table without a time column)."""
-    finite = np.asarray(wall_time_s, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    return float(finite.mean() / 60) if len(finite) else float("nan")
+def runtime_minutes(gs: GroupScores) -> tuple[float, float]:
+    """(mean, std) over a group's runs of the training wall time in minutes; NaN (no
+    warning) when no run recorded its time (an import of a table without a time column)."""
+    minutes = gs.wall_time_s.ravel() / 60
+    minutes = minutes[np.isfinite(minutes)]
+    return (float(minutes.mean()), float(minutes.std())) if len(minutes) else (math.nan,
+                                                                               math.nan)
+
+
+def aggregate_intervals(
+    groups: Mapping[str, GroupScores], *, reps: int = AGGREGATE_REPS, seed: int = 0,
+    confidence: float = 0.95, method: str = "percentile",
+) -> dict[str, dict[str, Interval]]:
+    """group -> metric -> CI of the final normalised scores."""
+    return {g: interval_estimates(gs.final, AGGREGATES, reps=reps, seed=seed,
+                                  confidence=confidence, method=method)
+            for g, gs in groups.items()}
 
 
 @dataclass
@@ -111,9 +123,8 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
     """Bootstrap CIs of every aggregate per group (final normalised scores), and P(X > Y)
     for `pairs` (default: every ordered pair of groups with the same tasks; the CLI
     chooses fewer, analysis.verdicts.compare). `which` says in words which pairs."""
-    res = {g: interval_estimates(gs.final, AGGREGATES, reps=reps, seed=seed,
-                                 confidence=confidence, method=method)
-           for g, gs in groups.items()}
+    res = aggregate_intervals(groups, reps=reps, seed=seed, confidence=confidence,
+                              method=method)
     table = aggregate_table(res, title=f"Aggregate final normalised scores, "
                             f"{confidence:.0%} CIs, {reps} reps, seed {seed}",
                             seeds={g: len(gs.seeds) for g, gs in groups.items()})
