@@ -20,7 +20,7 @@ from analysis.inputs.protocol import ProtocolMismatch
 from analysis.inputs.published_data import ATARI5_DATASET, CLEANBA_TABLES
 from analysis.output.report import build_report_assets
 from analysis.scoring.grouping import analyse
-from analysis.scoring.replicates import SeedValues
+from analysis.scoring.scores import SeedValues
 
 DATASET = ATARI5_DATASET  # shipped (analysis/data/published/)
 MAIN_10CPU = CLEANBA_TABLES / "main_10CPU.csv"

@@ -7,7 +7,7 @@ import pytest
 from score_groups import group_scores
 
 from analysis.errors import AnalysisError
-from analysis.scoring.replicates import collapse_seed_copies
+from analysis.scoring.scores import collapse_seed_copies
 
 
 def _group(name: str, seeds: list[int], final: list[list[float]], tasks=("Pong-v5",)):

@@ -208,7 +208,7 @@ def _run(argv: list[str], capsys) -> tuple[int, str]:
 # ---------------------------------------------------------------- the four commands
 
 def test_aggregate_tables(tmp_path, capsys):
-    from analysis.output.table_rows import aggregate_columns
+    from analysis.output.tables import aggregate_columns
 
     base = ["aggregate", str(REFERENCE), "--no-cache", "--reps", "200"]
     assert _run([*base, "--out", str(tmp_path)], capsys)[0] == 0
@@ -237,7 +237,7 @@ def _equivalence_expected(results: list[dict]) -> list[dict[str, Any]]:
 
 
 def test_equivalence_tables(tmp_path, capsys):
-    from analysis.output.table_rows import EQUIVALENCE_COLUMNS
+    from analysis.output.tables import EQUIVALENCE_COLUMNS
 
     base = ["equivalence", str(REFERENCE), "--no-cache", "--where", "system=cleanba-impala"]
     code, _ = _run([*base, "--json-out", str(tmp_path / "eq.json")], capsys)
@@ -252,7 +252,7 @@ def test_equivalence_tables(tmp_path, capsys):
 
 
 def test_regression_tables(tmp_path, capsys):
-    from analysis.output.table_rows import regression_columns
+    from analysis.output.tables import regression_columns
 
     base = ["regression", "--new", str(REFERENCE), "--reference", "0.3", "--reference-exact",
             "--where", "system=cleanba-ppo"]

@@ -27,7 +27,7 @@ from analysis.reproduce.published import (
     compare_all,
 )
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, get_normaliser
-from analysis.scoring.replicates import SeedValues
+from analysis.scoring.scores import SeedValues
 from calibration.reproduce_cells import PUBLISHED_SEEDS, _judge
 
 CASES = 10_000

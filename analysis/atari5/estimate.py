@@ -32,8 +32,7 @@ from analysis.inputs.protocol import (
 )
 from analysis.scales.normalize import atari_env_id, get_normaliser
 from analysis.scoring.grouping import Analysis
-from analysis.scoring.replicates import SeedValues, collapse_seed_copies
-from analysis.scoring.scores import GroupScores
+from analysis.scoring.scores import GroupScores, SeedValues, collapse_seed_copies
 from analysis.scoring.tables import TableData, median_hns
 from analysis.stats.metrics import replicates
 

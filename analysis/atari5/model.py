@@ -16,7 +16,7 @@ Estimate for a group of runs: the model applied to the per-game mean over seeds 
 final raw score (normalised with the dataset's own random/human references, the ones the
 model was fitted with). Interval: each replicate of a stratified bootstrap over seeds
 (analysis.stats.metrics; layout copies of a seed first averaged into one row,
-analysis.scoring.replicates) gives a log estimate, to which an independent draw of model error is
+analysis.scoring.scores) gives a log estimate, to which an independent draw of model error is
 added: Student t with n - p degrees of freedom scaled by the LOO root mean squared error
 (n algorithms, p coefficients). The percentiles of the sums, mapped back to HNS, are the
 interval. With one seed it is the model error alone.

@@ -16,9 +16,8 @@ from analysis.errors import AnalysisError
 from analysis.importers.build import imported_text
 from analysis.importers.declare import declaration
 from analysis.importers.orb import ColumnMap, load_openrlbenchmark_dir
-from analysis.inputs.env_versions import parse_env_map
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
-from analysis.inputs.records import load_records
+from analysis.inputs.records import load_records, parse_env_map
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.grouping import (
     Analysis,

@@ -94,7 +94,7 @@ class Aggregate(RecordArgs, TableFormat):
                                which=which, confidence=self.confidence, method=self.method)
         self.print_lines(agg.lines())
         if self.format != "console":
-            from analysis.output.table_rows import aggregate_rows
+            from analysis.output.tables import aggregate_rows
 
             self.print_table(aggregate_rows(agg))
         if self.out:

@@ -77,7 +77,7 @@ class Equivalence(RecordArgs, TableFormat):
         print_warnings(res.warnings)
         self.print_lines(res.lines)
         if self.format != "console":
-            from analysis.output.table_rows import equivalence_rows
+            from analysis.output.tables import equivalence_rows
 
             self.print_table(equivalence_rows(res.results))
         if self.json_out:
@@ -174,7 +174,7 @@ class Regression(RunFilter, ScoreOptions, TableFormat):
         print_warnings(out.warnings)
         self.print_lines(out.lines(self.worst, self.verbose))
         if self.format != "console":
-            from analysis.output.table_rows import regression_rows
+            from analysis.output.tables import regression_rows
 
             self.print_table(regression_rows(out.result))
         if self.json_out:

@@ -1,9 +1,9 @@
 """Tables for a paper: a command's result rows as Markdown, LaTeX (booktabs), CSV or JSON.
 
 Pure text functions of one `TableRows` (columns in a declared order, rows as dicts of
-values). The row builders (analysis.output.table_rows, analysis.reproduce.section) read
-the commands' results, never their printed lines, so every format carries the numbers
-the verdict used.
+values), and the rows of `aggregate`, `equivalence` and `regression` (`reproduce`'s are in
+analysis.reproduce.section, a layer up). The row builders read the commands' results,
+never their printed lines, so every format carries the numbers the verdict used.
 """
 
 from __future__ import annotations
@@ -12,11 +12,14 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from analysis.scoring.tables import booktabs, pipe_table
+from analysis.scoring.aggregates import Aggregates
+from analysis.scoring.tables import ONE_SEED, booktabs, pipe_table
+from analysis.stats.metrics import AGGREGATE_LABELS
+from analysis.verdicts.regression import RegressionResult
 
 ColumnKind = Literal["text", "number", "count", "estimate"]
 
@@ -151,3 +154,103 @@ RENDERERS: dict[str, Callable[[TableRows], str]] = {
 def render(table: TableRows, fmt: str) -> str:
     """The table as text in one of TABLE_FORMATS."""
     return RENDERERS[fmt](table)
+
+
+# ---------------------------------------------------------------- rows of the commands
+
+def aggregate_rows(agg: Aggregates) -> TableRows:
+    """One row per group: its seeds and tasks, and each aggregate with its bootstrap CI
+    (a group of one seed: the point and "n/a (1 seed)", as the console table shows it;
+    no degenerate [point, point] interval)."""
+    metrics = list(next(iter(agg.intervals.values()))) if agg.intervals else []
+    rows = []
+    for g, ivs in agg.intervals.items():
+        seeds, tasks = agg.seeds.get(g, (0, 0))
+        row: dict[str, Any] = {"group": g, "seeds": seeds, "tasks": tasks}
+        for m, iv in ivs.items():
+            point = float(iv.point)
+            row[m] = (Estimate(point, missing=ONE_SEED) if seeds < 2
+                      else Estimate(point, float(iv.low), float(iv.high)))
+        rows.append(row)
+    return TableRows(aggregate_columns(metrics), rows)
+
+
+def aggregate_columns(metrics: Sequence[str]) -> tuple[Column, ...]:
+    """The aggregate table's columns: group, seeds, tasks, then each metric (a key of
+    analysis.stats.metrics.AGGREGATES) with its CI."""
+    return (Column("group", "group"), Column("seeds", "seeds", "count"),
+            Column("tasks", "tasks", "count"),
+            *(Column(m, AGGREGATE_LABELS.get(m, m), "estimate") for m in metrics))
+
+
+EQUIVALENCE_COLUMNS = (
+    Column("group", "group"), Column("reference", "reference"), Column("metric", "metric"),
+    Column("mean", "mean", "number"), Column("reference_mean", "reference mean", "number"),
+    Column("diff", "difference [90% CI]", "estimate", signed=True),
+    Column("delta", "margin", "number"), Column("seeds", "seeds", "count"),
+    Column("reference_seeds", "reference seeds", "count"), Column("design", "test"),
+    Column("verdict", "verdict"))
+BITWISE_COLUMNS = (Column("group", "group"), Column("reference", "reference"),
+                    Column("verdict", "bitwise"), Column("determinism", "determinism"))
+
+
+def equivalence_rows(results: Sequence[Mapping[str, Any]]) -> TableRows:
+    """Two rows per verdict (final score and AUC: the TOST tests both), from the verdicts'
+    JSON (EquivalenceResult.as_dict, what --json-out writes); a suite column when the
+    verdicts name suites. --bitwise-only results: one row per pair."""
+    if results and "final" not in results[0]:
+        return TableRows(BITWISE_COLUMNS, [
+            {"group": r["group_a"], "reference": r["reference"],
+             "verdict": "IDENTICAL" if r["identical"] else "NOT IDENTICAL",
+             "determinism": r.get("determinism", "")} for r in results])
+    rows = []
+    for r in results:
+        metric = "IQM" if r["metric"] == "iqm" else r["metric"]
+        for name in ("final", "auc"):
+            w = r[name]
+            rows.append({"suite": r.get("suite"), "group": r["group_a"],
+                         "reference": r["reference"],
+                         "metric": f"{metric} {'final' if name == 'final' else 'AUC'}",
+                         "mean": w["mean_a"], "reference_mean": w["mean_b"],
+                         "diff": _difference(w, min(len(r["seeds_a"]), len(r["seeds_b"]))),
+                         "delta": r["delta"], "seeds": len(r["seeds_a"]),
+                         "reference_seeds": len(r["seeds_b"]),
+                         "design": "paired" if w.get("paired") else "Welch",
+                         "verdict": r["label"]})
+    suites = any(row["suite"] for row in rows)
+    columns = (Column("suite", "suite"),) * suites + EQUIVALENCE_COLUMNS
+    return TableRows(columns, rows)
+
+
+def _difference(w: Mapping[str, Any], fewest_seeds: int) -> Estimate:
+    """A verdict's difference with its 90% CI; none with one seed on a side (its JSON
+    holds NaN or null there: no spread to estimate)."""
+    lo, hi = (math.nan if x is None else float(x) for x in w["ci90"])
+    if fewest_seeds < 2 or math.isnan(lo) or math.isnan(hi):
+        return Estimate(w["diff"], missing=ONE_SEED if fewest_seeds < 2 else "n/a")
+    return Estimate(w["diff"], lo, hi)
+
+
+def regression_rows(res: RegressionResult) -> TableRows:
+    """One row: the gate's means, new - reference with its one-sided bounds (the lower
+    one is what PASS reads, at res.confidence), the margin, the seeds and the verdict."""
+    return TableRows(regression_columns(res.confidence), [{
+        "subject": res.subject, "metric": res.metric, "new_mean": res.new_mean,
+        "reference_mean": res.reference_mean,
+        "diff": Estimate(res.diff, res.lower_bound, res.upper_bound), "delta": res.delta,
+        # a published number taken as exact has no seeds: n/a, not 0
+        "new_seeds": res.n_new, "reference_seeds": res.n_reference or None,
+        "verdict": res.verdict}])
+
+
+def regression_columns(confidence: float) -> tuple[Column, ...]:
+    """The gate's columns; the bounds are one-sided at `confidence` (the gate's level)."""
+    level = f"{confidence:.0%}"
+    return (Column("subject", "subject"), Column("metric", "metric"),
+            Column("new_mean", "new", "number", 4),
+            Column("reference_mean", "reference", "number", 4),
+            Column("diff", f"new - reference [{level} bounds]", "estimate", 4, signed=True),
+            Column("delta", "margin", "number", 4),
+            Column("new_seeds", "new seeds", "count"),
+            Column("reference_seeds", "reference seeds", "count"),
+            Column("verdict", "verdict"))

@@ -4,7 +4,7 @@ in aggregate.
 The published tables (shipped: `cleanba:main_10CPU` ..., analysis.inputs.published_data)
 give per game the mean and the std (ddof=0) of 3 seeds' final scores. The user's
 per-seed finals (layout copies of one seed are ONE seed: averaged,
-analysis.scoring.replicates) are judged against them by analysis.reproduce.judge, and
+analysis.scoring.scores) are judged against them by analysis.reproduce.judge, and
 their median and IQM HNS get stratified bootstrap CIs beside the published column's.
 
 The tables were made under the paper's protocol (benchenv.ATARI_PROTOCOL) at 200M
@@ -51,8 +51,7 @@ from analysis.reproduce.judge import (
     power_consistent,
 )
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_normaliser
-from analysis.scoring.replicates import SeedValues, collapse_seed_copies
-from analysis.scoring.scores import scores_by_group
+from analysis.scoring.scores import SeedValues, collapse_seed_copies, scores_by_group
 from analysis.scoring.tables import TableData
 from analysis.stats.metrics import AGGREGATES, Interval, interval_estimates, iqm
 from analysis.stats.welch import WelchInterval, t_quantile
@@ -171,7 +170,7 @@ def user_scores(runs: Sequence[Run], games: Sequence[str], *, last_n: int = DEFA
             warnings.append(f"run {r.run_id}: {env} is not in the published table: left out"
                             + (f" (nearest: {', '.join(close)})" if close else ""))
             continue
-        if env != gid:  # one rule for env versions (analysis.inputs.env_versions)
+        if env != gid:  # one rule for env versions (analysis.inputs.records)
             warnings.append(f"run {r.run_id}: {env} is another version of the table's {gid}, "
                             f"a different task unless mapped (--env-map {env}={gid}): left out")
             continue

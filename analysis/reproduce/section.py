@@ -13,8 +13,7 @@ from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
 from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.table_rows import equivalence_rows
-from analysis.output.tables import Column, Estimate, TableRows
+from analysis.output.tables import Column, Estimate, TableRows, equivalence_rows
 from analysis.reproduce.published import (
     ReproduceResult,
     published_column,

@@ -33,7 +33,7 @@ from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.facts import episode_x, truncated
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse, layout_names
-from analysis.scoring.replicates import collapse_seed_copies
+from analysis.scoring.scores import collapse_seed_copies
 from analysis.sequential.design import CONTINUE, number_or_nan
 from analysis.sequential.spending import (
     CANONICAL,

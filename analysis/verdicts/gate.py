@@ -26,10 +26,9 @@ from typing import NamedTuple
 from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.inputs.protocol import check_same_protocol
-from analysis.scales.units import check_reference_number, return_to_normalised, unit_name
+from analysis.scales.normalize import check_reference_number, return_to_normalised, unit_name
 from analysis.scoring.grouping import analyse, layout_names, manifest_family
-from analysis.scoring.replicates import collapse_seed_copies
-from analysis.scoring.scores import GroupScores, runs_by_suite, suite_name
+from analysis.scoring.scores import GroupScores, collapse_seed_copies, runs_by_suite, suite_name
 from analysis.verdicts.equivalence import UNDECIDED
 from analysis.verdicts.margins import DEFAULT_WORST, margin
 from analysis.verdicts.per_game import MEAN_MARGIN
@@ -151,7 +150,7 @@ def gate(
     strict: UNDECIDED exits EXIT_FAILED instead of EXIT_UNDECIDED. unpaired: Welch even
     where the pairing by seed holds (analysis.verdicts.seed_pairing). reference_unit: a
     reference number's unit, "normalised" (the gate's, checked against the range the
-    metric can take: analysis.scales.units) or "return" (a raw return of a one-game suite,
+    metric can take: analysis.scales.normalize) or "return" (a raw return of a one-game suite,
     converted with its sd)."""
     score, seed_metric = gate_metric(metric)
     new = _on_layouts(new, layouts)
@@ -213,7 +212,7 @@ def _reference_number(value: float, spread: ReferenceSpread, unit: str, suite: s
                       normalisers: Mapping[str, tuple[float, float]] | None
                       ) -> tuple[float, ReferenceSpread]:
     """A reference number (and its sd) in the gate's normalised units, refused (exit 2)
-    when it cannot be in them (analysis.scales.units)."""
+    when it cannot be in them (analysis.scales.normalize)."""
     if unit not in REFERENCE_UNITS:
         raise AnalysisError(f"reference unit {unit!r}; valid: {', '.join(REFERENCE_UNITS)}")
     if unit == RETURN_UNIT:

@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError, TooFewSeeds
-from analysis.inputs.env_versions import version_hint
-from analysis.scoring.replicates import collapse_seed_copies
-from analysis.scoring.scores import GroupScores
+from analysis.inputs.records import version_hint
+from analysis.scoring.scores import GroupScores, collapse_seed_copies
 from analysis.stats.welch import paired_stats, t_quantile, welch_df, welch_stats
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.per_game import (
@@ -271,7 +270,7 @@ class RegressionResult:
     undecided: str = ""  # why UNDECIDED, and the seeds that would decide it
     strict: bool = False  # UNDECIDED exits EXIT_FAILED
     design: str = ""  # paired by seed, or Welch and why (analysis.verdicts.seed_pairing)
-    unit: str = ""  # the unit of the numbers, e.g. "HNS (...)" (analysis.scales.units)
+    unit: str = ""  # the unit of the numbers, e.g. "HNS (...)" (analysis.scales.normalize)
 
     @property
     def upper_bound(self) -> float:
@@ -388,7 +387,7 @@ def regression(
     """PASS when the one-sided `confidence` lower bound of mean(new) - reference > -delta.
 
     new_scores: one value per INDEPENDENT seed of the new version (reduce layout copies
-    first: analysis.scoring.replicates.collapse_seed_copies, or use `regression_gate`).
+    first: analysis.scoring.scores.collapse_seed_copies, or use `regression_gate`).
     reference_scores: per-seed values of the reference, or one published number (with
     `spread.sd` and `spread.seeds`: Welch against its own noise; or `spread.exact`).
     Variance: `regression_variance` (which refuses, exit 2, what the gate cannot decide).
@@ -469,7 +468,7 @@ def regression_gate(
 ) -> RegressionResult:
     """The regression gate on run records: each side's groups (e.g. a system's layouts)
     are reduced to ONE value per independent seed (the mean of its layout copies:
-    analysis.scoring.replicates.collapse_seed_copies), then `metric` maps each seed's games to
+    analysis.scoring.scores.collapse_seed_copies), then `metric` maps each seed's games to
     one number and `regression` bounds the difference (the aggregate rule). Beside it the
     rules of analysis.verdicts.per_game: COLLAPSED games; from 2 games, a game that
     loses more than 25% of its reference score (moderated spread, Holm over games) and

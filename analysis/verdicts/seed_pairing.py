@@ -5,7 +5,7 @@ from the scores.
 
 The pairing holds when
 - both sides ran the same seeds, at least 2 (a side's seeds after its layout copies are
-  averaged: analysis.scoring.replicates);
+  averaged: analysis.scoring.scores);
 - with the same system and architecture: the same trainer, for which a run seed fixes
   the env streams (benchenv.env_seeds), the initial parameters and the action keys;
 - under the same recorded env protocol for every game (a run without one is unknown

@@ -36,7 +36,7 @@ from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.scoring.grouping import Analysis, manifest_family
-from analysis.scoring.replicates import collapse_seed_copies
+from analysis.scoring.scores import collapse_seed_copies
 from analysis.stats.welch import tost_required_margin
 from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, margin
 from analysis.verdicts.regression import regression_lower_bound
