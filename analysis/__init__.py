@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.reproduce import report_assets as reproduce_report_assets
     from analysis.reproduce import reproduce as reproduce_published
     from analysis.scoring.aggregates import aggregate_groups, summary_table
-    from analysis.scoring.curves import efficiency_curve
     from analysis.scoring.grouping import analyse, labelled_groups
+    from analysis.scoring.scores import efficiency_curve
     from analysis.scoring.tables import ONE_SEED
     from analysis.verdicts.compare import equivalence_verdicts, pair_verdicts
     from analysis.verdicts.equivalence import UNDECIDED
@@ -54,7 +54,7 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     "labelled_groups": "analysis.scoring.grouping",
     "summary_table": "analysis.scoring.aggregates",
     "aggregate_groups": "analysis.scoring.aggregates",
-    "efficiency_curve": "analysis.scoring.curves",
+    "efficiency_curve": "analysis.scoring.scores",
     "ONE_SEED": "analysis.scoring.tables",  # what a table or line shows for a 1-seed interval
     # verdicts
     "equivalence_verdicts": "analysis.verdicts.compare",

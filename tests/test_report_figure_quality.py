@@ -13,8 +13,8 @@ from matplotlib.patches import Rectangle
 from synthetic_records import write_synthetic_run
 
 from analysis.output import figures as figs
-from analysis.scoring.curves import efficiency_curve
 from analysis.scoring.grouping import analyse
+from analysis.scoring.scores import efficiency_curve
 from analysis.stats.metrics import Interval
 
 ONE_SEED_TEXT = "1 seed: no interval"

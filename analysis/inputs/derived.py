@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -116,22 +116,6 @@ def _prune(folder: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
-class CacheSlot(NamedTuple):
-    """Where values derived from a run are stored: its cache root, its path relative to
-    it, and the key that says they are current."""
-
-    root: Path
-    rel: str
-    key: str
-
-
-def cache_slot(run: Run) -> CacheSlot | None:
-    """Where the run's derived values are stored; None for a run outside any cache."""
-    if isinstance(run, CachedRun):
-        return CacheSlot(run.cache_root, run.cache_rel, run.cache_key)
-    return None
-
-
 def run_values(runs: Sequence[Run],
                quantities: Sequence[Quantity | Sequence[Quantity]]) -> list[np.ndarray]:
     """For each quantity a (len(runs), width) array of its rows: from the derived files
@@ -145,18 +129,18 @@ def run_values(runs: Sequence[Run],
     out = [np.empty((len(runs), w)) for w in widths]
     files: dict[tuple[Path, str, str], _Rows] = {}
     for i, run in enumerate(runs):
-        slot = cache_slot(run)
+        slot = run if isinstance(run, CachedRun) else None  # None: outside any cache
         todo = []
         for j, column in enumerate(per_run):
             q = column[i]
             if slot is None:
                 todo.append(j)
                 continue
-            where = (slot.root, q.name, q.params)
+            where = (slot.cache_root, q.name, q.params)
             rows = files.get(where)
             if rows is None:
-                rows = files.setdefault(where, _Rows(q.file(slot.root), q.width))
-            got = rows.get(slot.rel, f"{slot.key}|{q.run_params(run)}")
+                rows = files.setdefault(where, _Rows(q.file(slot.cache_root), q.width))
+            got = rows.get(slot.cache_rel, f"{slot.cache_key}|{q.run_params(run)}")
             if got is None:
                 todo.append(j)
             else:
@@ -168,8 +152,8 @@ def run_values(runs: Sequence[Run],
             q = per_run[j][i]
             out[j][i] = q.compute(run, cols)
             if slot is not None:
-                files[slot.root, q.name, q.params].put(
-                    slot.rel, f"{slot.key}|{q.run_params(run)}", out[j][i].copy())
+                files[slot.cache_root, q.name, q.params].put(
+                    slot.cache_rel, f"{slot.cache_key}|{q.run_params(run)}", out[j][i].copy())
     for (root, _, _), rows in files.items():
         rows.save(root)
     return out
@@ -182,25 +166,25 @@ def run_records(runs: Sequence[Run], name: str,
     else computed and stored (runs outside any cache: computed each time)."""
     out: list[dict[str, Any]] = []
     files: dict[Path, tuple[dict[str, Any], bool]] = {}
-    slots = [cache_slot(run) for run in runs]
-    seen = {(slot.root, slot.rel) for slot in slots if slot is not None}  # loaded just now
+    slots = [run if isinstance(run, CachedRun) else None for run in runs]
+    seen = {(slot.cache_root, slot.cache_rel) for slot in slots if slot is not None}  # loaded just now
     for run, slot in zip(runs, slots, strict=True):
         if slot is None:
             out.append(compute(run))
             continue
-        path = slot.root / CACHE_DIR / DERIVED_DIR / f"{name}.json"
+        path = slot.cache_root / CACHE_DIR / DERIVED_DIR / f"{name}.json"
         if path not in files:
             try:
                 files[path] = (json.loads(path.read_text()), False)
             except (OSError, ValueError):
                 files[path] = ({}, False)
         rows, _ = files[path]
-        row = rows.get(slot.rel)
-        if isinstance(row, list) and len(row) == 2 and row[0] == slot.key:
+        row = rows.get(slot.cache_rel)
+        if isinstance(row, list) and len(row) == 2 and row[0] == slot.cache_key:
             out.append(row[1])
             continue
         out.append(compute(run))
-        rows[slot.rel] = [slot.key, out[-1]]
+        rows[slot.cache_rel] = [slot.cache_key, out[-1]]
         files[path] = (rows, True)
     for path, (rows, changed) in files.items():
         if changed:

@@ -1,12 +1,7 @@
-"""Everything the report page needs, from run records to files on disk.
-
-`build_report_assets(inputs, out_dir)` loads every run record under `inputs`, groups
-completed runs into suites (all Atari games one suite, every other env its own), groups
-each suite's runs by system and `group_by` (dotted manifest keys, e.g. `layout.name`),
-and writes into `out_dir` figures (PNG + PDF), tables (.md, .csv and .tex) and verdict JSONs
-(one subfolder per suite when there are several). It returns their index
-(see the function's docstring), which harness/ turns into the HTML page. `write_curves`
-writes the `curves` command's figures and CSV.
+"""Everything the report page needs, from run records to files on disk:
+`build_report_assets` writes the figures (PNG + PDF), tables (.md, .csv and .tex) and
+verdict JSONs and returns their index, which harness/ turns into the HTML page;
+`write_curves` writes the `curves` command's figures and CSV.
 """
 
 from __future__ import annotations
@@ -28,7 +23,6 @@ from analysis.json_file import write_json
 from analysis.output import figures as figs
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.aggregates import AGGREGATE_REPS, aggregate_intervals, runtime_minutes
-from analysis.scoring.curves import CURVE_REPS, Curve, efficiency_curve
 from analysis.scoring.grouping import (
     FAMILY_KEYS,
     Analysis,
@@ -37,7 +31,7 @@ from analysis.scoring.grouping import (
     group_values,
     user_group_keys,
 )
-from analysis.scoring.scores import GroupScores
+from analysis.scoring.scores import CURVE_REPS, Curve, GroupScores, efficiency_curve
 from analysis.scoring.tables import TableData, aggregate_table
 from analysis.verdicts.compare import Pairing, SuitePair, by_family, pair_groups, pair_verdicts
 from analysis.verdicts.margins import Margin, margin

@@ -21,7 +21,7 @@ from analysis.reproduce.published import (
 )
 from analysis.reproduce.runs import RunsComparison
 from analysis.scales.normalize import get_normaliser
-from analysis.scoring.curves import efficiency_curve
+from analysis.scoring.scores import efficiency_curve
 from analysis.scoring.tables import TableFiles
 from runrecord import RecordError
 
