@@ -28,10 +28,9 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.reproduce import published_column, reproduce_runs
     from analysis.reproduce import report_assets as reproduce_report_assets
     from analysis.reproduce import reproduce as reproduce_published
-    from analysis.scoring.aggregates import aggregate_groups, summary_table
     from analysis.scoring.grouping import analyse, labelled_groups
     from analysis.scoring.scores import efficiency_curve
-    from analysis.scoring.tables import ONE_SEED
+    from analysis.scoring.tables import ONE_SEED, aggregate_groups, summary_table
     from analysis.verdicts.compare import equivalence_verdicts, pair_verdicts
     from analysis.verdicts.equivalence import UNDECIDED
     from analysis.verdicts.gate import DEFAULT_GATE_METRIC, GATE_METRICS, gate, suite_gates
@@ -52,8 +51,8 @@ _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     # scores: suites and groups of (seeds x tasks) normalised score matrices
     "analyse": "analysis.scoring.grouping",
     "labelled_groups": "analysis.scoring.grouping",
-    "summary_table": "analysis.scoring.aggregates",
-    "aggregate_groups": "analysis.scoring.aggregates",
+    "summary_table": "analysis.scoring.tables",
+    "aggregate_groups": "analysis.scoring.tables",
     "efficiency_curve": "analysis.scoring.scores",
     "ONE_SEED": "analysis.scoring.tables",  # what a table or line shows for a 1-seed interval
     # verdicts

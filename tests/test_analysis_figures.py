@@ -14,9 +14,9 @@ from synthetic_records import write_synthetic_run
 
 from analysis.inputs.load import load_runs
 from analysis.output import figures as figs
-from analysis.scoring.aggregates import aggregate_intervals
 from analysis.scoring.grouping import analyse
 from analysis.scoring.scores import efficiency_curve
+from analysis.scoring.tables import aggregate_intervals
 from analysis.stats.metrics import AGGREGATE_LABELS
 from analysis.verdicts.staleness import audit
 

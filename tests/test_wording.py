@@ -23,9 +23,9 @@ from analysis.inputs.load import NO_CACHE_ENV, group_key
 from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
 from analysis.output import figures as figs
 from analysis.output.report import _runtime_references, per_game_table
-from analysis.scoring.aggregates import aggregate_groups
 from analysis.scoring.grouping import analyse
 from analysis.scoring.scores import efficiency_curve
+from analysis.scoring.tables import aggregate_groups
 from analysis.verdicts.seedplan import spread_from_analysis
 
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"

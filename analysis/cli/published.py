@@ -29,8 +29,7 @@ from analysis.inputs.load import load_published_table
 from analysis.inputs.published_data import resolve_published_table
 from analysis.inputs.records import parse_key_values
 from analysis.json_file import write_json
-from analysis.scoring.aggregates import AGGREGATE_REPS
-from analysis.scoring.tables import paper_table
+from analysis.scoring.tables import AGGREGATE_REPS, paper_table
 from runrecord.exits import EXIT_OK, strict_exit
 
 PublishedTableArg = Annotated[str, tyro.conf.arg(metavar="NAME|FILE")]

@@ -28,13 +28,13 @@ from analysis.importers.build import is_imported
 from analysis.inputs.records import check_keys
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
-from analysis.scoring.aggregates import AGGREGATE_REPS, aggregate_groups, summary_table
 from analysis.scoring.grouping import (
     group_keys,
     labelled_groups,
     user_group_keys,
 )
 from analysis.scoring.scores import CURVE_REPS
+from analysis.scoring.tables import AGGREGATE_REPS, aggregate_groups, summary_table
 from analysis.verdicts.compare import choose_pairs
 from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS
 from analysis.verdicts.staleness import audit

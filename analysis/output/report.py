@@ -22,7 +22,6 @@ from analysis.inputs.records import check_keys
 from analysis.json_file import write_json
 from analysis.output import figures as figs
 from analysis.scales.normalize import get_normaliser
-from analysis.scoring.aggregates import AGGREGATE_REPS, aggregate_intervals, runtime_minutes
 from analysis.scoring.grouping import (
     FAMILY_KEYS,
     Analysis,
@@ -32,7 +31,13 @@ from analysis.scoring.grouping import (
     user_group_keys,
 )
 from analysis.scoring.scores import CURVE_REPS, Curve, GroupScores, efficiency_curve
-from analysis.scoring.tables import TableData, aggregate_table
+from analysis.scoring.tables import (
+    AGGREGATE_REPS,
+    TableData,
+    aggregate_intervals,
+    aggregate_table,
+    runtime_minutes,
+)
 from analysis.verdicts.compare import Pairing, SuitePair, by_family, pair_groups, pair_verdicts
 from analysis.verdicts.margins import Margin, margin
 from analysis.verdicts.staleness import audit

@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from analysis.scoring.aggregates import Aggregates
-from analysis.scoring.tables import ONE_SEED, booktabs, pipe_table
+from analysis.scoring.tables import ONE_SEED, Aggregates, booktabs, pipe_table
 from analysis.stats.metrics import AGGREGATE_LABELS
 from analysis.verdicts.regression import RegressionResult
 

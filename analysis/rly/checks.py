@@ -15,7 +15,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.importers.declare import MAX_SEED_VALUES
-from analysis.scoring.aggregates import FEW_SEEDS
+from analysis.scoring.tables import FEW_SEEDS
 from runrecord.words import counted
 
 

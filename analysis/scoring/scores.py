@@ -26,7 +26,7 @@ from analysis.errors import AnalysisError
 from analysis.inputs.cache import last_frame, longest_wall_time
 from analysis.inputs.derived import Quantity, run_values
 from analysis.inputs.facts import ScoringColumns, final_window_mean
-from analysis.inputs.load import DEFAULT_LAST_N, group_key
+from analysis.inputs.load import DEFAULT_LAST_N, group_key, manifest_get
 from analysis.scales.normalize import (
     ATARI_RANDOM_HUMAN,
     Normaliser,
@@ -89,8 +89,7 @@ def binned_curve(x: np.ndarray, returns: np.ndarray, grid: np.ndarray) -> np.nda
 def _frames_trained(run: Run) -> float:
     """The frames a run trained: its summary's, else (or when its last episode ended
     later) the frame its last episode ended at."""
-    summary = run.manifest.get("summary") or {}
-    f = summary.get("frames") if isinstance(summary, dict) else None
+    f = manifest_get(run.manifest, "summary.frames")
     last = last_frame(run)
     return float(last if f is None or not np.isfinite(f) else max(float(f), last))
 
@@ -103,8 +102,7 @@ def _grid_to(end: float, points: int) -> np.ndarray:
 
 
 def _wall_time(run: Run) -> float:
-    summary = run.manifest.get("summary") or {}
-    w = summary.get("wall_time_s") if isinstance(summary, dict) else None
+    w = manifest_get(run.manifest, "summary.wall_time_s")
     if w is None or not np.isfinite(w):
         w = longest_wall_time(run)
     return float(w)
