@@ -116,6 +116,12 @@ def _prune(folder: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
+def cache_slot(run: Run) -> CachedRun | None:
+    """The run as the cache holds it (its root, path and key say where its derived values
+    are stored and when they are current); None for a run outside any cache."""
+    return run if isinstance(run, CachedRun) else None
+
+
 def run_values(runs: Sequence[Run],
                quantities: Sequence[Quantity | Sequence[Quantity]]) -> list[np.ndarray]:
     """For each quantity a (len(runs), width) array of its rows: from the derived files
@@ -129,7 +135,7 @@ def run_values(runs: Sequence[Run],
     out = [np.empty((len(runs), w)) for w in widths]
     files: dict[tuple[Path, str, str], _Rows] = {}
     for i, run in enumerate(runs):
-        slot = run if isinstance(run, CachedRun) else None  # None: outside any cache
+        slot = cache_slot(run)
         todo = []
         for j, column in enumerate(per_run):
             q = column[i]
@@ -166,7 +172,7 @@ def run_records(runs: Sequence[Run], name: str,
     else computed and stored (runs outside any cache: computed each time)."""
     out: list[dict[str, Any]] = []
     files: dict[Path, tuple[dict[str, Any], bool]] = {}
-    slots = [run if isinstance(run, CachedRun) else None for run in runs]
+    slots = [cache_slot(run) for run in runs]
     seen = {(slot.cache_root, slot.cache_rel) for slot in slots if slot is not None}  # loaded just now
     for run, slot in zip(runs, slots, strict=True):
         if slot is None:
