@@ -88,11 +88,11 @@ class Half:
     cols: slice
     first_env: int  # global index of its first env
     env_index: jax.Array
+    stepper: EnvStepper  # the thread that steps its envs
     env: Any = None
     obs: np.ndarray | None = None  # the latest observations, on the host
     obs_now: Any = None  # the same where the policy step reads them
     prev_done: np.ndarray | None = None
-    stepper: EnvStepper | None = None  # the thread that steps its envs
     pending: Future | None = None  # its env step in flight
     obs_steps: list[jax.Array] = field(default_factory=list)  # on_device: each step's obs
 
@@ -119,9 +119,9 @@ def pipelined_actor_loop(ctx: Context, local_thread: int, device: jax.Device,
     h = a.n // 2  # even, and whole env groups under --deterministic (layout.make_plan)
     name = threading.current_thread().name
     halves = [Half(slice(0, h), a.first_env, a.env_index(a.first_env, h),
-                   stepper=EnvStepper(f"{name}-envs-A")),
+                   EnvStepper(f"{name}-envs-A")),
               Half(slice(h, a.n), a.first_env + h, a.env_index(a.first_env + h, h),
-                   stepper=EnvStepper(f"{name}-envs-B"))]
+                   EnvStepper(f"{name}-envs-B"))]
     tracker = EpisodeTracker(a.first_env, a.n)
     try:
         for k in range(ctx.start_update + 1, ctx.plan.num_updates + 1):
@@ -165,8 +165,7 @@ def pipelined_actor_loop(ctx: Context, local_thread: int, device: jax.Device,
                 half.pending.exception()
             if half.env is not None:
                 half.env.close()
-            if half.stepper is not None:
-                half.stepper.close()
+            half.stepper.close()
 
 
 def _act(a: ActorThread, r: RolloutInProgress, t: int, step: int, half: Half) -> None:
@@ -178,7 +177,6 @@ def _act(a: ActorThread, r: RolloutInProgress, t: int, step: int, half: Half) ->
     a.clock.lap("bookkeeping")
     out = a.policy_step(half.obs_now, half.env_index, step)
     a.write_policy(r, t, half.cols, out)
-    assert half.stepper is not None
     half.pending = half.stepper.submit(half.env, out[0])
     a.clock.lap("bookkeeping")
 
