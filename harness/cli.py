@@ -15,7 +15,6 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Annotated, Any
@@ -34,7 +33,7 @@ from harness.cli_flags import (
     Verify,
 )
 from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, STOPPED, Outcome
-from harness.local import fmt_duration
+from harness.local import eta_text, fmt_duration, status_estimates
 from harness.store import CORRUPT, PENDING, STALE, Store, failed_state_text, run_state
 from harness.sweep import (
     RunSpec,
@@ -251,7 +250,7 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
 
         outcomes = run_slurm(sweep, store, cluster=cmd.slurm_cluster,
                              max_attempts=cmd.max_attempts, retry_skipped=cmd.retry_skipped,
-                             progress=cmd.progress, stop=stop)
+                             retry_failed=cmd.retry_failed, progress=cmd.progress, stop=stop)
         perf = {"wall_time_s": round(time.time() - t0, 2),
                 "run_wall_time_sum_s": round(sum(o.wall_time_s for o in outcomes), 2)}
     code = summarise(sweep, store, outcomes, perf, stopped=stop.is_set())
@@ -326,20 +325,6 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
 # --------------------------------------------------------------------------- status
 
 
-def run_eta(state: str, total_steps: int, env_steps: float, wall_time_s: float,
-            completed_walls: Sequence[float]) -> float | None:
-    """Seconds a run has left, from measured rates: a running run's own steps per second,
-    a run still to run the mean wall time of the sweep's completed runs; None (unknown)
-    when there is no such rate yet. 0 for runs with nothing left to run."""
-    if state == "running":
-        if env_steps and wall_time_s:
-            return (total_steps - env_steps) * wall_time_s / env_steps
-        return None
-    if state in (PENDING, CORRUPT, STALE, "interrupted"):
-        return sum(completed_walls) / len(completed_walls) if completed_walls else None
-    return 0.0
-
-
 def do_status(cmd: Status, sweep: Sweep) -> int:
     from collections import Counter
 
@@ -369,35 +354,27 @@ def do_status(cmd: Status, sweep: Sweep) -> int:
         if counts.get(state):
             summary.add_row(STATE_LABELS.get(state, state), str(counts[state]))
     console.print(summary)
-    done_walls = [st.wall_time_s for _, st in rows if st.state == "completed" and st.wall_time_s]
+    per_run, total = status_estimates(rows)
     table = Table()
     for col in ("run id", "run", "state", "progress", "elapsed", "ETA", "attempts", "error"):
         table.add_column(col)
-    remaining_s, unmeasured = 0.0, 0
     for spec, st in rows:
-        frac = min(1.0, st.env_steps / spec.total_timesteps) if spec.total_timesteps else 0.0
-        eta = run_eta(st.state, spec.total_timesteps, st.env_steps, st.wall_time_s, done_walls)
-        if eta is None:
-            unmeasured += 1
-        elif st.state != "completed":
-            remaining_s += eta
         if not cmd.all_runs and st.state == "completed":
             continue
+        frac = min(1.0, st.env_steps / spec.total_timesteps) if spec.total_timesteps else 0.0
+        est = per_run.get(spec.run_id)
+        eta = ("" if st.state == "completed" else "-" if spec.run_id not in per_run
+               else "unknown" if est is None else fmt_duration(est.seconds, "-"))
         shown = (failed_state_text(st.kind, st.failures, cmd.max_attempts)  # type: ignore[arg-type]
                  if st.state == "failed" else stopped_label(st.error)
                  or STATE_LABELS.get(st.state, st.state))
         table.add_row(spec.run_id, spec.label(), shown, f"{100 * frac:.0f}%",
-                      fmt_duration(st.wall_time_s, "-"), "" if st.state == "completed"
-                      else "unknown" if eta is None else fmt_duration(eta, "-"),
-                      str(st.attempts), st.error[:60])
+                      fmt_duration(st.wall_time_s, "-"), eta, str(st.attempts), st.error[:60])
     if table.row_count:
         console.print(table)
-    if unmeasured:
-        console.print(f"estimated run time left: unknown ({counted(unmeasured, 'run')} "
-                      "with no measured rate yet: no run of the sweep has completed)")
-    elif remaining_s:
-        console.print(f"estimated run time left (sum over runs, before parallelism): "
-                      f"{fmt_duration(remaining_s, '-')}")
+    if per_run:
+        console.print(eta_text(total, "run time left, summed over runs (before parallelism):"),
+                      highlight=False, soft_wrap=True)
     for line in adaptive_lines + curve_status(sweep, store):
         print(line)
     print(json.dumps({k: counts.get(k, 0) for k in sorted(counts)}))

@@ -126,7 +126,7 @@ class Run(Select):
     retry_skipped: bool = False
     """Retry runs recorded as skipped (e.g. after installing a missing baseline)."""
     retry_failed: bool = False
-    """Local: also retry runs whose last failure was deterministic (bad arguments, a
+    """Also retry runs whose last failure was deterministic (bad arguments, a
     non-finite loss, a programming error), e.g. after fixing its cause; transient failures
     are retried anyway while attempts are left."""
     cpus: int | None = None

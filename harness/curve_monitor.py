@@ -36,6 +36,7 @@ from harness.adaptive.curves import (
     take_look,
     verdict_lines,
 )
+from harness.adaptive.looks import say
 from harness.execute import LinkedStop
 from harness.store import Store, run_state
 from harness.sweep import RunSpec, Sweep
@@ -50,10 +51,6 @@ def poll_seconds(runs: int) -> float:
     its updates.csv), up to 1 s for 48 runs and more (the smoke preset's 24 CartPole runs:
     0.53 s)."""
     return min(1.0, 0.05 + 0.02 * runs)
-
-
-def say(text: str) -> None:
-    print(text, flush=True)
 
 
 class CurveMonitor:

@@ -26,15 +26,16 @@ from cleanba.core.layout import free_port
 from harness.store import (
     LOG_FILE,
     RunLock,
+    RunState,
     Store,
     confirmed,
-    failed_attempts,
     failure_kind,
     lock_holder,
     mark_interrupted,
     peer_resume_args,
     resume_point,
     resumptions,
+    run_state,
     will_retry,
 )
 from harness.sweep import RunSpec
@@ -337,29 +338,15 @@ def execute_run(
         out.error = busy_text(lock_holder(run_dir))
         return out
     try:
-        manifest = read_manifest_or_none(run_dir)
-        status = (manifest or {}).get("status")
-        attempts, failures = failed_attempts(run_dir, manifest)
-        out.attempt = attempts
-        if status == schema.COMPLETED:
-            out.status = ALREADY_COMPLETED
+        state = run_state(run_dir)
+        out.attempt = state.attempts
+        left = left_alone(state, max_attempts, retry_skipped, retry_failed)
+        if left is not None:
+            out.status, out.error, out.kind = left
             return out
-        if status == schema.SKIPPED and not retry_skipped:
-            out.status = schema.SKIPPED
-            out.error = ((manifest or {}).get("error") or {}).get("message", "")
-            return out
-        if status == schema.FAILED or failures >= max_attempts:
-            error = (manifest or {}).get("error") if status == schema.FAILED else None
-            kind = failure_kind(error)
-            if not will_retry(kind, failures, max_attempts, retry_failed):
-                out.status = EXHAUSTED if failures >= max_attempts else NOT_RETRIED
-                out.kind = kind
-                out.error = (error or {}).get("message", "") or "failed"
-                return out
-        if status == schema.RUNNING:
-            mark_interrupted(run_dir, "its supervising harness died before it finished "
-                             "(the run's lock was free); re-run")
-        out.attempt = attempts + 1
+        mark_interrupted(run_dir, "its supervising harness died before it finished "
+                         "(the run's lock was free); re-run")
+        out.attempt = state.attempts + 1
         point = resume_point(spec, run_dir)
         resumptions_before = len(resumptions(read_manifest_or_none(run_dir)))
         if process_ids is None:
@@ -391,6 +378,24 @@ def execute_run(
             return out
     finally:
         lock.release()
+
+
+def left_alone(state: RunState, max_attempts: int, retry_skipped: bool = False,
+               retry_failed: bool = False) -> tuple[str, str, str] | None:
+    """Why `harness run` does not start a run, as (outcome status, error, failure kind), or
+    None when it starts it: one rule for the local pool (under the run's lock) and for
+    Slurm (before it submits a job)."""
+    if state.state == schema.COMPLETED:
+        return ALREADY_COMPLETED, "", ""
+    if state.state == schema.SKIPPED and not retry_skipped:
+        return schema.SKIPPED, state.error, ""
+    if state.failures >= max_attempts:
+        return EXHAUSTED, state.error or "failed", state.kind
+    if state.state == schema.FAILED and not will_retry(state.kind,  # type: ignore[arg-type]
+                                                       state.failures, max_attempts,
+                                                       retry_failed):
+        return NOT_RETRIED, state.error or "failed", state.kind
+    return None
 
 
 def busy_text(holder: str | None) -> str:

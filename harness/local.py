@@ -31,12 +31,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.execute import ALREADY_COMPLETED, BUSY, STOPPED, Outcome, execute_run
-from harness.store import Store, last_progress, run_state
+from harness.store import (
+    CORRUPT,
+    PENDING,
+    STALE,
+    RunState,
+    Store,
+    last_progress,
+    run_state,
+)
 from harness.sweep import RunSpec
 from runrecord import schema
 from runrecord.words import counted
 
-ETA_UNKNOWN = "ETA unknown (no run of this sweep has finished yet)"
+NO_RATE = "no run of this sweep has finished yet"
+ETA_UNKNOWN = f"ETA unknown ({NO_RATE})"
+LEFT_STATES = ("running", PENDING, CORRUPT, STALE, schema.INTERRUPTED)
+"""The states of runs with steps still to run (`harness status` prices them)."""
 
 
 @dataclass(frozen=True)
@@ -130,15 +141,28 @@ def seconds_left(finished: Sequence[FinishedRun], left: Sequence[RunLeft],
     return Estimate(core_seconds / cores, len(left), borrowed)
 
 
-def eta_text(estimate: Estimate | None) -> str:
+def eta_text(estimate: Estimate | None, label: str = "ETA") -> str:
     """The ETA line; it says how rough it is while runs left are priced by other kinds'."""
     if estimate is None:
-        return ETA_UNKNOWN
+        return f"{label} unknown ({NO_RATE})"
     how = "from this sweep's finished runs of each kind"
     if estimate.priced_by_other_kinds:
         how = (f"rough: {estimate.priced_by_other_kinds} of the {estimate.runs_left} runs "
                "left have no finished run of their system, layout and env yet")
-    return f"ETA {fmt_duration(estimate.seconds)} ({how})"
+    return f"{label} {fmt_duration(estimate.seconds)} ({how})"
+
+
+def status_estimates(rows: Sequence[tuple[RunSpec, RunState]]
+                     ) -> tuple[dict[str, Estimate | None], Estimate | None]:
+    """`harness status`'s time left, priced as the live display prices it (seconds_left)
+    from the sweep's completed runs: each run with steps left alone (by run id), and all of
+    them summed on one core (before parallelism, which status does not know)."""
+    finished = [FinishedRun(run_kind(spec), spec.total_timesteps, st.wall_time_s)
+                for spec, st in rows if st.state == schema.COMPLETED and st.wall_time_s]
+    left = {spec.run_id: RunLeft(run_kind(spec), max(0, spec.total_timesteps - st.env_steps), 1)
+            for spec, st in rows if st.state in LEFT_STATES}
+    per_run = {run_id: seconds_left(finished, [run], 1) for run_id, run in left.items()}
+    return per_run, seconds_left(finished, list(left.values()), 1)
 
 
 def fmt_duration(s: float, none: str = "0m00s") -> str:

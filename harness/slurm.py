@@ -25,20 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.execute import (
-    ALREADY_COMPLETED,
     BUSY,
-    EXHAUSTED,
-    NOT_RETRIED,
     Outcome,
     StopRequest,
     busy_text,
     execute_run,
+    left_alone,
     run_peer_process,
 )
 from harness.slurm_wait import Watcher, signals_held
-from harness.store import Store, run_state, will_retry
+from harness.store import Store, run_state
 from harness.sweep import RunSpec, Sweep
-from runrecord import schema
 from runrecord.words import counted
 
 DEFAULT_TIMEOUT_MIN = 60
@@ -202,8 +199,8 @@ def stop_on_slurm_signals(stop: StopRequest, limit_min: float | None) -> None:
     signal.signal(signal.SIGTERM, on_term)
 
 
-def slurm_job(spec: RunSpec, results_root: str, max_attempts: int,
-              retry_skipped: bool, limit_min: float | None = None) -> dict[str, Any]:
+def slurm_job(spec: RunSpec, results_root: str, max_attempts: int, retry_skipped: bool,
+              retry_failed: bool = False, limit_min: float | None = None) -> dict[str, Any]:
     """What each Slurm task of a run's job executes (module level: submitit pickles it)."""
     import submitit
 
@@ -215,14 +212,16 @@ def slurm_job(spec: RunSpec, results_root: str, max_attempts: int,
     coordinator = coordinator_address(env.job_id, list(env.hostnames), env.num_nodes)
     if rank == 0:
         out = execute_run(spec, store, max_attempts=max_attempts, retry_skipped=retry_skipped,
-                          process_ids=[0], coordinator=coordinator, stop=stop)
+                          retry_failed=retry_failed, process_ids=[0],
+                          coordinator=coordinator, stop=stop)
         return asdict(out)
     code = run_peer_process(spec, store, rank, coordinator, stop=stop)
     return {"run_id": spec.run_id, "rank": rank, "returncode": code}
 
 
 def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempts: int = 2,
-              retry_skipped: bool = False, progress: bool = True, poll_s: float = 2.0,
+              retry_skipped: bool = False, retry_failed: bool = False,
+              progress: bool = True, poll_s: float = 2.0,
               stop: threading.Event | None = None) -> list[Outcome]:
     """Submit every run that still needs running, wait for the jobs, return outcomes.
 
@@ -237,16 +236,10 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
     todo: list[RunSpec] = []
     for spec in sweep.runs:
         st = run_state(store.run_dir(spec.run_id))
-        if st.state == schema.COMPLETED:
-            outcomes.append(Outcome(spec.run_id, spec.label(), ALREADY_COMPLETED))
-        elif st.state == schema.SKIPPED and not retry_skipped:
-            outcomes.append(Outcome(spec.run_id, spec.label(), schema.SKIPPED, error=st.error))
-        elif st.failures >= max_attempts or (
-                st.state == schema.FAILED and not will_retry(st.kind, st.failures,  # type: ignore[arg-type]
-                                                             max_attempts)):
-            status = EXHAUSTED if st.failures >= max_attempts else NOT_RETRIED
-            outcomes.append(Outcome(spec.run_id, spec.label(), status, error=st.error,
-                                    kind=st.kind))
+        left = left_alone(st, max_attempts, retry_skipped, retry_failed)
+        if left is not None:
+            status, error, kind = left
+            outcomes.append(Outcome(spec.run_id, spec.label(), status, error=error, kind=kind))
         elif st.holder:  # a job of an earlier `harness run` (requeued, say) is running it
             outcomes.append(Outcome(spec.run_id, spec.label(), BUSY,
                                     error=busy_text(st.holder)))
@@ -273,13 +266,14 @@ def run_slurm(sweep: Sweep, store: Store, *, cluster: str = "slurm", max_attempt
                         k = len(batch)
                         submitted = executor.map_array(
                             slurm_job, batch, [str(store.root)] * k, [max_attempts] * k,
-                            [retry_skipped] * k, [limit] * k)
+                            [retry_skipped] * k, [retry_failed] * k, [limit] * k)
                     else:
                         if cluster == "slurm":
                             executor.update_parameters(
                                 job_name=f"{batch[0].sweep}-{batch[0].run_id}")
                         submitted = [executor.submit(slurm_job, batch[0], str(store.root),
-                                                     max_attempts, retry_skipped, limit)]
+                                                     max_attempts, retry_skipped,
+                                                     retry_failed, limit)]
                     for spec, job in zip(batch, submitted, strict=True):
                         jobs.append((spec, job))
                         if progress:

@@ -8,7 +8,6 @@ import sys
 import pytest
 from harness_cli import ROOT
 
-from harness.cli import run_eta
 from harness.local import (
     ETA_UNKNOWN,
     FinishedRun,
@@ -17,6 +16,7 @@ from harness.local import (
     eta_text,
     progress_interval_s,
     seconds_left,
+    status_estimates,
 )
 
 FAKE = ROOT / "tests" / "harness_fake_trainer.py"
@@ -122,9 +122,24 @@ def test_sweep_eta_prices_each_run_by_its_own_kind():
     assert eta_text(four) == "ETA 0m40s (from this sweep's finished runs of each kind)"
 
 
-def test_status_eta_of_a_run_is_unknown_without_a_measured_rate():
-    assert run_eta("pending", 1000, 0, 0, []) is None
-    assert run_eta("running", 1000, 0, 30.0, []) is None  # compiling: no step yet
-    assert run_eta("running", 1000, 250, 30.0, []) == 90.0
-    assert run_eta("pending", 1000, 0, 0, [100.0, 200.0]) == 150.0
-    assert run_eta("completed", 1000, 1000, 40.0, []) == 0.0
+def test_status_prices_runs_left_as_the_live_display_does():
+    """`harness status` and the live line share one pricing (seconds_left): a run's ETA is
+    unknown until a run of the sweep has completed, then its steps left at its kind's rate;
+    the total is the runs' sum before parallelism; runs with nothing to run have none."""
+    from harness.store import PENDING, RunState
+    from harness.sweep import parse_sweep
+
+    specs = parse_sweep(SWEEP, "console.toml").runs  # two layouts of one game, 1000 steps
+    d1, l1 = specs
+    pending = [(d1, RunState(d1.run_id, PENDING, 0, 0)), (l1, RunState(l1.run_id, PENDING, 0, 0))]
+    per_run, total = status_estimates(pending)
+    assert per_run == {d1.run_id: None, l1.run_id: None} and total is None
+    done = RunState(d1.run_id, "completed", 1, 0, env_steps=1000, wall_time_s=40.0)
+    running = RunState(l1.run_id, "running", 1, 0, env_steps=250, wall_time_s=30.0)
+    per_run, total = status_estimates([(d1, done), (l1, running)])
+    assert list(per_run) == [l1.run_id]  # the completed run has nothing left
+    # 750 steps left, priced by the other layout's run (40 s per 1000 steps): rough
+    assert per_run[l1.run_id].seconds == pytest.approx(30.0)
+    assert (total.seconds, total.priced_by_other_kinds) == (pytest.approx(30.0), 1)
+    failed = RunState(l1.run_id, "failed", 1, 1, env_steps=250, wall_time_s=30.0)
+    assert status_estimates([(d1, done), (l1, failed)]) == ({}, status_estimates([(d1, done)])[1])

@@ -6,11 +6,13 @@ import json
 
 import pytest
 
+from harness.execute import left_alone
 from harness.store import (
     CORRUPT,
     DETERMINISTIC,
     PENDING,
     TRANSIENT,
+    RunState,
     failed_state_text,
     failure_kind,
     run_state,
@@ -70,3 +72,21 @@ def test_run_state_corrupt_failed_kinds(tmp_path):
                                     "traceback": "", "exit_codes": [-9]})
     assert run_state(killed).kind == TRANSIENT
     assert json.loads((killed / schema.MANIFEST_FILE).read_text())["error"]["exit_codes"] == [-9]
+
+
+@pytest.mark.parametrize("state, flags, expected", [
+    (RunState("r", "completed", 1, 0), {}, "already-completed"),
+    (RunState("r", "skipped", 1, 0, error="Unavailable: no moolib"), {}, "skipped"),
+    (RunState("r", "skipped", 1, 0), {"retry_skipped": True}, None),
+    (RunState("r", "failed", 1, 1, kind=TRANSIENT), {}, None),
+    (RunState("r", "failed", 1, 1, kind=DETERMINISTIC), {}, "not-retried"),
+    (RunState("r", "failed", 1, 1, kind=DETERMINISTIC), {"retry_failed": True}, None),
+    (RunState("r", "failed", 2, 2, kind=DETERMINISTIC), {"retry_failed": True}, "exhausted"),
+    (RunState("r", "interrupted", 3, 2), {}, "exhausted"),
+    (RunState("r", "interrupted", 2, 1), {}, None),
+    (RunState("r", PENDING, 0, 0), {}, None),
+    (RunState("r", CORRUPT, 0, 0), {}, None),
+])
+def test_left_alone_decides_which_runs_start(state, flags, expected):
+    left = left_alone(state, max_attempts=2, **flags)
+    assert (None if left is None else left[0]) == expected

@@ -181,3 +181,48 @@ def test_a_requeued_jobs_stale_result_is_not_its_outcome(tmp_path, monkeypatch):
     assert watcher._check(w, {"999993": "COMPLETING"}, False, False) is None
     time.sleep(0.3)
     assert watcher._check(w, {"999993": "COMPLETING"}, False, False).status == "completed"
+
+
+def test_retry_failed_is_one_rule_for_both_backends(tmp_path):
+    """A run whose last failure was deterministic: neither backend starts it again, both
+    start it under --retry-failed (the decision is `left_alone`'s for both; Slurm
+    once ignored the flag)."""
+    from harness.store import Store
+    from runrecord import RunWriter
+
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f"""\
+name = "rf"
+systems = ["fake-ppo"]
+layouts = ["a0-l0-d1"]
+games = ["CartPole-v1"]
+seeds = [1]
+frames = 1000
+[slurm]
+timeout_min = 5
+[entry_points.fake-ppo]
+entry = "{FAKE}"
+[overrides]
+sleep-s = 0.01
+ledger = "{tmp_path / 'ledger.txt'}"
+""")
+    (spec,) = parse_sweep(sweep.read_text(), sweep).runs
+    for backend in ("slurm", "local"):
+        root = tmp_path / backend
+        run_dir = Store(root, "rf").run_dir(spec.run_id)
+        RunWriter(run_dir, {"run_id": spec.run_id, "provenance": {}, "hyperparameters": {}}
+                  ).finish("failed", error={"type": "NonFiniteLoss", "message": "nan loss",
+                                            "traceback": ""})
+        args = [sys.executable, "-m", "harness", "run", "--sweep", str(sweep),
+                "--results-root", str(root), "--backend", backend, "--slurm-cluster", "local"]
+        p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert "failed earlier with a deterministic error, not retried" in p.stdout, p.stdout
+        assert "submitted" not in p.stdout and not (tmp_path / "ledger.txt").exists()
+        p = subprocess.run(args + ["--retry-failed"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=180)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert read_manifest(run_dir)["status"] == "completed"
+        assert [line.split()[0] for line in (tmp_path / "ledger.txt").read_text().splitlines()
+                ] == [spec.run_id]
+        (tmp_path / "ledger.txt").unlink()

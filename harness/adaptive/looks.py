@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 LOOKS_FILE = "looks.jsonl"
 
 
+def say(text: str) -> None:
+    """A look's line, printed at once (a sweep's log shows each look as it is taken)."""
+    print(text, flush=True)
+
+
 def adaptive_dir(store: Store) -> Path:
     return store.sweep_dir / "adaptive"
 

@@ -31,6 +31,7 @@ from harness.adaptive.looks import (
     other_plans,
     progress,
     runs_of_look,
+    say,
     stop_reason,
     sweep_plan,
 )
@@ -53,10 +54,6 @@ if TYPE_CHECKING:
 
 RunBatch = Callable[[list[RunSpec]], int]
 """Runs the given runs with the pool of `harness run`; returns its exit code."""
-
-
-def say(text: str) -> None:
-    print(text, flush=True)
 
 
 def run_until_decided(sweep: Sweep, store: Store, run_batch: RunBatch,
