@@ -110,7 +110,6 @@ class SequentialDesign:
                    ) -> np.ndarray:
         """Normal-scale one-sided boundaries at every look spending `alpha` (default: the
         design's) over `information_fractions(fixed_seeds)`."""
-        self.validate()
         fractions = tuple(float(t) for t in self.information_fractions(fixed_seeds))
         return np.array(_boundaries(fractions, self.alpha if alpha is None else alpha,
                                     self.spending))

@@ -163,7 +163,6 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
               f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'}; "
               + "; ".join(f"{name}: {_interval_design(w, c_pass, c_diff)}"
                           for name, w in zip(names, ws, strict=True)))
-    bitwise = "; records bitwise identical" if res.bitwise.identical else ""
     spread = _spread(group, ref, metric)
     fixed = needs = None
     if spread is not None:
@@ -177,12 +176,11 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
                 f"every paired record matches bit for bit, so the difference is exactly 0 "
                 f"on every seed (final and AUC); no interval is needed; "
                 f"{len(res.seeds_a)} vs {len(res.seeds_b)} seeds")
-        return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
-                                                   res.group_b: len(res.seeds_b)},
-                    0.0, float(res.delta), decision, text, "", fixed)
-    text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; "
-            + "; ".join(lines) + f"; delta {res.margin or f'{res.delta:g}'}"
-            + f"; {len(res.seeds_a)} vs {len(res.seeds_b)} seeds{bitwise}")
+        detail = ""
+    else:
+        text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; "
+                + "; ".join(lines) + f"; delta {res.margin or f'{res.delta:g}'}"
+                + f"; {len(res.seeds_a)} vs {len(res.seeds_b)} seeds")
     return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
                                                res.group_b: len(res.seeds_b)},
                 statistic, float(res.delta), decision, text, needs or "", fixed, detail)

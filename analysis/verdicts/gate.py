@@ -256,8 +256,7 @@ def suite_gates(new: Sequence[Run], reference: Sequence[Run], *,
     of the suites before one that raises are already given. `harness regress` calls
     this once per system. assume_equal_spread: a one-seed side borrows the other side's
     spread (ReferenceSpread.equal_spread)."""
-    check_same_games(sorted({str(r.manifest["env_id"]) for r in new}),
-                     sorted({str(r.manifest["env_id"]) for r in reference}))
+    check_same_games(_games(new), _games(reference))
     for suite, suite_new in runs_by_suite(new).items():
         suite_ref = [r for r in reference if suite_name(str(r.manifest["env_id"])) == suite]
         yield gate(suite_new, suite_ref, delta=delta, metric=metric, layouts=layouts,

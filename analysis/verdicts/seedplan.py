@@ -163,26 +163,29 @@ def equivalence_margins(spread: Spread, n: int, sims: int = DEFAULT_SIMS, seed: 
     """(sims,) the margin each simulated equivalence test (n vs n seeds) needs to PASS:
     the larger of the two metrics' max |90% CI endpoint| (metrics=1: final only).
     true_diff: the true difference of the final metric (AUC: 0)."""
+    final, auc = _tost_margins(spread, n, sims, seed, true_diff)
+    return np.maximum(final, auc) if metrics == 2 else final
+
+
+def _tost_margins(spread: Spread, n: int, sims: int, seed: int, true_diff: float = 0.0
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The final and the AUC metric's margins of `equivalence_margins`, from one draw."""
     rng = np.random.default_rng([seed, n, _TOST])
     a_f, a_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc, spread.correlation,
                      true_diff)
     b_f, b_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc, spread.correlation)
-    need = tost_required_margin(a_f, b_f)
-    if metrics == 2:
-        need = np.maximum(need, tost_required_margin(a_u, b_u))
-    return need
+    return tost_required_margin(a_f, b_f), tost_required_margin(a_u, b_u)
 
 
 def gate_margins(spread: Spread, n_new: int, n_ref: int | None = None,
-                 sims: int = DEFAULT_SIMS, seed: int = 0, true_diff: float = 0.0,
-                 sd: float | None = None) -> np.ndarray:
+                 sims: int = DEFAULT_SIMS, seed: int = 0, true_diff: float = 0.0
+                 ) -> np.ndarray:
     """(sims,) the margin each simulated gate (n_new vs n_ref seeds) needs to PASS:
     -(one-sided 95% lower bound of new - reference)."""
     n_ref = n_new if n_ref is None else n_ref
-    s = spread.sd_seed if sd is None else sd
     rng = np.random.default_rng([seed, n_new, n_ref, _GATE])
-    new = true_diff + s * rng.standard_normal((sims, n_new), dtype=np.float32)
-    ref = s * rng.standard_normal((sims, n_ref), dtype=np.float32)
+    new = true_diff + spread.sd_seed * rng.standard_normal((sims, n_new), dtype=np.float32)
+    ref = spread.sd_seed * rng.standard_normal((sims, n_ref), dtype=np.float32)
     _, lower, _, _ = regression_lower_bound(new, ref)
     return -lower
 
@@ -196,11 +199,10 @@ def equivalence_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_
 
 
 def gate_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS, seed: int = 0,
-               n_ref: int | None = None, sd: float | None = None,
-               true_diff: float = 0.0) -> float:
+               n_ref: int | None = None, true_diff: float = 0.0) -> float:
     """P(PASS) of the gate, n new seeds (and n_ref reference seeds, default n), at a true
     difference `true_diff` (default 0: nothing regressed)."""
-    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, true_diff, sd) < delta))
+    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, true_diff) < delta))
 
 
 def seeds_needed(power, target: float, start: Sequence[int] = DEFAULT_SEEDS,
@@ -297,14 +299,9 @@ def plan(spread: Spread, equivalence_delta: float, gate_delta: float, *,
             if kind == "gate":
                 cache[kind, n] = gate_margins(spread, n, sims=sims, seed=seed)
             else:  # one draw serves both TOST rows
-                rng = np.random.default_rng([seed, n, _TOST])
-                a_f, a_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc,
-                                 spread.correlation)
-                b_f, b_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc,
-                                 spread.correlation)
-                final = tost_required_margin(a_f, b_f)
+                final, auc = _tost_margins(spread, n, sims, seed)
                 cache["final", n] = final
-                cache["both", n] = np.maximum(final, tost_required_margin(a_u, b_u))
+                cache["both", n] = np.maximum(final, auc)
         return cache[kind, n]
 
     for name, kind, delta in (("equivalence TOST (final and AUC)", "both", equivalence_delta),
