@@ -32,7 +32,6 @@ from analysis.sequential.design import (
     UNDECIDED,
     Look,
     SequentialDesign,
-    different_alpha,
     equivalence_decisions,
     equivalence_needs_text,
     gate_decisions,
@@ -148,7 +147,7 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     last = look >= len(seeds)
     counts = (len(res.seeds_a), len(res.seeds_b))
     c_pass = design.boundary(look, seeds=counts)
-    c_diff = design.boundary(look, different_alpha(2, design.alpha), seeds=counts)
+    c_diff = design.boundary(look, design.different_alpha, seeds=counts)
     ws = (res.final, res.auc)
     diff, se, df = (np.array([[getattr(w, x)] for w in ws]) for x in ("diff", "se", "df"))
     decisions, reach = equivalence_decisions(diff, se, df, res.delta, c_pass, c_diff, last)

@@ -18,7 +18,6 @@ points print.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -31,7 +30,6 @@ from analysis.scoring.grouping import analyse, layout_names, manifest_family
 from analysis.scoring.scores import GroupScores, collapse_seed_copies, runs_by_suite, suite_name
 from analysis.verdicts.equivalence import UNDECIDED
 from analysis.verdicts.margins import DEFAULT_WORST, margin
-from analysis.verdicts.per_game import MEAN_MARGIN
 from analysis.verdicts.regression import (
     ReferenceSpread,
     RegressionResult,
@@ -191,12 +189,7 @@ def gate(
                if reference_unit == RETURN_UNIT else [])
         res = replace(res, new_seeds=seeds.describe(), margin=m.describe(),
                       games=list(seeds.tasks), metric=seed_metric, notes=[*res.notes, *raw])
-    undecided = ""
-    if res.verdict == UNDECIDED:
-        mean_lower = None if math.isnan(res.mean_relative_lower) else \
-            res.mean_relative_lower
-        undecided = gate_undecided(res.lower_bound, res.upper_bound, res.delta, res.se,
-                                   res.n_new, res.n_reference, mean_lower, MEAN_MARGIN)
+    undecided = gate_undecided(res) if res.verdict == UNDECIDED else ""
     res = replace(res, notes=[*res.notes, *notes], unit=unit_name(suite, normalisers),
                   subject=(f"{system} on {suite} ({counted(len(selected), 'layout')}, "
                            f"{counted(len(res.games), 'game')})"), strict=strict, undecided=undecided)

@@ -39,7 +39,8 @@ from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.scores import collapse_seed_copies
 from analysis.stats.welch import tost_required_margin
 from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, margin
-from analysis.verdicts.regression import regression_lower_bound
+from analysis.verdicts.per_game import MEAN_MARGIN
+from analysis.verdicts.regression import RegressionResult, regression_lower_bound
 from analysis.verdicts.seed_pairing import iqm_over_tasks
 from runrecord.words import counted, signed
 
@@ -362,28 +363,27 @@ def gate_seeds_needed(spread: Spread, delta: float, target: float = PLAN_TARGET,
                         target, max_seeds=max_seeds)
 
 
-def gate_undecided(lower: float, upper: float, delta: float, se: float, n_new: int,
-                   n_ref: int, mean_lower: float | None = None, mean_margin: float = 0.1
-                   ) -> str:
+def gate_undecided(res: RegressionResult) -> str:
     """The gate's UNDECIDED text: no rule found a regression, and non-inferiority is not
-    shown (the aggregate's lower bound, or the untrimmed mean's `mean_lower`, not above
-    its margin)."""
-    sd = se / math.sqrt(1 / n_new + 1 / max(n_ref, 1)) if se > 0 else math.nan
+    shown (the aggregate's lower bound, or the untrimmed mean's, not above its margin)."""
+    lower, delta, n_new, n_ref = res.lower_bound, res.delta, res.n_new, res.n_reference
+    sd = res.se / math.sqrt(1 / n_new + 1 / max(n_ref, 1)) if res.se > 0 else math.nan
     need = gate_seeds_needed(given_spread(sd), delta) if math.isfinite(sd) and sd > 0 else None
     seeds = (f"about {need} seeds per side would give {PLAN_TARGET:.0%} power to show "
              f"the aggregate non-inferior if nothing changed" if need is not None else
              "no seed count up to the planner's cap reaches "
              f"{PLAN_TARGET:.0%} power at this spread: widen the margin")
-    if lower > -delta and mean_lower is not None:
+    if lower > -delta and not math.isnan(res.mean_relative_lower):
         why = (f"the aggregate is non-inferior (lower bound {signed(lower, 4)} > -delta "
                f"{signed(-delta, 4)}), but the untrimmed mean relative score's lower bound "
-               f"{mean_lower:+.1%} is not above -{mean_margin:.0%} (a drop spread over the "
-               f"top games is not ruled out)")
+               f"{res.mean_relative_lower:+.1%} is not above -{MEAN_MARGIN:.0%} (a drop "
+               f"spread over the top games is not ruled out)")
     else:
         why = (f"non-inferiority not shown (lower bound {signed(lower, 4)} <= -delta "
                f"{signed(-delta, 4)})")
-    return (f"{why}, and no regression shown (upper bound {signed(upper, 4)} >= -delta; no game "
-            f"flagged or collapsed) with {n_new} vs {n_ref} seeds; at the per-seed sd seen "
+    return (f"{why}, and no regression shown (upper bound {signed(res.upper_bound, 4)} >= "
+            f"-delta; no game flagged or collapsed) with {n_new} vs {n_ref} seeds; at the "
+            f"per-seed sd seen "
             f"({sd:.3g}) {seeds} (seed planner); more seeds on both sides also narrow the "
             f"untrimmed mean's bound; {UNTIL_DECIDED}")
 
