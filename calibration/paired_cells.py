@@ -1,6 +1,6 @@
 """Calibration of the pairing by seed (analysis.verdicts.seed_pairing): the gate and
 equivalence on two sides that ran the same seeds, decided paired (analysis.stats.welch,
-through the verdicts' own cores: regression_lower_bound(paired=True), decide_equivalence) and
+through the verdicts' own cores: regression_lower_bound(paired=True), equivalence_decision) and
 unpaired (Welch) on the same draws, at a within-seed correlation rho of the two sides'
 per-seed values: 0 (runs of a seed drift apart: other numerics), 0.5, 0.9 (they stay
 together).
@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from analysis.verdicts.equivalence import DIFFERENT, PASS, decide_equivalence
+from analysis.verdicts.equivalence import DIFFERENT, PASS, equivalence_decision
 from analysis.verdicts.regression import regression_lower_bound
 from calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
 from calibration.draws import rng_for
@@ -66,7 +66,7 @@ def paired_equivalence_cells(sims: int, n: int, rho: float, seed: int) -> list[C
         verdict = f"equivalence (final + AUC), {design}"
         for rate, shift, nominal in ((FALSE_PASS, DELTA, NOMINAL),
                                      (FALSE_ALARM, 0.0, NOMINAL), (POWER, DELTA / 2, None)):
-            verdicts = decide_equivalence(a1 + shift, b1, a2, b2, DELTA, paired=paired)
+            verdicts = equivalence_decision(a1 + shift, b1, a2, b2, DELTA, paired=paired).verdict
             hits = verdicts == (DIFFERENT if rate == FALSE_ALARM else PASS)
             out.append(rate_cell(verdict, scenario(n, rho), rate, hits, nominal))
     return out

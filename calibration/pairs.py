@@ -1,7 +1,7 @@
 """Calibration of the per-seed verdicts (the regression gate and equivalence) on two
 sides of per-seed values: every simulated draw is decided by the verdicts' own
 vectorised cores (analysis.verdicts.regression.regression_lower_bound and
-published_lower_bound, analysis.verdicts.equivalence.decide_equivalence).
+published_lower_bound, analysis.verdicts.equivalence.equivalence_decision).
 
 Units: the reference side's per-seed sd is 1 and the margin delta is 1 (rates at the
 margin do not depend on delta / sd; power does).
@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.verdicts.equivalence import DIFFERENT, PASS, decide_equivalence
+from analysis.verdicts.equivalence import DIFFERENT, PASS, equivalence_decision
 from analysis.verdicts.regression import published_lower_bound, regression_lower_bound
 from calibration.cells import (
     FALSE_ALARM,
@@ -113,7 +113,7 @@ def equivalence_pair_cells(sims: int, n_a: int, n_b: int, ratio: float, dist: st
     for rate, shift, nominal in ((FALSE_PASS, DELTA, NOMINAL), (FALSE_ALARM, 0.0, NOMINAL),
                                  (POWER, DELTA / 2, None)):
         try:
-            verdicts = decide_equivalence(a1 + shift, b1, a2, b2, DELTA)
+            verdicts = equivalence_decision(a1 + shift, b1, a2, b2, DELTA).verdict
         except AnalysisError as e:
             return refused_cells(verdict, scen, EQUIVALENCE_RATES, str(e), sims)
         hits = verdicts == (DIFFERENT if rate == FALSE_ALARM else PASS)

@@ -25,7 +25,6 @@ from analysis.sequential.curves import (
 )
 from analysis.sequential.spending import (
     canonical_correlation,
-    crossing_rates,
     joint_boundaries,
     normal_boundaries,
     spent_alpha,
@@ -33,6 +32,7 @@ from analysis.sequential.spending import (
 )
 from analysis.verdicts.regression import regression_lower_bound
 from runrecord import PROJECT_ROOT
+from tests.spending_checks import crossing_rates
 from tests.synthetic_records import write_synthetic_run
 
 LOOKS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)

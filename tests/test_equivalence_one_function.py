@@ -1,6 +1,6 @@
 """The equivalence users run is the equivalence the calibration measures: `pair_verdicts`
 (the CLI's `analysis equivalence` and the report's loop over pairs, through
-`equivalence` on groups of run records) and `decide_equivalence` (the calibration
+`equivalence` on groups of run records) and `equivalence_decision` (the calibration
 suite's entry, on per-seed values) give the same verdict, and the same 90% interval
 where both give one, on 10,000 random cases: NaN scores, one-seed sides, identical
 sides, identical scores from records that differ elsewhere, a collapsed game, paired
@@ -20,7 +20,7 @@ from analysis.verdicts.equivalence import (
     DIFFERENT,
     INCONCLUSIVE,
     PASS,
-    decide_equivalence,
+    equivalence_decision,
     equivalence_stats,
 )
 from analysis.verdicts.margins import Margin
@@ -114,8 +114,8 @@ def _calibrated(case: dict) -> tuple[str, tuple[float, float] | None]:
     games = case["games"]
     per_seed = [metric_per_seed(x, games, iqm_over_tasks) for x in (fa[ia], fb[ib],
                                                                     ua[ia], ub[ib])]
-    verdict = str(decide_equivalence(*per_seed, case["delta"], paired=paired,
-                                     identical=identical))
+    verdict = str(equivalence_decision(*per_seed, case["delta"], paired=paired,
+                                       identical=identical).verdict)
     if identical or min(len(sa), len(sb)) < 2:
         return verdict, None
     diff, se, df = (float(x) for x in equivalence_stats(per_seed[0], per_seed[1], paired))
@@ -157,7 +157,7 @@ def test_the_shipped_equivalence_and_the_calibrated_one_agree_on_every_case():
 def test_a_one_seed_side_passes_only_on_identical_records():
     """Equal flat scores on one seed are not evidence; identical records are."""
     one = np.array([0.5])
-    assert str(decide_equivalence(one, one, one, one, 0.1)) == INCONCLUSIVE
-    assert str(decide_equivalence(one, one, one, one, 0.1, identical=True)) == PASS
+    assert str(equivalence_decision(one, one, one, one, 0.1).verdict) == INCONCLUSIVE
+    assert str(equivalence_decision(one, one, one, one, 0.1, identical=True).verdict) == PASS
     two = np.array([0.5, 0.5])
-    assert str(decide_equivalence(one, two, one, two, 0.1)) == INCONCLUSIVE
+    assert str(equivalence_decision(one, two, one, two, 0.1).verdict) == INCONCLUSIVE

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.errors import AnalysisError
-from analysis.stats.moderated import holm_reject, moderated_variance, prior_variance
+from analysis.stats.moderated import holm_reject, moderated_variance
 from analysis.stats.welch import WelchInterval, t_quantile, tost_passes
 from analysis.verdicts.per_game import COLLAPSE_LEVEL, collapsed
 
@@ -126,8 +126,7 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
         # the prior is fitted on the learned games only: a published-too-noisy game's
         # spread is not like the others' (it would widen every game's interval)
         s2_learned = np.where(learned, s2, np.nan)
-        post, df = moderated_variance(s2_learned, d)
-        prior_s2 = prior_variance(s2_learned, d)[..., None]
+        post, df, prior_s2 = moderated_variance(s2_learned, d)
         # never below the game's own variance nor the prior's: shrinking a truly noisy
         # game towards the prior would flag it by chance (measured: 7-13% family-wise
         # at 3 seeds), and so would a quiet game shrunk upwards from a lucky low s2

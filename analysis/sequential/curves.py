@@ -309,9 +309,7 @@ def curve_plan(design: CurveDesign, reference_runs: Sequence[Run], budget_frames
     AnalysisError (exit 2) when the reference cannot be read at every look."""
     design.validate()
     frames = [t * budget_frames for t in design.looks_at]
-    _, values = reference_curves(reference_runs, frames, metric=options.metric,
-                                 layouts=options.layouts, last_n=options.last_n,
-                                 normalisers=options.normalisers)
+    _, values = reference_curves(reference_runs, frames, options)
     if values.shape[0] < 2:
         raise TooFewSeeds("looks over training time need >= 2 reference seeds (the gate's "
                             "Welch bound)")
@@ -327,7 +325,7 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
     at = None if last else plan.frames[k]
     if not last:
         try:
-            _values(new_runs, at, "new runs", options)
+            seed_values(new_runs, at, "new runs", options)
         except NoEpisodeYet as e:  # nothing to decide on: the look passes, unspent
             return CurveLook(subject, look, len(plan.frames), plan.looks_at[k],
                              plan.frames[k], {}, math.nan, math.nan, math.nan, CONTINUE,
@@ -340,9 +338,9 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
                layouts=options.layouts, last_n=options.last_n,
                normalisers=options.normalisers,
                allow_protocol_mismatch=options.allow_protocol_mismatch).result
-    a = _values(new_runs, at, "new runs", options)
-    b = _values(reference_runs, at, "reference", options)
-    big_b = _values(reference_runs, None, "reference", options)
+    a = seed_values(new_runs, at, "new runs", options)[1]
+    b = seed_values(reference_runs, at, "reference", options)[1]
+    big_b = seed_values(reference_runs, None, "reference", options)[1]
     if not math.isclose(res.diff, float(a.mean() - b.mean()), rel_tol=1e-9, abs_tol=1e-12):
         raise AssertionError(f"the look's per-seed values differ from the gate's: "
                              f"{res.diff} vs {a.mean() - b.mean()}")
@@ -365,12 +363,6 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
                                res.n_new, res.n_reference, others, res.verdict),
                      str(res.verdict),
                      look_detail(plan, look, subject, contrast, upper, t, df, margin_now))
-
-
-def _values(runs: Sequence[Run], frames: float | None, side: str, options: GateOptions
-            ) -> np.ndarray:
-    return seed_values(runs, frames, side, metric=options.metric, layouts=options.layouts,
-                       last_n=options.last_n, normalisers=options.normalisers)[1]
 
 
 def look_text(plan: CurvePlan, look: int, subject: str, decision: str, contrast: float,
@@ -418,9 +410,7 @@ def decide_records(design: CurveDesign, new_runs: Sequence[Run],
     """Every look of one gate from records that reach the full budget (`harness
     regress` after the fact, the calibration's real-record check): looks in order up to
     the first decision."""
-    n_new = len(seed_values(new_runs, None, "new runs", metric=options.metric,
-                            layouts=options.layouts, last_n=options.last_n,
-                            normalisers=options.normalisers)[0])
+    n_new = len(seed_values(new_runs, None, "new runs", options)[0])
     plan = curve_plan(design, reference_runs, budget_frames, n_new, suite, options, alpha)
     out: list[CurveLook] = []
     for look in range(1, len(plan.frames) + 1):
@@ -460,43 +450,38 @@ def reached(run: Run, frames: float) -> bool:
     return bool(len(x)) and float(np.nanmax(x)) >= frames
 
 
-def seed_values(runs: Sequence[Run], frames: float | None, side: str, *, metric: str,
-                layouts: Sequence[str] | None = None, last_n: int = DEFAULT_LAST_N,
-                normalisers: Mapping[str, tuple[float, float]] | None = None
+def seed_values(runs: Sequence[Run], frames: float | None, side: str, options: GateOptions
                 ) -> tuple[list[int], np.ndarray]:
     """(seeds, values (n,)): one side's runs of one system and suite reduced to the gate's
-    per-seed `metric` at `frames` (None: the whole runs). AnalysisError when no episode
-    ended by then or the runs form no group."""
-    score, seed_metric = gate_metric(metric)
+    per-seed metric (options.metric, on options.layouts) at `frames` (None: the whole
+    runs). AnalysisError when no episode ended by then or the runs form no group."""
+    score, seed_metric = gate_metric(options.metric)
     cut = [truncated(r, frames) for r in runs]
     empty = [r.run_id for r in cut if len(r.episodes) == 0]
     if empty:
         at = "" if frames is None else f" by frame {frames:,.0f}"
         raise NoEpisodeYet(f"{side}: no episode ended{at} in run{'s' if len(empty) > 1 else ''} {', '.join(empty)}; "
                            "look later (a larger fraction of the budget)")
-    a = analyse(RunSet(included=cut), group_by="layout.name", last_n=last_n,
-                normalisers=normalisers, allow_protocol_mismatch=True)
+    a = analyse(RunSet(included=cut), group_by="layout.name", last_n=options.last_n,
+                normalisers=options.normalisers, allow_protocol_mismatch=True)
     if len(a.suites) != 1:
         raise AnalysisError(f"{side}: runs form {len(a.suites)} suites; one gate is one suite")
     groups = list(a.suites[0].values())
-    if layouts is not None:
-        groups = chosen_groups({lay: gs for gs in groups for lay in layout_names(gs)}, layouts)
+    if options.layouts is not None:
+        groups = chosen_groups({lay: gs for gs in groups for lay in layout_names(gs)},
+                               options.layouts)
     seeds = collapse_seed_copies(groups, side, attr=score)
     values = SEED_METRICS[seed_metric](seeds.values, seeds.tasks)
     return list(seeds.seeds), np.asarray(values, dtype=np.float64)
 
 
-def reference_curves(runs: Sequence[Run], frames: Sequence[float], *, metric: str,
-                     layouts: Sequence[str] | None = None, last_n: int = DEFAULT_LAST_N,
-                     normalisers: Mapping[str, tuple[float, float]] | None = None
+def reference_curves(runs: Sequence[Run], frames: Sequence[float], options: GateOptions
                      ) -> tuple[list[int], np.ndarray]:
     """(seeds, values (m, K)): the reference's per-seed metric at every look's frames
     (the last look: the whole runs, as the gate reads them)."""
     columns, seeds = [], None
     for k, f in enumerate(frames):
-        s, v = seed_values(runs, None if k == len(frames) - 1 else f, "reference",
-                           metric=metric, layouts=layouts, last_n=last_n,
-                           normalisers=normalisers)
+        s, v = seed_values(runs, None if k == len(frames) - 1 else f, "reference", options)
         if seeds is not None and s != seeds:
             raise AnalysisError(f"reference: seeds {s} at look {k + 1}, {seeds} before")
         seeds = s

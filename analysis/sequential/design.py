@@ -110,7 +110,6 @@ class SequentialDesign:
                    ) -> np.ndarray:
         """Normal-scale one-sided boundaries at every look spending `alpha` (default: the
         design's) over `information_fractions(fixed_seeds)`."""
-        self.validate()
         fractions = tuple(float(t) for t in self.information_fractions(fixed_seeds))
         return np.array(_boundaries(fractions, self.alpha if alpha is None else alpha,
                                     self.spending))
@@ -135,6 +134,13 @@ class SequentialDesign:
         return _boundaries(fractions, self.alpha if alpha is None else alpha,
                            self.spending)[-1]
 
+    @property
+    def different_alpha(self) -> float:
+        """One tail of one metric's DIFFERENT test: the two-sided rate `alpha` (0.05 as the
+        fixed verdict's analysis.verdicts.equivalence.DIFFERENT_ALPHA) over 2 tails and
+        shared by the 2 metrics (Bonferroni)."""
+        return self.alpha / 2 / 2
+
     def describe(self) -> str:
         seeds = self.seeds_at_looks()
         return (f"{counted(len(seeds), 'look')} at {', '.join(map(str, seeds))} seeds per side, "
@@ -155,13 +161,6 @@ CONTINUE = "CONTINUE"
 """Not decided yet: run the next batch."""
 UNDECIDED = "UNDECIDED AT CAP"
 """The cap was reached without a decision."""
-
-
-def different_alpha(metrics: int, alpha: float) -> float:
-    """One tail of one metric's DIFFERENT test: the two-sided rate `alpha` (the design's;
-    0.05 as the fixed verdict's analysis.verdicts.equivalence.DIFFERENT_ALPHA) over 2
-    tails and shared by the metrics (Bonferroni)."""
-    return alpha / 2 / metrics
 
 
 def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
@@ -333,7 +332,7 @@ def boundary_table(design: SequentialDesign, reference_seeds: int) -> str:
     seeds = design.seeds_at_looks()
     t = design.information_fractions()
     spent = spent_alpha(t, design.alpha, design.spending)
-    c, c_diff = design.boundaries(), design.boundaries(different_alpha(2, design.alpha))
+    c, c_diff = design.boundaries(), design.boundaries(design.different_alpha)
     c_gate = design.boundaries(fixed_seeds=reference_seeds)
     head = ["look", "seeds per side", "information", "alpha spent", "PASS c",
             "as t at 2(n-1) df", "DIFFERENT c", f"gate c (vs {reference_seeds} reference)"]
@@ -422,7 +421,7 @@ def design_boundaries(design: SequentialDesign, fixed_seeds: int | None = None
                       ) -> Boundaries:
     """The design's spending boundaries (the gate's: against `fixed_seeds`)."""
     return Boundaries(design.seeds_at_looks(), design.boundaries(fixed_seeds=fixed_seeds),
-                      design.boundaries(different_alpha(2, design.alpha)))
+                      design.boundaries(design.different_alpha))
 
 
 def naive_boundaries(design: SequentialDesign) -> Boundaries:
@@ -430,7 +429,7 @@ def naive_boundaries(design: SequentialDesign) -> Boundaries:
     seeds = design.seeds_at_looks()
     ones = np.ones(len(seeds))
     return Boundaries(seeds, ones * stats.norm.isf(design.alpha),
-                      ones * stats.norm.isf(different_alpha(2, design.alpha)))
+                      ones * stats.norm.isf(design.different_alpha))
 
 
 def _record(out: Paths, open_: np.ndarray, dec: np.ndarray, n: int) -> np.ndarray:

@@ -32,7 +32,6 @@ from analysis.sequential.design import (
     UNDECIDED,
     Look,
     SequentialDesign,
-    different_alpha,
     equivalence_decisions,
     equivalence_needs_text,
     gate_decisions,
@@ -148,7 +147,7 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     last = look >= len(seeds)
     counts = (len(res.seeds_a), len(res.seeds_b))
     c_pass = design.boundary(look, seeds=counts)
-    c_diff = design.boundary(look, different_alpha(2, design.alpha), seeds=counts)
+    c_diff = design.boundary(look, design.different_alpha, seeds=counts)
     ws = (res.final, res.auc)
     diff, se, df = (np.array([[getattr(w, x)] for w in ws]) for x in ("diff", "se", "df"))
     decisions, reach = equivalence_decisions(diff, se, df, res.delta, c_pass, c_diff, last)
@@ -163,7 +162,6 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
               f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'}; "
               + "; ".join(f"{name}: {_interval_design(w, c_pass, c_diff)}"
                           for name, w in zip(names, ws, strict=True)))
-    bitwise = "; records bitwise identical" if res.bitwise.identical else ""
     spread = _spread(group, ref, metric)
     fixed = needs = None
     if spread is not None:
@@ -177,12 +175,11 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
                 f"every paired record matches bit for bit, so the difference is exactly 0 "
                 f"on every seed (final and AUC); no interval is needed; "
                 f"{len(res.seeds_a)} vs {len(res.seeds_b)} seeds")
-        return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
-                                                   res.group_b: len(res.seeds_b)},
-                    0.0, float(res.delta), decision, text, "", fixed)
-    text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; "
-            + "; ".join(lines) + f"; delta {res.margin or f'{res.delta:g}'}"
-            + f"; {len(res.seeds_a)} vs {len(res.seeds_b)} seeds{bitwise}")
+        detail = ""
+    else:
+        text = (f"equivalence look {look}/{len(seeds)} {subject}: {decision}; "
+                + "; ".join(lines) + f"; delta {res.margin or f'{res.delta:g}'}"
+                + f"; {len(res.seeds_a)} vs {len(res.seeds_b)} seeds")
     return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
                                                res.group_b: len(res.seeds_b)},
                 statistic, float(res.delta), decision, text, needs or "", fixed, detail)

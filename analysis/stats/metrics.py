@@ -37,7 +37,7 @@ stacked into one array operation (analysis.scoring.poi_pairs chooses the pairs).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,20 +175,11 @@ class Interval:
         }
 
 
-def _chunk_size(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> int:
-    return int(max(1, min(reps, max_chunk_bytes // max(1, bytes_per_rep))))
-
-
-def interval_from_replicates(point, reps_values, confidence: float = 0.95,
-                             method: str = "percentile", acceleration=None,
-                             tails: tuple[float, float] | None = None) -> Interval:
-    """The CI of a point estimate from its bootstrap replicates (reps, ...).
-
-    `acceleration` (same shape as point) is needed by 'bca' only. `tails`: the two
-    nominal tail probabilities (default (1 - confidence) / 2 each); a one-sided interval
-    passes 0 for the open side, whose bound is then -inf or +inf.
-    """
-    return _ci(point, reps_values, confidence, method, acceleration, tails)
+def _chunks(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> Iterator[int]:
+    """Replicates per chunk, summing to `reps`: as many as fit in `max_chunk_bytes`."""
+    chunk = int(max(1, min(reps, max_chunk_bytes // max(1, bytes_per_rep))))
+    for done in range(0, reps, chunk):
+        yield min(chunk, reps - done)
 
 
 def bias_correction(point, reps_values) -> np.ndarray:
@@ -207,8 +198,15 @@ def bias_correction(point, reps_values) -> np.ndarray:
     return np.asarray(special.ndtri(below))
 
 
-def _ci(point, reps_values, confidence: float, method: str, acceleration=None,
-        tails: tuple[float, float] | None = None) -> Interval:
+def interval_from_replicates(point, reps_values, confidence: float = 0.95,
+                             method: str = "percentile", acceleration=None,
+                             tails: tuple[float, float] | None = None) -> Interval:
+    """The CI of a point estimate from its bootstrap replicates (reps, ...).
+
+    `acceleration` (same shape as point) is needed by 'bca' only. `tails`: the two
+    nominal tail probabilities (default (1 - confidence) / 2 each); a one-sided interval
+    passes 0 for the open side, whose bound is then -inf or +inf.
+    """
     if method not in METHODS:
         raise AnalysisError(f"unknown CI method {method!r}; valid: {list(METHODS)}")
     if not 0 < confidence < 1:
@@ -241,23 +239,6 @@ def _ci(point, reps_values, confidence: float, method: str, acceleration=None,
     return Interval(point, np.asarray(lo), np.asarray(hi))
 
 
-def _resample(scores: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
-    """Stratified resample: (runs, tasks) -> (n, runs, tasks);
-    (runs, tasks, points) -> (n, points, runs, tasks) (same run draws at every point).
-
-    Indices are drawn as uint8 when runs <= 256 (8x less random-number work than int64)
-    and gathered with one np.take on a task-major flat copy.
-    """
-    runs, tasks = scores.shape[:2]
-    dtype = np.uint8 if runs <= 256 else np.int64
-    idx = rng.integers(0, runs, size=(n, runs, tasks), dtype=dtype)
-    flat_idx = idx.astype(np.intp) + np.arange(tasks, dtype=np.intp) * runs
-    if scores.ndim == 2:
-        return np.take(scores.T.ravel(), flat_idx)
-    by_point = np.ascontiguousarray(scores.transpose(2, 1, 0)).reshape(scores.shape[2], -1)
-    return np.take(by_point, flat_idx, axis=1).transpose(1, 0, 2, 3)
-
-
 def resample_stratified(x: np.ndarray, rng: np.random.Generator, n: int, *,
                         task_bootstrap: bool = False) -> np.ndarray:
     """n stratified resamples of x (runs, tasks, ...) in x's own layout: (n, runs, tasks, ...).
@@ -277,6 +258,13 @@ def resample_stratified(x: np.ndarray, rng: np.random.Generator, n: int, *,
         columns = np.arange(tasks, dtype=np.intp)
     sample = np.take(flat, idx + columns * runs, axis=0)  # (n, runs, tasks, prod(rest))
     return sample.reshape(n, runs, tasks, *rest)
+
+
+def _resample(scores: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
+    """`resample_stratified` laid out for the metrics: (runs, tasks) -> (n, runs, tasks);
+    (runs, tasks, points) -> (n, points, runs, tasks) (same run draws at every point)."""
+    sample = resample_stratified(scores, rng, n)
+    return sample if scores.ndim == 2 else np.ascontiguousarray(np.moveaxis(sample, 3, 1))
 
 
 def replicates(
@@ -299,15 +287,11 @@ def replicates(
     if reps < 1:
         raise AnalysisError(f"reps must be >= 1, got {reps}")
     rng = np.random.Generator(np.random.PCG64(seed))
-    chunk = _chunk_size(x.size * 8 * 2, reps, max_chunk_bytes)  # resample + index array
     out: dict[str, list[np.ndarray]] = {name: [] for name in metrics}
-    done = 0
-    while done < reps:
-        n = min(chunk, reps - done)
+    for n in _chunks(x.size * 8 * 2, reps, max_chunk_bytes):  # resample + index array
         sample = _resample(x, rng, n)  # (n, runs, tasks) or (n, points, runs, tasks)
         for name, fn in metrics.items():
             out[name].append(np.asarray(fn(sample)))
-        done += n
     return {name: np.concatenate(v, axis=0) for name, v in out.items()}
 
 
@@ -334,7 +318,8 @@ def interval_estimates(
     reps_values = replicates(x, metrics, reps=reps, seed=seed, max_chunk_bytes=max_chunk_bytes)
     point_input = np.moveaxis(x, -1, 0) if x.ndim == 3 else x
     return {
-        name: _ci(np.asarray(fn(point_input)), reps_values[name], confidence, method)
+        name: interval_from_replicates(np.asarray(fn(point_input)), reps_values[name],
+                                       confidence, method)
         for name, fn in metrics.items()
     }
 
@@ -349,20 +334,11 @@ def probability_of_improvement_ci(
     method: str = "percentile",
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
 ) -> Interval:
-    """P(X > Y) with a CI; x and y are resampled independently, each within every task."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    point = probability_of_improvement(x, y)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    per_rep = (x.size + y.size) * 16 + x.shape[0] * y.shape[0] * x.shape[1] * 2
-    chunk = _chunk_size(per_rep, reps, max_chunk_bytes)
-    vals = []
-    done = 0
-    while done < reps:
-        n = min(chunk, reps - done)
-        vals.append(probability_of_improvement(_resample(x, rng, n), _resample(y, rng, n)))
-        done += n
-    return _ci(point, np.concatenate(vals), confidence, method)
+    """P(X > Y) with a CI; x and y are resampled independently, each within every task
+    (`probability_of_improvement_pairs` of the one pair: the same draws)."""
+    return probability_of_improvement_pairs(
+        {"x": x, "y": y}, [("x", "y")], reps=reps, seed=seed, confidence=confidence,
+        method=method, max_chunk_bytes=max_chunk_bytes)["x", "y"]
 
 
 Pair = tuple[str, str]
@@ -398,18 +374,14 @@ def probability_of_improvement_pairs(
     biggest = max(len(p) * (arrays[p[0][0]].shape[0] * arrays[p[0][1]].shape[0]
                             * arrays[p[0][0]].shape[1]) for p in by_shape.values())
     per_rep = sum(a.size for a in arrays.values()) * 16 + biggest * 2
-    chunk = _chunk_size(per_rep, reps, max_chunk_bytes)
     values: dict[Pair, list[np.ndarray]] = {p: [] for p in pairs}
-    done = 0
-    while done < reps:
-        n = min(chunk, reps - done)
+    for n in _chunks(per_rep, reps, max_chunk_bytes):
         drawn = {g: _resample(arrays[g], rng, n) for g in names}
         for group_pairs in by_shape.values():
             xs = np.stack([drawn[x] for x, _ in group_pairs])  # (pairs, n, runs_x, tasks)
             ys = np.stack([drawn[y] for _, y in group_pairs])
             for k, p in enumerate(probability_of_improvement(xs, ys)):
                 values[group_pairs[k]].append(p)
-        done += n
-    return {(x, y): _ci(probability_of_improvement(arrays[x], arrays[y]),
-                        np.concatenate(values[x, y]), confidence, method)
-            for x, y in pairs}
+    return {(x, y): interval_from_replicates(
+        probability_of_improvement(arrays[x], arrays[y]), np.concatenate(values[x, y]),
+        confidence, method) for x, y in pairs}

@@ -56,46 +56,33 @@ def prior(s2: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s0, d0
 
 
-def moderated_variance(s2: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(s~^2 (..., games), df (..., games)): each game's variance shrunk towards the prior
-    fitted across its games; games with s2 NaN stay NaN."""
+def moderated_variance(s2: np.ndarray, d: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(s~^2 (..., games), df (..., games), s0^2 (..., 1)): each game's variance shrunk
+    towards the prior fitted across its games (games with s2 NaN stay NaN), and the
+    prior's variance."""
     s2 = np.asarray(s2, dtype=np.float64)
     d = np.broadcast_to(np.asarray(d, dtype=np.float64), s2.shape)
     s0, d0 = prior(s2, d)
     s0, d0 = s0[..., None], d0[..., None]
     post = (d0 * s0 + d * np.where(np.isnan(s2), np.nan, s2)) / (d0 + d)
-    return post, d0 + d
-
-
-def prior_variance(s2: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """s0^2 (...) of `prior`."""
-    return prior(s2, d)[0]
+    return post, d0 + d, s0
 
 
 def holm_reject(p: np.ndarray, alpha: float) -> np.ndarray:
-    """(..., k) p-values -> bool (..., k): Holm's step-down rejections at level alpha."""
-    tested, k, order, sorted_p = _ascending(p)
-    rank = np.arange(sorted_p.shape[-1])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ok = sorted_p <= alpha / (k - rank)
-    # step down: reject the first run of successes only
-    keep = np.cumprod(ok, axis=-1).astype(bool)
-    return _unsorted(keep, order, tested)
-
-
-def _ascending(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(..., k) p-values (NaN: not tested) -> (tested, number tested (..., 1), the order
-    that sorts them ascending with untested last, the sorted p-values)."""
+    """(..., k) p-values (NaN: not tested) -> bool (..., k): Holm's step-down rejections
+    at level alpha."""
     p = np.asarray(p, dtype=np.float64)
     tested = ~np.isnan(p)
     filled = np.where(tested, p, np.inf)
-    order = np.argsort(filled, axis=-1)
-    return tested, tested.sum(axis=-1, keepdims=True), order, np.take_along_axis(
-        filled, order, axis=-1)
-
-
-def _unsorted(keep: np.ndarray, order: np.ndarray, tested: np.ndarray) -> np.ndarray:
-    """Rejections decided in sorted order, back in the p-values' own order."""
+    order = np.argsort(filled, axis=-1)  # ascending, untested last
+    sorted_p = np.take_along_axis(filled, order, axis=-1)
+    k = tested.sum(axis=-1, keepdims=True)
+    rank = np.arange(sorted_p.shape[-1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = sorted_p <= alpha / (k - rank)
+    # step down: reject the first run of successes only, then back to the p-values' order
+    keep = np.cumprod(ok, axis=-1).astype(bool)
     out = np.zeros(keep.shape, dtype=bool)
     np.put_along_axis(out, order, keep, axis=-1)
     return out & tested

@@ -135,26 +135,27 @@ def tost_inside(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: np.ndar
 
 def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
                    ) -> WelchInterval:
-    """Difference of means with Welch's se and `welch_df` df. Zero variance gives a CI of
-    width 0.
-
-    Needs >= 2 values per side unless both sides have zero spread.
-    """
+    """Difference of means with Welch's se and `welch_df` df (`_interval`)."""
     a = np.asarray(a, dtype=np.float64).ravel()
     b = np.asarray(b, dtype=np.float64).ravel()
     if len(a) == 0 or len(b) == 0:
         raise AnalysisError(f"Welch test needs values on both sides, got {len(a)} and {len(b)}")
-    diff = float(a.mean() - b.mean())
+    return _interval(a, b, float(a.mean() - b.mean()), paired=False)
+
+
+def _interval(a: np.ndarray, b: np.ndarray, diff: float, paired: bool) -> WelchInterval:
+    """The t intervals of `diff` (Welch's or the paired t's). A side with one value has
+    no spread estimate: nan CIs, unless both sides are flat and the difference is exactly
+    0 (a CI of width 0)."""
     if len(a) == 1 or len(b) == 1:
-        # No spread estimate on one side: only a perfectly flat comparison is decidable.
         if np.all(a == a[0]) and np.all(b == b[0]) and diff == 0:
             return WelchInterval(diff, 0.0, math.inf, (diff, diff), (diff, diff), len(a),
-                                 len(b), float(a.mean()), float(b.mean()))
+                                 len(b), float(a.mean()), float(b.mean()), paired)
         nan2 = (math.nan, math.nan)
         return WelchInterval(diff, math.nan, math.nan, nan2, nan2, len(a), len(b),
-                             float(a.mean()), float(b.mean()))
-    _, se, df = welch_stats(a, b)
-    return t_interval(a, b, diff, float(se), float(df))
+                             float(a.mean()), float(b.mean()), paired)
+    _, se, df = (paired_stats if paired else welch_stats)(a, b)
+    return t_interval(a, b, diff, float(se), float(df), paired)
 
 
 def t_interval(a: np.ndarray, b: np.ndarray, diff: float, se: float, df: float,
@@ -204,22 +205,11 @@ def paired_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
 
 def paired_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
                     ) -> WelchInterval:
-    """The mean per-seed difference a - b with its paired t CIs (`paired=True`). One seed:
-    no spread estimate (nan CIs) unless the difference is exactly 0 (width 0), the same
-    rule as analysis.stats.welch.welch_interval."""
+    """The mean per-seed difference a - b with its paired t CIs (`paired=True`;
+    `_interval`)."""
     a = np.asarray(a, dtype=np.float64).ravel()
     b = np.asarray(b, dtype=np.float64).ravel()
     if len(a) == 0 or len(a) != len(b):
         raise AnalysisError(f"a paired comparison needs the same seeds on both sides, got "
                             f"{len(a)} and {len(b)}")
-    n = len(a)
-    diff = float((a - b).mean())
-    if n == 1:
-        if diff == 0:
-            return WelchInterval(0.0, 0.0, math.inf, (0.0, 0.0), (0.0, 0.0), 1, 1,
-                                 float(a[0]), float(b[0]), paired=True)
-        nan2 = (math.nan, math.nan)
-        return WelchInterval(diff, math.nan, math.nan, nan2, nan2, 1, 1, float(a[0]),
-                             float(b[0]), paired=True)
-    _, se, df = paired_stats(a, b)
-    return t_interval(a, b, diff, float(se), float(df), paired=True)
+    return _interval(a, b, float((a - b).mean()), paired=True)

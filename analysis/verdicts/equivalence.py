@@ -95,7 +95,7 @@ def equivalence_stats(a: np.ndarray, b: np.ndarray, paired: bool
     the paired t's where `paired` (row s is the same seed on both sides), else Welch's.
     A one-seed side has no spread estimate, so se and df are nan and the metric never
     passes, even where both sides happen to be equal and flat: only a bitwise identity
-    (`decide_equivalence`'s `identical`) passes without a spread."""
+    (`equivalence_decision`'s `identical`) passes without a spread."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     with np.errstate(all="ignore"):
         if min(a.shape[-1], b.shape[-1]) < 2:
@@ -130,14 +130,6 @@ def equivalence_decision(final_a: np.ndarray, final_b: np.ndarray, auc_a: np.nda
     diff, se, df = (np.stack([s[i] for s in stats]) for i in range(3))
     return EquivalenceDecision(np.where(identical, PASS, tost_verdicts(diff, se, df, delta)),
                                diff, se, df)
-
-
-def decide_equivalence(final_a: np.ndarray, final_b: np.ndarray, auc_a: np.ndarray,
-                       auc_b: np.ndarray, delta: float, *, paired: bool = False,
-                       identical: np.ndarray | bool = False) -> np.ndarray:
-    """The verdicts alone of `equivalence_decision` (the calibration's many draws)."""
-    return equivalence_decision(final_a, final_b, auc_a, auc_b, delta, paired=paired,
-                                identical=identical).verdict
 
 
 def tost_verdict(intervals: Sequence[WelchInterval], delta: float) -> str:

@@ -18,7 +18,6 @@ points print.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -31,7 +30,6 @@ from analysis.scoring.grouping import analyse, layout_names, manifest_family
 from analysis.scoring.scores import GroupScores, collapse_seed_copies, runs_by_suite, suite_name
 from analysis.verdicts.equivalence import UNDECIDED
 from analysis.verdicts.margins import DEFAULT_WORST, margin
-from analysis.verdicts.per_game import MEAN_MARGIN
 from analysis.verdicts.regression import (
     ReferenceSpread,
     RegressionResult,
@@ -191,12 +189,7 @@ def gate(
                if reference_unit == RETURN_UNIT else [])
         res = replace(res, new_seeds=seeds.describe(), margin=m.describe(),
                       games=list(seeds.tasks), metric=seed_metric, notes=[*res.notes, *raw])
-    undecided = ""
-    if res.verdict == UNDECIDED:
-        mean_lower = None if math.isnan(res.mean_relative_lower) else \
-            res.mean_relative_lower
-        undecided = gate_undecided(res.lower_bound, res.upper_bound, res.delta, res.se,
-                                   res.n_new, res.n_reference, mean_lower, MEAN_MARGIN)
+    undecided = gate_undecided(res) if res.verdict == UNDECIDED else ""
     res = replace(res, notes=[*res.notes, *notes], unit=unit_name(suite, normalisers),
                   subject=(f"{system} on {suite} ({counted(len(selected), 'layout')}, "
                            f"{counted(len(res.games), 'game')})"), strict=strict, undecided=undecided)
@@ -256,8 +249,7 @@ def suite_gates(new: Sequence[Run], reference: Sequence[Run], *,
     of the suites before one that raises are already given. `harness regress` calls
     this once per system. assume_equal_spread: a one-seed side borrows the other side's
     spread (ReferenceSpread.equal_spread)."""
-    check_same_games(sorted({str(r.manifest["env_id"]) for r in new}),
-                     sorted({str(r.manifest["env_id"]) for r in reference}))
+    check_same_games(_games(new), _games(reference))
     for suite, suite_new in runs_by_suite(new).items():
         suite_ref = [r for r in reference if suite_name(str(r.manifest["env_id"])) == suite]
         yield gate(suite_new, suite_ref, delta=delta, metric=metric, layouts=layouts,

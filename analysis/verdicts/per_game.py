@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from analysis.stats.moderated import holm_reject, moderated_variance, prior_variance
+from analysis.stats.moderated import holm_reject, moderated_variance
 from analysis.stats.welch import paired_stats, t_quantile, welch_stats
 
 RELATIVE_MARGIN = 0.25
@@ -77,18 +77,17 @@ def collapsed(new_max: np.ndarray, reference_mean: np.ndarray, reference_sd: np.
         return clearly & (np.asarray(new_max) <= level) & (low >= -level)
 
 
-def per_game_drops(new: np.ndarray, reference: np.ndarray, *,
-                   relative_margin: float = RELATIVE_MARGIN, alpha: float = ALPHA
+def per_game_drops(new: np.ndarray, reference: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """new (..., n, games), reference (..., m, games) normalised scores ->
-    (flagged bool (..., games), p-values (..., games; NaN: not tested), relative
+    (flagged bool (..., games) at ALPHA, p-values (..., games; NaN: not tested), relative
     new / reference mean (..., games)). Needs n + m >= 3."""
     new = np.asarray(new, dtype=np.float64)
     ref = np.asarray(reference, dtype=np.float64)
     n, m = new.shape[-2], ref.shape[-2]
     a, b = new.mean(axis=-2), ref.mean(axis=-2)
     tested = _reference_learned(ref)
-    keep = 1 - relative_margin
+    keep = 1 - RELATIVE_MARGIN
     with np.errstate(all="ignore"):
         # the scale of a game's spread: all its seeds' mean (independent of the
         # difference under the null), so spreads are comparable across games
@@ -98,29 +97,31 @@ def per_game_drops(new: np.ndarray, reference: np.ndarray, *,
             + ((ref - b[..., None, :]) ** 2).sum(axis=-2)
         d = float(n + m - 2)
         s2 = ss / d / scale**2
-        post, df = moderated_variance(s2, np.full(s2.shape, d))
-        post = np.fmax(np.fmax(post, s2), prior_variance(s2, np.full(s2.shape, d))[..., None])
+        post, df, prior_s2 = moderated_variance(s2, np.full(s2.shape, d))
+        post = np.fmax(np.fmax(post, s2), prior_s2)
         se = np.sqrt(post * (1 / n + keep**2 / m)) * scale
         t = (a - keep * b) / se
         p = np.where(tested & (se > 0), stats.t.cdf(t, df),
                      np.where(tested, (a < keep * b).astype(float), np.nan))
         relative = np.where(tested, a / b, np.nan)
-    return holm_reject(p, alpha), p, relative
+    return holm_reject(p, ALPHA), p, relative
+
+
+def _seed_sd(ref: np.ndarray) -> np.ndarray:
+    """The per-seed sd (ddof=1) of each game of (..., m, games); 0 with one seed."""
+    return ref.std(axis=-2, ddof=1) if ref.shape[-2] > 1 else np.zeros(ref.shape[:-2]
+                                                                       + ref.shape[-1:])
 
 
 def _reference_learned(ref: np.ndarray) -> np.ndarray:
-    m = ref.shape[-2]
-    sd = ref.std(axis=-2, ddof=1) if m > 1 else np.zeros(ref.shape[:-2] + ref.shape[-1:])
-    return learned(ref.mean(axis=-2), sd, m)
+    return learned(ref.mean(axis=-2), _seed_sd(ref), ref.shape[-2])
 
 
 def collapsed_games(new: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """`collapsed` of (..., n, games) and (..., m, games) score matrices."""
     ref = np.asarray(reference, dtype=np.float64)
-    sd = ref.std(axis=-2, ddof=1) if ref.shape[-2] > 1 else np.zeros(ref.shape[:-2]
-                                                                      + ref.shape[-1:])
     new = np.asarray(new, dtype=np.float64)
-    return collapsed(new.max(axis=-2), ref.mean(axis=-2), sd, new.min(axis=-2))
+    return collapsed(new.max(axis=-2), ref.mean(axis=-2), _seed_sd(ref), new.min(axis=-2))
 
 
 def relative_scale(new: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

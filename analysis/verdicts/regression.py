@@ -470,17 +470,14 @@ def regression_gate(
     are reduced to ONE value per independent seed (the mean of its layout copies:
     analysis.scoring.scores.collapse_seed_copies), then `metric` maps each seed's games to
     one number and `regression` bounds the difference (the aggregate rule). Beside it the
-    rules of analysis.verdicts.per_game: COLLAPSED games; from 2 games, a game that
-    loses more than 25% of its reference score (moderated spread, Holm over games) and
-    the untrimmed mean. The same three outcomes as `gate_rules` (module docstring); the
-    verdict line names the rule(s) that found a regression. `spread`: what the user vouches for
+    rules of analysis.verdicts.per_game, decided with it by `gate_rules`; the verdict line
+    names the rule(s) that found a regression. `spread`: what the user vouches for
     (ReferenceSpread: equal spreads for a one-seed side).
 
     score: "final" or "auc". Both sides must cover the same games (AnalysisError naming
     the games each side lacks). The result lists per game new - reference, worst first.
-    Paired by seed where the pairing holds (analysis.verdicts.seed_pairing: the same seeds,
-    system and env protocol on both sides; `unpaired`: Welch all the same); the line
-    says which.
+    Paired by seed where the pairing holds (analysis.verdicts.seed_pairing; `unpaired`:
+    Welch all the same); the line says which.
     """
     if score not in ("final", "auc"):
         raise AnalysisError(f"score must be 'final' or 'auc', got {score!r}")

@@ -39,7 +39,8 @@ from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.scores import collapse_seed_copies
 from analysis.stats.welch import tost_required_margin
 from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, margin
-from analysis.verdicts.regression import regression_lower_bound
+from analysis.verdicts.per_game import MEAN_MARGIN
+from analysis.verdicts.regression import RegressionResult, regression_lower_bound
 from analysis.verdicts.seed_pairing import iqm_over_tasks
 from runrecord.words import counted, signed
 
@@ -163,26 +164,29 @@ def equivalence_margins(spread: Spread, n: int, sims: int = DEFAULT_SIMS, seed: 
     """(sims,) the margin each simulated equivalence test (n vs n seeds) needs to PASS:
     the larger of the two metrics' max |90% CI endpoint| (metrics=1: final only).
     true_diff: the true difference of the final metric (AUC: 0)."""
+    final, auc = _tost_margins(spread, n, sims, seed, true_diff)
+    return np.maximum(final, auc) if metrics == 2 else final
+
+
+def _tost_margins(spread: Spread, n: int, sims: int, seed: int, true_diff: float = 0.0
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The final and the AUC metric's margins of `equivalence_margins`, from one draw."""
     rng = np.random.default_rng([seed, n, _TOST])
     a_f, a_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc, spread.correlation,
                      true_diff)
     b_f, b_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc, spread.correlation)
-    need = tost_required_margin(a_f, b_f)
-    if metrics == 2:
-        need = np.maximum(need, tost_required_margin(a_u, b_u))
-    return need
+    return tost_required_margin(a_f, b_f), tost_required_margin(a_u, b_u)
 
 
 def gate_margins(spread: Spread, n_new: int, n_ref: int | None = None,
-                 sims: int = DEFAULT_SIMS, seed: int = 0, true_diff: float = 0.0,
-                 sd: float | None = None) -> np.ndarray:
+                 sims: int = DEFAULT_SIMS, seed: int = 0, true_diff: float = 0.0
+                 ) -> np.ndarray:
     """(sims,) the margin each simulated gate (n_new vs n_ref seeds) needs to PASS:
     -(one-sided 95% lower bound of new - reference)."""
     n_ref = n_new if n_ref is None else n_ref
-    s = spread.sd_seed if sd is None else sd
     rng = np.random.default_rng([seed, n_new, n_ref, _GATE])
-    new = true_diff + s * rng.standard_normal((sims, n_new), dtype=np.float32)
-    ref = s * rng.standard_normal((sims, n_ref), dtype=np.float32)
+    new = true_diff + spread.sd_seed * rng.standard_normal((sims, n_new), dtype=np.float32)
+    ref = spread.sd_seed * rng.standard_normal((sims, n_ref), dtype=np.float32)
     _, lower, _, _ = regression_lower_bound(new, ref)
     return -lower
 
@@ -196,11 +200,10 @@ def equivalence_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_
 
 
 def gate_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS, seed: int = 0,
-               n_ref: int | None = None, sd: float | None = None,
-               true_diff: float = 0.0) -> float:
+               n_ref: int | None = None, true_diff: float = 0.0) -> float:
     """P(PASS) of the gate, n new seeds (and n_ref reference seeds, default n), at a true
     difference `true_diff` (default 0: nothing regressed)."""
-    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, true_diff, sd) < delta))
+    return float(np.mean(gate_margins(spread, n, n_ref, sims, seed, true_diff) < delta))
 
 
 def seeds_needed(power, target: float, start: Sequence[int] = DEFAULT_SEEDS,
@@ -297,14 +300,9 @@ def plan(spread: Spread, equivalence_delta: float, gate_delta: float, *,
             if kind == "gate":
                 cache[kind, n] = gate_margins(spread, n, sims=sims, seed=seed)
             else:  # one draw serves both TOST rows
-                rng = np.random.default_rng([seed, n, _TOST])
-                a_f, a_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc,
-                                 spread.correlation)
-                b_f, b_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc,
-                                 spread.correlation)
-                final = tost_required_margin(a_f, b_f)
+                final, auc = _tost_margins(spread, n, sims, seed)
                 cache["final", n] = final
-                cache["both", n] = np.maximum(final, tost_required_margin(a_u, b_u))
+                cache["both", n] = np.maximum(final, auc)
         return cache[kind, n]
 
     for name, kind, delta in (("equivalence TOST (final and AUC)", "both", equivalence_delta),
@@ -365,28 +363,27 @@ def gate_seeds_needed(spread: Spread, delta: float, target: float = PLAN_TARGET,
                         target, max_seeds=max_seeds)
 
 
-def gate_undecided(lower: float, upper: float, delta: float, se: float, n_new: int,
-                   n_ref: int, mean_lower: float | None = None, mean_margin: float = 0.1
-                   ) -> str:
+def gate_undecided(res: RegressionResult) -> str:
     """The gate's UNDECIDED text: no rule found a regression, and non-inferiority is not
-    shown (the aggregate's lower bound, or the untrimmed mean's `mean_lower`, not above
-    its margin)."""
-    sd = se / math.sqrt(1 / n_new + 1 / max(n_ref, 1)) if se > 0 else math.nan
+    shown (the aggregate's lower bound, or the untrimmed mean's, not above its margin)."""
+    lower, delta, n_new, n_ref = res.lower_bound, res.delta, res.n_new, res.n_reference
+    sd = res.se / math.sqrt(1 / n_new + 1 / max(n_ref, 1)) if res.se > 0 else math.nan
     need = gate_seeds_needed(given_spread(sd), delta) if math.isfinite(sd) and sd > 0 else None
     seeds = (f"about {need} seeds per side would give {PLAN_TARGET:.0%} power to show "
              f"the aggregate non-inferior if nothing changed" if need is not None else
              "no seed count up to the planner's cap reaches "
              f"{PLAN_TARGET:.0%} power at this spread: widen the margin")
-    if lower > -delta and mean_lower is not None:
+    if lower > -delta and not math.isnan(res.mean_relative_lower):
         why = (f"the aggregate is non-inferior (lower bound {signed(lower, 4)} > -delta "
                f"{signed(-delta, 4)}), but the untrimmed mean relative score's lower bound "
-               f"{mean_lower:+.1%} is not above -{mean_margin:.0%} (a drop spread over the "
-               f"top games is not ruled out)")
+               f"{res.mean_relative_lower:+.1%} is not above -{MEAN_MARGIN:.0%} (a drop "
+               f"spread over the top games is not ruled out)")
     else:
         why = (f"non-inferiority not shown (lower bound {signed(lower, 4)} <= -delta "
                f"{signed(-delta, 4)})")
-    return (f"{why}, and no regression shown (upper bound {signed(upper, 4)} >= -delta; no game "
-            f"flagged or collapsed) with {n_new} vs {n_ref} seeds; at the per-seed sd seen "
+    return (f"{why}, and no regression shown (upper bound {signed(res.upper_bound, 4)} >= "
+            f"-delta; no game flagged or collapsed) with {n_new} vs {n_ref} seeds; at the "
+            f"per-seed sd seen "
             f"({sd:.3g}) {seeds} (seed planner); more seeds on both sides also narrow the "
             f"untrimmed mean's bound; {UNTIL_DECIDED}")
 
