@@ -311,13 +311,13 @@ def _store(run_dir: Path, path: Path, manifest: dict[str, Any],
         return run, None
 
 
-def refresh_run(run_dir: Path | str, input_root: Path | str | None = None) -> bool:
+def refresh_run(run_dir: Path | str) -> bool:
     """Parse one run and store it (the harness calls this as each run settles).
 
     False when the run is outside the store layout. RecordError (unreadable) propagates.
     """
     run_dir = Path(os.path.abspath(run_dir))
-    path = cache_file(run_dir, input_root)
+    path = cache_file(run_dir)
     if path is None:
         return False
     _store(run_dir, path, *read_manifest_bytes(run_dir))

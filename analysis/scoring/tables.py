@@ -77,10 +77,10 @@ class TableData:
                              for c in self.header)
 
     @classmethod
-    def keyed(cls, columns: Sequence[Column], rows: Iterable[Mapping[str, Any]],
-              name: str = "table", title: str = "") -> TableData:
-        """A table of rows keyed by column key (a missing key: None)."""
-        return cls(name, title, columns, [[r.get(c.key) for c in columns] for r in rows])
+    def keyed(cls, columns: Sequence[Column], rows: Iterable[Mapping[str, Any]]) -> TableData:
+        """A table (unnamed: printed, not written) of rows keyed by column key (a missing
+        key: None)."""
+        return cls("table", "", columns, [[r.get(c.key) for c in columns] for r in rows])
 
     def cells(self) -> list[list[str]]:
         """The rows as Markdown and LaTeX show them (`cell_text`)."""
@@ -227,9 +227,8 @@ def booktabs(align: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -
                       *(line(r) for r in rows), r"\bottomrule", r"\end{tabular}"]) + "\n"
 
 
-def ci_text(iv: Interval, scale: float = 1.0, digits: int = 3) -> str:
-    p, lo, hi = (float(v) * scale for v in (iv.point, iv.low, iv.high))
-    return f"{p:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+def ci_text(iv: Interval) -> str:
+    return f"{float(iv.point):.3f} [{float(iv.low):.3f}, {float(iv.high):.3f}]"
 
 
 ONE_SEED = "n/a (1 seed)"
