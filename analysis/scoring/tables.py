@@ -227,26 +227,23 @@ def booktabs(align: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -
                       *(line(r) for r in rows), r"\bottomrule", r"\end{tabular}"]) + "\n"
 
 
-def ci_text(iv: Interval) -> str:
-    return f"{float(iv.point):.3f} [{float(iv.low):.3f}, {float(iv.high):.3f}]"
-
-
 ONE_SEED = "n/a (1 seed)"
 
 
-def aggregate_table(results: dict[str, dict[str, Interval]], name: str = "aggregates",
-                    title: str = "Aggregate normalised scores (95% bootstrap CIs)",
-                    seeds: Mapping[str, int] | None = None) -> TableData:
-    """Rows: groups; columns: each metric 'point [low, high]'. A group of one seed (per
-    `seeds`) shows 'point [n/a (1 seed)]': resampling one seed gives no interval."""
+def ci_text(iv: Interval, seeds: int) -> str:
+    """'point [low, high]' to three decimals; from fewer than two seeds 'point [n/a (1
+    seed)]': a bootstrap of one seed resamples that seed alone, so gives no interval."""
+    if seeds < 2:
+        return f"{float(iv.point):.3f} [{ONE_SEED}]"
+    return f"{float(iv.point):.3f} [{float(iv.low):.3f}, {float(iv.high):.3f}]"
+
+
+def aggregate_table(results: dict[str, dict[str, Interval]], seeds: Mapping[str, int],
+                    name: str, title: str) -> TableData:
+    """Rows: groups; columns: each metric's `ci_text` at the group's `seeds`."""
     metrics = list(next(iter(results.values()))) if results else []
     header = ["group", *(AGGREGATE_LABELS.get(m, m) for m in metrics)]
-    rows = []
-    for g, iv in results.items():
-        if seeds is not None and seeds.get(g, 2) < 2:
-            rows.append([g, *(f"{float(iv[m].point):.3f} [{ONE_SEED}]" for m in metrics)])
-        else:
-            rows.append([g, *(ci_text(iv[m]) for m in metrics)])
+    rows = [[g, *(ci_text(iv[m], seeds[g]) for m in metrics)] for g, iv in results.items()]
     return TableData(name, title, header, rows)
 
 
@@ -338,12 +335,10 @@ def improvement_reading(iv: Interval, n_x: int, n_y: int) -> str:
 
 
 def improvement_cells(iv: Interval, n_x: int, n_y: int) -> list[str]:
-    """P(X > Y) [CI] and its reading; with one seed on a side the bootstrap resamples
-    that one seed only, so its [p, p] is no interval: "n/a (1 seed)" instead."""
+    """P(X > Y) [CI] (`ci_text`: none with one seed on a side) and its reading."""
     if min(n_x, n_y) < 2:
-        return [f"{float(iv.point):.3f} [{ONE_SEED}]",
-                "cannot tell: one seed on a side gives no interval"]
-    return [ci_text(iv), improvement_reading(iv, n_x, n_y)]
+        return [ci_text(iv, 1), "cannot tell: one seed on a side gives no interval"]
+    return [ci_text(iv, 2), improvement_reading(iv, n_x, n_y)]
 
 
 def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int = 0,
@@ -355,9 +350,9 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
     chooses fewer, analysis.verdicts.compare). `which` says in words which pairs."""
     res = aggregate_intervals(groups, reps=reps, seed=seed, confidence=confidence,
                               method=method)
-    table = aggregate_table(res, title=f"Aggregate final normalised scores, "
-                            f"{confidence:.0%} CIs, {reps} reps, seed {seed}",
-                            seeds={g: len(gs.seeds) for g, gs in groups.items()})
+    table = aggregate_table(res, {g: len(gs.seeds) for g, gs in groups.items()}, "aggregates",
+                            f"Aggregate final normalised scores, {confidence:.0%} CIs, "
+                            f"{reps} reps, seed {seed}")
     if pairs is None:
         pairs = [(x, y) for x, gx in groups.items() for y, gy in groups.items()
                  if x != y and gx.tasks == gy.tasks]
