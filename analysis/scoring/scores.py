@@ -413,9 +413,10 @@ def efficiency_curve(
     metrics: Sequence[str] = ("median", "iqm"),
     reps: int = CURVE_REPS,
     seed: int = 0,
+    confidence: float = 0.95,
+    method: str = "percentile",
 ) -> Curve:
-    """Aggregate curve of a group over `axis` ("frames" or "wall_time_s"): pointwise 95%
-    percentile bootstrap CIs."""
+    """Aggregate curve of a group over `axis` ("frames" or "wall_time_s")."""
     unknown = [m for m in metrics if m not in AGGREGATES]
     if unknown:
         raise AnalysisError(f"unknown metric(s) {unknown}; valid: {list(AGGREGATES)}")
@@ -427,7 +428,8 @@ def efficiency_curve(
             raise AnalysisError(f"group {scores.group!r}: some runs have no wall times")
     else:
         raise AnalysisError(f"unknown curve axis {axis!r}; valid: frames, wall_time_s")
-    iv = interval_estimates(values, {m: AGGREGATES[m] for m in metrics}, reps=reps, seed=seed)
+    iv = interval_estimates(values, {m: AGGREGATES[m] for m in metrics}, reps=reps, seed=seed,
+                            confidence=confidence, method=method)
     grid = np.asarray(grid)
     iv, band_end = _until_runs_end(values, grid, ends, iv)
     return Curve(scores.group, axis, grid, iv, len(scores.seeds), band_end)
