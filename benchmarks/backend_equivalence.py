@@ -29,7 +29,7 @@ import tyro
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchenv  # noqa: E402
-from analysis.scales.normalize import normalise  # noqa: E402
+from analysis.scales.normalize import get_normaliser  # noqa: E402
 from analysis.stats.welch import t_quantile, welch_stats  # noqa: E402
 from analysis.verdicts.equivalence import PASS, tost_verdicts  # noqa: E402
 from analysis.verdicts.seed_pairing import iqm_over_tasks  # noqa: E402
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                        for s in range(1, args.seeds + 1)]}
         paired = random_policy_scores(game, "ale", 1, args.noop_max) == raw["envpool"][0]
         for b in hns:
-            hns[b][game] = np.asarray(normalise(game, np.mean(raw[b], axis=1)), np.float64)
+            hns[b][game] = np.asarray(get_normaliser(game)(np.mean(raw[b], axis=1)), np.float64)
         rows[game] = {**verdict_row(hns["envpool"][game], hns["ale"][game], args.delta),
                       "raw_envpool": float(np.mean(raw["envpool"])),
                       "raw_ale": float(np.mean(raw["ale"])), "paired_identical": paired}

@@ -134,13 +134,12 @@ def test_reader_during_writes_sees_whole_entries(tmp_path):
     try:
         hits = misses = 0
         while hits + misses < 400:
-            got = cache.read_entry(run_a, a.manifest, "key-a", path)
+            got = cache.read_columns(path, "key-a")
             if got is None:
                 misses += 1  # the other content was in place: a miss, never a mix
             else:
                 hits += 1
-                np.testing.assert_array_equal(got.episodes["episode_return"],
-                                              a.episodes["episode_return"])
+                np.testing.assert_array_equal(got.ret, a.episodes["episode_return"])
     finally:
         stop.set()
         writer.join(30)
@@ -232,8 +231,8 @@ def test_harness_adds_each_finished_run(tmp_path):
     dirs = sorted((root / "fake" / "runs").iterdir())
     assert len(dirs) == 3
     for d in dirs:  # every settled run (completed or failed) has a current entry
-        m, raw = read_manifest_bytes(d)
-        assert cache.read_entry(d, m, cache.run_key(d, raw), cache.cache_file(d)) is not None
+        _, raw = read_manifest_bytes(d)
+        assert cache.read_header(cache.cache_file(d), cache.run_key(d, raw)) is not None
     assert _seen(root) == _seen_plain(root)
 
 

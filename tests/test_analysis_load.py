@@ -12,7 +12,7 @@ from analysis.errors import AnalysisError
 from analysis.importers.orb import ColumnMap, load_openrlbenchmark_csv, load_openrlbenchmark_dir
 from analysis.inputs.load import final_return, load_published_table, load_runs
 from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
-from analysis.scales.normalize import get_normaliser, normalise, parse_normalisers
+from analysis.scales.normalize import get_normaliser, parse_normalisers
 from analysis.scoring.scores import binned_curve
 from runrecord import RunWriter
 
@@ -23,13 +23,13 @@ def _no_traceback(captured):
 
 def test_hns_and_custom_normalisers():
     # Breakout: random 1.7, human 30.5
-    assert normalise("Breakout-v5", 30.5) == pytest.approx(1.0)
-    assert normalise("Breakout-v5", 1.7) == pytest.approx(0.0)
-    assert normalise("BreakoutNoFrameskip-v4", 30.5) == pytest.approx(1.0)
+    assert get_normaliser("Breakout-v5")(30.5) == pytest.approx(1.0)
+    assert get_normaliser("Breakout-v5")(1.7) == pytest.approx(0.0)
+    assert get_normaliser("BreakoutNoFrameskip-v4")(30.5) == pytest.approx(1.0)
     assert get_normaliser("VideoPinball-v5").low == 16256.9
-    assert normalise("CartPole-v1", 500.0) == pytest.approx(1.0)
-    assert normalise("CartPole-v1", 22.1) == pytest.approx(0.0)
-    assert normalise("MyEnv-v0", 5.0, {"MyEnv-v0": (0.0, 10.0)}) == 0.5
+    assert get_normaliser("CartPole-v1")(500.0) == pytest.approx(1.0)
+    assert get_normaliser("CartPole-v1")(22.1) == pytest.approx(0.0)
+    assert get_normaliser("MyEnv-v0", {"MyEnv-v0": (0.0, 10.0)})(5.0) == 0.5
     with pytest.raises(AnalysisError, match="'Pendulum-v1'"):
         get_normaliser("Pendulum-v1")
     assert parse_normalisers(["A=1,3"]) == {"A": (1.0, 3.0)}

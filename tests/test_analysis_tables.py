@@ -25,9 +25,8 @@ from synthetic_records import write_final_score_run
 
 from analysis.cli import main
 from analysis.inputs.published_data import CLEANBA_TABLES
-from analysis.output.tables import Column, Estimate, TableRows, render, to_latex
 from analysis.reproduce import published_column
-from analysis.scoring.tables import latex_escape
+from analysis.scoring.tables import Column, Estimate, TableData, latex_escape
 
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
 TABLE = CLEANBA_TABLES / "main_10CPU.csv"
@@ -39,18 +38,18 @@ ESTIMATE = re.compile(rf"^({NUMBER})(?: \[({NUMBER}), ({NUMBER})\])?$")
 
 # ---------------------------------------------------------------- pure functions
 
-def _toy() -> TableRows:
+def _toy() -> TableData:
     cols = (Column("name", "run_name"), Column("n", "seeds", "count"),
             Column("score", "score (%)", "estimate", signed=True),
             Column("x", "x & y", "number", 2))
-    return TableRows(cols, [
+    return TableData.keyed(cols, [
         {"name": "a_b #1 50%", "n": 3, "score": Estimate(0.5123456789, 0.43, 0.598),
          "x": 1 / 3},
         {"name": "c~d", "n": 1, "score": Estimate(-0.25), "x": math.nan}])
 
 
 def test_latex_is_a_booktabs_tabular_with_escaped_cells():
-    text = to_latex(_toy())
+    text = _toy().latex()
     lines = text.strip().splitlines()
     assert lines[0] == r"\begin{tabular}{lrrr}" and lines[-1] == r"\end{tabular}"
     assert lines[1] == r"\toprule" and lines[3] == r"\midrule" and lines[-2] == r"\bottomrule"
@@ -63,18 +62,18 @@ def test_latex_is_a_booktabs_tabular_with_escaped_cells():
 
 
 def test_csv_and_json_split_estimates_at_full_precision():
-    rows = list(csv.reader(io.StringIO(render(_toy(), "csv"))))
+    rows = list(csv.reader(io.StringIO(_toy().csv())))
     assert rows[0] == ["name", "n", "score", "score_low", "score_high", "x"]
     assert rows[1] == ["a_b #1 50%", "3", "0.5123456789", "0.43", "0.598", repr(1 / 3)]
     assert rows[2] == ["c~d", "1", "-0.25", "", "", ""]  # NaN: empty
-    objs = json.loads(render(_toy(), "json"))
+    objs = json.loads(_toy().json())
     assert objs[0] == {"name": "a_b #1 50%", "n": 3, "score": 0.5123456789,
                        "score_low": 0.43, "score_high": 0.598, "x": 1 / 3}
     assert objs[1]["score_low"] is None and objs[1]["x"] is None
 
 
 def test_markdown_has_one_line_per_row():
-    lines = render(_toy(), "markdown").strip().splitlines()
+    lines = _toy().markdown().strip().splitlines()
     assert len(lines) == 4 and lines[1].startswith("|--")
     assert "| +0.512 [+0.430, +0.598] |" in lines[2]
 
@@ -112,7 +111,7 @@ def test_latex_compiles(tmp_path, capsys):
         "reproduce": ["reproduce", "--runs", str(tmp_path / "runs"), "--published", str(TABLE),
                       "--column", COLUMN, "--reps", "100"],
     }
-    (tmp_path / "toy.tex").write_text(to_latex(_toy()))
+    (tmp_path / "toy.tex").write_text(_toy().latex())
     for name, argv in commands.items():
         _, out = _run([*argv, "--format", "latex"], capsys)
         assert out.startswith(r"\begin{tabular}"), (name, out[:200])

@@ -27,7 +27,7 @@ from analysis.scoring.scores import DEFAULT_POINTS
 from runrecord import Run
 
 if TYPE_CHECKING:
-    from analysis.output.tables import TableRows
+    from analysis.scoring.tables import TableData
 
 
 @dataclass(kw_only=True)
@@ -142,11 +142,9 @@ class TableFormat:
         table, so that `> table.tex` holds the table alone."""
         print(line, file=sys.stdout if self.format == "console" else sys.stderr)
 
-    def print_table(self, rows: TableRows) -> None:
+    def print_table(self, table: TableData) -> None:
         if self.format != "console":
-            from analysis.output.tables import render
-
-            sys.stdout.write(render(rows, self.format))
+            sys.stdout.write(table.render(self.format))
 
 
 def print_left_out(rs: RunSet) -> None:

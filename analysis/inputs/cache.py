@@ -254,15 +254,13 @@ update_layout.register(CachedRun, lambda run: (list(run.facts["update_names"]),
 
 # ---------------------------------------------------------------- one entry per run
 
-def write_entry(run: Run, key: str, path: Path) -> dict[str, Any]:
+Stored = tuple[dict[str, Any], tuple[np.ndarray, ...]]
+"""An entry just written: its header and its narrowed scoring columns."""
+
+
+def write_entry(run: Run, key: str, path: Path) -> Stored:
     """Store what the analysis reads of a parsed run under `key`, atomically; returns
-    the entry's header (key, warnings, facts)."""
-    return _write_entry(run, key, path)[0]
-
-
-def _write_entry(run: Run, key: str,
-                 path: Path) -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
-    """write_entry, also returning the narrowed scoring columns it stored."""
+    the entry's header (key, warnings, facts) and the narrowed scoring columns stored."""
     header = {"key": key, "warnings": run.warnings, "facts": run_facts(run)}
     cols = scoring_columns_of(run)
     arrays = {name: narrow(np.asarray(col)) for name, col in cols._asdict().items()}
@@ -296,20 +294,6 @@ def read_columns(path: Path, key: str) -> ScoringColumns | None:
         return None
 
 
-def read_entry(run_dir: Path, manifest: dict[str, Any], key: str, path: Path) -> Run | None:
-    """The cached run when its entry exists and carries `key`, else None."""
-    header = read_header(path, key)
-    loc = cache_location(run_dir)
-    if header is None:
-        return None
-    root, rel = loc if loc is not None else (path.parent, Path(run_dir).name)
-    return CachedRun(Path(run_dir), manifest, header, root, rel)
-
-
-Stored = tuple[dict[str, Any], tuple[np.ndarray, ...]]
-"""An entry just written: its header and its narrowed scoring columns."""
-
-
 def _store(run_dir: Path, path: Path, manifest: dict[str, Any],
            manifest_bytes: bytes) -> tuple[Run, Stored | None]:
     """Parse a run whose manifest was just read (`manifest` from `manifest_bytes`) and
@@ -322,18 +306,18 @@ def _store(run_dir: Path, path: Path, manifest: dict[str, Any],
     if run_key(run_dir, manifest_bytes) != key:
         return run, None
     try:
-        return run, _write_entry(run, key, path)
+        return run, write_entry(run, key, path)
     except OSError:  # a read-only store: parse each time
         return run, None
 
 
-def refresh_run(run_dir: Path | str, input_root: Path | str | None = None) -> bool:
+def refresh_run(run_dir: Path | str) -> bool:
     """Parse one run and store it (the harness calls this as each run settles).
 
     False when the run is outside the store layout. RecordError (unreadable) propagates.
     """
     run_dir = Path(os.path.abspath(run_dir))
-    path = cache_file(run_dir, input_root)
+    path = cache_file(run_dir)
     if path is None:
         return False
     _store(run_dir, path, *read_manifest_bytes(run_dir))

@@ -65,16 +65,22 @@ class Quantity:
 
 
 class _Rows:
-    """One quantity's file of one root, read once; rows added for misses are written
-    back by save()."""
+    """One derived file of one root, read once: per run (its path below the root) its key
+    and value, a row of `width` floats (an npz) or, width None, a JSON object (a .json).
+    Rows added for misses are written back by save(), less those of runs that are gone."""
 
-    def __init__(self, path: Path, width: int) -> None:
+    def __init__(self, path: Path, width: int | None = None) -> None:
         self.path = path
         self.width = width
-        self.rows: dict[str, tuple[str, np.ndarray]] = {}
+        self.rows: dict[str, tuple[str, Any]] = {}
         self.changed = False
         self.seen: set[str] = set()  # rows of runs this command loaded: present
         try:
+            if width is None:
+                self.rows = {rel: (row[0], row[1]) for rel, row in
+                             json.loads(path.read_text()).items()
+                             if isinstance(row, list) and len(row) == 2}
+                return
             with np.load(path, allow_pickle=False) as data:
                 paths, keys, values = data["paths"], data["keys"], data["values"]
             if values.shape == (len(paths), width) and len(keys) == len(paths):
@@ -83,12 +89,12 @@ class _Rows:
         except UNREADABLE:  # absent or incomplete: all misses
             pass
 
-    def get(self, rel: str, key: str) -> np.ndarray | None:
+    def get(self, rel: str, key: str) -> Any:
         self.seen.add(rel)
         row = self.rows.get(rel)
         return row[1] if row is not None and row[0] == key else None
 
-    def put(self, rel: str, key: str, value: np.ndarray) -> None:
+    def put(self, rel: str, key: str, value: Any) -> None:
         self.rows[rel] = (key, value)
         self.changed = True
 
@@ -97,11 +103,15 @@ class _Rows:
             return
         kept = {rel: row for rel, row in self.rows.items() if rel in self.seen
                 or os.path.exists(os.path.join(root, rel, schema.MANIFEST_FILE))}
-        paths = np.array(list(kept), dtype=str)
-        keys = np.array([k for k, _ in kept.values()], dtype=str)
-        values = (np.stack([v for _, v in kept.values()]) if kept
-                  else np.empty((0, self.width)))
         try:
+            if self.width is None:
+                data = json.dumps({rel: [k, v] for rel, (k, v) in kept.items()}).encode()
+                atomic_write(self.path, lambda f: f.write(data))
+                return
+            paths = np.array(list(kept), dtype=str)
+            keys = np.array([k for k, _ in kept.values()], dtype=str)
+            values = (np.stack([v for _, v in kept.values()]) if kept
+                      else np.empty((0, self.width)))
             atomic_write(self.path, lambda f: np.savez(f, allow_pickle=False, paths=paths,
                                                         keys=keys, values=values))
             _prune(self.path.parent)
@@ -171,35 +181,21 @@ def run_records(runs: Sequence[Run], name: str,
     `<root>/.analysis-cache/derived/<name>.json` where the row carries the run's cache key,
     else computed and stored (runs outside any cache: computed each time)."""
     out: list[dict[str, Any]] = []
-    files: dict[Path, tuple[dict[str, Any], bool]] = {}
-    slots = [cache_slot(run) for run in runs]
-    seen = {(slot.cache_root, slot.cache_rel) for slot in slots if slot is not None}  # loaded just now
-    for run, slot in zip(runs, slots, strict=True):
+    files: dict[Path, _Rows] = {}
+    for run in runs:
+        slot = cache_slot(run)
         if slot is None:
             out.append(compute(run))
             continue
-        path = slot.cache_root / CACHE_DIR / DERIVED_DIR / f"{name}.json"
-        if path not in files:
-            try:
-                files[path] = (json.loads(path.read_text()), False)
-            except (OSError, ValueError):
-                files[path] = ({}, False)
-        rows, _ = files[path]
-        row = rows.get(slot.cache_rel)
-        if isinstance(row, list) and len(row) == 2 and row[0] == slot.cache_key:
-            out.append(row[1])
-            continue
-        out.append(compute(run))
-        rows[slot.cache_rel] = [slot.cache_key, out[-1]]
-        files[path] = (rows, True)
-    for path, (rows, changed) in files.items():
-        if changed:
-            root = path.parent.parent.parent
-            kept = {rel: row for rel, row in rows.items() if (root, rel) in seen
-                    or os.path.exists(os.path.join(root, rel, schema.MANIFEST_FILE))}
-            data = json.dumps(kept).encode()
-            try:
-                atomic_write(path, lambda f: f.write(data))  # noqa: B023 (called at once)
-            except OSError:
-                pass
+        if slot.cache_root not in files:
+            files[slot.cache_root] = _Rows(slot.cache_root / CACHE_DIR / DERIVED_DIR
+                                           / f"{name}.json")
+        rows = files[slot.cache_root]
+        got = rows.get(slot.cache_rel, slot.cache_key)
+        if got is None:
+            got = compute(run)
+            rows.put(slot.cache_rel, slot.cache_key, got)
+        out.append(got)
+    for root, rows in files.items():
+        rows.save(root)
     return out

@@ -146,8 +146,7 @@ def _score_keys(proto: Protocol) -> Protocol:
                                        if k not in TRAINING_ONLY_KEYS}
 
 
-def check_paper_protocol(runs: Sequence[Run], *, allow_mismatch: bool = False,
-                         flag: str = "--allow-protocol-mismatch") -> list[str]:
+def check_paper_protocol(runs: Sequence[Run], *, allow_mismatch: bool = False) -> list[str]:
     """Every run must have been made under the paper's protocol (training-only keys
     aside). Raises ProtocolMismatch naming the differing keys, or with `allow_mismatch`
     returns the differences as warnings."""
@@ -165,7 +164,8 @@ def check_paper_protocol(runs: Sequence[Run], *, allow_mismatch: bool = False,
             f"refusing to compare with the published results: runs were not made under "
             f"the paper's env protocol (differing keys: {', '.join(keys)}). {warnings[0]}"
             + (f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else "")
-            + f". Pass {flag} to compare anyway (the output will say so).", keys)
+            + ". Pass --allow-protocol-mismatch to compare anyway (the output will say so).",
+            keys)
     return [f"WARNING (protocol mismatch allowed): {w}" for w in warnings]
 
 
@@ -193,8 +193,7 @@ def _frames_text(x: float | None) -> str:
 
 
 def check_frame_budget(runs: Sequence[Run], expected: float | None, *,
-                       allow_mismatch: bool = False, flag: str = "--allow-budget-mismatch",
-                       expected_label: str = "the published results",
+                       allow_mismatch: bool = False, expected_label: str = "the published results",
                        ) -> tuple[float | None, list[str]]:
     """Every run's frame budget must equal `expected` (and each other).
 
@@ -215,6 +214,6 @@ def check_frame_budget(runs: Sequence[Run], expected: float | None, *,
                                      else ""))
     if not allow_mismatch:
         raise ProtocolMismatch(
-            f"refusing to compare: {text}. Pass {flag} to compare anyway (every line will "
-            "say at which budget).", ["frame_budget"])
+            f"refusing to compare: {text}. Pass --allow-budget-mismatch to compare anyway "
+            "(every line will say at which budget).", ["frame_budget"])
     return (min(known) if known else None), [f"WARNING (budget mismatch allowed): {text}"]

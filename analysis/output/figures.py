@@ -512,8 +512,7 @@ def performance_profile_figure(
     return _save(fig, out_dir, name, title, caption)
 
 
-def staleness_figure(report: StalenessReport, out_dir: Path, *,
-                     name: str = "staleness") -> FigureInfo:
+def staleness_figure(report: StalenessReport, out_dir: Path) -> FigureInfo:
     """Histogram of worst-case staleness per group (share of updates)."""
     groups = report.groups
     values = sorted({int(k) for g in groups.values() for k in g["histogram"]}) or [0]
@@ -540,17 +539,16 @@ def staleness_figure(report: StalenessReport, out_dir: Path, *,
     caption = ("Share of learner updates by staleness of the oldest policy version in their "
                "batch. cleanba: 0 at the first update, 1 after; sync: always 0; async: varies. "
                + report.line())
-    return _save(fig, out_dir, name, title, caption)
+    return _save(fig, out_dir, "staleness", title, caption)
 
 
 def reproduce_scatter_figure(points: Mapping[str, Any], out_dir: Path, *, column: str,
-                             budget: str = "", name: str = "reproduce_per_game",
-                             label_top: int = 3) -> FigureInfo:
+                             budget: str = "") -> FigureInfo:
     """Per game: your mean HNS (y) against the published one (x), sd error bars both ways,
     the diagonal y = x, on a symmetric-log scale (linear within +-1 HNS, logarithmic
     beyond) so 57 games from -0.1 to 300+ HNS stay readable. Colour and marker give the
-    verdict; games flagged HIGHER/LOWER, and the `label_top` furthest from the diagonal,
-    are labelled."""
+    verdict; games flagged HIGHER/LOWER, and the three furthest from the diagonal, are
+    labelled."""
     x, y = np.asarray(points["published"]), np.asarray(points["user"])
     xs, ys = np.asarray(points["published_sd"]), np.asarray(points["user_sd"])
     verdicts = list(points["verdicts"])
@@ -569,7 +567,7 @@ def reproduce_scatter_figure(points: Mapping[str, Any], out_dir: Path, *, column
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_yscale("symlog", linthresh=1.0)
         dist = np.abs(np.arcsinh(y) - np.arcsinh(x))
-        top = set(np.argsort(-dist)[:label_top].tolist())
+        top = set(np.argsort(-dist)[:3].tolist())
         for i, g in enumerate(points["games"]):
             if verdicts[i] in ("HIGHER", "LOWER") or i in top:
                 ax.annotate(str(g).removesuffix("-v5"), (x[i], y[i]), fontsize=10,
@@ -584,7 +582,7 @@ def reproduce_scatter_figure(points: Mapping[str, Any], out_dir: Path, *, column
                "one sd over seeds (published: the table's std converted to ddof=1). Points "
                "on the dashed diagonal reproduce exactly. Axes are symmetric-log (linear "
                "within +-1 HNS). Colour: the per-game verdict.")
-    return _save(fig, out_dir, name, title, caption)
+    return _save(fig, out_dir, "reproduce_per_game", title, caption)
 
 
 def paper_runtimes_figure(res: PaperTableResult, table: Path, out_dir: Path) -> FigureInfo:

@@ -186,18 +186,15 @@ def build_report_assets(
         envs = sorted({t for gs in suite.values() for t in gs.tasks})
         label = envs[0] if len(envs) == 1 else f"{len(envs)} envs"
         score = "HNS" if suite_name == "Atari" else "normalised score"
-        if not multi:
-            _suite_assets(result, suite, out_dir, "", label, score,
-                          group_by=analysis.group_by,
-                          delta=margin(suite_name, delta, normalisers), seed=seed, reps=reps,
-                          aggregate_reps=aggregate_reps, reference=reference)
-            continue
-        part: dict[str, Any] = {"figures": [], "tables": [], "verdicts": [], "warnings": []}
         slug = _slug(suite_name)
-        _suite_assets(part, suite, out_dir / slug, f"_{slug}", label, score,
-                      group_by=analysis.group_by,
+        part: dict[str, Any] = (
+            {"figures": [], "tables": [], "verdicts": [], "warnings": []} if multi else result)
+        _suite_assets(part, suite, out_dir / slug if multi else out_dir,
+                      f"_{slug}" if multi else "", label, score, group_by=analysis.group_by,
                       delta=margin(suite_name, delta, normalisers), seed=seed, reps=reps,
                       aggregate_reps=aggregate_reps, reference=reference)
+        if not multi:
+            continue
         pre = f"{suite_name}: "
         result["figures"] += [{**f, "title": pre + f["title"], "suite": suite_name}
                               for f in part["figures"]]
@@ -242,10 +239,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     # Aggregates
     agg = aggregate_intervals(suite, reps=aggregate_reps, seed=seed)
     seeds = {g: len(gs.seeds) for g, gs in suite.items()}
-    t = aggregate_table(agg, name=f"aggregates{sfx}",
-                        title=f"Aggregate final {score} ({label}), 95% CIs, "
-                              f"{aggregate_reps} bootstrap reps, seed {seed}",
-                        seeds=seeds)
+    t = aggregate_table(agg, seeds, f"aggregates{sfx}", f"Aggregate final {score} ({label}), "
+                        f"95% CIs, {aggregate_reps} bootstrap reps, seed {seed}")
     _add_table(result, t, out_dir)
     add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
                                             score_label=score, seeds=seeds).as_dict())

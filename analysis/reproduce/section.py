@@ -13,7 +13,7 @@ from analysis.errors import AnalysisError
 from analysis.inputs.load import load_runs
 from analysis.json_file import write_json
 from analysis.output import figures as figs
-from analysis.output.tables import Column, Estimate, TableRows, equivalence_rows
+from analysis.output.tables import equivalence_rows
 from analysis.reproduce.published import (
     ReproduceResult,
     published_column,
@@ -22,7 +22,7 @@ from analysis.reproduce.published import (
 from analysis.reproduce.runs import RunsComparison
 from analysis.scales.normalize import get_normaliser
 from analysis.scoring.scores import efficiency_curve
-from analysis.scoring.tables import TableFiles
+from analysis.scoring.tables import Column, Estimate, TableData, TableFiles
 from runrecord import RecordError
 
 # ---------------------------------------------------------------- the HTML report
@@ -103,16 +103,16 @@ GAME_COLUMNS = (
     Column("published_seeds", "published seeds", "count"), Column("verdict", "verdict"))
 
 
-def published_rows(res: ReproduceResult) -> TableRows:
+def published_rows(res: ReproduceResult) -> TableData:
     """One row per game: both HNS, your - published with its 90% CI (what CONSISTENT
     reads), the game's margin, the seeds and the verdict."""
-    return TableRows(GAME_COLUMNS, [
+    return TableData.keyed(GAME_COLUMNS, [
         {"game": g.game, "published_hns": g.published_hns, "user_hns": g.user_hns,
          "diff": Estimate(g.welch.diff, g.welch.ci90[0], g.welch.ci90[1]),
          "margin": g.margin, "seeds": len(g.seeds), "published_seeds": g.published_n,
          "verdict": g.verdict} for g in res.games])
 
 
-def runs_rows(comp: RunsComparison) -> TableRows:
+def runs_rows(comp: RunsComparison) -> TableData:
     """Two rows per group of yours (final score and AUC), as `equivalence` has them."""
     return equivalence_rows([r.as_dict() for r in comp.results])

@@ -98,11 +98,6 @@ def parse_normalisers(specs: list[str] | tuple[str, ...]) -> dict[str, tuple[flo
     return out
 
 
-def normalise(env_id: str, scores, custom: Mapping[str, tuple[float, float]] | None = None):
-    """Normalised scores of `env_id` (HNS on Atari)."""
-    return get_normaliser(env_id, custom)(scores)
-
-
 # ---------------------------------------------------------------- units
 # The unit of a number the user types for a suite (a published reference for the gate):
 # what it is called, the range a per-seed metric can take in it, and a raw return turned

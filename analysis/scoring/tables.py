@@ -1,16 +1,18 @@
-"""Tables as Markdown, CSV and LaTeX (booktabs); aggregate scores of groups (per-group point
-summaries, stratified bootstrap CIs of median, IQM, mean and optimality gap, and the
+"""Tables as Markdown, CSV, JSON and LaTeX (booktabs); aggregate scores of groups (per-group
+point summaries, stratified bootstrap CIs of median, IQM, mean and optimality gap, and the
 probability of improvement between chosen pairs of groups that ran the same tasks); and
 the recomputation of the paper's tables."""
 
 from __future__ import annotations
 
 import csv
+import io
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -28,41 +30,102 @@ from analysis.stats.metrics import (
 )
 from runrecord.words import counted
 
+ColumnKind = Literal["value", "text", "number", "count", "estimate"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate and its interval: one cell in Markdown and LaTeX, three columns
+    (KEY, KEY_low, KEY_high) in CSV and JSON."""
+
+    value: float
+    low: float = math.nan
+    high: float = math.nan
+    missing: str = ""
+    """Why there is no interval, shown in its place in Markdown and LaTeX (e.g. "n/a (1
+    seed)"); CSV and JSON leave KEY_low and KEY_high empty (null)."""
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    """The CSV/JSON column name (and the key of `TableData.keyed`'s rows)."""
+    label: str
+    """The header text of Markdown and LaTeX."""
+    kind: ColumnKind = "text"
+    """value: any cell as str() shows it, a float rounded (CSV: repr; NaN: n/a, empty);
+    text: str() of a string, None empty; number, count, estimate: typed numbers."""
+    digits: int = 3
+    """Decimals of numbers and estimates in Markdown and LaTeX (CSV/JSON: full precision)."""
+    signed: bool = False
+    """Write a + before positive numbers (differences)."""
+
 
 @dataclass
 class TableData:
-    """A table: header and rows of cells (strings for Markdown, raw values for CSV)."""
+    """A table: its columns (a bare label is a `value` column of that key) and rows of
+    cells in column order; `name` names its files, `title` heads its Markdown file."""
 
     name: str
     title: str
-    header: list[str]
+    header: Sequence[Column | str]
     rows: list[list[Any]]
+    columns: tuple[Column, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.columns = tuple(c if isinstance(c, Column) else Column(c, c, "value")
+                             for c in self.header)
+
+    @classmethod
+    def keyed(cls, columns: Sequence[Column], rows: Iterable[Mapping[str, Any]]) -> TableData:
+        """A table (unnamed: printed, not written) of rows keyed by column key (a missing
+        key: None)."""
+        return cls("table", "", columns, [[r.get(c.key) for c in columns] for r in rows])
 
     def cells(self) -> list[list[str]]:
-        """The rows as the Markdown (and the LaTeX of analysis.output.tables) shows them."""
-        return [[_fmt(c) for c in r] for r in self.rows]
+        """The rows as Markdown and LaTeX show them (`cell_text`)."""
+        return [[cell_text(v, c) for v, c in zip(r, self.columns, strict=True)]
+                for r in self.rows]
 
     def markdown(self) -> str:
-        return pipe_table(self.header, self.cells())
+        return pipe_table([c.label for c in self.columns], self.cells())
 
     def latex(self) -> str:
-        """A booktabs tabular of the cells as the Markdown shows them (`booktabs`)."""
-        return booktabs("l" * len(self.header), self.header, self.cells())
+        """A booktabs tabular (`booktabs`): text columns left, numbers right, each estimate
+        one cell with its interval."""
+        align = "".join("l" if c.kind in ("value", "text") else "r" for c in self.columns)
+        return booktabs(align, [c.label for c in self.columns], self.cells())
+
+    def csv(self, lineterminator: str = "\n") -> str:
+        """One header row (column keys; an estimate's bounds as KEY_low, KEY_high), one row
+        per table row; numbers as Python writes them (repr: full precision), NaN empty."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator=lineterminator)
+        w.writerow(flat_header(self.columns))
+        for r in self.rows:
+            w.writerow(["" if v is None else v for v in flat_row(r, self.columns)])
+        return buf.getvalue()
+
+    def json(self) -> str:
+        """A list of row objects with the CSV's keys (NaN as null)."""
+        keys = flat_header(self.columns)
+        return json.dumps([dict(zip(keys, flat_row(r, self.columns), strict=True))
+                           for r in self.rows], indent=2) + "\n"
+
+    def render(self, fmt: str) -> str:
+        """The table as text in a --format that prints a table: markdown, latex, csv, json."""
+        return {"markdown": self.markdown, "latex": self.latex, "csv": self.csv,
+                "json": self.json}[fmt]()
 
     def write(self, out_dir: Path) -> TableFiles:
-        """Write <name>.md, <name>.csv and <name>.tex into out_dir."""
+        """Write <name>.md, <name>.csv (CRLF line ends, as the csv module writes a file)
+        and <name>.tex into out_dir."""
         out_dir.mkdir(parents=True, exist_ok=True)
-        md = out_dir / f"{self.name}.md"
-        md.write_text(f"### {self.title}\n\n{self.markdown()}", encoding="utf-8")
-        path = out_dir / f"{self.name}.csv"
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(self.header)
-            for r in self.rows:
-                w.writerow([_csv(c) for c in r])
-        tex = out_dir / f"{self.name}.tex"
-        tex.write_text(self.latex(), encoding="utf-8")
-        return TableFiles(md, path, tex)
+        files = TableFiles(*(out_dir / f"{self.name}{s}" for s in (".md", ".csv", ".tex")))
+        files.markdown.write_text(f"### {self.title}\n\n{self.markdown()}", encoding="utf-8")
+        files.csv.write_text(self.csv("\r\n"), encoding="utf-8", newline="")
+        files.latex.write_text(self.latex(), encoding="utf-8")
+        return files
 
 
 class TableFiles(NamedTuple):
@@ -75,6 +138,61 @@ class TableFiles(NamedTuple):
     def text(self) -> str:
         """The files in words, for a command's "wrote ..." line."""
         return f"{self.markdown}, {self.csv} and {self.latex}"
+
+
+# ---------------------------------------------------------------- cells
+
+def _number_text(v: Any, col: Column) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return f"{float(v):{'+' if col.signed else ''}.{col.digits}f}"
+
+
+def cell_text(v: Any, col: Column) -> str:
+    """A cell as Markdown and LaTeX show it: numbers rounded, an estimate with its
+    interval in brackets (`0.512 [0.431, 0.598]`; without one, the value alone)."""
+    if col.kind == "estimate":
+        est = v if isinstance(v, Estimate) else Estimate(v)
+        text = _number_text(est.value, col)
+        if math.isnan(est.low) and math.isnan(est.high):
+            return f"{text} [{est.missing}]" if est.missing else text
+        return f"{text} [{_number_text(est.low, col)}, {_number_text(est.high, col)}]"
+    if col.kind == "number" or (col.kind == "value" and isinstance(v, float)):
+        return _number_text(v, col)
+    if col.kind == "count":
+        return "n/a" if v is None else str(int(v))
+    return "" if v is None and col.kind == "text" else str(v)
+
+
+def _plain(v: Any) -> Any:
+    """A value for CSV/JSON: floats at full precision, NaN as None (empty in CSV)."""
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+def flat_row(row: Sequence[Any], columns: Sequence[Column]) -> list[Any]:
+    """One row's values under `flat_header`: each estimate split into its value, low and
+    high; NaN as None."""
+    out: list[Any] = []
+    for v, c in zip(row, columns, strict=True):
+        if c.kind == "estimate":
+            est = v if isinstance(v, Estimate) else Estimate(math.nan if v is None else v)
+            out += [_plain(float(x)) for x in (est.value, est.low, est.high)]
+        elif c.kind == "number":
+            out.append(None if v is None else _plain(float(v)))
+        elif c.kind == "count":
+            out.append(None if v is None else int(v))
+        elif c.kind == "value":
+            out.append(_plain(v) if isinstance(v, float) else str(v))
+        else:
+            out.append(v)
+    return out
+
+
+def flat_header(columns: Sequence[Column]) -> list[str]:
+    return [k for c in columns for k in
+            ((c.key, f"{c.key}_low", f"{c.key}_high") if c.kind == "estimate" else (c.key,))]
 
 
 # In text mode `<`, `>` and `|` come out as other glyphs (OT1 encoding): written as commands.
@@ -109,39 +227,23 @@ def booktabs(align: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -
                       *(line(r) for r in rows), r"\bottomrule", r"\end{tabular}"]) + "\n"
 
 
-def _fmt(c: Any) -> str:
-    if isinstance(c, float):
-        return "n/a" if math.isnan(c) else f"{c:.3f}"
-    return str(c)
-
-
-def _csv(c: Any) -> str:
-    if isinstance(c, float):
-        return "" if math.isnan(c) else repr(c)
-    return str(c)
-
-
-def ci_text(iv: Interval, scale: float = 1.0, digits: int = 3) -> str:
-    p, lo, hi = (float(v) * scale for v in (iv.point, iv.low, iv.high))
-    return f"{p:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
 ONE_SEED = "n/a (1 seed)"
 
 
-def aggregate_table(results: dict[str, dict[str, Interval]], name: str = "aggregates",
-                    title: str = "Aggregate normalised scores (95% bootstrap CIs)",
-                    seeds: Mapping[str, int] | None = None) -> TableData:
-    """Rows: groups; columns: each metric 'point [low, high]'. A group of one seed (per
-    `seeds`) shows 'point [n/a (1 seed)]': resampling one seed gives no interval."""
+def ci_text(iv: Interval, seeds: int) -> str:
+    """'point [low, high]' to three decimals; from fewer than two seeds 'point [n/a (1
+    seed)]': a bootstrap of one seed resamples that seed alone, so gives no interval."""
+    if seeds < 2:
+        return f"{float(iv.point):.3f} [{ONE_SEED}]"
+    return f"{float(iv.point):.3f} [{float(iv.low):.3f}, {float(iv.high):.3f}]"
+
+
+def aggregate_table(results: dict[str, dict[str, Interval]], seeds: Mapping[str, int],
+                    name: str, title: str) -> TableData:
+    """Rows: groups; columns: each metric's `ci_text` at the group's `seeds`."""
     metrics = list(next(iter(results.values()))) if results else []
     header = ["group", *(AGGREGATE_LABELS.get(m, m) for m in metrics)]
-    rows = []
-    for g, iv in results.items():
-        if seeds is not None and seeds.get(g, 2) < 2:
-            rows.append([g, *(f"{float(iv[m].point):.3f} [{ONE_SEED}]" for m in metrics)])
-        else:
-            rows.append([g, *(ci_text(iv[m]) for m in metrics)])
+    rows = [[g, *(ci_text(iv[m], seeds[g]) for m in metrics)] for g, iv in results.items()]
     return TableData(name, title, header, rows)
 
 
@@ -233,12 +335,10 @@ def improvement_reading(iv: Interval, n_x: int, n_y: int) -> str:
 
 
 def improvement_cells(iv: Interval, n_x: int, n_y: int) -> list[str]:
-    """P(X > Y) [CI] and its reading; with one seed on a side the bootstrap resamples
-    that one seed only, so its [p, p] is no interval: "n/a (1 seed)" instead."""
+    """P(X > Y) [CI] (`ci_text`: none with one seed on a side) and its reading."""
     if min(n_x, n_y) < 2:
-        return [f"{float(iv.point):.3f} [{ONE_SEED}]",
-                "cannot tell: one seed on a side gives no interval"]
-    return [ci_text(iv), improvement_reading(iv, n_x, n_y)]
+        return [ci_text(iv, 1), "cannot tell: one seed on a side gives no interval"]
+    return [ci_text(iv, 2), improvement_reading(iv, n_x, n_y)]
 
 
 def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int = 0,
@@ -250,9 +350,9 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
     chooses fewer, analysis.verdicts.compare). `which` says in words which pairs."""
     res = aggregate_intervals(groups, reps=reps, seed=seed, confidence=confidence,
                               method=method)
-    table = aggregate_table(res, title=f"Aggregate final normalised scores, "
-                            f"{confidence:.0%} CIs, {reps} reps, seed {seed}",
-                            seeds={g: len(gs.seeds) for g, gs in groups.items()})
+    table = aggregate_table(res, {g: len(gs.seeds) for g, gs in groups.items()}, "aggregates",
+                            f"Aggregate final normalised scores, {confidence:.0%} CIs, "
+                            f"{reps} reps, seed {seed}")
     if pairs is None:
         pairs = [(x, y) for x, gx in groups.items() for y, gy in groups.items()
                  if x != y and gx.tasks == gy.tasks]
