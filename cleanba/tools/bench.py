@@ -8,7 +8,8 @@ Prints (does not assert):
     20 episodes first reaches 475, and the total wall time;
 (c) the overlap ratio of the cleanba architecture: SPS / (batch / max(t_actor, t_learner)),
     with t_actor (one rollout) and t_learner (one update) timed separately, each alone,
-    through the trainer's own actor and learner loops;
+    through the trainer's own actor and learner loops (cleanba.speed_bound's actor alone
+    and learner alone, without its together run);
 (d) the cost of --deterministic: steady SPS with and without it (cleanba architecture) on
     Breakout (as (a)) and on CartPole-v1 PPO (cartpole preset, 64 updates), as a ratio.
 The targets (a 2-core machine): Breakout SPS >= 3x the reference Cleanba's
@@ -17,14 +18,12 @@ The targets (a 2-core machine): Breakout SPS >= 3x the reference Cleanba's
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +50,7 @@ class BenchConfig:
     overlap: bool = True
     """Also time the actor and the learner alone and print the overlap ratio."""
     timed_steps: int = 3
-    """Rollouts / updates timed alone for the overlap ratio (after one warm-up)."""
+    """Rollouts / updates timed alone for the overlap ratio (after speed_bound's warm-up)."""
     deterministic: bool = True
     """Also time --deterministic against the default on Breakout and CartPole."""
     json_out: str | None = None
@@ -78,22 +77,23 @@ def run_trainer(args: list[str]) -> tuple[Path, float, float]:
     return run_dir, wall, usage.ru_maxrss / 1024**2  # ru_maxrss is in KiB on Linux
 
 
-def steady_sps(run_dir: Path) -> float:
+def trainer_sps(args: list[str]) -> tuple[float, float, float]:
+    """`run_trainer`'s run, then its steady SPS (the median of the per-update SPS after the
+    first two updates, which include compilation); the run's folder is removed:
+    (steady SPS, wall s, peak RSS GB)."""
     from runrecord import load_run
 
+    run_dir, wall, rss = run_trainer(args)
     sps = load_run(run_dir).updates["sps"]
-    return float(np.median(sps[2:] if len(sps) > 2 else sps))
+    shutil.rmtree(run_dir.parent, ignore_errors=True)
+    return float(np.median(sps[2:] if len(sps) > 2 else sps)), wall, rss
 
 
 def bench_breakout(cfg: BenchConfig) -> dict:
     out = {}
     for arch in cfg.architectures:
-        run_dir, wall, rss = run_trainer(
-            ["cleanba.ppo", *BREAKOUT, "--architecture", arch,
-             "--total-timesteps", str(8 * 128 * cfg.atari_updates)]
-        )
-        sps = steady_sps(run_dir)
-        shutil.rmtree(run_dir.parent, ignore_errors=True)
+        sps, wall, rss = trainer_sps(["cleanba.ppo", *BREAKOUT, "--architecture", arch,
+                                      "--total-timesteps", str(8 * 128 * cfg.atari_updates)])
         out[arch] = {"sps": sps, "peak_rss_gb": rss, "wall_s": wall}
         print(f"(a) Breakout-v5 PPO 8x128 a0-l0 {arch:8s}: SPS {sps:6.1f} "
               f"({sps / REFERENCE_SPS:.1f}x reference {REFERENCE_SPS:.0f}) | peak RSS {rss:5.2f} GB "
@@ -119,59 +119,15 @@ def bench_cartpole() -> dict:
     return {"seconds_to_475": reached, "final_return": final, "wall_s": wall, "peak_rss_gb": rss}
 
 
-def _prepared(args: list[str], steps: int):
-    from cleanba import ppo
-    from cleanba.core.runtime import prepare
-
-    config = tyro.extras.overridable_config_cli(ppo.PRESETS, args=args)
-    config = dataclasses.replace(config, architecture="async",
-                                 total_timesteps=8 * 128 * steps, params_checksum=True)
-    return config, prepare(config, ppo.make_algorithm, ppo.SYSTEM)
-
-
-def time_actor_alone(steps: int) -> tuple[float, object]:
-    """Median seconds per rollout of the real actor loop, with nobody else working."""
-    from cleanba.core.control import Control
-    from cleanba.core.runtime import actor_threads, make_context
-
-    config, prep = _prepared(BREAKOUT, steps)
-    control = Control()
-    ctx, _, _ = make_context(config, prep, control)
-    (thread,) = actor_threads(ctx)
-    thread.start()
-    rollouts = [control.get(ctx.rollout_queues[0]) for _ in range(steps)]
-    thread.join()
-    if control.error is not None:
-        raise control.error
-    return float(np.median(ctx.timing["rollout"][1:])), rollouts[-1]
-
-
-def time_learner_alone(steps: int, rollout: object) -> float:
-    """Median seconds per update of the real learner loop, fed one recorded rollout."""
-    from cleanba.core.control import Control
-    from cleanba.core.learner import learner_loop
-    from cleanba.core.runtime import make_context
-
-    config, prep = _prepared(BREAKOUT, steps)
-    control = Control()
-    ctx, mesh, state = make_context(config, prep, control)
-
-    def feed():
-        for _ in range(steps):
-            control.put(ctx.rollout_queues[0], rollout)
-
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
-    learner_loop(ctx, mesh, state)
-    return float(np.median(ctx.timing["update"][1:]))
-
-
 def bench_overlap(cfg: BenchConfig, cleanba_sps: float | None) -> dict:
-    steps = cfg.timed_steps + 1
-    t_actor, rollout = time_actor_alone(steps)
-    t_learner = time_learner_alone(steps, rollout)
+    from cleanba.tools.speed_bound import SpeedBoundConfig, measure
+
+    alone = measure(SpeedBoundConfig(trainer_args=tuple(BREAKOUT), rollouts=cfg.timed_steps,
+                                     updates=cfg.timed_steps, together_updates=0))
     batch = 8 * 128
-    ideal = batch / max(t_actor, t_learner)
+    t_actor = batch / alone["actor_alone"]["sps"]
+    t_learner = alone["learner_alone"]["seconds_per_update"]
+    ideal = alone["bound_sps"]  # batch / max(t_actor, t_learner)
     line = (f"(c) alone: actor {t_actor:.2f}s/rollout ({batch / t_actor:.0f} SPS), learner "
             f"{t_learner:.2f}s/update ({batch / t_learner:.0f} SPS); ideal overlapped SPS "
             f"{ideal:.1f}")
@@ -191,12 +147,8 @@ def bench_deterministic(cfg: BenchConfig, plain_breakout_sps: float | None) -> d
     for name, args, plain in (("breakout", breakout, plain_breakout_sps),
                               ("cartpole", cartpole, None)):
         if plain is None:
-            run_dir, _, _ = run_trainer(args)
-            plain = steady_sps(run_dir)
-            shutil.rmtree(run_dir.parent, ignore_errors=True)
-        run_dir, _, rss = run_trainer([*args, "--deterministic"])
-        det = steady_sps(run_dir)
-        shutil.rmtree(run_dir.parent, ignore_errors=True)
+            plain, _, _ = trainer_sps(args)
+        det, _, rss = trainer_sps([*args, "--deterministic"])
         out[name] = {"sps": plain, "deterministic_sps": det, "ratio": det / plain,
                      "deterministic_peak_rss_gb": rss}
         print(f"(d) {name:8s} PPO cleanba a0-l0: SPS {plain:7.1f} default, {det:7.1f} "

@@ -47,9 +47,9 @@ from cleanba.core.control import Control, Stopped
 from cleanba.core.learner import learner_loop
 from cleanba.core.runtime import actor_threads, make_context, prepare
 from cleanba.core.xla_flags import apply_cpu_conv_flag
+from cleanba.tools.throughput import WARMUP_ROLLOUTS, timed_rollouts
 from runrecord.exits import EXIT_BAD_INPUT
 
-WARMUP_ROLLOUTS = 2  # per actor thread, before the actor-alone clock starts
 WARMUP_UPDATES = 2  # updates before the together window (compilation, the queue-of-one start)
 ALGORITHMS = {"ppo": ppo, "impala": impala}
 
@@ -99,29 +99,16 @@ def _stop(control: Control, threads: list[threading.Thread]) -> None:
         raise control.error
 
 
-def actor_alone(cfg: SpeedBoundConfig, config: Any) -> tuple[dict[str, float], list[Any]]:
+def actor_alone(cfg: SpeedBoundConfig, config: Any) -> tuple[dict[str, Any], list[Any]]:
     """Env steps per second of the actor threads with nobody else working, and every
     thread's last rollout (the learner-alone batch)."""
     total = WARMUP_ROLLOUTS + cfg.rollouts
     ctx, _, _, control, plan = _context(cfg, config, total, architecture="async")
-    threads = actor_threads(ctx)
-    for t in threads:
-        t.start()
-    last: list[Any] = []
-    try:
-        for _ in range(WARMUP_ROLLOUTS):
-            last = [control.get(q) for q in ctx.rollout_queues]
-        start = time.perf_counter()
-        for _ in range(cfg.rollouts):
-            last = [control.get(q) for q in ctx.rollout_queues]
-        seconds = time.perf_counter() - start
-    except Stopped:
-        seconds = float("nan")
-    finally:
-        _stop(control, threads)
-    steps = plan.local_num_envs * plan.num_steps * cfg.rollouts
-    phases = phase_breakdown(ctx.timing, WARMUP_ROLLOUTS * len(threads), plan.num_steps)
-    return {"sps": steps / seconds, "seconds": seconds, "env_steps": steps,
+    rate, last = timed_rollouts(ctx, control, WARMUP_ROLLOUTS, cfg.rollouts,
+                                plan.local_num_envs * plan.num_steps)
+    phases = phase_breakdown(ctx.timing, WARMUP_ROLLOUTS * len(ctx.rollout_queues),
+                             plan.num_steps)
+    return {"sps": rate.steps_per_s, "seconds": rate.seconds, "env_steps": rate.env_steps,
             "actor_step": phases}, last
 
 

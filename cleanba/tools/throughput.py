@@ -205,18 +205,30 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
     prep = prepare(config, ppo.make_algorithm, ppo.SYSTEM)
     ctx, _, _ = make_context(config, prep, control,
                              actor_forward=actor_hook.noop_forward(prep.checked.env.num_actions))
+    rate, _ = timed_rollouts(ctx, control, warmup_rollouts, rollouts - warmup_rollouts,
+                             num_envs * num_steps)
+    return rate
+
+
+def timed_rollouts(ctx: Any, control: Control, warmup: int, timed: int,
+                   steps_per_round: int) -> tuple[Rate, list[Any]]:
+    """The actor loop's own harness (`actor_loop_rate`, cleanba.speed_bound's actor alone):
+    start `ctx`'s actor threads, take `warmup` rounds of rollouts (every thread's, in thread
+    order) as a learner would, then time `timed` more rounds by the wall clock and the
+    process's CPU time; stop the threads and raise an actor's error. Returns the rate
+    (`steps_per_round` env steps a round) and the last round's rollouts."""
     threads = actor_threads(ctx)
     for t in threads:
         t.start()
+    last: list[Any] = []
+    first = cpu_first = end = cpu_end = float("nan")
     try:
-        for _ in range(warmup_rollouts):
-            for q in ctx.rollout_queues:
-                control.get(q)
+        for _ in range(warmup):
+            last = [control.get(q) for q in ctx.rollout_queues]
         first, cpu_first = time.perf_counter(), process_cpu_s()
-        for _ in range(rollouts - warmup_rollouts):
-            for q in ctx.rollout_queues:
-                control.get(q)
-        last, cpu_last = time.perf_counter(), process_cpu_s()
+        for _ in range(timed):
+            last = [control.get(q) for q in ctx.rollout_queues]
+        end, cpu_end = time.perf_counter(), process_cpu_s()
     except Stopped:
         pass  # an actor failed: its error is raised below
     finally:
@@ -225,5 +237,4 @@ def actor_loop_rate(env_id: str, num_envs: int, num_threads: int, num_steps: int
             t.join(timeout=60)
     if control.error is not None:
         raise control.error
-    return Rate(num_envs * num_steps * (rollouts - warmup_rollouts), last - first,
-                cpu_last - cpu_first)
+    return Rate(steps_per_round * timed, end - first, cpu_end - cpu_first), last
