@@ -47,8 +47,10 @@ def measure(env_id: str, envs: int, threads: int, steps: int, num_steps: int,
     per_thread = max(1, steps // envs)
     rollouts = tp.WARMUP_ROLLOUTS + max(1, -(-steps // (envs * num_steps)))
     runs: dict[str, Callable[[], tp.Rate]] = {
-        "raw sync": lambda: tp.envpool_raw_rate(env_id, envs, threads, per_thread),
-        "raw halves": lambda: tp.envpool_raw_rate(env_id, envs, 2 * threads, per_thread),
+        "raw sync": lambda: tp.raw_env_rate(env_id, envs, threads, per_thread,
+                                            backend="envpool"),
+        "raw halves": lambda: tp.raw_env_rate(env_id, envs, 2 * threads, per_thread,
+                                              backend="envpool"),
         "raw async": lambda: tp.envpool_async_rate(env_id, envs, threads, per_thread),
     }
     for mode in ACTOR_MODES:

@@ -178,8 +178,8 @@ def main(spec_path: str) -> None:
     elif task == "envpool-raw":
         from cleanba.tools import throughput
 
-        rate = throughput.envpool_raw_rate(spec["env_id"], spec["num_envs"],
-                                           spec["num_threads"], spec["steps_per_thread"])
+        rate = throughput.raw_env_rate(spec["env_id"], spec["num_envs"], spec["num_threads"],
+                                       spec["steps_per_thread"], backend="envpool")
         write_json(spec["out"], {"steps_per_s": rate.steps_per_s, "env_steps": rate.env_steps,
                                  "seconds": rate.seconds})
     elif task == "actor-overhead":
@@ -206,8 +206,8 @@ def actor_overhead(spec: dict[str, Any]) -> dict[str, Any]:
         steps_per_thread = timed_rollouts * spec["num_steps"]
         raw, loop = [], []
         for _ in range(spec["repeats"]):
-            raw.append(throughput.envpool_raw_rate(spec["env_id"], num_envs, num_threads,
-                                                   steps_per_thread))
+            raw.append(throughput.raw_env_rate(spec["env_id"], num_envs, num_threads,
+                                               steps_per_thread, backend="envpool"))
             loop.append(throughput.actor_loop_rate(spec["env_id"], num_envs, num_threads,
                                                    spec["num_steps"], rollouts))
         rows.append({"num_envs": num_envs, "num_threads": num_threads,

@@ -5,8 +5,8 @@ backend (EnvPool, ALE: benchenv).
 - `raw_env_rate`: K Python threads, each stepping its own vector env of E / K envs (the
   trainer's env blocks: same protocol, same env seeds, the backend's default worker
   threads) with uniform random actions and nothing else. This is the actor-side limit of
-  the machine for a loop that steps its envs synchronously. `envpool_raw_rate` is it on
-  EnvPool; with twice the threads it is the env side of `--actor-mode double-buffer` (each
+  the machine for a loop that steps its envs synchronously. On EnvPool
+  (`backend="envpool"`) with twice the threads it is the env side of `--actor-mode double-buffer` (each
   half of a thread's envs its own env object, stepped by its own thread).
 - `envpool_async_rate`: EnvPool's asynchronous use, one pool per thread with a batch of
   half its envs: `recv` returns whichever half of the envs finished first and `send`
@@ -78,10 +78,16 @@ def check_split(num_envs: int, num_threads: int) -> int:
     return num_envs // num_threads
 
 
-def envpool_raw_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread: int,
-                     seed: int = 1) -> Rate:
-    """`raw_env_rate` on EnvPool."""
-    return raw_env_rate(env_id, num_envs, num_threads, steps_per_thread, seed, "envpool")
+def env_blocks(env_id: str, num_envs: int, num_threads: int, seed: int,
+               backend: str | None, **make: Any) -> tuple[list[Any], int, int]:
+    """The trainer's env blocks, one vector env per thread (`make`: more benchenv.make_env
+    arguments): (envs, envs per thread, number of actions)."""
+    per_thread = check_split(num_envs, num_threads)
+    protocol = benchenv.env_protocol(env_id, backend=backend)
+    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread,
+                              protocol=protocol, **make)
+            for i in range(num_threads)]
+    return envs, per_thread, int(envs[0].action_space.n)
 
 
 def _timed_threads(envs: list[Any], body: Callable[[Any, int, Callable[[], Any]], None],
@@ -125,12 +131,7 @@ def raw_env_rate(env_id: str, num_envs: int, num_threads: int, steps_per_thread:
     """Raw rate of `num_threads` threads x (num_envs / num_threads) envs of `backend`
     (default: benchenv.default_backend), each thread `steps_per_thread` steps of its whole
     block, random actions."""
-    per_thread = check_split(num_envs, num_threads)
-    protocol = benchenv.env_protocol(env_id, backend=backend)
-    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread,
-                              protocol=protocol)
-            for i in range(num_threads)]
-    num_actions = int(envs[0].action_space.n)
+    envs, per_thread, num_actions = env_blocks(env_id, num_envs, num_threads, seed, backend)
 
     def body(env: Any, i: int, start: Callable[[], Any]) -> None:
         # actions drawn up front: the raw rate pays for nothing but env.step
@@ -156,11 +157,8 @@ def envpool_async_rate(env_id: str, num_envs: int, num_threads: int, steps_per_t
         raise ValueError(f"the async pool's batch is half a thread's envs: "
                          f"{counted(per_thread, 'env')} per thread is odd")
     batch = per_thread // 2
-    protocol = benchenv.env_protocol(env_id, backend="envpool")
-    envs = [benchenv.make_env(env_id, per_thread, seed, first_env_index=i * per_thread,
-                              protocol=protocol, batch_size=batch)
-            for i in range(num_threads)]
-    num_actions = int(envs[0].action_space.n)
+    envs, _, num_actions = env_blocks(env_id, num_envs, num_threads, seed, "envpool",
+                                      batch_size=batch)
     # recvs: each returns one batch (half the envs), so 2 per step of the thread's envs
     warmup, timed = 2 * WARMUP_STEPS, 2 * steps_per_thread
 
