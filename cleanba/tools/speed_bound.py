@@ -47,7 +47,7 @@ from cleanba.core.control import Control, Stopped
 from cleanba.core.learner import learner_loop
 from cleanba.core.runtime import actor_threads, make_context, prepare
 from cleanba.core.xla_flags import apply_cpu_conv_flag
-from cleanba.tools.throughput import WARMUP_ROLLOUTS, timed_rollouts
+from cleanba.tools.throughput import WARMUP_ROLLOUTS, stop_threads, timed_rollouts
 from runrecord.exits import EXIT_BAD_INPUT
 
 WARMUP_UPDATES = 2  # updates before the together window (compilation, the queue-of-one start)
@@ -91,14 +91,6 @@ def _context(cfg: SpeedBoundConfig, config: Any, updates: int, **changes: Any):
     return ctx, mesh, state, control, prep.plan
 
 
-def _stop(control: Control, threads: list[threading.Thread]) -> None:
-    control.stop.set()
-    for t in threads:
-        t.join(timeout=60)
-    if control.error is not None:
-        raise control.error
-
-
 def actor_alone(cfg: SpeedBoundConfig, config: Any) -> tuple[dict[str, Any], list[Any]]:
     """Env steps per second of the actor threads with nobody else working, and every
     thread's last rollout (the learner-alone batch)."""
@@ -131,7 +123,7 @@ def learner_alone(cfg: SpeedBoundConfig, config: Any, rollouts: list[Any]) -> di
     try:
         learner_loop(ctx, mesh, state)
     finally:
-        _stop(control, [feeder])
+        stop_threads(control, [feeder])
     seconds = float(np.median(ctx.timing["update"][1:]))
     return {"sps": plan.batch_size / seconds, "seconds_per_update": seconds,
             "batch": plan.batch_size}
@@ -153,7 +145,7 @@ def together(cfg: SpeedBoundConfig, config: Any) -> dict[str, Any]:
                 ends += [time.perf_counter()] * (ctx.updates_done - len(ends))
             time.sleep(0.005)
     finally:
-        _stop(control, threads)
+        stop_threads(control, threads)
     window = ends[WARMUP_UPDATES - 1:]
     seconds = window[-1] - window[0]
     actors = len(ctx.rollout_queues)

@@ -230,9 +230,14 @@ def timed_rollouts(ctx: Any, control: Control, warmup: int, timed: int,
     except Stopped:
         pass  # an actor failed: its error is raised below
     finally:
-        control.stop.set()
-        for t in threads:
-            t.join(timeout=60)
+        stop_threads(control, threads)
+    return Rate(steps_per_round * timed, end - first, cpu_end - cpu_first), last
+
+
+def stop_threads(control: Control, threads: list[threading.Thread]) -> None:
+    """Stop a measurement's threads, wait for them, and raise the error one of them hit."""
+    control.stop.set()
+    for t in threads:
+        t.join(timeout=60)
     if control.error is not None:
         raise control.error
-    return Rate(steps_per_round * timed, end - first, cpu_end - cpu_first), last
