@@ -134,12 +134,8 @@ def verdict_details(verdicts: Sequence[dict], lines: Sequence[str]) -> str:
 
 
 TABLES_DIR = "tables"
-TABLE_FILES = (("csv", "CSV", "text/csv"), ("latex", "LaTeX", "application/x-tex"))
-"""(asset key, link text, media type) of each file a table links."""
-
-
-def _suffix(key: str) -> str:
-    return ".tex" if key == "latex" else f".{key}"
+TABLE_FILES = (("csv", "CSV", "text/csv", ".csv"), ("latex", "LaTeX", "application/x-tex", ".tex"))
+"""(asset key, link text, media type, file suffix) of each file a table links."""
 
 
 def write_table_files(table: dict, report_dir: Path) -> dict[str, Path]:
@@ -149,9 +145,9 @@ def write_table_files(table: dict, report_dir: Path) -> dict[str, Path]:
     out = report_dir / TABLES_DIR
     out.mkdir(parents=True, exist_ok=True)
     written = {}
-    for key, _, _ in TABLE_FILES:
+    for key, _, _, suffix in TABLE_FILES:
         if table.get(key) and Path(table[key]).is_file():
-            dest = out / f"{table['name']}{_suffix(key)}"
+            dest = out / f"{table['name']}{suffix}"
             if Path(table[key]).resolve() != dest.resolve():
                 shutil.copyfile(table[key], dest)
             written[key] = dest
@@ -161,7 +157,7 @@ def write_table_files(table: dict, report_dir: Path) -> dict[str, Path]:
 def table_links(files: dict[str, Path]) -> str:
     """The line under a table: a download link per file, named as in tables/."""
     links = []
-    for key, text, media in TABLE_FILES:
+    for key, text, media, _ in TABLE_FILES:
         if key not in files:
             continue
         path = files[key]

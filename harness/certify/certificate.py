@@ -236,22 +236,24 @@ def command_text(args: Sequence[str], as_written: bool = False) -> str:
     return " ".join(word(a) for a in args)
 
 
-def eligible_runs(cert: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+def eligible_runs(cert: Mapping[str, Any]) -> tuple[list[str], dict[str, list[str]]]:
     """(runs tier 2 may draw: made with --deterministic and with at least one update, a
-    failed one included (its updates before the failure); {run: why tier 2 does not apply}
-    for the other runs with a record)."""
-    ok, not_apply = [], {}
+    failed one included (its updates before the failure); {why tier 2 does not apply: the
+    other runs with a record it does not apply to})."""
+    ok: list[str] = []
+    not_apply: dict[str, list[str]] = {}
     for rid, run in sorted(cert["runs"].items()):
         if "deterministic" not in run:
             continue  # no record
         if not run.get("deterministic"):
-            not_apply[rid] = ("not made with --deterministic" if run["deterministic"] is False
-                              else "no determinism block (a baseline, an import, an older "
-                                   "record)")
+            why = ("not made with --deterministic" if run["deterministic"] is False
+                   else "no determinism block (a baseline, an import, an older record)")
         elif not run.get("updates"):
-            not_apply[rid] = f"{run['status']} before its first update"
+            why = f"{run['status']} before its first update"
         else:
             ok.append(rid)
+            continue
+        not_apply.setdefault(why, []).append(rid)
     return ok, not_apply
 
 

@@ -64,22 +64,10 @@ def decreasing_rows(values: np.ndarray) -> np.ndarray:
     return where[1:][v[1:] < v[:-1]]
 
 
-def frames_off_rows(env_steps: np.ndarray, frames: np.ndarray, skip: int) -> np.ndarray:
-    """Indices where frames is not env_steps x skip (both finite)."""
-    both = np.isfinite(env_steps) & np.isfinite(frames)
-    return np.flatnonzero(both & (frames != env_steps * skip))
-
-
-def longer_than_env_rows(lengths: np.ndarray, env_steps: np.ndarray, envs: int) -> np.ndarray:
-    """Indices of episodes longer than the steps of one env when `envs` envs took
-    env_steps steps in lockstep (envs = 1: longer than all steps taken)."""
-    both = np.isfinite(lengths) & np.isfinite(env_steps)
-    return np.flatnonzero(both & (lengths * envs > env_steps))
-
-
-def return_not_length_rows(returns: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    both = np.isfinite(returns) & np.isfinite(lengths)
-    return np.flatnonzero(both & (returns != lengths))
+def finite(*columns: np.ndarray) -> np.ndarray:
+    """Where every one of `columns` holds a number (the reader makes empty cells NaN): the
+    rows a rule between them is checked on."""
+    return np.logical_and.reduce([np.isfinite(c) for c in columns])
 
 
 def numeric(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -149,7 +137,8 @@ def frames_findings(file: str, table: Table, skip: int | None, monotone: bool,
             f"frames {_num(frames[i])} after {_num(frames[:i][np.isfinite(frames[:i])][-1])} "
             "in the row before: frames never decrease"))
     if skip is not None:
-        out += _finding(file, frames_off_rows(steps, frames, skip), lambda i: (
+        off = np.flatnonzero(finite(steps, frames) & (frames != steps * skip))
+        out += _finding(file, off, lambda i: (
             f"frames {_num(frames[i])} is not env_steps {_num(steps[i])} x frame skip {skip}"))
     return out
 
@@ -164,11 +153,13 @@ def episode_findings(env_id: str, episodes: Table, envs: int | None) -> list[Fin
     out: list[Finding] = []
     if envs is not None:
         share = "its env's share" if envs > 1 else "all envs'"
-        out += _finding(file, longer_than_env_rows(lengths, steps, envs), lambda i: (
+        longer = np.flatnonzero(finite(lengths, steps) & (lengths * envs > steps))
+        out += _finding(file, longer, lambda i: (
             f"episode_length {_num(lengths[i])} is longer than the steps its env had taken: "
             f"env_steps {_num(steps[i])} over {counted(envs, 'env')} ({share})"))
     if env_id in RETURN_IS_LENGTH:
-        out += _finding(file, return_not_length_rows(returns, lengths), lambda i: (
+        differ = np.flatnonzero(finite(returns, lengths) & (returns != lengths))
+        out += _finding(file, differ, lambda i: (
             f"episode_return {_num(returns[i])} is not episode_length {_num(lengths[i])} "
             f"({env_id} gives a reward of 1 per step)"))
     return out

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -292,19 +292,17 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
                   original_seconds=run.get("wall_time_s"))
     recorded = read_updates(records / run_id / schema.UPDATES_FILE, updates)[first:]
     if not recorded:
-        base.text = "it recorded no update" + (f" after update {first}" if first else "")
-        return base
+        return replace(base, text="it recorded no update"
+                       + (f" after update {first}" if first else ""))
     if not all(row.get("params_checksum") for row in recorded):
-        base.text = "its updates.csv holds no params checksums (made with --no-params-checksum)"
-        return base
+        return replace(base, text="its updates.csv holds no params checksums (made with "
+                                  "--no-params-checksum)")
     differ = differences(device, stack, here_facts(device, True), cores_at_least=True)
     if differ:
-        base.text = "NOT CHECKABLE HERE: " + "; ".join(differ)
-        return base
+        return replace(base, text="NOT CHECKABLE HERE: " + "; ".join(differ))
     command = run.get("command")
     if not command:
-        base.text = "no recorded command"
-        return base
+        return replace(base, text="no recorded command")
     recorded_cmd = [str(resolve_path(w, project_root=checkout)) if w.endswith(".py") else w
                     for w in command]
     tmp = Path(tempfile.mkdtemp(prefix="cleanba-replay-"))
@@ -323,8 +321,7 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
             why = _wait(procs, time.monotonic() + timeout_s, stop)
         base.seconds = time.perf_counter() - t0
         if why is not None:
-            base.text = f"the replay {why} after {base.seconds:.0f} s"
-            return base
+            return replace(base, text=f"the replay {why} after {base.seconds:.0f} s")
         return compare(base, tmp / "run", recorded, records / run_id, tmp / "replay.log",
                        first)
     finally:
@@ -361,16 +358,14 @@ def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_
     manifest = read_manifest_or_none(run_dir)
     if manifest is None:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-        base.outcome = MISMATCH
-        base.text = ("the recorded command did not start a run here: "
-                     + " | ".join(tail))
-        return base
+        return replace(base, outcome=MISMATCH,
+                       text="the recorded command did not start a run here: " + " | ".join(tail))
     certified = read_manifest_or_none(record_dir) or {}
     differ = block_differences(certified.get("determinism") or {},
                                manifest.get("determinism") or {})
     if differ:
-        base.text = "NOT CHECKABLE HERE (the replay's own record): " + "; ".join(differ)
-        return base
+        return replace(base, text="NOT CHECKABLE HERE (the replay's own record): "
+                                  + "; ".join(differ))
     replayed = {row["update"]: row for row in read_updates(run_dir / schema.UPDATES_FILE,
                                                            first + len(recorded))}
     for row in recorded:
@@ -378,38 +373,31 @@ def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_
         got = replayed.get(update)
         if got is None:
             err = manifest.get("error") or {}
-            base.outcome = MISMATCH
-            base.text = (f"update {update}: the replay stopped before it "
-                         f"({manifest.get('status')}: {err.get('message', '')})")
-            return base
+            return replace(base, outcome=MISMATCH,
+                           text=f"update {update}: the replay stopped before it "
+                                f"({manifest.get('status')}: {err.get('message', '')})")
         differ_at = row_difference(row, got)
         if differ_at is not None:
-            base.outcome = MISMATCH
-            base.text = f"update {update}: {differ_at}"
-            return base
+            return replace(base, outcome=MISMATCH, text=f"update {update}: {differ_at}")
     # The scores come from episodes.csv, which no checksum covers: the episodes that ended
     # in the replayed updates must be the certified ones, field for field.
     last, steps = recorded[-1]["update"], recorded[-1].get("env_steps", "")
     if not steps.isdigit():
-        base.outcome = MISMATCH
-        base.text = f"update {last}: the certified updates.csv has no env_steps"
-        return base
+        return replace(base, outcome=MISMATCH,
+                       text=f"update {last}: the certified updates.csv has no env_steps")
     before = steps_before(record_dir, first)
     certified_eps = episodes_through(record_dir / schema.EPISODES_FILE, int(steps), before)
     replayed_eps = episodes_through(run_dir / schema.EPISODES_FILE, int(steps), before)
     span = f"updates {first + 1}-{last}"
     differ_at = episode_difference(certified_eps, replayed_eps)
     if differ_at is not None:
-        base.outcome = MISMATCH
-        base.text = f"{span}: {differ_at}"
-        return base
+        return replace(base, outcome=MISMATCH, text=f"{span}: {differ_at}")
     compared = [c for c in recorded[0] if c not in NOT_REPRODUCED]
-    base.outcome = VERIFIED
-    base.text = (f"params checksum and the other {len(compared) - 1} columns of updates.csv "
-                 f"(all but wall-clock times) identical at {span}, and the "
-                 f"{counted(len(certified_eps), 'episode')} that ended in them"
-                 + (resumed_text(manifest, first) if first else ""))
-    return base
+    return replace(base, outcome=VERIFIED,
+                   text=f"params checksum and the other {len(compared) - 1} columns of "
+                        f"updates.csv (all but wall-clock times) identical at {span}, and the "
+                        f"{counted(len(certified_eps), 'episode')} that ended in them"
+                        + (resumed_text(manifest, first) if first else ""))
 
 
 def steps_before(record_dir: Path, first: int) -> int:

@@ -58,6 +58,13 @@ class Findings:
     def count(self, outcome: str) -> int:
         return sum(o == outcome for o, _ in self.found)
 
+    def not_applied(self, what: str, rids_by_reason: Mapping[str, list[str]]) -> None:
+        """One not-checked line per reason a check did not apply: `what`, the reason and
+        the runs (the first 12 named)."""
+        for why, rids in rids_by_reason.items():
+            shown = ", ".join(rids[:12]) + (f", ... ({len(rids)} in all)" if len(rids) > 12 else "")
+            self.not_checked.append(f"{what}, {why}: {shown}")
+
 
 @dataclass
 class FileCheck:
@@ -264,9 +271,7 @@ def check_consistency(cert: Mapping[str, Any], records: Path, out: Findings) -> 
                        "x frame skip, episode lengths within their env's steps, CartPole "
                        "returns equal to lengths (each row of updates.csv and episodes.csv), "
                        f"the {DIGEST_COLUMN} chain over params checksums and episodes")
-    for why, rids in why_not.items():
-        shown = ", ".join(rids[:12]) + (f", ... ({len(rids)} in all)" if len(rids) > 12 else "")
-        out.not_checked.append(f"tier 1 consistency n/a, {why}: {shown}")
+    out.not_applied("tier 1 consistency n/a", why_not)
 
 
 def check_claims(cert: Mapping[str, Any], bindings: Mapping[str, Path], fc: FileCheck,

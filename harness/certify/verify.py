@@ -108,12 +108,7 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
           ) -> list[Replay]:
     """Draw, replay and compare; findings into `out` (which holds tier 1's)."""
     eligible, not_apply = eligible_runs(cert)
-    by_reason: dict[str, list[str]] = {}
-    for rid, why in not_apply.items():
-        by_reason.setdefault(why, []).append(rid)
-    for why, rids in by_reason.items():
-        shown = ", ".join(rids[:12]) + (f", ... ({len(rids)} in all)" if len(rids) > 12 else "")
-        out.not_checked.append(f"tier 2 n/a, {why}: {shown}")
+    out.not_applied("tier 2 n/a", not_apply)
     if not eligible:
         text = ("tier 2: no run of the certificate was made with --deterministic (with an "
                 "update): nothing can be replayed bit for bit")
