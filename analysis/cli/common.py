@@ -5,10 +5,11 @@ what is left out and warned about.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 import tyro
 
@@ -18,6 +19,7 @@ from analysis.importers.declare import declaration
 from analysis.importers.orb import ColumnMap, load_openrlbenchmark_dir
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.inputs.records import load_records, parse_env_map
+from analysis.output.tables import TableRows, render
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.grouping import (
     Analysis,
@@ -25,9 +27,6 @@ from analysis.scoring.grouping import (
 )
 from analysis.scoring.scores import DEFAULT_POINTS
 from runrecord import Run
-
-if TYPE_CHECKING:
-    from analysis.output.tables import TableRows
 
 
 @dataclass(kw_only=True)
@@ -142,11 +141,10 @@ class TableFormat:
         table, so that `> table.tex` holds the table alone."""
         print(line, file=sys.stdout if self.format == "console" else sys.stderr)
 
-    def print_table(self, rows: TableRows) -> None:
+    def print_table(self, rows: Callable[[], TableRows]) -> None:
+        """The result's table, `rows()`, in the table format (nothing for console)."""
         if self.format != "console":
-            from analysis.output.tables import render
-
-            sys.stdout.write(render(rows, self.format))
+            sys.stdout.write(render(rows(), self.format))
 
 
 def print_left_out(rs: RunSet) -> None:
