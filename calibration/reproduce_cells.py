@@ -1,7 +1,7 @@
 """Calibration of `reproduce` (your runs against a published mean ± sd of 3 seeds):
 per game, and the headline (exit 0 = reproduced) over a 57-game
 published-like column; every draw decided by analysis.reproduce.judge (judge,
-reproduced) (the verdicts' own vectorised core).
+headline) (the verdicts' own vectorised core).
 
 Per game (over the judged games of a 57-game column): CONSISTENT at a true difference of
 one margin (false pass), HIGHER/LOWER at no difference (false alarm), CONSISTENT at half

@@ -281,16 +281,16 @@ def estimate_published_table(path: Path | str, model: Atari5Model | None = None
     model = model or load_model(ATARI5)
     table = load_published_table(path)
     cols = subset_columns(table.games, model, str(path))
-    est = model.estimate_hns(table.mean[cols].T)
     z = model.predict_log(model.hns_percent(table.mean[cols].T))
     half = model.model_error_quantile(DEFAULT_CONFIDENCE)
     measured = median_hns(table)
-    return [{"column": c, "estimate": float(e), "low": float(inverse_transform(zz - half) / 100),
+    return [{"column": c, "estimate": float(inverse_transform(zz) / 100),
+             "low": float(inverse_transform(zz - half) / 100),
              "high": float(inverse_transform(zz + half) / 100), "median": float(m),
              "games": len(table.games),
              "log_error": float(transform(100 * m) - zz),
              "within_model_error": bool(abs(float(transform(100 * m) - zz)) <= half)}
-            for c, e, zz, m in zip(table.columns, est, z, measured, strict=True)]
+            for c, zz, m in zip(table.columns, z, measured, strict=True)]
 
 
 def published_estimates_table(rows: Sequence[Mapping[str, Any]], model: Atari5Model

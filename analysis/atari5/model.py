@@ -12,20 +12,14 @@ published dataset (shipped: analysis/data/published/atari5/dataset.csv) by
   when it lowers the leave-one-algorithm-out (LOO) mean squared error;
 - model error: the LOO residuals (each algorithm predicted by the fit on the others).
 
-Estimate for a group of runs: the model applied to the per-game mean over seeds of the
-final raw score (normalised with the dataset's own random/human references, the ones the
-model was fitted with). Interval: each replicate of a stratified bootstrap over seeds
-(analysis.stats.metrics; layout copies of a seed first averaged into one row,
-analysis.scoring.scores) gives a log estimate, to which an independent draw of model error is
-added: Student t with n - p degrees of freedom scaled by the LOO root mean squared error
-(n algorithms, p coefficients). The percentiles of the sums, mapped back to HNS, are the
-interval. With one seed it is the model error alone.
+Estimates for runs and their interval (seed uncertainty and model error):
+analysis.atari5.estimate, as docs/atari5.md ("Method", steps 5 and 6) describes them.
 
 Atari-3 (BattleZone, NameThisGame, Phoenix; the paper's development subset) is fitted the
 same way and always labelled as such: its error is larger.
 
-Everything here is a pure function of arrays, the stored model, or GroupScores; reading
-the CSV/JSON is at the edges (read_dataset, load_model).
+Everything here is a pure function of arrays or the stored model; reading the CSV/JSON
+is at the edges (read_dataset, load_model).
 """
 
 from __future__ import annotations

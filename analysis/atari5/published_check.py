@@ -31,17 +31,6 @@ class PublishedCheck:
     covered_columns: int  # medians inside the 90% model-error interval
     covered_systems: int
 
-    def lines(self) -> list[str]:
-        return [
-            f"{self.columns} validation columns are {self.systems} distinct systems",
-            f"mean signed error (estimate / median - 1): {self.signed_error_columns:+.1%} "
-            f"over columns ({self.low_columns} of {self.columns} low), "
-            f"{self.signed_error_systems:+.1%} over systems ({self.low_systems} of "
-            f"{self.systems} low)",
-            f"90% interval coverage: {self.covered_columns}/{self.columns} columns, "
-            f"{self.covered_systems}/{self.systems} systems",
-        ]
-
 
 def check_published(folder: Path | str, tables: Sequence[str] = VALIDATION_TABLES
                     ) -> PublishedCheck:

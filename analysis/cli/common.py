@@ -5,6 +5,7 @@ what is left out and warned about.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -142,9 +143,10 @@ class TableFormat:
         table, so that `> table.tex` holds the table alone."""
         print(line, file=sys.stdout if self.format == "console" else sys.stderr)
 
-    def print_table(self, table: TableData) -> None:
+    def print_table(self, rows: Callable[[], TableData]) -> None:
+        """The result's table, `rows()`, in the table format (nothing for console)."""
         if self.format != "console":
-            sys.stdout.write(table.render(self.format))
+            sys.stdout.write(rows().render(self.format))
 
 
 def print_left_out(rs: RunSet) -> None:

@@ -83,8 +83,6 @@ class Atari5(RecordArgs):
     pool_layouts: bool = False
     """One estimate per system/architecture over all its layouts (a seed's layout copies
     averaged into one row) instead of one per group."""
-    allow_protocol_mismatch: bool = False
-    """Estimate groups whose runs mix env protocols anyway (the output says so)."""
     table: PublishedTableArg | None = None
     """Instead of runs: a published `mean ± std` table, shipped (e.g. cleanba:main_10CPU)
     or a CSV file: estimate per column vs its own median."""
@@ -208,7 +206,7 @@ class Reproduce(RunFilter, TableFormat):
                                assume_equal_spread=self.assume_equal_spread,
                                strict=self.strict)
             self.print_lines(res.lines(self.verbose))
-            self.print_table(rp.published_rows(res))
+            self.print_table(lambda: rp.published_rows(res))
             print_warnings(res.warnings)
             if self.out:
                 files, info = rp.write_published_comparison(res, self.out)
@@ -231,7 +229,7 @@ class Reproduce(RunFilter, TableFormat):
         if self.format == "console":
             print_imported(comp.imported)
         self.print_lines(comp.lines(self.verbose))
-        self.print_table(rp.runs_rows(comp))
+        self.print_table(lambda: rp.runs_rows(comp))
         print_warnings(comp.warnings)
         if self.out:
             info = rp.write_runs_comparison(comp, self.out, self.seed)

@@ -27,6 +27,7 @@ from analysis.errors import AnalysisError
 from analysis.importers.build import is_imported
 from analysis.inputs.records import check_keys
 from analysis.json_file import write_json
+from analysis.output.tables import aggregate_rows
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.grouping import (
     group_keys,
@@ -93,10 +94,7 @@ class Aggregate(RecordArgs, TableFormat):
         agg = aggregate_groups(groups, reps=self.reps, seed=self.seed, pairs=pairs,
                                which=which, confidence=self.confidence, method=self.method)
         self.print_lines(agg.lines())
-        if self.format != "console":
-            from analysis.output.tables import aggregate_rows
-
-            self.print_table(aggregate_rows(agg))
+        self.print_table(lambda: aggregate_rows(agg))
         if self.out:
             self.say("wrote " + ", ".join(str(p) for p in agg.write(self.out)))
         print_warnings(a.warnings)
@@ -156,9 +154,9 @@ class SpreadArgs(RecordArgs):
     """Seed of the simulations (same seed, same table)."""
 
     def spread_and_suite(self) -> tuple[Spread, str]:
+        """The stated spread and --suite, or the pilot runs' pooled spread and suite."""
         from analysis.verdicts.seedplan import given_spread, spread_from_analysis
 
-        """The stated spread and --suite, or the pilot runs' pooled spread and suite."""
         if self.sd is not None:
             if self.inputs or self.orb:
                 raise AnalysisError("give pilot run folders or --sd, not both")

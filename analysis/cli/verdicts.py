@@ -21,6 +21,7 @@ from analysis.cli.common import (
 )
 from analysis.errors import AnalysisError
 from analysis.json_file import write_json
+from analysis.output.tables import equivalence_rows, regression_rows
 from analysis.scales.normalize import parse_normalisers
 from analysis.verdicts.margins import DEFAULT_WORST
 from runrecord import Run
@@ -76,10 +77,7 @@ class Equivalence(RecordArgs, TableFormat):
                                    unpaired=self.unpaired, tables=self.verbose)
         print_warnings(res.warnings)
         self.print_lines(res.lines)
-        if self.format != "console":
-            from analysis.output.tables import equivalence_rows
-
-            self.print_table(equivalence_rows(res.results))
+        self.print_table(lambda: equivalence_rows(res.results))
         if self.json_out:
             write_json(self.json_out, res.as_json())
         return strict_exit(res.exit_code, self.strict)
@@ -173,10 +171,7 @@ class Regression(RunFilter, ScoreOptions, TableFormat):
                    reference_unit=self.reference_unit)
         print_warnings(out.warnings)
         self.print_lines(out.lines(self.worst, self.verbose))
-        if self.format != "console":
-            from analysis.output.tables import regression_rows
-
-            self.print_table(regression_rows(out.result))
+        self.print_table(lambda: regression_rows(out.result))
         if self.json_out:
             write_json(self.json_out, out.result.as_dict())
         return out.exit_code

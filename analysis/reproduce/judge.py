@@ -187,13 +187,6 @@ def headline(j: Judgement, margin: float = AGGREGATE_MARGIN) -> np.ndarray:
     return np.where(failed, NOT_REPRODUCED, np.where(shown, REPRODUCED, NOT_SHOWN))
 
 
-def reproduced(verdicts: np.ndarray) -> np.ndarray:
-    """No judged game HIGHER, LOWER or COLLAPSED (..., games) -> bool (...): the part of
-    the headline that needs evidence of a failure (`headline` adds the aggregate)."""
-    v = np.asarray(verdicts)
-    return np.asarray(~np.isin(v, (HIGHER, LOWER, COLLAPSED)).any(axis=-1))
-
-
 def game_notes(verdict: str, w: WelchInterval, margin: float, p: float, seeds: int,
                judged: int, *, noisy: bool = False, absolute: float = 0.1) -> list[str]:
     """Why a game got its verdict, in words. noisy: the published agent is not clearly

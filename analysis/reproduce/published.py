@@ -29,7 +29,6 @@ from analysis.inputs.protocol import (
     PAPER_FRAMES,
     check_frame_budget,
     check_paper_protocol,
-    run_frame_budget,
 )
 from analysis.reproduce.judge import (
     AGGREGATE_MARGIN,
@@ -137,7 +136,6 @@ class UserScores:
 
     system: str
     per_game: dict[str, SeedValues]
-    frame_budgets: dict[str, float | None]
     warnings: list[str] = field(default_factory=list)
 
 
@@ -181,16 +179,13 @@ def user_scores(runs: Sequence[Run], games: Sequence[str], *, last_n: int = DEFA
         raise AnalysisError("none of the runs is on a game of the published table"
                             + (f" ({'; '.join(warnings[:3])})" if warnings else ""))
     per_game: dict[str, SeedValues] = {}
-    budgets: dict[str, float | None] = {}
     for gid in sorted(by_game):
         game_runs = by_game[gid]
         groups = scores_by_group(game_runs, "layout.name", last_n=last_n)
         for gs in groups.values():
             warnings += gs.warnings
         per_game[gid] = collapse_seed_copies(list(groups.values()), gid, attr="final_raw")
-    for r in runs:
-        budgets[r.run_id] = run_frame_budget(r)
-    return UserScores(" / ".join(families[0]), per_game, budgets, warnings)
+    return UserScores(" / ".join(families[0]), per_game, warnings)
 
 
 # ---------------------------------------------------------------- the comparison
@@ -269,11 +264,6 @@ class ReproduceResult:
     def exit_code(self) -> int:
         return verdict_exit(self.headline == REPRODUCED, self.headline == NOT_REPRODUCED,
                             self.strict)
-
-    @property
-    def reproduced(self) -> bool:
-        """REPRODUCED: positive evidence (analysis.reproduce.judge.headline)."""
-        return self.headline == REPRODUCED
 
     def game_line(self, g: GameResult) -> str:
         w = g.welch

@@ -40,16 +40,14 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
     except (AnalysisError, RecordError) as e:
         out["warnings"].append(f"no 'Did it reproduce?' section: {e}")
         return out
+    files, figure = write_published_comparison(res, Path(out_dir))
     t = res.table()
-    files = t.write(out_dir)
     out["tables"].append({"name": t.name, "title": t.title, "markdown": t.markdown(),
                           "csv": str(files.csv), "latex": str(files.latex)})
-    info = figs.reproduce_scatter_figure(figure_points(res), out_dir, column=col.column,
-                                         budget=res.budget_text).as_dict()
+    info = figure.as_dict()
     info["caption"] += " " + " ".join(res.limits())
     out["figures"].append(info)
-
-    path = write_json(Path(out_dir) / "reproduce.json", res.as_dict())
+    path = Path(out_dir) / "reproduce.json"
     verdict = res.headline  # the CI's words: REPRODUCED, NOT REPRODUCED, NOT SHOWN
     out["verdicts"].append({"kind": "reproduce", "subject": f"vs '{col.column}'",
                             "verdict": verdict, "line": res.summary_line(),

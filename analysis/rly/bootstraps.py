@@ -214,7 +214,7 @@ class _Stratified:
         self._generator = generator_of(random_state)
         self._results: np.ndarray | None = None
         self._last: tuple[Any, int] | None = None
-        self._index: Any = self._identity()
+        self._index: Any = self._draw_index(None)
 
     @property
     def pos_data(self) -> tuple[np.ndarray, ...]:
@@ -245,10 +245,8 @@ class _Stratified:
     def _arrays(self) -> list[np.ndarray]:
         return [*self._pos, *self._kw.values()]
 
-    def _identity(self) -> Any:
-        raise NotImplementedError
-
-    def _next_index(self) -> Any:
+    def _draw_index(self, rng: np.random.Generator | None) -> Any:
+        """One replicate's indices drawn from rng; the identity with rng None."""
         raise NotImplementedError
 
     def _resample(self) -> tuple[tuple[np.ndarray, ...], dict[str, np.ndarray]]:
@@ -258,7 +256,7 @@ class _Stratified:
                                                      dict[str, np.ndarray]]]:
         """One (pos_data, kw_data) resample per replicate; `.index` holds its indices."""
         for _ in range(reps):
-            self._index = self._next_index()
+            self._index = self._draw_index(self._generator)
             yield self._resample()
 
     def _call(self, func: Callable[..., Any], extra_kwargs: dict | None) -> Callable[..., Any]:
@@ -352,11 +350,8 @@ class StratifiedBootstrap(_Stratified):
         self._num_tasks = self._args_shape[1]
         self._strata_indices = list(_index(self._args_shape)[1:])
 
-    def _identity(self) -> Any:
-        return _index(self._arrays()[0].shape)
-
-    def _next_index(self) -> Any:
-        return _index(self._args_shape, self._generator, self._task_bootstrap)
+    def _draw_index(self, rng: np.random.Generator | None) -> Any:
+        return _index(self._arrays()[0].shape, rng, self._task_bootstrap)
 
     def _resample(self) -> tuple[tuple[np.ndarray, ...], dict[str, np.ndarray]]:
         index = self._index
@@ -371,17 +366,9 @@ class StratifiedIndependentBootstrap(_Stratified):
 
     _paired = False
 
-    def _shapes(self) -> tuple[list[tuple[int, ...]], dict[str, tuple[int, ...]]]:
-        return [a.shape for a in self._pos], {k: v.shape for k, v in self._kw.items()}
-
-    def _identity(self) -> Any:
-        pos, kw = self._shapes()
-        return [_index(s) for s in pos], {k: _index(s) for k, s in kw.items()}
-
-    def _next_index(self) -> Any:
-        pos, kw = self._shapes()
-        rng = self._generator
-        return [_index(s, rng) for s in pos], {k: _index(s, rng) for k, s in kw.items()}
+    def _draw_index(self, rng: np.random.Generator | None) -> Any:
+        return ([_index(a.shape, rng) for a in self._pos],
+                {k: _index(v.shape, rng) for k, v in self._kw.items()})
 
     def _resample(self) -> tuple[tuple[np.ndarray, ...], dict[str, np.ndarray]]:
         pos_idx, kw_idx = self._index

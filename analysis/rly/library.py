@@ -16,8 +16,6 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.rly.bootstraps import (
-    ALIASES,
-    CONF_INT_METHODS,
     StratifiedBootstrap,
     StratifiedIndependentBootstrap,
     seed_of,
@@ -55,8 +53,6 @@ def get_interval_estimates(
     improvement) is passed to func as separate arguments, each resampled independently;
     task_bootstrap is then not supported, as in rliable.
     """
-    if ALIASES.get(method, method) not in CONF_INT_METHODS:
-        raise AnalysisError(f"unknown CI method {method!r}; valid: {list(CONF_INT_METHODS)}")
     seed = seed_of(random_state)
     points: dict[str, np.ndarray] = {}
     intervals: dict[str, np.ndarray] = {}
@@ -124,13 +120,10 @@ def create_performance_profile(
         def func(scores):
             return average_performance_profile(scores, taus)
 
-    flat = {key: _pool_trailing(np.asarray(v)) for key, v in score_dict.items()}
+    # (runs, tasks, ...) -> (runs, tasks * ...): every (task, point) cell its own stratum
+    flat = {key: np.reshape(v, (np.shape(v)[0], -1)) if np.ndim(v) > 2 else np.asarray(v)
+            for key, v in score_dict.items()}
     return get_interval_estimates(
         flat if custom_profile_func is None else score_dict, func, method=method,
         task_bootstrap=task_bootstrap, reps=reps,
         confidence_interval_size=confidence_interval_size, random_state=random_state)
-
-
-def _pool_trailing(x: np.ndarray) -> np.ndarray:
-    """(runs, tasks, ...) -> (runs, tasks * ...): every (task, point) cell its own stratum."""
-    return x.reshape(x.shape[0], -1) if x.ndim > 2 else x
