@@ -117,3 +117,29 @@ def test_redaction_removes_environ_copies(tmp_path):
         assert "s3cret" not in p.read_text()
         assert json.loads(p.read_text())["env"] == common.REDACTED
     assert json.loads((tmp_path / "a" / "meta.json").read_text())["args"] == {"env": "Pong"}
+
+
+def test_finish_native_tidies_and_notes_the_native_log(tmp_path):
+    from baselines.native_logs import NativeLog, NativeLogError
+
+    native = tmp_path / "native"
+    (native / "sys").mkdir(parents=True)
+    (native / "latest").symlink_to(native / "sys")
+    (native / "sys" / "meta.json").write_text(json.dumps({"env": {"HOME": "/x"}}))
+    (native / "sys" / "logs.csv").write_text("rows\n")
+
+    def read(path):
+        return NativeLog(path, ["a"], [{"a": 1.0}, {"a": 2.0}], ["w"])
+
+    note = common.finish_native(native, tmp_path, "sys/logs.csv", read)
+    assert note == {"dir": "native", "logs": {"file": "sys/logs.csv", "rows": 2,
+                                              "warnings": ["w"]}}
+    assert not (native / "latest").exists()
+    assert json.loads((native / "sys" / "meta.json").read_text())["env"] == common.REDACTED
+
+    def broken(path):
+        raise NativeLogError("bad")
+
+    assert common.finish_native(native, tmp_path, "sys/logs.csv", broken)["logs"] == {
+        "file": "sys/logs.csv", "error": "bad"}
+    assert common.finish_native(native, tmp_path, "none.csv", read)["logs"] is None
