@@ -442,6 +442,27 @@ def episode_row(env_steps: int, frame_skip: int, wall_time_s: float, env_index: 
     }
 
 
+def update_row(update: int, env_steps: int, frame_skip: int, wall_time_s: float,
+               learner_version: int, sps: float, learning_rate: float, learner_delay_s: float,
+               rollout_queue_get_s: float = 0.0) -> dict[str, Any]:
+    """The updates.csv columns every baseline writes for an update (`env_steps`: agent
+    steps trained on so far). Actors never wait for parameters (they act on the model the
+    learner updates in place), and torch models have no params checksum."""
+    return {
+        "update": update,
+        "env_steps": env_steps,
+        "frames": env_steps * frame_skip,
+        "wall_time_s": wall_time_s,
+        "learner_version": learner_version,
+        "sps": sps,
+        "stat_learning_rate": learning_rate,
+        "stat_learner_delay_s": learner_delay_s,
+        "rollout_queue_get_s": rollout_queue_get_s,
+        "param_queue_get_s": 0.0,
+        "params_checksum": "",
+    }
+
+
 def version_stats(versions: np.ndarray) -> dict[str, int]:
     """Policy versions of a batch, shape [T, B] (step t of trajectory b) -> record columns."""
     v = np.asarray(versions)

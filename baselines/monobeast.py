@@ -288,23 +288,18 @@ class MonobeastRun:
         now = time.monotonic()
         env_steps = self.updates * self.batch_steps
         row = {
-            "update": self.updates,
-            "env_steps": env_steps,
-            "frames": env_steps * self.frame_skip,
-            "wall_time_s": now - self.t0,
-            "learner_version": learner_version,
+            **common.update_row(
+                update=self.updates, env_steps=env_steps, frame_skip=self.frame_skip,
+                wall_time_s=now - self.t0, learner_version=learner_version,
+                sps=self.batch_steps / max(now - self._last_row_time, 1e-9),
+                learning_rate=float(scheduler.get_last_lr()[0]),
+                learner_delay_s=self.args.learner_delay_s,
+                rollout_queue_get_s=getattr(self._tls, "wait_s", 0.0)),
             **common.version_stats(versions),
-            "sps": self.batch_steps / max(now - self._last_row_time, 1e-9),
             "loss_total": stats["total_loss"],
             "loss_policy": stats["pg_loss"],
             "loss_value": stats["baseline_loss"],
             "loss_entropy": stats["entropy_loss"],
-            "stat_learning_rate": float(scheduler.get_last_lr()[0]),
-            "stat_learner_delay_s": self.args.learner_delay_s,
-            "rollout_queue_get_s": getattr(self._tls, "wait_s", 0.0),
-            # Actors never wait for parameters: they read the shared model in place.
-            "param_queue_get_s": 0.0,
-            "params_checksum": "",
         }
         self._last_row_time = now
         self.writer.log_update(row)

@@ -347,21 +347,15 @@ class MoolibRun:
     def _log_update(self, learner_state, grad_norm: float) -> None:
         self.updates += 1
         now = time.monotonic()
-        row: dict[str, Any] = {
-            "update": learner_state.model_version,
-            "env_steps": self.train_steps,
-            "frames": self.train_steps * self.frame_skip,
-            "wall_time_s": now - self.t0,
-            "learner_version": learner_state.model_version + 1,
-            "sps": (self.train_steps - self.applied_steps) / max(now - self._last_row_time, 1e-9),
-            "stat_grad_norm": grad_norm,
-            "stat_learning_rate": float(learner_state.scheduler.get_last_lr()[0]),
-            "stat_learner_delay_s": self.args.learner_delay_s,
-            # One thread acts and learns on the same model: nothing waits on a queue.
-            "rollout_queue_get_s": 0.0,
-            "param_queue_get_s": 0.0,
-            "params_checksum": "",
-        }
+        # One thread acts and learns on the same model: nothing waits on a queue.
+        row = common.update_row(
+            update=learner_state.model_version, env_steps=self.train_steps,
+            frame_skip=self.frame_skip, wall_time_s=now - self.t0,
+            learner_version=learner_state.model_version + 1,
+            sps=(self.train_steps - self.applied_steps) / max(now - self._last_row_time, 1e-9),
+            learning_rate=float(learner_state.scheduler.get_last_lr()[0]),
+            learner_delay_s=self.args.learner_delay_s)
+        row["stat_grad_norm"] = grad_norm
         if self._pending_versions:
             row.update(common.version_stats(np.concatenate(self._pending_versions, axis=1)))
         if self._pending_losses:

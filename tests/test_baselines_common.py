@@ -143,3 +143,13 @@ def test_finish_native_tidies_and_notes_the_native_log(tmp_path):
     assert common.finish_native(native, tmp_path, "sys/logs.csv", broken)["logs"] == {
         "file": "sys/logs.csv", "error": "bad"}
     assert common.finish_native(native, tmp_path, "none.csv", read)["logs"] is None
+
+
+def test_update_row_holds_the_columns_both_baselines_write():
+    row = common.update_row(update=3, env_steps=80, frame_skip=4, wall_time_s=2.5,
+                            learner_version=4, sps=32.0, learning_rate=1e-4,
+                            learner_delay_s=0.0)
+    assert row == {"update": 3, "env_steps": 80, "frames": 320, "wall_time_s": 2.5,
+                   "learner_version": 4, "sps": 32.0, "stat_learning_rate": 1e-4,
+                   "stat_learner_delay_s": 0.0, "rollout_queue_get_s": 0.0,
+                   "param_queue_get_s": 0.0, "params_checksum": ""}
