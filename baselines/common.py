@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from baselines.native_logs import NativeLog, NativeLogError
 from benchenv import (
     EnvError,
     check_env_id,
@@ -396,6 +397,26 @@ def redact_native_logs(native_dir: Path) -> list[Path]:
     return changed
 
 
+def finish_native(native_dir: Path, run_dir: Path, logs_file: str,
+                  read_logs: Callable[[Path], NativeLog]) -> dict[str, Any]:
+    """Tidy a baseline's own files (its `latest` symlink removed, its meta.json redacted)
+    and summarise its log `logs_file` (relative to `native_dir`, read with `read_logs`):
+    the manifest's note about them."""
+    latest = native_dir / "latest"
+    if latest.is_symlink():
+        latest.unlink()
+    redact_native_logs(native_dir)
+    note: dict[str, Any] = {"dir": str(native_dir.relative_to(run_dir)), "logs": None}
+    logs = native_dir / logs_file
+    if logs.exists():
+        try:
+            parsed = read_logs(logs)
+            note["logs"] = {"file": logs_file, "rows": len(parsed.rows), "warnings": parsed.warnings}
+        except NativeLogError as e:
+            note["logs"] = {"file": logs_file, "error": str(e)}
+    return note
+
+
 def summary(env_steps: int, frame_skip: int, wall_time_s: float, updates: int, episodes: int) -> dict:
     return {
         "env_steps": int(env_steps),
@@ -404,6 +425,41 @@ def summary(env_steps: int, frame_skip: int, wall_time_s: float, updates: int, e
         "mean_sps": float(env_steps) / wall_time_s if wall_time_s > 0 else 0.0,
         "updates": int(updates),
         "episodes": int(episodes),
+    }
+
+
+def episode_row(env_steps: int, frame_skip: int, wall_time_s: float, env_index: int,
+                episode_return: float, episode_length: int) -> dict[str, Any]:
+    """An episodes.csv row of a baseline: the episode ended at `env_steps` agent steps
+    (frames: x frame_skip), `wall_time_s` after training started."""
+    return {
+        "env_steps": env_steps,
+        "frames": env_steps * frame_skip,
+        "wall_time_s": wall_time_s,
+        "env_index": env_index,
+        "episode_return": episode_return,
+        "episode_length": episode_length,
+    }
+
+
+def update_row(update: int, env_steps: int, frame_skip: int, wall_time_s: float,
+               learner_version: int, sps: float, learning_rate: float, learner_delay_s: float,
+               rollout_queue_get_s: float = 0.0) -> dict[str, Any]:
+    """The updates.csv columns every baseline writes for an update (`env_steps`: agent
+    steps trained on so far). Actors never wait for parameters (they act on the model the
+    learner updates in place), and torch models have no params checksum."""
+    return {
+        "update": update,
+        "env_steps": env_steps,
+        "frames": env_steps * frame_skip,
+        "wall_time_s": wall_time_s,
+        "learner_version": learner_version,
+        "sps": sps,
+        "stat_learning_rate": learning_rate,
+        "stat_learner_delay_s": learner_delay_s,
+        "rollout_queue_get_s": rollout_queue_get_s,
+        "param_queue_get_s": 0.0,
+        "params_checksum": "",
     }
 
 

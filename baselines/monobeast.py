@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
 from baselines.adapter import Baseline, Checkout, Launch, run_as_main  # noqa: E402
-from baselines.native_logs import NativeLogError, read_monobeast_logs  # noqa: E402
+from baselines.native_logs import read_monobeast_logs  # noqa: E402
 from benchenv import env_seeds  # noqa: E402
 from runrecord import schema  # noqa: E402
 
@@ -288,23 +288,18 @@ class MonobeastRun:
         now = time.monotonic()
         env_steps = self.updates * self.batch_steps
         row = {
-            "update": self.updates,
-            "env_steps": env_steps,
-            "frames": env_steps * self.frame_skip,
-            "wall_time_s": now - self.t0,
-            "learner_version": learner_version,
+            **common.update_row(
+                update=self.updates, env_steps=env_steps, frame_skip=self.frame_skip,
+                wall_time_s=now - self.t0, learner_version=learner_version,
+                sps=self.batch_steps / max(now - self._last_row_time, 1e-9),
+                learning_rate=float(scheduler.get_last_lr()[0]),
+                learner_delay_s=self.args.learner_delay_s,
+                rollout_queue_get_s=getattr(self._tls, "wait_s", 0.0)),
             **common.version_stats(versions),
-            "sps": self.batch_steps / max(now - self._last_row_time, 1e-9),
             "loss_total": stats["total_loss"],
             "loss_policy": stats["pg_loss"],
             "loss_value": stats["baseline_loss"],
             "loss_entropy": stats["entropy_loss"],
-            "stat_learning_rate": float(scheduler.get_last_lr()[0]),
-            "stat_learner_delay_s": self.args.learner_delay_s,
-            "rollout_queue_get_s": getattr(self._tls, "wait_s", 0.0),
-            # Actors never wait for parameters: they read the shared model in place.
-            "param_queue_get_s": 0.0,
-            "params_checksum": "",
         }
         self._last_row_time = now
         self.writer.log_update(row)
@@ -331,14 +326,8 @@ class MonobeastRun:
             kind = msg[0]
             if kind == "episode":
                 _, env_index, ret, length, env_steps, t = msg
-                self.writer.log_episode({
-                    "env_steps": env_steps,
-                    "frames": env_steps * self.frame_skip,
-                    "wall_time_s": t - self.t0,
-                    "env_index": env_index,
-                    "episode_return": ret,
-                    "episode_length": length,
-                })
+                self.writer.log_episode(common.episode_row(env_steps, self.frame_skip,
+                                                           t - self.t0, env_index, ret, length))
                 self.episodes += 1
             elif kind == "started":
                 self.actor_pids[msg[1]] = msg[2]
@@ -424,7 +413,8 @@ class MonobeastRun:
                 p.join(timeout=5)
 
     def close(self) -> dict[str, Any]:
-        native = _finish_native(self.native_dir, self) if self.native_dir.exists() else None
+        native = common.finish_native(self.native_dir, self.writer.run_dir, f"{XPID}/logs.csv",
+                                      read_monobeast_logs) if self.native_dir.exists() else None
         return {**self.plan, "network": self.network, "native": native}
 
     def summary(self) -> dict[str, Any]:
@@ -433,23 +423,6 @@ class MonobeastRun:
 
     def failure(self, error: object) -> str:
         return str(self.error or error)
-
-
-def _finish_native(native_dir: Path, run: MonobeastRun) -> dict[str, Any]:
-    """Redact and summarise monobeast's own logs; returns the manifest's note about them."""
-    latest = native_dir / "latest"
-    if latest.is_symlink():
-        latest.unlink()
-    common.redact_native_logs(native_dir)
-    logs = native_dir / XPID / "logs.csv"
-    note: dict[str, Any] = {"dir": str(native_dir.relative_to(run.writer.run_dir)), "logs": None}
-    if logs.exists():
-        try:
-            parsed = read_monobeast_logs(logs)
-            note["logs"] = {"file": f"{XPID}/logs.csv", "rows": len(parsed.rows), "warnings": parsed.warnings}
-        except NativeLogError as e:
-            note["logs"] = {"file": f"{XPID}/logs.csv", "error": str(e)}
-    return note
 
 
 def plan(args: Args, native_dir: Path) -> dict[str, Any]:

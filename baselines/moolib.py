@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 
 from baselines import common, mapping  # noqa: E402
 from baselines.adapter import Baseline, Checkout, Launch, run_as_main  # noqa: E402
-from baselines.native_logs import NativeLogError, read_moolib_logs  # noqa: E402
+from baselines.native_logs import read_moolib_logs  # noqa: E402
 from benchenv import env_seeds  # noqa: E402
 from runrecord import error_entry, exits, schema  # noqa: E402
 
@@ -303,14 +303,10 @@ class MoolibRun:
         self.act_steps += len(done)
         now = time.monotonic() - self.t0
         for i in np.flatnonzero(done):
-            self.writer.log_episode({
-                "env_steps": self.act_steps,
-                "frames": self.act_steps * self.frame_skip,
-                "wall_time_s": now,
-                "env_index": state.batch_index * self.actor_batch_size + int(i),
-                "episode_return": float(state.episode_return[i]),
-                "episode_length": int(state.episode_step[i]),
-            })
+            self.writer.log_episode(common.episode_row(
+                self.act_steps, self.frame_skip, now,
+                state.batch_index * self.actor_batch_size + int(i),
+                float(state.episode_return[i]), int(state.episode_step[i])))
             self.episodes += 1
         state.episode_return[done] = 0.0
         state.episode_step[done] = 0
@@ -351,21 +347,15 @@ class MoolibRun:
     def _log_update(self, learner_state, grad_norm: float) -> None:
         self.updates += 1
         now = time.monotonic()
-        row: dict[str, Any] = {
-            "update": learner_state.model_version,
-            "env_steps": self.train_steps,
-            "frames": self.train_steps * self.frame_skip,
-            "wall_time_s": now - self.t0,
-            "learner_version": learner_state.model_version + 1,
-            "sps": (self.train_steps - self.applied_steps) / max(now - self._last_row_time, 1e-9),
-            "stat_grad_norm": grad_norm,
-            "stat_learning_rate": float(learner_state.scheduler.get_last_lr()[0]),
-            "stat_learner_delay_s": self.args.learner_delay_s,
-            # One thread acts and learns on the same model: nothing waits on a queue.
-            "rollout_queue_get_s": 0.0,
-            "param_queue_get_s": 0.0,
-            "params_checksum": "",
-        }
+        # One thread acts and learns on the same model: nothing waits on a queue.
+        row = common.update_row(
+            update=learner_state.model_version, env_steps=self.train_steps,
+            frame_skip=self.frame_skip, wall_time_s=now - self.t0,
+            learner_version=learner_state.model_version + 1,
+            sps=(self.train_steps - self.applied_steps) / max(now - self._last_row_time, 1e-9),
+            learning_rate=float(learner_state.scheduler.get_last_lr()[0]),
+            learner_delay_s=self.args.learner_delay_s)
+        row["stat_grad_norm"] = grad_norm
         if self._pending_versions:
             row.update(common.version_stats(np.concatenate(self._pending_versions, axis=1)))
         if self._pending_losses:
@@ -481,24 +471,13 @@ class MoolibRun:
 
 
 def _finish_native(native_dir: Path, run_dir: Path, keep_checkpoint: bool) -> dict[str, Any]:
-    """Tidy and summarise moolib's own files; returns the manifest's note about them."""
-    latest = native_dir / "latest"
-    if latest.is_symlink():
-        latest.unlink()
+    """Tidy and summarise moolib's own files (its checkpoints deleted unless kept);
+    returns the manifest's note about them."""
     if not keep_checkpoint:
         for p in native_dir.rglob("checkpoint*.tar"):
             p.unlink()
-    common.redact_native_logs(native_dir)
-    note: dict[str, Any] = {"dir": str(native_dir.relative_to(run_dir)), "logs": None}
-    logs = native_dir / "moolib" / "peers" / LOCAL_NAME / "logs.tsv"
-    rel = str(logs.relative_to(native_dir))
-    if logs.exists():
-        try:
-            parsed = read_moolib_logs(logs)
-            note["logs"] = {"file": rel, "rows": len(parsed.rows), "warnings": parsed.warnings}
-        except NativeLogError as e:
-            note["logs"] = {"file": rel, "error": str(e)}
-    return note
+    return common.finish_native(native_dir, run_dir, f"moolib/peers/{LOCAL_NAME}/logs.tsv",
+                                read_moolib_logs)
 
 
 def provenance(mods: types.SimpleNamespace) -> dict[str, Any]:

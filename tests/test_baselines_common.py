@@ -117,3 +117,39 @@ def test_redaction_removes_environ_copies(tmp_path):
         assert "s3cret" not in p.read_text()
         assert json.loads(p.read_text())["env"] == common.REDACTED
     assert json.loads((tmp_path / "a" / "meta.json").read_text())["args"] == {"env": "Pong"}
+
+
+def test_finish_native_tidies_and_notes_the_native_log(tmp_path):
+    from baselines.native_logs import NativeLog, NativeLogError
+
+    native = tmp_path / "native"
+    (native / "sys").mkdir(parents=True)
+    (native / "latest").symlink_to(native / "sys")
+    (native / "sys" / "meta.json").write_text(json.dumps({"env": {"HOME": "/x"}}))
+    (native / "sys" / "logs.csv").write_text("rows\n")
+
+    def read(path):
+        return NativeLog(path, ["a"], [{"a": 1.0}, {"a": 2.0}], ["w"])
+
+    note = common.finish_native(native, tmp_path, "sys/logs.csv", read)
+    assert note == {"dir": "native", "logs": {"file": "sys/logs.csv", "rows": 2,
+                                              "warnings": ["w"]}}
+    assert not (native / "latest").exists()
+    assert json.loads((native / "sys" / "meta.json").read_text())["env"] == common.REDACTED
+
+    def broken(path):
+        raise NativeLogError("bad")
+
+    assert common.finish_native(native, tmp_path, "sys/logs.csv", broken)["logs"] == {
+        "file": "sys/logs.csv", "error": "bad"}
+    assert common.finish_native(native, tmp_path, "none.csv", read)["logs"] is None
+
+
+def test_update_row_holds_the_columns_both_baselines_write():
+    row = common.update_row(update=3, env_steps=80, frame_skip=4, wall_time_s=2.5,
+                            learner_version=4, sps=32.0, learning_rate=1e-4,
+                            learner_delay_s=0.0)
+    assert row == {"update": 3, "env_steps": 80, "frames": 320, "wall_time_s": 2.5,
+                   "learner_version": 4, "sps": 32.0, "stat_learning_rate": 1e-4,
+                   "stat_learner_delay_s": 0.0, "rollout_queue_get_s": 0.0,
+                   "param_queue_get_s": 0.0, "params_checksum": ""}

@@ -79,18 +79,18 @@ def test_differences_name_what_makes_bits_differ():
     device, stack = run_facts({**m, "determinism": block})
     here = {"python": stack["python"], "jax": "0.9.0", "cpu": device["cpu"], "usable_cpus": 2,
             "xla_flags": "--b=2 --a=1 --xla_cpu_max_isa=AVX2"}
-    assert differences(device, stack, here, cores_at_least=True) == [
+    assert differences({**device, **stack}, here, cores_at_least=True) == [
         "jax 0.10.2 (recorded) vs 0.9.0 (here)",
         "XLA flags differ (--xla_cpu_max_isa=AVX2 here only)"]
     other_cpu = {**here, "jax": "0.10.2", "cpu": "GenuineIntel family 6 model 167: avx512f",
                  "usable_cpus": 0, "xla_flags": "--a=1 --b=2"}
-    assert differences(device, stack, other_cpu, cores_at_least=True) == [
+    assert differences({**device, **stack}, other_cpu, cores_at_least=True) == [
         "CPU AuthenticAMD family 25 model 17: avx512f (recorded) vs GenuineIntel family 6 "
         "model 167: avx512f (here)", "usable CPU cores: 1 recorded, 0 here"]
     # On a GPU the host's CPU and cores do not enter
     gpu, gstack = run_facts({**m, "determinism": {**block, "platform": "gpu",
                                                   "device_kind": "NVIDIA H100 80GB HBM3"}})
-    assert differences(gpu, gstack, {**other_cpu}, cores_at_least=True) == []
+    assert differences({**gpu, **gstack}, {**other_cpu}, cores_at_least=True) == []
 
 
 def test_claims_file_is_checked(tmp_path):
@@ -442,7 +442,8 @@ def test_the_reports_section(certified, tmp_path, capsys):
 def test_a_replays_environment_and_what_it_compares():
     """CPU: the recorded virtual device count and cores; GPU: each process its own GPUs,
     and the host's CPU and cores are not compared."""
-    from harness.certify.replay import block_differences, replay_env
+    from harness.certify.replay import replay_env
+    from runrecord.determinism import DETERMINISM_KEYS
 
     cpu = replay_env({"platform": "cpu", "device_count": 1, "usable_cpus": 1}, Path("/x"),
                      environ={"XLA_FLAGS": "--xla_force_host_platform_device_count=4 --f=1"})
@@ -455,8 +456,10 @@ def test_a_replays_environment_and_what_it_compares():
     assert "JAX_PLATFORMS" not in gpu and "CLEANBA_FAULT" not in gpu
     rec = {"platform": "gpu", "usable_cpus": 16, "cpu": "A", "jax": "0.10.2",
            "xla_flags": "--a=1 --b=2"}
-    assert block_differences(rec, {**rec, "usable_cpus": 2, "cpu": "B",
-                                   "xla_flags": "--b=2 --a=1"}) == []
+    assert differences(rec, {**rec, "usable_cpus": 2, "cpu": "B", "xla_flags": "--b=2 --a=1"},
+                       keys=DETERMINISM_KEYS, where="replay") == []
     on_cpu = {**rec, "platform": "cpu"}
-    assert block_differences(on_cpu, {**on_cpu, "usable_cpus": 2, "jax": "0.9.0"}) == [
-        "usable_cpus 16 (recorded) vs 2 (replay)", "jax 0.10.2 (recorded) vs 0.9.0 (replay)"]
+    assert differences(on_cpu, {**on_cpu, "usable_cpus": 2, "jax": "0.9.0", "xla_flags": "--a=1"},
+                       keys=DETERMINISM_KEYS, where="replay") == [
+        "usable CPU cores 16 (recorded) vs 2 (replay)", "jax 0.10.2 (recorded) vs 0.9.0 (replay)",
+        "XLA flags differ (--b=2 recorded only)"]

@@ -86,6 +86,14 @@ def label_of(manifest: Mapping[str, Any]) -> str:
             f"{manifest.get('env_id')} s{manifest.get('seed')} {layout}")
 
 
+def record_status(folder: Path | None) -> str:
+    """A run folder's status as certify records it (MISSING: no folder or no record)."""
+    if folder is None:
+        return MISSING
+    state = run_state(folder).state
+    return MISSING if state == PENDING else state
+
+
 def gather_runs(records: Path, plan: Sequence[RunSpec], include_unplanned: Sequence[str],
                 ) -> list[RunEntry]:
     """Every planned run (its status; `missing` without a folder) and every named
@@ -112,14 +120,13 @@ def gather_runs(records: Path, plan: Sequence[RunSpec], include_unplanned: Seque
         if folder is None:
             entries.append(RunEntry(rid, planned[rid].label(), True, MISSING))
             continue
-        state = run_state(folder)
-        if state.state == "running":
-            raise BindError(f"run {rid} is running ({state.holder}); certify once the "
-                            "sweep has stopped")
+        status = record_status(folder)
+        if status == "running":
+            raise BindError(f"run {rid} is running ({run_state(folder).holder}); certify "
+                            "once the sweep has stopped")
         manifest = read_manifest_or_none(folder)
         label = planned[rid].label() if rid in planned else (
             label_of(manifest) if manifest else "?")
-        status = MISSING if state.state == PENDING else state.state  # no record
         entries.append(RunEntry(rid, label, rid in planned, status, manifest,
                                 folder_leaves(folder, f"{RECORDS}/{rid}"),
                                 last_digest(folder)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cleanba.core.xla_flags import trainer_xla_flags
@@ -23,6 +23,7 @@ PACKAGES = ("jax", "jaxlib", "flax", "optax", "envpool", "numpy")
 STACK_KEYS = ("python", *PACKAGES, "cuda", "xla_flags", "prng_impl",
               "default_matmul_precision")
 DEVICE_KEYS = ("platform", "device_kind", "cpu", "device_count", "usable_cpus", "processes")
+FACT_KEYS = (*DEVICE_KEYS, *STACK_KEYS)
 CPU_ONLY = ("cpu", "usable_cpus")
 """On GPUs each device runs its own kernels: the host CPU and its cores do not enter
 (docs/deterministic.md); on CPU they do."""
@@ -32,7 +33,9 @@ NAMES = {"python": "Python", "jax": "jax", "jaxlib": "jaxlib", "flax": "flax",
          "xla_flags": "XLA flags", "prng_impl": "PRNG implementation",
          "default_matmul_precision": "default matmul precision", "platform": "platform",
          "device_kind": "device kind", "cpu": "CPU", "device_count": "device count",
-         "usable_cpus": "usable CPU cores", "processes": "processes"}
+         "usable_cpus": "usable CPU cores", "processes": "processes",
+         "deterministic": "--deterministic", "deterministic_groups": "deterministic env groups",
+         "max_isa": "XLA CPU ISA cap"}
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
@@ -97,41 +100,44 @@ def here_facts(device: Mapping[str, Any], deterministic: bool,
             "xla_flags": replay_xla_flags(environ.get("XLA_FLAGS", ""), device, deterministic)}
 
 
-def _flag_difference(recorded: str, here: str) -> str | None:
-    a, b = set(str(recorded).split()), set(str(here).split())
+def _flag_difference(recorded: str, other: str, where: str) -> str | None:
+    a, b = set(str(recorded).split()), set(str(other).split())
     if a == b:
         return None
     parts = []
     if b - a:
-        parts.append(f"{' '.join(sorted(b - a))} here only")
+        parts.append(f"{' '.join(sorted(b - a))} {where} only")
     if a - b:
         parts.append(f"{' '.join(sorted(a - b))} recorded only")
     return f"XLA flags differ ({'; '.join(parts)})"
 
 
-def differences(device: Mapping[str, Any], stack: Mapping[str, Any],
-                here: Mapping[str, Any], *, cores_at_least: bool = False) -> list[str]:
-    """What differs between a run's recorded facts and `here` (only the keys `here` has),
-    each as "<name> <recorded> (recorded) vs <here> (here)", or "<name> not recorded".
-    `cores_at_least`: `here['usable_cpus']` is what this machine offers, enough when it is
-    at least the recorded count (a replay pins itself to that many)."""
-    on_gpu = device.get("platform") not in ("cpu", NOT_RECORDED)
+def differences(recorded: Mapping[str, Any], other: Mapping[str, Any], *,
+                keys: Sequence[str] | None = None, where: str = "here",
+                cores_at_least: bool = False) -> list[str]:
+    """What differs between a run's recorded facts (its device and stack, or its
+    determinism block) and `other` (this machine's, or a replay's block: `where` names
+    it), over `keys` (default: the facts `other` has); each as "<name> <recorded>
+    (recorded) vs <other> (<where>)", "<name> not recorded", or for XLA flags the flags on
+    one side only. On GPUs the host's CPU and cores are not compared. `cores_at_least`:
+    `other['usable_cpus']` is what this machine offers, enough when it is at least the
+    recorded count (a replay pins itself to that many)."""
+    on_gpu = recorded.get("platform") not in ("cpu", NOT_RECORDED)
     out = []
-    for key in (*DEVICE_KEYS, *STACK_KEYS):
-        if key not in here or (on_gpu and key in CPU_ONLY):
+    for key in keys if keys is not None else [k for k in FACT_KEYS if k in other]:
+        was, now = recorded.get(key, NOT_RECORDED), other.get(key, NOT_RECORDED)
+        if (on_gpu and key in CPU_ONLY) or was == now:
             continue
-        recorded = device[key] if key in device else stack[key]
-        if recorded == NOT_RECORDED:
-            out.append(f"{NAMES[key]} {NOT_RECORDED}")
-            continue
-        value = here[key]
-        if key == "xla_flags":
-            diff = _flag_difference(str(recorded), str(value))
+        name = NAMES.get(key, key)
+        if was == NOT_RECORDED:
+            out.append(f"{name} {NOT_RECORDED}")
+        elif key == "xla_flags":
+            diff = _flag_difference(str(was), str(now), where)
             if diff:
                 out.append(diff)
         elif key == "usable_cpus" and cores_at_least:
-            if not isinstance(value, int) or value < int(recorded):
-                out.append(f"usable CPU cores: {recorded} recorded, {value} here")
-        elif str(recorded) != str(value):
-            out.append(f"{NAMES[key]} {recorded} (recorded) vs {value} (here)")
+            if not isinstance(now, int) or now < int(was):
+                out.append(f"usable CPU cores: {was} recorded, {now} {where}")
+        elif str(was) != str(now):
+            out.append(f"{name} {was} (recorded) vs {now} ({where})")
     return out

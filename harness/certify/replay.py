@@ -32,7 +32,7 @@ from typing import Any
 
 from cleanba.core import checkpoint
 from cleanba.core.layout import free_port
-from harness.certify.facts import CPU_ONLY, differences, here_facts, replay_base_flags
+from harness.certify.facts import differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
 from harness.local import available_cpus
 from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
@@ -195,23 +195,6 @@ def episode_difference(recorded: list[tuple[str, ...]], replayed: list[tuple[str
     return None
 
 
-def block_differences(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> list[str]:
-    """What differs between the certified run's determinism block and the replay's (on
-    GPUs, not the host's CPU and cores: they do not enter the bits)."""
-    out = []
-    on_cpu = recorded.get("platform") == "cpu"
-    for key in DETERMINISM_KEYS:
-        if key in CPU_ONLY and not on_cpu:
-            continue
-        was, now = recorded.get(key, "not recorded"), replayed.get(key, "not recorded")
-        if key == "xla_flags":
-            if set(str(was).split()) != set(str(now).split()):
-                out.append(f"XLA flags {was!r} (recorded) vs {now!r} (replay)")
-        elif was != now:
-            out.append(f"{key} {was} (recorded) vs {now} (replay)")
-    return out
-
-
 class CorePool:
     """This process's cores, handed out to concurrent replays: each CPU replay takes the
     cores its record ran on (usable cores x processes), pinned as the harness pins runs; a
@@ -297,7 +280,7 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
     if not all(row.get("params_checksum") for row in recorded):
         return replace(base, text="its updates.csv holds no params checksums (made with "
                                   "--no-params-checksum)")
-    differ = differences(device, stack, here_facts(device, True), cores_at_least=True)
+    differ = differences({**device, **stack}, here_facts(device, True), cores_at_least=True)
     if differ:
         return replace(base, text="NOT CHECKABLE HERE: " + "; ".join(differ))
     command = run.get("command")
@@ -361,8 +344,8 @@ def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_
         return replace(base, outcome=MISMATCH,
                        text="the recorded command did not start a run here: " + " | ".join(tail))
     certified = read_manifest_or_none(record_dir) or {}
-    differ = block_differences(certified.get("determinism") or {},
-                               manifest.get("determinism") or {})
+    differ = differences(certified.get("determinism") or {}, manifest.get("determinism") or {},
+                         keys=DETERMINISM_KEYS, where="replay")
     if differ:
         return replace(base, text="NOT CHECKABLE HERE (the replay's own record): "
                                   + "; ".join(differ))

@@ -20,6 +20,7 @@ from harness.certify.bind import (
     code_state,
     folder_leaves,
     input_leaves,
+    record_status,
     run_folders,
     run_section,
 )
@@ -27,7 +28,6 @@ from harness.certify.certificate import Interner, analysis_stack, sweep_leaf
 from harness.certify.claims import RUNS, ClaimOutput, input_runs, placeholders, run_claim
 from harness.certify.consistency import check_record
 from harness.certify.merkle import Leaf, merkle_root
-from harness.store import PENDING, run_state
 from harness.sweep import SweepError, parse_list, parse_seeds, parse_sweep
 from runrecord import read_manifest_or_none, run_id, schema
 from runrecord.digest import DIGEST_COLUMN, last_digest, record_chain_break
@@ -84,14 +84,13 @@ def _by_run(path: str) -> str | None:
     return parts[1] if parts[0] == RECORDS and len(parts) > 2 else None
 
 
-def check_files(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Path],
-                out: Findings) -> FileCheck:
-    """Every bound file now against the certificate, and the run folders the certificate
-    does not hold."""
+def check_files(cert: Mapping[str, Any], folders: Mapping[str, Path],
+                inputs: Mapping[str, Path], out: Findings) -> FileCheck:
+    """Every bound file now against the certificate, and the run folders (bind.run_folders)
+    the certificate does not hold."""
     fc = FileCheck()
     certified = {f["path"]: f for f in cert["files"]}
     runs = cert["runs"]
-    folders = run_folders(records)
     now: dict[str, Leaf] = {}
     for rid, folder in folders.items():
         if rid not in runs:
@@ -155,23 +154,15 @@ def check_root(cert: Mapping[str, Any], expect_root: str | None, out: Findings) 
                        + (" and compared with the published root" if expect_root else ""))
 
 
-def record_status(folder: Path | None) -> str:
-    """A run folder's status as certify records it (MISSING: no folder or no record)."""
-    if folder is None:
-        return MISSING
-    state = run_state(folder).state
-    return MISSING if state == PENDING else state
-
-
 def same_code(certified: Mapping[str, Any], here: Mapping[str, Any]) -> bool:
     return (certified.get("git_sha"), certified.get("diff_sha256")) == \
         (here.get("git_sha"), here.get("diff_sha256"))
 
 
-def check_plan(cert: Mapping[str, Any], records: Path, code_here: Mapping[str, Any],
-               out: Findings) -> None:
+def check_plan(cert: Mapping[str, Any], folders: Mapping[str, Path],
+               code_here: Mapping[str, Any], out: Findings) -> None:
     """The sweep file's hash, the plan's run ids, the plan as the file expands to it now,
-    and each run's status and facts against its record."""
+    and each run's status and facts against its record (`folders`: bind.run_folders)."""
     sweep = cert["sweep"]
     if sweep_leaf(sweep["text"]).sha256 != sweep["sha256"]:
         out.mismatch("sweep: the sweep file's text does not have the certified SHA-256")
@@ -209,7 +200,6 @@ def check_plan(cert: Mapping[str, Any], records: Path, code_here: Mapping[str, A
                                                         if not v.get("planned")):
         out.mismatch("completeness: the summary (planned, missing, unplanned) does not "
                      "match the runs listed")
-    folders = run_folders(records)
     intern = Interner()
     for rid, entry in runs.items():
         folder = folders.get(rid)
@@ -232,12 +222,12 @@ def check_plan(cert: Mapping[str, Any], records: Path, code_here: Mapping[str, A
                        f"{counted(len(plan), 'run')}; each run's status and facts as its record says")
 
 
-def check_consistency(cert: Mapping[str, Any], records: Path, out: Findings) -> None:
+def check_consistency(cert: Mapping[str, Any], folders: Mapping[str, Path],
+                      out: Findings) -> None:
     """Each certified run's record against itself (consistency.check_record): a broken
     rule is a MISMATCH naming the run, the file and the row; a check the record gives no
     ground for is listed as not checked, with why (it is no finding: the record never
     claimed what it would check)."""
-    folders = run_folders(records)
     checked = 0
     why_not: dict[str, list[str]] = {}
     for rid in cert["runs"]:
@@ -317,10 +307,11 @@ def tier1(cert: Mapping[str, Any], records: Path, inputs: Mapping[str, Path],
     t0 = time.perf_counter()
     code_here = code_here if code_here is not None else code_state()
     try:
-        fc = check_files(cert, records, inputs, out)
+        folders = run_folders(records)
+        fc = check_files(cert, folders, inputs, out)
         check_root(cert, expect_root, out)
-        check_plan(cert, records, code_here, out)
-        check_consistency(cert, records, out)
+        check_plan(cert, folders, code_here, out)
+        check_consistency(cert, folders, out)
     except BindError as e:
         out.mismatch(str(e))
         fc = FileCheck()

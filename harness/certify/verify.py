@@ -104,16 +104,20 @@ def _locate(cert: Mapping[str, Any], args: VerifyArgs) -> tuple[Path, dict[str, 
     return records, inputs
 
 
+def cannot_check(out: Findings, text: str) -> None:
+    """A tier-2 NOT CHECKABLE finding: printed as it is found, and recorded in `out`."""
+    print(f"  {NOT_CHECKABLE}: {text}")
+    out.cannot(text)
+
+
 def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Findings,
           ) -> list[Replay]:
     """Draw, replay and compare; findings into `out` (which holds tier 1's)."""
     eligible, not_apply = eligible_runs(cert)
     out.not_applied("tier 2 n/a", not_apply)
     if not eligible:
-        text = ("tier 2: no run of the certificate was made with --deterministic (with an "
-                "update): nothing can be replayed bit for bit")
-        print(f"  {NOT_CHECKABLE}: {text}")
-        out.cannot(text)
+        cannot_check(out, "tier 2: no run of the certificate was made with --deterministic "
+                     "(with an update): nothing can be replayed bit for bit")
         return []
     seed = args.draw_seed if args.draw_seed is not None else secrets.randbits(63)
     drawn = draw(eligible, args.replay, seed)
@@ -126,9 +130,8 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
     todo: list[tuple[str, Segment]] = []
     for rid in drawn:
         if rid in out.changed_runs:
-            text = f"tier 2: run {rid}: {out.changed_runs[rid]} since certified: not replayed"
-            print(f"  {NOT_CHECKABLE}: {text}")
-            out.cannot(text)
+            cannot_check(out, f"tier 2: run {rid}: {out.changed_runs[rid]} since certified: "
+                         "not replayed")
         elif args.segments is None:
             todo.append((rid, Segment(0, args.updates)))
         else:
@@ -203,10 +206,9 @@ def drawn_segments(cert: Mapping[str, Any], records: Path, rid: str, args: Verif
     updates = int(cert["runs"][rid].get("updates") or 0)
     segments = run_segments(records / rid, updates)
     if not segments:
-        text = (f"tier 2: run {rid}: no checkpoint in its record (made without "
-                "--checkpoint-every): no segment to replay; --updates N replays its first N")
-        print(f"  {NOT_CHECKABLE}: {text}")
-        out.cannot(text)
+        cannot_check(out, f"tier 2: run {rid}: no checkpoint in its record (made without "
+                     "--checkpoint-every): no segment to replay; --updates N replays its "
+                     "first N")
         return []
     picked = pick(segments, parse_count(str(args.segments)), seed, rid)
     escape = escape_probability(len(segments), len(picked))
