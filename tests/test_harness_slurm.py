@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from harness_cli import ROOT
+from harness_cli import ROOT, harness
 
 from harness.slurm import coordinator_address, job_shape, sbatch_script
 from harness.sweep import parse_sweep
@@ -213,14 +213,14 @@ ledger = "{tmp_path / 'ledger.txt'}"
         RunWriter(run_dir, {"run_id": spec.run_id, "provenance": {}, "hyperparameters": {}}
                   ).finish("failed", error={"type": "NonFiniteLoss", "message": "nan loss",
                                             "traceback": ""})
-        args = [sys.executable, "-m", "harness", "run", "--sweep", str(sweep),
-                "--results-root", str(root), "--backend", backend, "--slurm-cluster", "local"]
-        p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        # with the progress lines on, so that a submitted job would say so
+        args = ["run", "--sweep", str(sweep), "--results-root", str(root), "--backend",
+                backend, "--slurm-cluster", "local"]
+        p = harness(*args, timeout=180)
         assert p.returncode == 1, p.stdout + p.stderr
         assert "failed earlier with a deterministic error, not retried" in p.stdout, p.stdout
         assert "submitted" not in p.stdout and not (tmp_path / "ledger.txt").exists()
-        p = subprocess.run(args + ["--retry-failed"], cwd=ROOT, capture_output=True,
-                           text=True, timeout=180)
+        p = harness(*args, "--retry-failed", timeout=180)
         assert p.returncode == 0, p.stdout + p.stderr
         assert read_manifest(run_dir)["status"] == "completed"
         assert [line.split()[0] for line in (tmp_path / "ledger.txt").read_text().splitlines()
