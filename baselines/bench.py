@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tyro
-
 from runrecord import load_run
+from runrecord.cli_help import parse_config
 
 SYSTEMS = ("cleanba-impala", "monobeast-impala", "moolib-impala")
 REFERENCE = "cleanba-impala"
@@ -117,7 +116,7 @@ def ratios(sps: dict[str, tuple[float, float]], reference: str = REFERENCE) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(Args, args=argv, prog="python -m baselines.bench")
+    args = parse_config(Args, args=argv, prog="python -m baselines.bench")
     root = args.results_root or Path(tempfile.mkdtemp(prefix="baselines-bench-"))
     print(f"{args.env_id}, {args.num_envs} envs x unroll {args.num_steps}, one update per "
           f"{args.num_envs * args.num_steps} steps, {args.total_timesteps} steps per run, "

@@ -335,10 +335,10 @@ def import_from_checkout(checkout: Path, modules: tuple[str, ...], stubs: Mappin
 
 def parse_cli(cls: type[A], argv: list[str] | None, prog: str) -> A | None:
     """The adapter's parsed and checked Args, or None after printing why (exit EXIT_BAD_INPUT)."""
-    import tyro
+    from runrecord.cli_help import parse_config
 
     try:
-        args = tyro.cli(cls, args=argv, prog=prog, default=cls.defaults())
+        args = parse_config(cls, args=argv, prog=prog, default=cls.defaults())
         args.check()
         check_env_id(args.env_id)
     except (ValueError, EnvError) as e:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import tyro
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,6 +33,7 @@ from analysis.stats.welch import t_quantile, welch_stats  # noqa: E402
 from analysis.verdicts.equivalence import PASS, tost_verdicts  # noqa: E402
 from analysis.verdicts.seed_pairing import iqm_over_tasks  # noqa: E402
 from analysis.verdicts.seedplan import equivalence_power, given_spread, seeds_needed  # noqa: E402
+from runrecord.cli_help import parse_config  # noqa: E402
 from runrecord.words import signed  # noqa: E402
 
 GAMES = ("Breakout-v5", "Pong-v5", "SpaceInvaders-v5", "MsPacman-v5", "Qbert-v5")
@@ -111,7 +111,7 @@ class EquivalenceConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(EquivalenceConfig, args=argv)
+    args = parse_config(EquivalenceConfig, args=argv)
     for b in ("envpool", "ale"):
         benchenv.check_backend(b)
     t0 = time.monotonic()

@@ -28,13 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import tyro
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchenv  # noqa: E402
 from cleanba.core.config import ACTOR_MODES  # noqa: E402
 from cleanba.core.xla_flags import apply_cpu_conv_flag  # noqa: E402
+from runrecord.cli_help import parse_config  # noqa: E402
 
 RAW = ("raw sync", "raw halves", "raw async")
 
@@ -85,7 +84,7 @@ class BenchConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(BenchConfig, args=argv)
+    args = parse_config(BenchConfig, args=argv)
     benchenv.check_backend("envpool")
     apply_cpu_conv_flag()
     rows = {}

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import tyro
 
 # Run as a script from anywhere: the project root goes first on the path.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -42,6 +41,7 @@ from analysis.stats.metrics import (  # noqa: E402  # noqa: E402  # noqa: E402
     iqm,
     probability_of_improvement_ci,
 )
+from runrecord.cli_help import parse_config  # noqa: E402
 from runrecord.provenance import cpu_model  # noqa: E402
 
 
@@ -226,7 +226,7 @@ def _cpu() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    run(tyro.cli(BenchConfig, args=argv))
+    run(parse_config(BenchConfig, args=argv))
     return 0
 
 

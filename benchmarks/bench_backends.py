@@ -20,12 +20,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import tyro
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchenv  # noqa: E402
 from cleanba.core.xla_flags import apply_cpu_conv_flag  # noqa: E402
+from runrecord.cli_help import parse_config  # noqa: E402
 
 BACKENDS = ("envpool", "ale")
 
@@ -66,7 +65,7 @@ class BenchConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(BenchConfig, args=argv)
+    args = parse_config(BenchConfig, args=argv)
     for b in BACKENDS:
         benchenv.check_backend(b)
     apply_cpu_conv_flag()

@@ -26,8 +26,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import tyro
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
@@ -36,6 +34,7 @@ from synthetic_records import write_synthetic_run  # noqa: E402
 
 from harness.cli import main as harness_main  # noqa: E402
 from harness.sweep import load_sweep  # noqa: E402
+from runrecord.cli_help import parse_config  # noqa: E402
 
 GAMES = ["BattleZone-v5", "DoubleDunk-v5", "NameThisGame-v5", "Phoenix-v5", "Qbert-v5",
          "Breakout-v5", "Pong-v5", "Seaquest-v5", "SpaceInvaders-v5", "Asterix-v5"]
@@ -130,4 +129,4 @@ def main(cfg: BenchConfig) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(tyro.cli(BenchConfig)))
+    sys.exit(main(parse_config(BenchConfig)))

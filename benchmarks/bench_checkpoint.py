@@ -29,12 +29,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import tyro
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import benchenv  # noqa: E402
+from runrecord.cli_help import parse_config  # noqa: E402
 
 CHECKPOINT_LINE = re.compile(r"\[cleanba\] checkpoint after update (\d+): \S+ \(([\d,]+) bytes, "
                              r"([\d.]+) s\)")
@@ -107,7 +106,7 @@ def reseed_seconds(game: str, repeats: int = 3) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(BenchConfig, args=argv)
+    args = parse_config(BenchConfig, args=argv)
     unknown = [g for g in args.games if g not in PRESETS]
     if unknown or args.updates < 2 or not 1 <= args.every < args.updates:
         print(f"error: games must be among {', '.join(PRESETS)} (got {unknown}); --updates "

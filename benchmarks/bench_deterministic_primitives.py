@@ -21,12 +21,12 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-import tyro
 
 from cleanba.core.xla_flags import apply_cpu_conv_flag
 from cleanba.numerics import deterministic as det
 from cleanba.numerics.losses import normalized_advantages, ppo_loss, ppo_loss_sums
 from cleanba.numerics.networks import init_params, make_network
+from runrecord.cli_help import parse_config
 from runrecord.words import counted
 
 
@@ -136,4 +136,4 @@ def main(cfg: BenchConfig) -> None:
 
 if __name__ == "__main__":
     apply_cpu_conv_flag()  # the trainers' XLA CPU configuration, before JAX's first computation
-    main(tyro.cli(BenchConfig))
+    main(parse_config(BenchConfig))

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import tyro
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -40,6 +39,7 @@ from foreign_runs import (  # noqa: E402
 )
 
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN  # noqa: E402
+from runrecord.cli_help import parse_config  # noqa: E402
 
 SCALARS_PER_UPDATE = ("charts/learning_rate", "losses/value_loss", "losses/policy_loss",
                       "losses/entropy", "losses/old_approx_kl", "losses/approx_kl",
@@ -206,4 +206,4 @@ def main(cfg: BenchConfig) -> None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(BenchConfig))
+    main(parse_config(BenchConfig))

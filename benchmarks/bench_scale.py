@@ -39,13 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import tyro
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN  # noqa: E402
 from runrecord import schema  # noqa: E402
+from runrecord.cli_help import parse_config  # noqa: E402
 from runrecord.layout import parse_layout  # noqa: E402
 from runrecord.words import counted  # noqa: E402
 
@@ -309,4 +309,4 @@ def main(cfg: BenchConfig) -> None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(BenchConfig))
+    main(parse_config(BenchConfig))

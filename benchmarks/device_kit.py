@@ -37,11 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tyro
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from runrecord.cli_help import parse_config  # noqa: E402
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK  # noqa: E402
 
 RUN_SH = ROOT / "benchmarks" / "device_run.sh"
@@ -311,7 +310,7 @@ size, and what was kept of each stripped one.
 
 
 if __name__ == "__main__":
-    config = tyro.cli(KitConfig, description=__doc__.split("\n\n")[0])
+    config = parse_config(KitConfig, description=__doc__.split("\n\n")[0])
     try:
         code = build(config)
     except ValueError as exc:

@@ -51,8 +51,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tyro
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -65,6 +63,7 @@ from reference_cleanba import (  # noqa: E402
 )
 from suite_learning import ours_learning, reference_learning  # noqa: E402
 
+from runrecord.cli_help import parse_config  # noqa: E402
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK  # noqa: E402
 
 CHILD = ROOT / "benchmarks" / "measured_run.py"
@@ -480,7 +479,7 @@ def write_results(out: Path, results: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    config = tyro.cli(SuiteConfig, description=__doc__.split("\n\n")[0])
+    config = parse_config(SuiteConfig, description=__doc__.split("\n\n")[0])
     try:
         code = main(config)
     except (ValueError, ReferenceError) as exc:

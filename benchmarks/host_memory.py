@@ -24,6 +24,8 @@ from pathlib import Path
 
 import tyro
 
+from runrecord.cli_help import parse_config
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ARGS = ("atari", "--env-id", "Breakout-v5", "--num-envs", "32", "--num-steps", "128",
                 "--num-actor-threads", "2", "--num-minibatches", "4", "--update-epochs", "1",
@@ -81,4 +83,4 @@ def main(cfg: HostMemoryConfig) -> None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(HostMemoryConfig, description=__doc__.split("\n\n")[0]))
+    main(parse_config(HostMemoryConfig, description=__doc__.split("\n\n")[0]))

@@ -78,9 +78,9 @@ class Calibrate:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import tyro
+    from runrecord.cli_help import parse_config
 
-    cmd = tyro.cli(Calibrate, args=argv, prog=PROG,
+    cmd = parse_config(Calibrate, args=argv, prog=PROG,
                    description=command_help(Calibrate.__doc__ or "", decides=True))
     refused = flags_refused(cmd)  # before the grid runs
     if refused is not None:

@@ -16,6 +16,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
+from runrecord.cli_help import flow_field_help
 from runrecord.exits import EXIT_BAD_INPUT, command_help
 from runrecord.flag_bounds import FlagValueError, check_flags
 
@@ -38,6 +39,7 @@ def parse_command(command: Any, prog: str, help_text: str, deciding: Sequence[st
     with its message on a bad flag, 0 after --help."""
     import tyro
 
+    flow_field_help(command)
     args = list(sys.argv[1:] if argv is None else argv)
     sub = subcommands(command)
     if args and args[0] in sub:

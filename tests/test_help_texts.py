@@ -245,3 +245,31 @@ def test_preset_help_names_every_preset(capsys):
     listed = re.search(r"Name of a preset under harness/presets/ \(([^)]*)\)", shown)
     assert listed, shown
     assert sorted(p.strip() for p in listed[1].split(",")) == sorted(list_presets())
+
+
+@pytest.mark.parametrize("command, flag_text", [
+    ("python -m harness run", "Also retry runs whose last failure was deterministic (bad "
+     "arguments, a non-finite loss, a programming error), e.g. after fixing its cause; "
+     "transient failures are retried anyway while attempts are left."),
+    ("python -m cleanba.ppo atari", "Atari backend: envpool, ale (ale-py's vector env, "
+     "EnvPool's semantics; Linux, macOS, Windows) or ale-exact (one ale-py game per env, "
+     "slower; checkpoints restore its envs exactly)."),
+    ("python -m analysis aggregate", "Keep only runs whose manifest matches KEY=VALUE "
+     "(dotted keys), e.g. system=cleanba-ppo. Repeatable; all must match."),
+])
+def test_flag_help_wraps_at_the_terminal_not_at_source_lines(command, flag_text, capsys,
+                                                               monkeypatch):
+    """A flag whose docstring spans several source lines shows as one paragraph: on a
+    terminal wide enough for it, on one line of the help table (tyro alone keeps the
+    source's line breaks, runrecord.cli_help)."""
+    monkeypatch.setenv("COLUMNS", "400")
+    rows = [" ".join(re.sub(r"[│╭╮╰╯─•]", " ", line).split())
+            for line in help_text(command, capsys).splitlines()]
+    assert any(flag_text in row for row in rows), command
+
+
+def test_flowed_keeps_paragraphs_and_list_items():
+    from runrecord.cli_help import flowed
+
+    doc = "First line\n    goes on.\n\n    Items:\n    - one\n      more\n    - two"
+    assert flowed(doc) == "First line goes on.\n\nItems:\n- one more\n- two"

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tyro
-
 from analysis.atari5.model import DATASET, MODEL_FILE, SUBSETS, fit_report, read_dataset
 from analysis.errors import AnalysisError
+from runrecord.cli_help import parse_config
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
 
 
@@ -91,7 +90,7 @@ PAPER_SET = "44 algorithms with >= 40 games"
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(FitArgs, args=argv, prog="python -m analysis.atari5.fit",
+    args = parse_config(FitArgs, args=argv, prog="python -m analysis.atari5.fit",
                     description=command_help(__doc__ or "", decides=True))
     try:
         report = fit_report(read_dataset(args.data))

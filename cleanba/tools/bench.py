@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import tyro
 
+from runrecord.cli_help import parse_config
 from runrecord.words import counted, signed
 
 REFERENCE_SPS = 14.0  # reference Cleanba PPO, 8 envs x 128 steps, one CPU device (measured)
@@ -180,4 +180,4 @@ def main(cfg: BenchConfig) -> dict:
 
 def cli() -> dict:
     """`python -m cleanba.bench` (cleanba/bench.py): the flags, then `main`."""
-    return main(tyro.cli(BenchConfig, description=__doc__.split("\n\n")[0]))
+    return main(parse_config(BenchConfig, description=__doc__.split("\n\n")[0]))

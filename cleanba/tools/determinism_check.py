@@ -26,10 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import tyro
-
 from cleanba.core.layout import free_port
 from cleanba.core.xla_flags import CPU_CONV_FLAG, GPU_DETERMINISM_FLAG, with_flag
+from runrecord.cli_help import parse_config
 from runrecord.exits import EXIT_FAILED, EXIT_OK, command_help
 
 # (name, actor device ids, learner device ids, processes); the first is run twice. The
@@ -180,6 +179,6 @@ def check(cfg: CheckConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return check(tyro.cli(CheckConfig, args=argv,
+    return check(parse_config(CheckConfig, args=argv,
                           description=command_help(__doc__.split("\n\n")[0], decides=True)))
 

@@ -48,6 +48,7 @@ from cleanba.core.learner import learner_loop
 from cleanba.core.runtime import actor_threads, make_context, prepare
 from cleanba.core.xla_flags import apply_cpu_conv_flag
 from cleanba.tools.throughput import WARMUP_ROLLOUTS, stop_threads, timed_rollouts
+from runrecord.cli_help import parse_config
 from runrecord.exits import EXIT_BAD_INPUT
 
 WARMUP_UPDATES = 2  # updates before the together window (compilation, the queue-of-one start)
@@ -221,7 +222,7 @@ def summary(f: dict[str, Any]) -> str:
 
 
 def cli() -> dict[str, Any]:
-    cfg = tyro.cli(SpeedBoundConfig, description=__doc__.split("\n\n")[0])
+    cfg = parse_config(SpeedBoundConfig, description=__doc__.split("\n\n")[0])
     try:
         figures = measure(cfg)
     except ValueError as exc:  # bad settings (the trainer's own checks' ConfigError too)
