@@ -173,8 +173,7 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
         parts.append(csv_table(t["csv"]))
         if report_dir is not None:
             parts.append(table_links(write_table_files(t, report_dir)))
-    if any(ONE_SEED in Path(t["csv"]).read_text(encoding="utf-8")
-           for t in assets.get("tables", [])):
+    if any(ONE_SEED in t["markdown"] for t in assets.get("tables", [])):
         parts.append("<p class='muted'>n/a (1 seed): a bootstrap over one seed resamples the "
                      "same run, so it gives no interval; run two or more seeds.</p>")
 

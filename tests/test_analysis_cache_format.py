@@ -2,6 +2,7 @@
 runrecord.find_run_dirs): an entry cut short or foreign is never read as one, and the
 fast string and os.walk paths answer exactly what the Path-based ones did."""
 
+import json
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from synthetic_records import write_synthetic_run
 from analysis.inputs import cache, entry_file
 from analysis.inputs.facts import narrow, widen
 from analysis.inputs.load import load_runs
+from analysis.verdicts.staleness import audit
 from runrecord import find_run_dirs
 from runrecord.paths import results_root_of
 
@@ -125,3 +127,22 @@ def test_an_older_cache_loses_its_npz_entries_once_and_keeps_derived_files(tmp_p
     np.savez(old_entry, x=np.arange(3))  # the index is current now: nothing is dropped
     load_runs([root])
     assert old_entry.exists()
+
+
+def test_row_files_of_an_older_layout_are_rebuilt_not_read(tmp_path):
+    # an index of this cache version with rows of the layout before RowFile (rel -> header)
+    # and a derived JSON file of that layout ({rel: [key, value]}, no version)
+    root = tmp_path / "store"
+    write_synthetic_run(root / "sweep", seed=1, episodes=30, updates=3)
+    want = load_runs([root], use_cache=False).included[0]
+    cached = load_runs([root]).included[0]
+    audit([cached])  # writes derived/staleness.json
+    rel = cached.cache_rel
+    index = root / cache.CACHE_DIR / cache.INDEX_FILE
+    staleness = root / cache.CACHE_DIR / cache.DERIVED_DIR / "staleness.json"
+    header = json.loads(index.read_text())["runs"][rel][1]
+    index.write_text(json.dumps({"version": cache.CACHE_VERSION, "runs": {rel: header}}))
+    staleness.write_text(json.dumps({rel: [header["key"], {"updates": -1}]}))
+    assert audit(load_runs([root]).included).as_dict() == audit([want]).as_dict()
+    assert json.loads(index.read_text())["runs"][rel] == [header["key"], header]
+    assert json.loads(staleness.read_text())["runs"][rel][0] == header["key"]

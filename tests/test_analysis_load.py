@@ -10,7 +10,8 @@ from synthetic_records import write_synthetic_run
 from analysis.cli import main
 from analysis.errors import AnalysisError
 from analysis.importers.orb import ColumnMap, load_openrlbenchmark_csv, load_openrlbenchmark_dir
-from analysis.inputs.load import final_return, load_published_table, load_runs
+from analysis.inputs.facts import final_window_mean
+from analysis.inputs.load import load_published_table, load_runs
 from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
 from analysis.scales.normalize import get_normaliser, parse_normalisers
 from analysis.scoring.scores import binned_curve
@@ -37,12 +38,12 @@ def test_hns_and_custom_normalisers():
         parse_normalisers(["A=1"])
 
 
-def test_final_return_is_mean_of_last_n_episodes(tmp_path):
+def test_final_score_is_mean_of_last_n_episodes(tmp_path):
     d = write_synthetic_run(tmp_path, episodes=150)
     run = load_runs([tmp_path]).included[0]
-    ret = run.episodes["episode_return"]
-    assert final_return(run) == pytest.approx(ret[-100:].mean())
-    assert final_return(run, last_n=10) == pytest.approx(ret[-10:].mean())
+    ret, steps = run.episodes["episode_return"], run.episodes["env_steps"]
+    assert final_window_mean(ret, steps, 100) == pytest.approx(ret[-100:].mean())
+    assert final_window_mean(ret, steps, 10) == pytest.approx(ret[-10:].mean())
     assert d.name == run.run_id
 
 

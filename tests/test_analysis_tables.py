@@ -207,7 +207,7 @@ def _run(argv: list[str], capsys) -> tuple[int, str]:
 # ---------------------------------------------------------------- the four commands
 
 def test_aggregate_tables(tmp_path, capsys):
-    from analysis.output.tables import aggregate_columns
+    from analysis.scoring.tables import aggregate_columns
 
     base = ["aggregate", str(REFERENCE), "--no-cache", "--reps", "200"]
     assert _run([*base, "--out", str(tmp_path)], capsys)[0] == 0

@@ -27,7 +27,6 @@ from analysis.errors import AnalysisError
 from analysis.importers.build import is_imported
 from analysis.inputs.records import check_keys
 from analysis.json_file import write_json
-from analysis.output.tables import aggregate_rows
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.grouping import (
     group_keys,
@@ -94,7 +93,7 @@ class Aggregate(RecordArgs, TableFormat):
         agg = aggregate_groups(groups, reps=self.reps, seed=self.seed, pairs=pairs,
                                which=which, confidence=self.confidence, method=self.method)
         self.print_lines(agg.lines())
-        self.print_table(lambda: aggregate_rows(agg))
+        self.print_table(lambda: agg.table)
         if self.out:
             self.say("wrote " + ", ".join(str(p) for p in agg.write(self.out)))
         print_warnings(a.warnings)

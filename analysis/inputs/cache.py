@@ -14,8 +14,8 @@ Two layers here (the third, values computed per option set, is analysis.inputs.d
   first command that misses it (a spawned process pool for many misses, which also reads
   the manifests of runs the index does not know).
 - one index per root, `<root>/.analysis-cache/index.json`: every entry's header, so a warm
-  command reads one file, not one per run. Rebuilt from the entries for runs that are
-  new, changed or gone.
+  command reads one file, not one per run (a `RowFile`, as are the derived layer's
+  files). Rebuilt from the entries for runs that are new, changed or gone.
 A run comes back as a `CachedRun`: its manifest and facts; its tables are parsed only if
 something asks for them (staleness, a notebook). A run this command parsed also holds the
 scoring columns it stored (within HELD_COLUMNS_BYTES), so the derived values of a cold
@@ -351,55 +351,76 @@ def _settle_quietly(run_dir: Path, entry: Path) -> Settled | None:
     return None if isinstance(got, Run) else got
 
 
-# ---------------------------------------------------------------- the index of a root
+# ---------------------------------------------------------------- per-run rows of a root
 
-class Index:
-    """`<root>/.analysis-cache/index.json`: rel path -> entry header, for one root."""
+class RowFile:
+    """One file of per-run rows of a root, read once: per run (its path below the root)
+    its key and a value, used only while the run's key is the row's. JSON (`width` None:
+    any JSON value; {"version": CACHE_VERSION, "runs": {rel: [key, value]}}) or an npz of
+    three arrays (paths, keys, values: a row of `width` floats). A file that is absent,
+    torn or of another layout or version has no rows: every run misses and is rebuilt.
+    save() writes when rows changed or runs are gone (not looked up here and without a
+    manifest), dropping those."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.path = root / CACHE_DIR / INDEX_FILE
-        self.older = False  # an index of an older cache version: its entries are dropped
-        try:
-            data = json.loads(self.path.read_text())
-            self.rows: dict[str, dict[str, Any]] = (
-                data["runs"] if data.get("version") == CACHE_VERSION else {})
-            self.older = data.get("version") != CACHE_VERSION
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            self.rows = {}
+    def __init__(self, root: Path, path: Path, width: int | None = None) -> None:
+        self.root, self.path, self.width = root, path, width
+        self.rows: dict[str, tuple[str, Any]] = {}
+        self.older = False  # a JSON file of another cache version
         self.changed = False
-        self.seen: set[str] = set()
+        self.seen: set[str] = set()  # rows of runs this command looked up: present
+        try:
+            if width is None:
+                data = json.loads(path.read_text())
+                self.older = data.get("version") != CACHE_VERSION
+                self.rows = {} if self.older else {
+                    rel: (row[0], row[1]) for rel, row in data["runs"].items()
+                    if isinstance(row, list) and len(row) == 2}
+                return
+            with np.load(path, allow_pickle=False) as data:
+                paths, keys, values = data["paths"], data["keys"], data["values"]
+            if values.shape == (len(paths), width) and len(keys) == len(paths):
+                self.rows = dict(zip(paths.tolist(), zip(keys.tolist(), values, strict=True),
+                                     strict=True))
+        except (*UNREADABLE, TypeError, AttributeError):  # all misses
+            pass
 
     def has(self, rel: str) -> bool:
-        """Whether the index has a row for `rel` (current or not)."""
+        """Whether there is a row for `rel` (current or not)."""
         self.seen.add(rel)
         return rel in self.rows
 
-    def get(self, rel: str, key: str) -> dict[str, Any] | None:
+    def get(self, rel: str, key: str) -> Any:
         self.seen.add(rel)
         row = self.rows.get(rel)
-        return row if row is not None and row.get("key") == key else None
+        return row[1] if row is not None and row[0] == key else None
 
-    def put(self, rel: str, header: dict[str, Any]) -> None:
-        self.rows[rel] = header
+    def put(self, rel: str, key: str, value: Any) -> None:
+        self.rows[rel] = (key, value)
         self.changed = True
 
-    def save(self) -> None:
-        """Write when rows changed, pruning rows of runs that are gone (no manifest)."""
+    def save(self) -> bool:
+        """Whether the file was written (a read-only store: never; compute each time)."""
         gone = [rel for rel in self.rows if rel not in self.seen
-                and not (self.root / rel / schema.MANIFEST_FILE).exists()]
+                and not os.path.exists(os.path.join(self.root, rel, schema.MANIFEST_FILE))]
         for rel in gone:
             del self.rows[rel]
         if not (self.changed or gone):
-            return
-        text = json.dumps({"version": CACHE_VERSION, "runs": self.rows})
+            return False
         try:
-            atomic_write(self.path, lambda f: f.write(text.encode()))
+            if self.width is None:
+                data = json.dumps({"version": CACHE_VERSION,
+                                   "runs": {rel: [k, v] for rel, (k, v) in self.rows.items()}})
+                atomic_write(self.path, lambda f: f.write(data.encode()))
+                return True
+            paths = np.array(list(self.rows), dtype=str)
+            keys = np.array([k for k, _ in self.rows.values()], dtype=str)
+            values = (np.stack([v for _, v in self.rows.values()]) if self.rows
+                      else np.empty((0, self.width)))
+            atomic_write(self.path, lambda f: np.savez(f, allow_pickle=False, paths=paths,
+                                                        keys=keys, values=values))
+            return True
         except OSError:
-            return
-        if self.older:
-            _drop_old_entries(self.root / CACHE_DIR)
-            self.older = False
+            return False
 
 
 def _drop_old_entries(cache_dir: Path) -> None:
@@ -424,7 +445,7 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] 
     process pool (both cores) that starts while the rest are still being looked up.
     `input_root`: the folder the user named, or one per run."""
     out: list[Run | RecordError | None] = []
-    indexes: dict[Path, Index] = {}
+    indexes: dict[Path, RowFile] = {}
     misses: list[tuple[int, Path, Path, str]] = []
     named = ([input_root] * len(run_dirs) if input_root is None
              or isinstance(input_root, (str, os.PathLike)) else list(input_root))
@@ -439,7 +460,8 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] 
                     out.append(e)
                 continue
             root, rel = loc
-            index = indexes.get(root) or indexes.setdefault(root, Index(root))
+            index = indexes.get(root) or indexes.setdefault(
+                root, RowFile(root, root / CACHE_DIR / INDEX_FILE))
             if index.has(rel):  # known: current while the run's key is the row's
                 try:
                     manifest, raw = read_manifest_bytes(d)
@@ -459,7 +481,8 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] 
         # once, so a cold command on long runs holds about the budget, not every run's.
         _take_settled(out, misses, parser.results(), indexes)
     for index in indexes.values():
-        index.save()
+        if index.save() and index.older:
+            _drop_old_entries(index.root / CACHE_DIR)
     return [r for r in out if r is not None]
 
 
@@ -535,7 +558,7 @@ class _MissParser:
 
 def _take_settled(out: list[Run | RecordError | None],
                   misses: list[tuple[int, Path, Path, str]],
-                  settled: Iterable[Settled | None], indexes: dict[Path, Index]) -> None:
+                  settled: Iterable[Settled | None], indexes: dict[Path, RowFile]) -> None:
     """Each miss as a CachedRun from what the pool settled (settled here where it gave
     None), holding the columns it parsed while HELD_COLUMNS_BYTES allows; a run that could
     not be stored stays the parsed Run, one that cannot be read its RecordError."""
@@ -552,7 +575,7 @@ def _take_settled(out: list[Run | RecordError | None],
                 continue
             got = here
         manifest, header, held = got
-        indexes[root].put(rel, header)
+        indexes[root].put(rel, header["key"], header)
         cached = CachedRun(d, manifest, header, root, rel)
         size = sum(c.nbytes for c in held) if held is not None else 0
         if held is not None and size <= budget:

@@ -9,7 +9,7 @@ key is the run's cache key plus what varies per run (its normaliser's low and hi
 So a changed, re-run or archived run (new cache key) or any option that changes what is
 computed (new file or new row key) is recomputed, never read stale. Misses are computed
 run by run from the run's cache entry (one run's columns in memory at a time) and the
-file is rewritten atomically with them; rows of runs that are gone are dropped then.
+file (an analysis.inputs.cache.RowFile) is rewritten atomically with them.
 
 Format (measured for 10,000 rows of 50 floats, docs/analysis.md): an npz of three arrays
 (paths, keys, values) writes in 64 ms and reads into a lookup table in 47 ms; SQLite (a
@@ -20,8 +20,6 @@ with one os.replace, which SQLite's own locking does not promise on NFS.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,16 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from analysis.inputs.cache import (
-    CACHE_DIR,
-    DERIVED_DIR,
-    UNREADABLE,
-    CachedRun,
-    atomic_write,
-    scoring_columns,
-)
+from analysis.inputs.cache import CACHE_DIR, DERIVED_DIR, CachedRun, RowFile, scoring_columns
 from analysis.inputs.facts import ScoringColumns
-from runrecord import Run, schema
+from runrecord import Run
 
 KEEP_FILES = 256
 """Files kept per root (the most recently used); an option set not used for a while is
@@ -62,61 +53,6 @@ class Quantity:
     def file(self, root: Path) -> Path:
         digest = hashlib.sha1(self.params.encode()).hexdigest()[:20]
         return root / CACHE_DIR / DERIVED_DIR / f"{self.name}-{digest}.npz"
-
-
-class _Rows:
-    """One derived file of one root, read once: per run (its path below the root) its key
-    and value, a row of `width` floats (an npz) or, width None, a JSON object (a .json).
-    Rows added for misses are written back by save(), less those of runs that are gone."""
-
-    def __init__(self, path: Path, width: int | None = None) -> None:
-        self.path = path
-        self.width = width
-        self.rows: dict[str, tuple[str, Any]] = {}
-        self.changed = False
-        self.seen: set[str] = set()  # rows of runs this command loaded: present
-        try:
-            if width is None:
-                self.rows = {rel: (row[0], row[1]) for rel, row in
-                             json.loads(path.read_text()).items()
-                             if isinstance(row, list) and len(row) == 2}
-                return
-            with np.load(path, allow_pickle=False) as data:
-                paths, keys, values = data["paths"], data["keys"], data["values"]
-            if values.shape == (len(paths), width) and len(keys) == len(paths):
-                self.rows = dict(zip(paths.tolist(), zip(keys.tolist(), values, strict=True),
-                                     strict=True))
-        except UNREADABLE:  # absent or incomplete: all misses
-            pass
-
-    def get(self, rel: str, key: str) -> Any:
-        self.seen.add(rel)
-        row = self.rows.get(rel)
-        return row[1] if row is not None and row[0] == key else None
-
-    def put(self, rel: str, key: str, value: Any) -> None:
-        self.rows[rel] = (key, value)
-        self.changed = True
-
-    def save(self, root: Path) -> None:
-        if not self.changed:
-            return
-        kept = {rel: row for rel, row in self.rows.items() if rel in self.seen
-                or os.path.exists(os.path.join(root, rel, schema.MANIFEST_FILE))}
-        try:
-            if self.width is None:
-                data = json.dumps({rel: [k, v] for rel, (k, v) in kept.items()}).encode()
-                atomic_write(self.path, lambda f: f.write(data))
-                return
-            paths = np.array(list(kept), dtype=str)
-            keys = np.array([k for k, _ in kept.values()], dtype=str)
-            values = (np.stack([v for _, v in kept.values()]) if kept
-                      else np.empty((0, self.width)))
-            atomic_write(self.path, lambda f: np.savez(f, allow_pickle=False, paths=paths,
-                                                        keys=keys, values=values))
-            _prune(self.path.parent)
-        except OSError:  # a read-only store: compute each time
-            pass
 
 
 def _prune(folder: Path) -> None:
@@ -143,7 +79,7 @@ def run_values(runs: Sequence[Run],
     per_run = [[q] * len(runs) if isinstance(q, Quantity) else list(q) for q in quantities]
     widths = [q.width if isinstance(q, Quantity) else q[0].width for q in quantities]
     out = [np.empty((len(runs), w)) for w in widths]
-    files: dict[tuple[Path, str, str], _Rows] = {}
+    files: dict[tuple[Path, str, str], RowFile] = {}
     for i, run in enumerate(runs):
         slot = cache_slot(run)
         todo = []
@@ -155,7 +91,8 @@ def run_values(runs: Sequence[Run],
             where = (slot.cache_root, q.name, q.params)
             rows = files.get(where)
             if rows is None:
-                rows = files.setdefault(where, _Rows(q.file(slot.cache_root), q.width))
+                rows = files.setdefault(where, RowFile(slot.cache_root, q.file(slot.cache_root),
+                                                       q.width))
             got = rows.get(slot.cache_rel, f"{slot.cache_key}|{q.run_params(run)}")
             if got is None:
                 todo.append(j)
@@ -170,8 +107,9 @@ def run_values(runs: Sequence[Run],
             if slot is not None:
                 files[slot.cache_root, q.name, q.params].put(
                     slot.cache_rel, f"{slot.cache_key}|{q.run_params(run)}", out[j][i].copy())
-    for (root, _, _), rows in files.items():
-        rows.save(root)
+    for rows in files.values():
+        if rows.save():
+            _prune(rows.path.parent)
     return out
 
 
@@ -181,21 +119,21 @@ def run_records(runs: Sequence[Run], name: str,
     `<root>/.analysis-cache/derived/<name>.json` where the row carries the run's cache key,
     else computed and stored (runs outside any cache: computed each time)."""
     out: list[dict[str, Any]] = []
-    files: dict[Path, _Rows] = {}
+    files: dict[Path, RowFile] = {}
     for run in runs:
         slot = cache_slot(run)
         if slot is None:
             out.append(compute(run))
             continue
         if slot.cache_root not in files:
-            files[slot.cache_root] = _Rows(slot.cache_root / CACHE_DIR / DERIVED_DIR
-                                           / f"{name}.json")
+            files[slot.cache_root] = RowFile(slot.cache_root, slot.cache_root / CACHE_DIR
+                                             / DERIVED_DIR / f"{name}.json")
         rows = files[slot.cache_root]
         got = rows.get(slot.cache_rel, slot.cache_key)
         if got is None:
             got = compute(run)
             rows.put(slot.cache_rel, slot.cache_key, got)
         out.append(got)
-    for root, rows in files.items():
-        rows.save(root)
+    for rows in files.values():
+        rows.save()
     return out

@@ -20,7 +20,6 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.inputs.cache import CACHE_DIR, episode_count, load_many
-from analysis.inputs.facts import final_window_mean
 from analysis.inputs.published_data import resolve_published_table
 from benchenv import LEGACY_BACKEND
 from runrecord import RecordError, Run, find_run_dirs, schema
@@ -160,14 +159,6 @@ def load_runs(inputs: Iterable[Path | str], *, use_cache: bool = True) -> RunSet
             else:
                 out.included.append(run)
     return out
-
-
-def final_return(run: Run, last_n: int = DEFAULT_LAST_N) -> float:
-    """Mean raw return of the run's last `last_n` finished episodes (by env step)."""
-    ret = run.episodes["episode_return"]
-    if len(ret) == 0:
-        raise AnalysisError(f"run {run.run_id}: no finished episode")
-    return final_window_mean(ret, run.episodes["env_steps"], last_n)
 
 
 # ---------------------------------------------------------------- published tables

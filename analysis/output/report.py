@@ -239,7 +239,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     # Aggregates
     agg = aggregate_intervals(suite, reps=aggregate_reps, seed=seed)
     seeds = {g: len(gs.seeds) for g, gs in suite.items()}
-    t = aggregate_table(agg, seeds, f"aggregates{sfx}", f"Aggregate final {score} ({label}), "
+    t = aggregate_table(agg, {g: (len(gs.seeds), len(gs.tasks)) for g, gs in suite.items()},
+                        f"aggregates{sfx}", f"Aggregate final {score} ({label}), "
                         f"95% CIs, {aggregate_reps} bootstrap reps, seed {seed}")
     _add_table(result, t, out_dir)
     add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",

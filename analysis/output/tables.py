@@ -1,8 +1,8 @@
-"""Tables for a paper: the rows of `aggregate`, `equivalence` and `regression` as typed
-`TableData` (analysis.scoring.tables writes them as Markdown, LaTeX, CSV or JSON;
-`reproduce`'s rows are in analysis.reproduce.section, a layer up). The row builders read
-the commands' results, never their printed lines, so every format carries the numbers
-the verdict used.
+"""Tables for a paper: the rows of `equivalence` and `regression` as typed `TableData`
+(analysis.scoring.tables writes them as Markdown, LaTeX, CSV or JSON and builds
+`aggregate`'s; `reproduce`'s rows are in analysis.reproduce.section, a layer up). The
+row builders read the commands' results, never their printed lines, so every format
+carries the numbers the verdict used.
 """
 
 from __future__ import annotations
@@ -11,35 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analysis.scoring.tables import ONE_SEED, Aggregates, Column, Estimate, TableData
-from analysis.stats.metrics import AGGREGATE_LABELS
+from analysis.scoring.tables import ONE_SEED, Column, Estimate, TableData
 from analysis.verdicts.regression import RegressionResult
-
-
-def aggregate_rows(agg: Aggregates) -> TableData:
-    """One row per group: its seeds and tasks, and each aggregate with its bootstrap CI
-    (a group of one seed: the point and "n/a (1 seed)", as the console table shows it;
-    no degenerate [point, point] interval)."""
-    metrics = list(next(iter(agg.intervals.values()))) if agg.intervals else []
-    rows = []
-    for g, ivs in agg.intervals.items():
-        seeds, tasks = agg.seeds.get(g, (0, 0))
-        row: dict[str, Any] = {"group": g, "seeds": seeds, "tasks": tasks}
-        for m, iv in ivs.items():
-            point = float(iv.point)
-            row[m] = (Estimate(point, missing=ONE_SEED) if seeds < 2
-                      else Estimate(point, float(iv.low), float(iv.high)))
-        rows.append(row)
-    return TableData.keyed(aggregate_columns(metrics), rows)
-
-
-def aggregate_columns(metrics: Sequence[str]) -> tuple[Column, ...]:
-    """The aggregate table's columns: group, seeds, tasks, then each metric (a key of
-    analysis.stats.metrics.AGGREGATES) with its CI."""
-    return (Column("group", "group"), Column("seeds", "seeds", "count"),
-            Column("tasks", "tasks", "count"),
-            *(Column(m, AGGREGATE_LABELS.get(m, m), "estimate") for m in metrics))
-
 
 EQUIVALENCE_COLUMNS = (
     Column("group", "group"), Column("reference", "reference"), Column("metric", "metric"),

@@ -16,12 +16,13 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.stats.metrics import (
     DEFAULT_MAX_CHUNK_BYTES,
+    METHODS,
+    chunk_sizes,
     interval_from_replicates,
     resample_stratified,
 )
 
 ALIASES = {"debiased": "bc", "bias-corrected": "bc", "var": "norm", "cov": "norm"}
-CONF_INT_METHODS = ("basic", "percentile", "norm", "bc", "bca")
 
 PROBE_REPS = 7
 """Resamples on which a `func` is tried batched against one call per replicate."""
@@ -94,14 +95,8 @@ def bootstrap_values(func: Callable[..., Any], arrays: Sequence[np.ndarray], *, 
     per_rep = sum(a.size for a in arrays) * 24  # resample + indices
     if len(arrays) == 2:  # pairwise comparisons (probability of improvement)
         per_rep += arrays[0].shape[0] * arrays[1].shape[0] * arrays[0].shape[1] * 2
-    chunk = int(max(1, min(reps, max_chunk_bytes // max(1, per_rep))))
-    out: list[np.ndarray] = []
-    done = 0
-    while done < reps:
-        n = min(chunk, reps - done)
-        out.append(_evaluate(func, _draw(arrays, rng, n, task_bootstrap, paired), where))
-        done += n
-    return np.concatenate(out, axis=0)
+    return np.concatenate([_evaluate(func, _draw(arrays, rng, n, task_bootstrap, paired), where)
+                           for n in chunk_sizes(per_rep, reps, max_chunk_bytes)], axis=0)
 
 
 def _delete_one(x: np.ndarray, task: int, run: int) -> np.ndarray:
@@ -280,8 +275,8 @@ class _Stratified:
         if method == "studentized":
             raise AnalysisError("method 'studentized' is not provided (it needs a standard "
                                 "error per replicate); use 'bca', 'bc' or 'percentile'")
-        if method not in CONF_INT_METHODS:
-            raise AnalysisError(f"unknown CI method {method!r}; valid: {list(CONF_INT_METHODS)}")
+        if method not in METHODS:
+            raise AnalysisError(f"unknown CI method {method!r}; valid: {list(METHODS)}")
         if sampling != "nonparametric":
             raise AnalysisError(f"sampling {sampling!r} is not provided; only "
                                 f"'nonparametric' (resampling runs)")
@@ -303,25 +298,11 @@ class _Stratified:
         alpha = 1.0 - size
         tails = {"two": (alpha / 2, alpha / 2), "lower": (alpha, 0.0),
                  "upper": (0.0, alpha)}[tail]
-        if method == "norm":
-            return self._norm(point, values, tails)
         acceleration = (jackknife_acceleration(on_arrays, arrays, paired=self._paired)
                         if method == "bca" else None)
         ci = interval_from_replicates(point, values, size, method,
                                       acceleration=acceleration, tails=tails)
         return np.stack([np.atleast_1d(ci.low), np.atleast_1d(ci.high)])
-
-    @staticmethod
-    def _norm(point: np.ndarray, values: np.ndarray, tails: tuple[float, float]) -> np.ndarray:
-        """point +- z * the replicates' standard deviation (arch's 'norm')."""
-        from scipy import special
-
-        alpha = max(tails)
-        sd = values.std(axis=0)
-        z = special.ndtri(1 - alpha)
-        low = point - z * sd if tails[0] else np.full_like(point, -np.inf)
-        high = point + z * sd if tails[1] else np.full_like(point, np.inf)
-        return np.stack([low, high])
 
 
 class StratifiedBootstrap(_Stratified):

@@ -230,21 +230,34 @@ def booktabs(align: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -
 ONE_SEED = "n/a (1 seed)"
 
 
-def ci_text(iv: Interval, seeds: int) -> str:
-    """'point [low, high]' to three decimals; from fewer than two seeds 'point [n/a (1
-    seed)]': a bootstrap of one seed resamples that seed alone, so gives no interval."""
+def interval_estimate(iv: Interval, seeds: int) -> Estimate:
+    """An interval as a table cell; from fewer than two seeds the point alone, marked
+    ONE_SEED: a bootstrap of one seed resamples that seed alone, so gives no interval."""
     if seeds < 2:
-        return f"{float(iv.point):.3f} [{ONE_SEED}]"
-    return f"{float(iv.point):.3f} [{float(iv.low):.3f}, {float(iv.high):.3f}]"
+        return Estimate(float(iv.point), missing=ONE_SEED)
+    return Estimate(float(iv.point), float(iv.low), float(iv.high))
 
 
-def aggregate_table(results: dict[str, dict[str, Interval]], seeds: Mapping[str, int],
-                    name: str, title: str) -> TableData:
-    """Rows: groups; columns: each metric's `ci_text` at the group's `seeds`."""
+def ci_text(iv: Interval, seeds: int) -> str:
+    """'point [low, high]' to three decimals, or 'point [n/a (1 seed)]' (`interval_estimate`)."""
+    return cell_text(interval_estimate(iv, seeds), Column("ci", "CI", "estimate"))
+
+
+def aggregate_columns(metrics: Sequence[str]) -> tuple[Column, ...]:
+    """The aggregate table's columns: group, seeds, tasks, then each metric (a key of
+    analysis.stats.metrics.AGGREGATES) with its CI."""
+    return (Column("group", "group"), Column("seeds", "seeds", "count"),
+            Column("tasks", "tasks", "count"),
+            *(Column(m, AGGREGATE_LABELS.get(m, m), "estimate") for m in metrics))
+
+
+def aggregate_table(results: Mapping[str, Mapping[str, Interval]],
+                    seeds: Mapping[str, tuple[int, int]], name: str, title: str) -> TableData:
+    """One row per group: its (seeds, tasks) and each metric's `interval_estimate`."""
     metrics = list(next(iter(results.values()))) if results else []
-    header = ["group", *(AGGREGATE_LABELS.get(m, m) for m in metrics)]
-    rows = [[g, *(ci_text(iv[m], seeds[g]) for m in metrics)] for g, iv in results.items()]
-    return TableData(name, title, header, rows)
+    rows = [[g, *seeds[g], *(interval_estimate(iv[m], seeds[g][0]) for m in metrics)]
+            for g, iv in results.items()]
+    return TableData(name, title, aggregate_columns(metrics), rows)
 
 
 # ---------------------------------------------------------------- aggregates
@@ -350,7 +363,8 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
     chooses fewer, analysis.verdicts.compare). `which` says in words which pairs."""
     res = aggregate_intervals(groups, reps=reps, seed=seed, confidence=confidence,
                               method=method)
-    table = aggregate_table(res, {g: len(gs.seeds) for g, gs in groups.items()}, "aggregates",
+    seeds = {g: (len(gs.seeds), len(gs.tasks)) for g, gs in groups.items()}
+    table = aggregate_table(res, seeds, "aggregates",
                             f"Aggregate final normalised scores, {confidence:.0%} CIs, "
                             f"{reps} reps, seed {seed}")
     if pairs is None:
@@ -365,8 +379,7 @@ def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int 
     poi = TableData("probability_of_improvement",
                     "P(X > Y) with CIs" + (f": {which}" if which else ""),
                     ["X", "Y", "P(X > Y) [CI]", "what it says"], rows)
-    return Aggregates(res, table, poi, {g: (len(gs.seeds), len(gs.tasks))
-                                        for g, gs in groups.items()}, which)
+    return Aggregates(res, table, poi, seeds, which)
 
 
 # ---------------------------------------------------------------- paper tables

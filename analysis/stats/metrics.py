@@ -22,7 +22,8 @@ the metric on the whole chunk at once along the last two axes. Chunks keep memor
 bounded (`max_chunk_bytes` per resampled array); the chunk size depends only on the
 input shape and that bound, so the same seed gives the same CIs.
 
-CIs: `percentile` (default, as rliable), `basic` (2 * point - percentiles), `bc` (bias
+CIs: `percentile` (default, as rliable), `basic` (2 * point - percentiles), `norm`
+(point +- normal quantile x the replicates' sd), `bc` (bias
 corrected: percentiles moved by z0, the normal quantile of the share of replicates below
 the point) and `bca` (bc plus an acceleration, from a jackknife the caller supplies:
 analysis.rly.jackknife). At 3 runs per task the percentile bootstrap is too narrow
@@ -153,7 +154,7 @@ def average_performance_profile(scores, taus) -> np.ndarray:
 
 DEFAULT_REPS = 50_000
 DEFAULT_MAX_CHUNK_BYTES = 16 * 2**20
-METHODS = ("percentile", "basic", "bc", "bca")
+METHODS = ("basic", "percentile", "norm", "bc", "bca")
 SUITE_METHODS = ("percentile", "basic", "bc")
 """The methods interval_estimates takes: bca needs a jackknife of the metric, which
 analysis.rly.get_interval_estimates computes."""
@@ -175,7 +176,7 @@ class Interval:
         }
 
 
-def _chunks(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> Iterator[int]:
+def chunk_sizes(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> Iterator[int]:
     """Replicates per chunk, summing to `reps`: as many as fit in `max_chunk_bytes`."""
     chunk = int(max(1, min(reps, max_chunk_bytes // max(1, bytes_per_rep))))
     for done in range(0, reps, chunk):
@@ -203,7 +204,8 @@ def interval_from_replicates(point, reps_values, confidence: float = 0.95,
                              tails: tuple[float, float] | None = None) -> Interval:
     """The CI of a point estimate from its bootstrap replicates (reps, ...).
 
-    `acceleration` (same shape as point) is needed by 'bca' only. `tails`: the two
+    'norm' is the point plus the normal quantiles times the replicates' standard
+    deviation (arch's). `acceleration` (same shape as point) is needed by 'bca' only. `tails`: the two
     nominal tail probabilities (default (1 - confidence) / 2 each); a one-sided interval
     passes 0 for the open side, whose bound is then -inf or +inf.
     """
@@ -230,6 +232,9 @@ def interval_from_replicates(point, reps_values, confidence: float = 0.95,
         bounds = [np.array([np.percentile(flat[:, i], 100 * q[k, i]) for i in range(q.shape[1])])
                   for k in (0, 1)]
         lo, hi = (b.reshape(point.shape) for b in bounds)
+    elif method == "norm":
+        sd = reps_values.std(axis=0)
+        lo, hi = (point + special.ndtri(p) * sd for p in probs)
     else:
         lo, hi = np.percentile(reps_values, 100 * probs, axis=0)
     if method == "basic":
@@ -288,7 +293,7 @@ def replicates(
         raise AnalysisError(f"reps must be >= 1, got {reps}")
     rng = np.random.Generator(np.random.PCG64(seed))
     out: dict[str, list[np.ndarray]] = {name: [] for name in metrics}
-    for n in _chunks(x.size * 8 * 2, reps, max_chunk_bytes):  # resample + index array
+    for n in chunk_sizes(x.size * 8 * 2, reps, max_chunk_bytes):  # resample + index array
         sample = _resample(x, rng, n)  # (n, runs, tasks) or (n, points, runs, tasks)
         for name, fn in metrics.items():
             out[name].append(np.asarray(fn(sample)))
@@ -375,7 +380,7 @@ def probability_of_improvement_pairs(
                             * arrays[p[0][0]].shape[1]) for p in by_shape.values())
     per_rep = sum(a.size for a in arrays.values()) * 16 + biggest * 2
     values: dict[Pair, list[np.ndarray]] = {p: [] for p in pairs}
-    for n in _chunks(per_rep, reps, max_chunk_bytes):
+    for n in chunk_sizes(per_rep, reps, max_chunk_bytes):
         drawn = {g: _resample(arrays[g], rng, n) for g in names}
         for group_pairs in by_shape.values():
             xs = np.stack([drawn[x] for x, _ in group_pairs])  # (pairs, n, runs_x, tasks)
