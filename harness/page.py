@@ -12,7 +12,6 @@ read them from disk. The verdict table's cells come from the verdicts themselves
 from __future__ import annotations
 
 import base64
-import csv
 import html
 import shutil
 from collections.abc import Sequence
@@ -72,14 +71,6 @@ def kv_table_html(items: list[tuple[str, str]]) -> str:
     body = "".join(f"<tr><th scope='row'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                    for k, v in items)
     return f"<div class='scroll'><table class='kv'><tbody>{body}</tbody></table></div>"
-
-
-def csv_table(path: str | Path) -> str:
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
-    if len(rows) < 2:
-        return "<p class='muted'>(no rows)</p>"
-    return table_html(rows[0], rows[1:], "data")
 
 
 def png_data_uri(path: str | Path) -> str:

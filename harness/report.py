@@ -37,7 +37,6 @@ from harness.certify.report_section import certificate_section
 from harness.hardware import hardware_section
 from harness.page import (
     CSS,
-    csv_table,
     kv_table_html,
     png_data_uri,
     table_html,
@@ -170,7 +169,8 @@ def build_html(assets: dict, sweep: Sweep, store: Store, extra: dict | None = No
     parts.append("<h2 id='tables'>Tables</h2>")
     for t in assets.get("tables", []):
         parts.append(f"<h3>{html.escape(t['title'])}</h3>")
-        parts.append(csv_table(t["csv"]))
+        parts.append(table_html(t["header"], t["cells"], "data") if t["cells"]
+                     else "<p class='muted'>(no rows)</p>")
         if report_dir is not None:
             parts.append(table_links(write_table_files(t, report_dir)))
     if any(ONE_SEED in t["markdown"] for t in assets.get("tables", [])):

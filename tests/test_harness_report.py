@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,15 @@ def test_report_page_is_self_contained(swept):
             assert link and base64.b64decode(link[1]) == written.read_bytes(), written
     tex = (root / "new" / "report" / "tables" / "aggregates.tex").read_text()
     assert tex.startswith("\\begin{tabular}") and "\\toprule" in tex
+    # The page shows each table as its Markdown does: an estimate and its interval in one
+    # cell under the metric's label (the CSV's KEY, KEY_low, KEY_high columns are data).
+    agg = next(t for t in assets["tables"] if t["name"] == "aggregates")
+    shown = re.search(r"<h3>" + re.escape(html_escape(agg["title"])) + r"</h3>(.*?)</table>",
+                      html, re.S)
+    assert shown, agg["title"]
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", shown[1])
+    assert headers == ["group", "seeds", "tasks", "Median", "IQM", "Mean", "Optimality gap"]
+    assert re.search(r"<td[^>]*>\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]</td>", shown[1])
 
 
 def _chromium() -> str | None:

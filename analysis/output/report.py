@@ -100,8 +100,8 @@ def build_report_assets(
     """Write the report's figures, tables and verdicts into `out_dir`; return their index:
 
     {"figures": [{"name", "title", "caption", "png", "pdf"}],
-     "tables": [{"name", "title", "markdown", "csv", "latex"}] (latex: a booktabs
-                tabular, .tex),
+     "tables": [TableData.asset: {"name", "title", "markdown", "header", "cells", "csv",
+                "latex"}] (cells: as Markdown shows them; latex: a booktabs tabular, .tex),
      "verdicts": [{"kind", "subject", "verdict", "line", "json"}] (a verdict with an
                   estimate: "cells", the report's verdict table's estimate, ci, margin
                   and seeds, and "detail", its design lines; equivalence: and
@@ -209,10 +209,7 @@ def build_report_assets(
 
 
 def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
-    files = table.write(out_dir)
-    result["tables"].append({"name": table.name, "title": table.title,
-                             "markdown": table.markdown(), "csv": str(files.csv),
-                             "latex": str(files.latex)})
+    result["tables"].append(table.asset(table.write(out_dir)))
 
 
 def _runtime_references(suite: dict[str, GroupScores], reference: str | None

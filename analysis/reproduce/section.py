@@ -41,9 +41,7 @@ def report_assets(inputs: Sequence[Path], out_dir: Path, *, table: Path | str, c
         out["warnings"].append(f"no 'Did it reproduce?' section: {e}")
         return out
     files, figure = write_published_comparison(res, Path(out_dir))
-    t = res.table()
-    out["tables"].append({"name": t.name, "title": t.title, "markdown": t.markdown(),
-                          "csv": str(files.csv), "latex": str(files.latex)})
+    out["tables"].append(res.table().asset(files))
     info = figure.as_dict()
     info["caption"] += " " + " ".join(res.limits())
     out["figures"].append(info)

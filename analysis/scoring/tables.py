@@ -127,6 +127,13 @@ class TableData:
         files.latex.write_text(self.latex(), encoding="utf-8")
         return files
 
+    def asset(self, files: TableFiles) -> dict[str, Any]:
+        """The table as a report lists it: name, title, Markdown, the cells as shown
+        (header labels and `cells`, which a page renders) and the paths of its files."""
+        return {"name": self.name, "title": self.title, "markdown": self.markdown(),
+                "header": [c.label for c in self.columns], "cells": self.cells(),
+                "csv": str(files.csv), "latex": str(files.latex)}
+
 
 class TableFiles(NamedTuple):
     """The files `TableData.write` wrote."""
