@@ -28,6 +28,7 @@ from analysis.sequential.curves import (
     min_reference_seeds,
     plan_boundaries,
 )
+from analysis.sequential.design import CURVE_VERDICT
 from analysis.sequential.spending import CANONICAL, ESTIMATED, UNION, spent_alpha
 from analysis.verdicts.equivalence import PASS
 from analysis.verdicts.regression import AGGREGATE_RULE, gate_rules
@@ -36,7 +37,6 @@ from calibration.cells import Cell, mean_cell, rate_cell
 from calibration.curve_shapes import GRID, Shape
 from calibration.draws import rng_for
 
-VERDICT = "gate over training time"
 NOMINAL = 0.05
 LOOKS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 NO_CHANGE, MARGIN = "no change", "at the margin"
@@ -297,7 +297,7 @@ def _null(out: CurveCalibration, shape: Shape, st: Setting, method: str, how: st
     if method == ESTIMATED and how.startswith("union"):
         label += " (too few reference seeds: union bound)"
     scen = _scenario(shape, st, label)
-    cell = rate_cell(VERDICT, scen, f"false fail over all looks, {case}", res.first >= 0,
+    cell = rate_cell(CURVE_VERDICT, scen, f"false fail over all looks, {case}", res.first >= 0,
                      NOMINAL)
     out.cells.append(replace(cell, shown_only=True) if method == CANONICAL else cell)
     alpha_t = spent_alpha(LOOKS, NOMINAL, st.spending)
@@ -311,9 +311,9 @@ def _case(out: CurveCalibration, shape: Shape, st: Setting, how: str, case: str,
           res: Outcome, sims: int) -> None:
     scen = _scenario(shape, st, how.split(" (")[0])
     frames = np.where(res.first >= 0, np.array(LOOKS)[res.first], 1.0)
-    out.cells.append(rate_cell(VERDICT, scen, f"detected (REGRESSION), {case}",
+    out.cells.append(rate_cell(CURVE_VERDICT, scen, f"detected (REGRESSION), {case}",
                                res.first >= 0))
-    out.cells.append(mean_cell(VERDICT, scen, f"frames to decision, {case}", frames,
+    out.cells.append(mean_cell(CURVE_VERDICT, scen, f"frames to decision, {case}", frames,
                                "of the budget"))
     se = float(frames.std(ddof=1) / np.sqrt(sims))
     out.detection.append(Detection(scen, case, float(np.mean(res.first >= 0)),

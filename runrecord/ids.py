@@ -8,9 +8,17 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no whitespace, so equal definitions hash equally."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+def canonical_json(obj: Any, spaced: bool = False) -> str:
+    """JSON with sorted keys, so equal definitions hash equally; no whitespace unless
+    `spaced` (json's default ", " and ": ": the keys of a sweep's stored looks are hashes
+    of that text, and a resumed sweep finds its looks, and the alpha they spent, by them)."""
+    return json.dumps(obj, sort_keys=True, separators=(", ", ": ") if spaced else (",", ":"),
+                      default=str)
+
+
+def digest(obj: Any, length: int = 12, spaced: bool = False) -> str:
+    """Hex digest of `obj`'s canonical JSON, `length` characters."""
+    return hashlib.sha256(canonical_json(obj, spaced).encode()).hexdigest()[:length]
 
 
 def run_id(definition: Mapping[str, Any], length: int = 12) -> str:
@@ -18,4 +26,4 @@ def run_id(definition: Mapping[str, Any], length: int = 12) -> str:
     hyperparameters, env protocol, layout). Same definition, same id; anything that
     changes the run changes the id.
     """
-    return hashlib.sha256(canonical_json(dict(definition)).encode()).hexdigest()[:length]
+    return digest(dict(definition), length)

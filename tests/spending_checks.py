@@ -8,7 +8,7 @@ from analysis.sequential.spending import as_correlation
 def crossing_rates(correlation: np.ndarray, boundaries: np.ndarray, draws: int = 200_000,
                    seed: int = 0) -> np.ndarray:
     """Monte Carlo check: P(first crossing at look k) for normal statistics with the
-    given correlation (canonical_correlation: the law `normal_boundaries` assumes); their
+    given correlation (canonical_correlation: the law `boundaries` integrates by default); their
     cumulative sums are alpha(t_k) when the boundaries are exact, below it for the union
     bound."""
     r = as_correlation(correlation)

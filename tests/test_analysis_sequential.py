@@ -18,7 +18,7 @@ from analysis.sequential import (
     UNDECIDED,
     Look,
     SequentialDesign,
-    normal_boundaries,
+    boundaries,
     spent_alpha,
     sweep_looks,
 )
@@ -38,15 +38,15 @@ OBF_0025 = {
 @pytest.mark.parametrize("looks", sorted(OBF_0025))
 def test_obrien_fleming_boundaries_match_published_values(looks):
     t = np.arange(1, looks + 1) / looks
-    c = normal_boundaries(t, 0.025, "obrien-fleming")
+    c = boundaries(t, 0.025, "obrien-fleming")
     assert c == pytest.approx(OBF_0025[looks], abs=2e-3)
 
 
 def test_pocock_boundaries_are_nearly_flat_and_one_look_is_the_fixed_test():
-    c = normal_boundaries(np.arange(1, 6) / 5, 0.025, "pocock")
+    c = boundaries(np.arange(1, 6) / 5, 0.025, "pocock")
     assert c == pytest.approx([2.438, 2.427, 2.410, 2.397, 2.386], abs=2e-3)
     for name in SPENDING:  # one look spends everything at once: z_{1 - alpha}
-        assert normal_boundaries([1.0], 0.05, name)[0] == pytest.approx(1.6449, abs=1e-4)
+        assert boundaries([1.0], 0.05, name)[0] == pytest.approx(1.6449, abs=1e-4)
 
 
 @pytest.mark.parametrize("spending", sorted(SPENDING))
@@ -56,7 +56,7 @@ def test_spent_alpha_is_monotone_and_the_boundaries_spend_exactly_alpha(spending
     assert spent[0] == 0 and spent[-1] == pytest.approx(0.05)
     assert np.all(np.diff(spent) >= 0)
     fractions = [3 / 9, 5 / 9, 7 / 9, 1.0]
-    c = normal_boundaries(fractions, 0.05, spending)
+    c = boundaries(fractions, 0.05, spending)
     crossed = crossing_rates(canonical_correlation(fractions), c, draws=400_000)
     increments = np.diff(np.concatenate([[0], spent_alpha(fractions, 0.05, spending)]))
     se = np.sqrt(0.05 * 0.95 / 400_000)

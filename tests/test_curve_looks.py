@@ -23,13 +23,7 @@ from analysis.sequential.curves import (
     plan_lines,
     reference_pseudo_values,
 )
-from analysis.sequential.spending import (
-    canonical_correlation,
-    joint_boundaries,
-    normal_boundaries,
-    spent_alpha,
-    union_boundaries,
-)
+from analysis.sequential.spending import UNION, boundaries, canonical_correlation, spent_alpha
 from analysis.verdicts.regression import regression_lower_bound
 from runrecord import PROJECT_ROOT
 from tests.spending_checks import crossing_rates
@@ -44,9 +38,9 @@ def ar(rho: float, k: int = len(LOOKS)) -> np.ndarray:
 
 
 @pytest.mark.parametrize("spending", ["pocock", "obrien-fleming"])
-def test_joint_boundaries_of_the_canonical_law_are_the_integrated_ones(spending):
-    mine = joint_boundaries(LOOKS, 0.05, spending, canonical_correlation(LOOKS))
-    exact = normal_boundaries(LOOKS, 0.05, spending)
+def test_sampled_boundaries_of_the_canonical_matrix_are_the_integrated_ones(spending):
+    mine = boundaries(LOOKS, 0.05, spending, canonical_correlation(LOOKS))
+    exact = boundaries(LOOKS, 0.05, spending)
     # within 0.03 (O'Brien-Fleming's early increments are ~1e-4: tens of the 2^18 paths)
     assert np.allclose(mine, exact, atol=0.03), (mine, exact)
     assert mine[0] == pytest.approx(exact[0], abs=1e-9)  # the first look is exact
@@ -55,25 +49,25 @@ def test_joint_boundaries_of_the_canonical_law_are_the_integrated_ones(spending)
 @pytest.mark.parametrize("rho", [0.5, 0.9, 0.99])
 def test_boundaries_spend_alpha_look_by_look_under_the_looks_own_law(rho):
     r = ar(rho)
-    c = joint_boundaries(LOOKS, 0.05, "pocock", r)
+    c = boundaries(LOOKS, 0.05, "pocock", r)
     cum = crossing_rates(r, c, draws=400_000, seed=7).cumsum()  # other draws than the plan
     se = np.sqrt(0.05 * 0.95 / 400_000)
     assert np.allclose(cum, spent_alpha(LOOKS, 0.05, "pocock"), atol=4 * se + 0.001), cum
     # The union bound keeps alpha whatever the correlation, spending less where it is high,
     # and its boundaries are never below the exact ones.
-    union = union_boundaries(LOOKS, 0.05, "pocock")
+    union = boundaries(LOOKS, 0.05, "pocock", UNION)
     assert np.all(union >= c - 0.02)
     assert crossing_rates(r, union, draws=400_000, seed=8).sum() <= 0.05 + 4 * se
 
 
-def test_union_boundaries_are_bonferroni_over_the_increments():
-    c = union_boundaries([0.5, 1.0], 0.05, "pocock")
+def test_union_bound_boundaries_are_bonferroni_over_the_increments():
+    c = boundaries([0.5, 1.0], 0.05, "pocock", UNION)
     spent = spent_alpha([0.5, 1.0], 0.05, "pocock")
     from scipy import stats
     assert c[0] == pytest.approx(stats.norm.isf(spent[0]))
     assert c[1] == pytest.approx(stats.norm.isf(spent[1] - spent[0]))
     with pytest.raises(AnalysisError, match="increase within"):
-        union_boundaries([0.5, 0.4, 1.0], 0.05, "pocock")
+        boundaries([0.5, 0.4, 1.0], 0.05, "pocock", UNION)
 
 
 def test_the_look_statistic_is_the_gates_welch_bound_at_the_full_budget():
@@ -133,7 +127,7 @@ def test_the_plan_estimates_the_correlation_only_from_enough_reference_seeds():
     design = CurveDesign(LOOKS)
     c_few, how_few = plan_boundaries(design, seeds(3), 3, 0.2)
     assert how_few.startswith("union bound (the reference's 3 seeds")
-    assert np.allclose(c_few, union_boundaries(LOOKS, 0.05, "pocock"))
+    assert np.allclose(c_few, boundaries(LOOKS, 0.05, "pocock", UNION))
     c_many, how_many = plan_boundaries(design, seeds(12), 3, 0.2)
     assert how_many == "correlation estimated from the reference's curves (12 seeds)"
     assert np.all(c_many[1:] < c_few[1:])  # the correlation wins back power
@@ -185,12 +179,23 @@ def test_a_look_and_its_plan_print_one_plain_line_the_internals_only_with_verbos
     assert last.decision == "REGRESSION"
     assert not any(word in last.text for word in internals), last.text
     # the estimate is new - reference (the contrast less the margin there), with its bound
-    diff = last.contrast - last.margin
-    assert f"new - reference {diff:+.3f}, repeated upper bound " \
-           f"{last.upper - last.margin:+.3f}, margin -{last.margin:.3f}" in last.text
+    assert f"new - reference {last.estimate:+.3f}, repeated upper bound " \
+           f"{last.statistic:+.3f}, margin -{-last.boundary:.3f}" in last.text
     assert "3 new vs 3 reference seeds" in last.text
     assert "new - (1 - rho) x reference" in last.detail and "df" in last.detail
     assert type(last).from_json(last.to_json()) == last
+    # a look stored with its contrast, upper bound and margin reads back as the same look
+    stored = {k: v for k, v in last.to_json().items()
+              if k not in ("verdict", "statistic", "boundary", "estimate", "needs",
+                           "fixed_design_seeds")}
+    margin = 0.25
+    stored |= {"contrast": last.estimate + margin, "upper": last.statistic + margin,
+               "margin": margin}
+    back = type(last).from_json(stored)
+    assert back.verdict == "gate over training time" and back.boundary == -margin
+    assert back.estimate == last.estimate + margin - margin
+    assert back.statistic == last.statistic + margin - margin
+    assert back.cells()["margin"] == f"-0.250 at look {last.look}/{last.looks}"
 
 
 def test_with_adaptive_seeds_regression_over_seeds_spends_only_its_share():
@@ -231,6 +236,6 @@ def test_a_look_before_any_episode_ended_continues_without_spending():
                       GateOptions(delta=0.3))
     first = curve_look(plan, late, ppo, 1, "late", GateOptions(delta=0.3))
     assert first.decision == "CONTINUE" and "nothing to decide on" in first.text
-    assert math.isnan(first.contrast)
+    assert math.isnan(first.statistic) and math.isnan(first.estimate)
     assert curve_look(plan, late, ppo, 3, "late", GateOptions(delta=0.3)).seeds == {
         "new": 3, "reference": 3}

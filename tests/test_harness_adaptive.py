@@ -18,7 +18,14 @@ import pytest
 from harness_cli import ROOT, harness, run_args
 from trainer_output import trainer_output
 
-from harness.adaptive.looks import LOOKS_FILE, adaptive_dir, append_look, read_lines, recorded_looks
+from harness.adaptive.looks import (
+    LOOKS_FILE,
+    adaptive_dir,
+    append_look,
+    plan_key,
+    read_lines,
+    recorded_looks,
+)
 from harness.store import Store
 from harness.sweep import SweepError, load_sweep, parse_sweep
 from harness.sweep.model import AdaptiveConfig, adaptive_seeds
@@ -101,6 +108,14 @@ def test_cli_rejects_a_bad_table_with_exit_2_and_writes_nothing(tmp_path):
 
 
 # --------------------------------------------------------------------------- the store
+
+def test_the_plan_key_of_stored_looks_stays_the_same():
+    # looks already on disk are found by this key: a new one would lose their spent alpha
+    design = {"first_seeds": 3, "batch_seeds": 2, "max_seeds": 9,
+              "verdicts": ["equivalence", "gate"]}
+    key = plan_key(design, {"delta": 0.2, "layouts": ["a0-l0-d1"]}, ["b2", "a1"])
+    assert key == "c8937c475e6ee32d"
+
 
 def test_looks_store_replaces_whole_and_never_reads_a_torn_line(tmp_path):
     store = Store(tmp_path, "s")

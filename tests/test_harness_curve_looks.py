@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from harness_cli import ROOT, harness
 
+from harness.adaptive.curves import curve_design, curve_gates, gate_key, gate_options
 from harness.sweep import SweepError, parse_sweep
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 
@@ -109,6 +110,19 @@ def test_a_candidate_that_does_not_learn_is_stopped_early_and_stays_stopped(tmp_
     reg = harness("regress", "--sweep", str(sweep), "--results-root", str(root))
     assert reg.returncode == EXIT_FAILED, reg.stdout + reg.stderr
     assert "regression verdict: REGRESSION" in reg.stdout
+
+
+def test_the_key_of_a_gates_stored_plan_and_looks_stays_the_same():
+    # a resumed sweep finds its gate's plan and looks by this key
+    text = ('name = "t"\nsystems = ["cleanba-ppo"]\nlayouts = ["a0-l0-d1"]\n'
+            'games = ["CartPole-v1"]\nseeds = [1, 2]\nframes = 1000\n'
+            "[regression]\ndelta = 0.3\nlooks_at = [0.5, 1.0]\n")
+    sweep = parse_sweep(text, "sweep.toml", check_games=False)
+    gate = curve_gates(sweep, sweep.runs)[0]
+    design = curve_design(sweep.regression)
+    assert design is not None
+    key = gate_key(gate, design, gate.options(gate_options(sweep)), Path("ref"), None)
+    assert key == "56e5e38506334200"
 
 
 @pytest.mark.parametrize("keys, line, words", [

@@ -8,7 +8,7 @@ calibration suite, the CLI and the harness import it.
 
 from analysis.sequential.design import CONTINUE, UNDECIDED, Look, SequentialDesign
 from analysis.sequential.looks import VERDICTS, sweep_looks
-from analysis.sequential.spending import SPENDING, normal_boundaries, spent_alpha
+from analysis.sequential.spending import SPENDING, boundaries, spent_alpha
 
 __all__ = ["CONTINUE", "SPENDING", "UNDECIDED", "VERDICTS", "Look", "SequentialDesign",
-           "normal_boundaries", "spent_alpha", "sweep_looks"]
+           "boundaries", "spent_alpha", "sweep_looks"]

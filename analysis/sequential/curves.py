@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,15 +34,15 @@ from analysis.inputs.facts import episode_x, truncated
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse, layout_names
 from analysis.scoring.scores import collapse_seed_copies
-from analysis.sequential.design import CONTINUE, number_or_nan
+from analysis.sequential.design import CONTINUE, CURVE_VERDICT, Look, half_width
 from analysis.sequential.spending import (
     CANONICAL,
     ESTIMATED,
+    QMC_POINTS,
     SPENDING,
     UNION,
     as_correlation,
-    canonical_correlation,
-    joint_boundaries,
+    boundaries,
     spent_alpha,
     t_scale,
 )
@@ -131,8 +131,7 @@ class CurvePlan:
 
 def plan_boundaries(design: CurveDesign, reference: np.ndarray, n_new: int, delta: float,
                     correlation: str | None = None, alpha: float | None = None,
-                    seed: int = 0, points: int | None = None
-                    ) -> tuple[np.ndarray, str]:
+                    seed: int = 0, points: int = QMC_POINTS) -> tuple[np.ndarray, str]:
     """(boundaries, method in words) from the reference's per-seed values at every look
     (m, K). correlation: the design's unless given ("canonical" for the calibration).
     The estimate needs min_reference_seeds(K); with fewer the union bound is used."""
@@ -140,10 +139,9 @@ def plan_boundaries(design: CurveDesign, reference: np.ndarray, n_new: int, delt
     a = design.alpha if alpha is None else alpha
     t = np.asarray(design.looks_at, dtype=np.float64)
     m = reference.shape[0]
-    extra = {} if points is None else {"points": points}
     if how == CANONICAL:
-        return joint_boundaries(t, a, design.spending, canonical_correlation(t), seed=seed,
-                                **extra), "canonical sqrt(t_j/t_k) (independent increments)"
+        return boundaries(t, a, design.spending), \
+            "canonical sqrt(t_j/t_k) (independent increments)"
     why = ""
     if how == ESTIMATED and m >= min_reference_seeds(len(t)):
         try:
@@ -151,12 +149,12 @@ def plan_boundaries(design: CurveDesign, reference: np.ndarray, n_new: int, delt
         except AnalysisError:
             why = " (the reference's seeds do not vary at some look: no correlation to estimate)"
         else:
-            return joint_boundaries(t, a, design.spending, r, seed=seed, **extra), \
+            return boundaries(t, a, design.spending, r, points, seed), \
                 f"correlation estimated from the reference's curves ({m} seeds)"
     elif how == ESTIMATED:
         why = (f" (the reference's {m} seeds cannot estimate the correlation of {len(t)} "
                f"looks: that needs {min_reference_seeds(len(t))})")
-    return joint_boundaries(t, a, design.spending, None), f"union bound{why}"
+    return boundaries(t, a, design.spending, UNION), f"union bound{why}"
 
 
 def make_plan(design: CurveDesign, reference: np.ndarray, budget_frames: float, n_new: int,
@@ -227,64 +225,7 @@ def fails(contrast: np.ndarray | float, se: np.ndarray | float, df: np.ndarray |
     the contrast itself); an undefined se (nan) never fails. c: the look's boundary on
     the normal scale (one per replicate in the calibration)."""
     contrast, se, df = (np.asarray(x, dtype=np.float64) for x in (contrast, se, df))
-    with np.errstate(invalid="ignore"):
-        half = np.where(se > 0, t_scale(c, df) * se, 0.0)
-        return np.where(np.isnan(se), False, contrast + half < 0)
-
-
-VERDICT = "gate over training time"
-
-
-@dataclass(frozen=True)
-class CurveLook:
-    """One look of one gate, as the harness stores and prints it."""
-
-    subject: str  # e.g. "cleanba-ppo CartPole-v1"
-    look: int  # 1-based
-    looks: int  # how many are planned
-    fraction: float  # of the frame budget
-    frames: float
-    seeds: dict[str, int]
-    contrast: float  # m_N - (1 - rho) m_R at this look (>= 0: within the margin)
-    upper: float  # its repeated upper bound (REGRESSION when below 0)
-    margin: float  # delta_j: how far behind the reference the candidate may be here
-    decision: str  # CONTINUE | REGRESSION | PASS | UNDECIDED
-    text: str  # the one line printed by default
-    fixed_gate: str = ""  # the fixed gate's verdict on the records as they stood
-    detail: str = ""  # the design's internals (contrast, t, df, rho): --verbose, JSON
-
-    @property
-    def decided(self) -> bool:
-        return self.decision != CONTINUE
-
-    def cells(self) -> dict[str, str]:
-        """The verdict table's cells (the report), in the reader's difference as
-        look_text speaks it: new - reference, its repeated upper bound, the margin."""
-        new, ref = self.seeds.get("new", 0), self.seeds.get("reference", 0)
-        return {"estimate": signed(self.contrast - self.margin),
-                "ci": f"repeated upper bound {signed(self.upper - self.margin)}",
-                "margin": f"-{self.margin:.3f} at look {self.look}/{self.looks}",
-                "seeds": f"{new} new vs {ref} reference"}
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        for key in ("contrast", "upper", "margin"):
-            if not math.isfinite(d[key]):
-                d[key] = None
-        return d
-
-    @staticmethod
-    def from_json(d: Mapping[str, Any]) -> CurveLook:
-        names = {f.name for f in fields(CurveLook)}
-        if not names.issuperset(d) or not names - {"fixed_gate", "detail"} <= set(d):
-            raise AnalysisError(f"not a stored look over training time: {sorted(d)}")
-        return CurveLook(str(d["subject"]), int(d["look"]), int(d["looks"]),
-                         float(d["fraction"]), float(d["frames"]),
-                         {str(k): int(v) for k, v in dict(d["seeds"]).items()},
-                         number_or_nan(d["contrast"]), number_or_nan(d["upper"]),
-                         number_or_nan(d["margin"]),
-                         str(d["decision"]), str(d["text"]), str(d.get("fixed_gate", "")),
-                         str(d.get("detail", "")))
+    return np.where(np.isnan(se), False, contrast + half_width(c, se, df) < 0)
 
 
 @dataclass(frozen=True)
@@ -317,7 +258,7 @@ def curve_plan(design: CurveDesign, reference_runs: Sequence[Run], budget_frames
 
 
 def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequence[Run],
-               look: int, subject: str, options: GateOptions = GateOptions()) -> CurveLook:
+               look: int, subject: str, options: GateOptions = GateOptions()) -> Look:
     """Look `look` (1-based) of one gate: new and reference runs of one system and suite;
     the new runs must have reached the look's frames (the caller checks)."""
     k = look - 1
@@ -327,11 +268,11 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
         try:
             seed_values(new_runs, at, "new runs", options)
         except NoEpisodeYet as e:  # nothing to decide on: the look passes, unspent
-            return CurveLook(subject, look, len(plan.frames), plan.looks_at[k],
-                             plan.frames[k], {}, math.nan, math.nan, math.nan, CONTINUE,
-                             f"{VERDICT} {subject}: look {look}/{len(plan.frames)} at "
-                             f"{plan.looks_at[k]:.0%} of the budget: CONTINUE; {e}: "
-                             "nothing to decide on (its alpha is not spent)")
+            return Look(CURVE_VERDICT, subject, look, {}, math.nan, math.nan, CONTINUE,
+                        f"{CURVE_VERDICT} {subject}: look {look}/{len(plan.frames)} at "
+                        f"{plan.looks_at[k]:.0%} of the budget: CONTINUE; {e}: "
+                        "nothing to decide on (its alpha is not spent)",
+                        looks=len(plan.frames), fraction=plan.looks_at[k], frames=plan.frames[k])
     new_now = [truncated(r, at) for r in new_runs]
     ref_now = [truncated(r, at) for r in reference_runs]
     res = gate(new_now, ref_now, delta=plan.delta, metric=options.metric,
@@ -356,13 +297,13 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
         decision = REGRESSION
     else:
         decision = PASS if res.verdict == PASS else UNDECIDED
-    return CurveLook(subject, look, len(plan.frames), plan.looks_at[k], plan.frames[k],
-                     {"new": res.n_new, "reference": res.n_reference}, contrast, upper,
-                     margin_now, decision,
-                     look_text(plan, look, subject, decision, contrast, upper, margin_now,
-                               res.n_new, res.n_reference, others, res.verdict),
-                     str(res.verdict),
-                     look_detail(plan, look, subject, contrast, upper, t, df, margin_now))
+    return Look(CURVE_VERDICT, subject, look, {"new": res.n_new, "reference": res.n_reference},
+                upper - margin_now, -margin_now, decision,
+                look_text(plan, look, subject, decision, contrast, upper, margin_now,
+                          res.n_new, res.n_reference, others, res.verdict),
+                detail=look_detail(plan, look, subject, contrast, upper, t, df, margin_now),
+                estimate=contrast - margin_now, looks=len(plan.frames),
+                fraction=plan.looks_at[k], frames=plan.frames[k], fixed_gate=str(res.verdict))
 
 
 def look_text(plan: CurvePlan, look: int, subject: str, decision: str, contrast: float,
@@ -387,7 +328,7 @@ def look_text(plan: CurvePlan, look: int, subject: str, decision: str, contrast:
                 f"{1 - plan.looks_at[k]:.0%} of its frames not spent")
     elif look == len(plan.frames):
         tail = f"; the fixed gate at the full budget says {fixed}"
-    return f"{VERDICT} {subject}: {where}: {decision}; {bound}{rules}{tail}"
+    return f"{CURVE_VERDICT} {subject}: {where}: {decision}; {bound}{rules}{tail}"
 
 
 def look_detail(plan: CurvePlan, look: int, subject: str, contrast: float, upper: float,
@@ -398,7 +339,7 @@ def look_detail(plan: CurvePlan, look: int, subject: str, contrast: float, upper
             "reference's progress)")
 
 
-def first_decision(looks: Sequence[CurveLook]) -> CurveLook | None:
+def first_decision(looks: Sequence[Look]) -> Look | None:
     """The first decided look (a later one never overturns it), or None."""
     return next((x for x in sorted(looks, key=lambda x: x.look) if x.decided), None)
 
@@ -406,13 +347,13 @@ def first_decision(looks: Sequence[CurveLook]) -> CurveLook | None:
 def decide_records(design: CurveDesign, new_runs: Sequence[Run],
                    reference_runs: Sequence[Run], budget_frames: float, subject: str,
                    suite: str, options: GateOptions = GateOptions(),
-                   alpha: float | None = None) -> tuple[CurvePlan, list[CurveLook]]:
+                   alpha: float | None = None) -> tuple[CurvePlan, list[Look]]:
     """Every look of one gate from records that reach the full budget (`harness
     regress` after the fact, the calibration's real-record check): looks in order up to
     the first decision."""
     n_new = len(seed_values(new_runs, None, "new runs", options)[0])
     plan = curve_plan(design, reference_runs, budget_frames, n_new, suite, options, alpha)
-    out: list[CurveLook] = []
+    out: list[Look] = []
     for look in range(1, len(plan.frames) + 1):
         out.append(curve_look(plan, new_runs, reference_runs, look, subject, options))
         if out[-1].decided:
@@ -425,7 +366,7 @@ def plan_lines(plan: CurvePlan, subject: str, verbose: bool = False) -> list[str
     the margin and the seeds); `verbose` adds the design's alpha, joint law and
     boundaries."""
     at = ", ".join(f"{t:.0%}" for t in plan.looks_at)
-    line = (f"{VERDICT} {subject}: {len(plan.frames)} looks at {at} of the budget; "
+    line = (f"{CURVE_VERDICT} {subject}: {len(plan.frames)} looks at {at} of the budget; "
             f"REGRESSION at the first look that shows new - reference below -{plan.delta:g} "
             f"(the margin, scaled to the reference's progress), PASS at the full budget "
             f"only; {plan.n_new} new vs {plan.n_reference} reference "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from typing import Any
@@ -24,10 +24,9 @@ import numpy as np
 from scipy import stats
 
 from analysis.errors import AnalysisError
-from analysis.sequential.spending import SPENDING, normal_boundaries, spent_alpha, t_scale
+from analysis.sequential.spending import SPENDING, boundaries, spent_alpha, t_scale
 from analysis.stats.welch import welch_stats
 from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
-from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import regression_lower_bound
 from analysis.verdicts.seedplan import (
     PLAN_SIMS,
@@ -36,8 +35,10 @@ from analysis.verdicts.seedplan import (
     equivalence_seeds_needed,
     gate_seeds_needed,
     given_spread,
+    plan_margins,
+    seeds_cell,
 )
-from runrecord.words import counted
+from runrecord.words import counted, signed
 
 MAX_LOOKS = 20
 """More looks than this spend alpha too thinly to be useful (and are likely a typo)."""
@@ -153,14 +154,22 @@ class SequentialDesign:
 @lru_cache(maxsize=256)
 def _boundaries(fractions: tuple[float, ...], alpha: float, spending: str
                 ) -> tuple[float, ...]:
-    """normal_boundaries, computed once per schedule (a sweep asks at every look)."""
-    return tuple(float(c) for c in normal_boundaries(fractions, alpha, spending))
+    """The canonical law's boundaries (new seeds are independent increments), computed
+    once per schedule (a sweep asks at every look)."""
+    return tuple(float(c) for c in boundaries(fractions, alpha, spending))
 
 
 CONTINUE = "CONTINUE"
 """Not decided yet: run the next batch."""
 UNDECIDED = "UNDECIDED AT CAP"
 """The cap was reached without a decision."""
+
+
+def half_width(c: np.ndarray | float, se: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """t(c, df) se: half a repeated interval at the normal-scale boundary c (0 at zero
+    spread, where the interval is the estimate itself)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(se > 0, t_scale(c, df) * se, 0.0)
 
 
 def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
@@ -178,12 +187,9 @@ def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delt
     where undefined)."""
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
     undefined = np.isnan(se).any(axis=0)
-    with np.errstate(invalid="ignore"):
-        half = np.where(se > 0, t_scale(c_pass, df) * se, 0.0)
-        half_d = np.where(se > 0, t_scale(c_different, df) * se, 0.0)
-        reach = np.where(undefined, np.nan, (np.abs(diff) + half).max(axis=0))
-        inside = reach < delta
-        excludes = (np.abs(diff) - half_d > 0).any(axis=0)
+    reach = np.where(undefined, np.nan, (np.abs(diff) + half_width(c_pass, se, df)).max(axis=0))
+    inside = reach < delta
+    excludes = (np.abs(diff) - half_width(c_different, se, df) > 0).any(axis=0)
     out = np.where(inside, PASS, np.where(excludes, DIFFERENT,
                                           UNDECIDED if last else CONTINUE))
     return np.where(undefined, UNDECIDED if last else CONTINUE, out), reach
@@ -197,56 +203,84 @@ def gate_decisions(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndar
     upper bound < -delta (clearly worse than the margin); else CONTINUE, or UNDECIDED at
     the last look. Zero spread gives lower = upper = diff."""
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
-    with np.errstate(invalid="ignore"):
-        half = np.where(se > 0, t_scale(c, df) * se, 0.0)
+    half = half_width(c, se, df)
     lower, upper = diff - half, diff + half
     out = np.where(lower > -delta, PASS, np.where(upper < -delta, REGRESSION,
                                                   UNDECIDED if last else CONTINUE))
     return np.where(np.isnan(se), UNDECIDED if last else CONTINUE, out), lower, upper
 
 
+CURVE_VERDICT = "gate over training time"
+"""The verdict of the gate's looks along training time (analysis.sequential.curves)."""
+
+
 @dataclass(frozen=True)
 class Look:
-    verdict: str  # "equivalence" | "gate"
+    """One look of one verdict, as the harness stores, prints and reads it back: over
+    seeds (equivalence, gate) or along training time (CURVE_VERDICT)."""
+
+    verdict: str  # "equivalence" | "gate" | CURVE_VERDICT
     subject: str  # stable key of what is judged, e.g. "CartPole-v1: a0-l1-d1 vs a0-l0-d1"
     look: int  # 1-based index of the look
     seeds: dict[str, int]  # independent seeds per side at this look
-    statistic: float  # the test statistic (`text` says which)
-    boundary: float  # what it is compared with at this look
+    statistic: float  # the test statistic (`text` says which; along training time: the
+    # repeated upper bound of new - reference)
+    boundary: float  # what it is compared with at this look (along training time: -margin)
     decision: str  # CONTINUE | a verdict word (PASS, DIFFERENT, REGRESSION) | UNDECIDED
     text: str  # one human line for console and report
     needs: str = ""  # at the cap: the planner's estimate of what a decision would need
     fixed_design_seeds: int | None = None  # seeds per growing side of the fixed design
     # of equal power (analysis.verdicts.seedplan, spread seen at this look); None: unknown
     detail: str = ""  # the design's internals behind `text` (t, df, boundaries): --verbose
+    estimate: float = math.nan  # along training time: new - reference at this look
+    looks: int = 0  # along training time: how many looks are planned
+    fraction: float = 1.0  # along training time: the look's share of the frame budget
+    frames: float = math.nan  # along training time: the look's frame count
+    fixed_gate: str = ""  # along training time: the fixed gate's verdict on the records then
 
     @property
     def decided(self) -> bool:
         return self.decision != CONTINUE
 
+    def cells(self) -> dict[str, str]:
+        """The verdict table's cells (the report) of a look along training time."""
+        new, ref = self.seeds.get("new", 0), self.seeds.get("reference", 0)
+        return {"estimate": signed(self.estimate),
+                "ci": f"repeated upper bound {signed(self.statistic)}",
+                "margin": f"-{-self.boundary:.3f} at look {self.look}/{self.looks}",
+                "seeds": f"{new} new vs {ref} reference"}
+
     def to_json(self) -> dict[str, Any]:
-        """A JSON-safe dict: an undefined statistic (nan) is null."""
+        """A JSON-safe dict: an undefined number (nan) is null."""
         d = asdict(self)
-        for key in ("statistic", "boundary"):
+        for key in ("statistic", "boundary", "estimate", "frames"):
             if not math.isfinite(d[key]):
                 d[key] = None
         return d
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> Look:
-        """The Look `to_json` wrote; AnalysisError naming what is missing or unknown."""
+    def from_json(d: Mapping[str, Any]) -> Look:
+        """The Look `to_json` wrote, or a look along training time stored with its
+        contrast, upper bound and margin (the record a sweep started before this one's
+        fields were shared writes; a resumed sweep reads it); AnalysisError naming what
+        is missing or unknown."""
+        d = dict(d)
+        if "verdict" not in d and {"contrast", "upper", "margin"} <= set(d):
+            contrast, upper, margin = (number_or_nan(d.pop(k))
+                                       for k in ("contrast", "upper", "margin"))
+            d |= {"verdict": CURVE_VERDICT, "statistic": upper - margin, "boundary": -margin,
+                  "estimate": contrast - margin}
         names = [f.name for f in fields(Look)]
-        required = names[:8]
-        missing = [k for k in required if k not in d]
+        missing = [k for k in names[:8] if k not in d]
         unknown = sorted(set(d) - set(names))
         if missing or unknown:
             raise AnalysisError(f"not a stored look: missing {missing}, unknown {unknown}")
-        fixed = d.get("fixed_design_seeds")
-        return Look(str(d["verdict"]), str(d["subject"]), int(d["look"]),
-                    {str(k): int(v) for k, v in dict(d["seeds"]).items()},
-                    number_or_nan(d["statistic"]), number_or_nan(d["boundary"]), str(d["decision"]),
-                    str(d["text"]), str(d.get("needs", "")),
-                    None if fixed is None else int(fixed), str(d.get("detail", "")))
+        read: dict[str, Callable[[Any], Any]] = {
+            "look": int, "looks": int, "fraction": float, "statistic": number_or_nan,
+            "boundary": number_or_nan, "estimate": number_or_nan, "frames": number_or_nan,
+            "fixed_design_seeds": lambda v: None if v is None else int(v),
+            "seeds": lambda v: {str(k): int(n) for k, n in dict(v).items()}}
+        return Look(**{k: read.get(k, str)(v) for k, v in d.items()})
 
 
 def number_or_nan(value: Any) -> float:
@@ -345,9 +379,8 @@ def boundary_table(design: SequentialDesign, reference_seeds: int) -> str:
 
 
 def _row(name: str, delta: float, zero: Paths, at_margin: Paths, fixed: int | None) -> str:
-    fixed_text = str(fixed) if fixed is not None else "> 100"
     return (f"| {name} | {delta:g} | {zero.passed.mean():.1%} | {zero.seeds.mean():.2f} | "
-            f"{fixed_text} | {at_margin.passed.mean():.3f} |")
+            f"{seeds_cell(fixed, PLAN_MAX_SEEDS)} | {at_margin.passed.mean():.3f} |")
 
 
 def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
@@ -360,8 +393,7 @@ def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
     reference stays at `reference_seeds` (default: the cap)."""
     design.validate()
     start = time.perf_counter()
-    eq = margin(suite, delta, normalisers)
-    gate = margin(suite, gate_delta if gate_delta is not None else delta, normalisers)
+    eq, gate, margins = plan_margins(suite, delta, gate_delta, normalisers)
     m = design.max_seeds if reference_seeds is None else int(reference_seeds)
     rng = np.random.default_rng([seed, design.max_seeds, m, 2024])
     sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
@@ -386,7 +418,7 @@ def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
     head = ["verdict", "delta", "P(PASS) by the cap at 0", "expected seeds per side at 0",
             "fixed design: seeds for the same power", "false pass at the margin"]
     return [f"design: {design.describe()}",
-            f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}",
+            margins,
             f"spread: {spread.describe()}",
             boundary_table(design, m), "",
             f"normal per-seed values, {sims} simulations, seed {seed}:",

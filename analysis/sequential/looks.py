@@ -52,6 +52,7 @@ from analysis.verdicts.seedplan import (
     equivalence_seeds_needed,
     gate_seeds_needed,
     given_spread,
+    pooled_spread,
 )
 from runrecord import Run
 from runrecord.words import signed
@@ -209,12 +210,9 @@ def _spread(group: GroupScores, ref: GroupScores, metric: str) -> Spread | None:
     blocks = [np.stack([f(g.final, g.tasks), f(g.auc, g.tasks)], axis=1) for g in (group, ref)]
     if min(len(b) for b in blocks) < 2:
         return None
-    centred = np.concatenate([b - b.mean(axis=0) for b in blocks])
-    cov = centred.T @ centred / (len(centred) - 2)
-    sd_f, sd_a = float(np.sqrt(cov[0, 0])), float(np.sqrt(cov[1, 1]))
+    sd_f, sd_a, rho, _ = pooled_spread(blocks)
     if not (sd_f > 0 and sd_a > 0):
         return None
-    rho = float(np.clip(cov[0, 1] / (sd_f * sd_a), -1.0, 1.0))
     return given_spread(sd_f, sd_a, rho)
 
 
@@ -269,7 +267,7 @@ def result_look(res: RegressionResult, design: SequentialDesign, look: int, subj
     elif other_rules and last:
         decision = REGRESSION
     t = float(t_scale(c, res.df)) if math.isfinite(res.df) else c
-    sd = res.se / math.sqrt(1 / res.n_new + 1 / res.n_reference) if res.se > 0 else math.nan
+    sd = res.seed_sd
     fixed = needs = None
     if math.isfinite(sd) and sd > 0:
         spread = given_spread(sd)

@@ -6,9 +6,9 @@ decreasing). The boundaries c_1..c_K on the normal scale are the values with
 P(Z_1 < c_1, ..., Z_{k-1} < c_{k-1}, Z_k >= c_k) = alpha(t_k) - alpha(t_{k-1}) for the
 canonical joint distribution of the standardised statistics at information fractions
 t_k (Brownian motion: corr(Z_j, Z_k) = sqrt(t_j / t_k), j < k), so the chance that any
-look crosses is exactly alpha. They are found look by look by numerical integration of
-the density of the paths that have not crossed (Armitage, McPherson & Rowe 1969;
-Jennison & Turnbull 2000, ch. 19), on a fixed grid: deterministic, no simulation.
+look crosses is exactly alpha (`boundaries`: found look by look by numerical
+integration of the density of the paths that have not crossed, on a fixed grid:
+deterministic, no simulation).
 
 Spending functions (Lan & DeMets 1983; Kim & DeMets 1987):
 - "obrien-fleming": alpha(t) = 2 - 2 Phi(z_{1 - alpha/2} / sqrt(t)): almost nothing at
@@ -18,10 +18,10 @@ Spending functions (Lan & DeMets 1983; Kim & DeMets 1987):
   (earlier stops, a higher final boundary).
 
 Looks along training time see the same seeds again, later: their statistics have another
-joint law. `joint_boundaries` solves P(Z_1 < c_1, ..., Z_k < c_k) = 1 - alpha(t_k) for any
-correlation matrix R on a seeded scrambled Sobol sample of the law (Genz), and falls back
-on the union bound (Bonferroni over the spending increments, c_k = Phi^-1(1 - (alpha(t_k)
-- alpha(t_{k-1})))), which holds for any correlation, when R is unknown.
+joint law. `boundaries` solves P(Z_1 < c_1, ..., Z_k < c_k) = 1 - alpha(t_k) for any
+correlation matrix R on a seeded scrambled Sobol sample of the law (Genz), or takes the
+union bound (Bonferroni over the spending increments, c_k = Phi^-1(1 - (alpha(t_k) -
+alpha(t_{k-1})))), which holds for any correlation, when R is unknown.
 """
 
 from __future__ import annotations
@@ -67,58 +67,6 @@ def spent_alpha(fractions: Sequence[float] | np.ndarray, alpha: float, spending:
     return np.asarray(SPENDING[spending](t, alpha), dtype=np.float64)
 
 
-GRID_POINTS = 601
-"""Points of the integration grid per look (over [-LOWEST, c_k]): the boundaries of 5
-equally spaced looks agree with a 4,001-point grid to 1e-4 (and with the published
-O'Brien-Fleming-type values to the 3 decimals printed), in ~0.1 s."""
-LOWEST = 10.0
-
-
-def normal_boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: str
-                      ) -> np.ndarray:
-    """One-sided upper boundaries c_1..c_K (normal scale) for increasing information
-    fractions t_1 < ... < t_K = 1 that spend `alpha` by the named function (module
-    docstring). c_1 = Phi^-1(1 - alpha(t_1)); later ones solve the crossing probability of
-    the not-yet-stopped paths by integration over a grid."""
-    t = np.asarray(fractions, dtype=np.float64)
-    increments = _increments(t, alpha, spending)
-    out = [float(stats.norm.isf(increments[0]))]
-    # Density of Z_1 on the grid of the paths that did not cross at look 1.
-    z = np.linspace(-LOWEST, min(out[0], LOWEST + 5.0), GRID_POINTS)
-    dens = stats.norm.pdf(z)
-    for k in range(1, len(t)):
-        step = math.sqrt(t[k] - t[k - 1])
-        w = _trapezoid_weights(z) * dens  # mass of each continuing grid point
-        prev = z * math.sqrt(t[k - 1])  # the paths on the score scale S = Z sqrt(t)
-
-        def excess(c: float, k=k, w=w, prev=prev, step=step) -> float:
-            """Crossing probability at look k with boundary c, minus what may be spent."""
-            return float(w @ stats.norm.sf((c * math.sqrt(t[k]) - prev) / step)
-                         - increments[k])
-
-        if increments[k] <= 1e-15:
-            c = math.inf
-        else:
-            c = float(optimize.brentq(excess, -LOWEST, 40.0, xtol=1e-10))
-        out.append(c)
-        if k == len(t) - 1:
-            break
-        upper = min(c, LOWEST + 5.0)
-        y = np.linspace(-LOWEST, upper, GRID_POINTS)
-        kernel = stats.norm.pdf((y[:, None] * math.sqrt(t[k]) - prev[None, :]) / step)
-        dens = kernel @ w * math.sqrt(t[k]) / step
-        z = y
-    return np.array(out)
-
-
-def _trapezoid_weights(x: np.ndarray) -> np.ndarray:
-    h = np.diff(x)
-    w = np.zeros_like(x)
-    w[:-1] += h / 2
-    w[1:] += h / 2
-    return w
-
-
 def t_scale(c: np.ndarray | float, df: np.ndarray | float) -> np.ndarray:
     """A normal-scale boundary carried to Student t with `df` degrees of freedom at the
     same nominal tail probability (Jennison & Turnbull 2000, sec. 11.1: boundaries for
@@ -157,16 +105,6 @@ def _increments(t: np.ndarray, alpha: float, spending: str) -> np.ndarray:
     return np.diff(np.concatenate([[0.0], spent_alpha(t, alpha, spending)]))
 
 
-def union_boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: str
-                     ) -> np.ndarray:
-    """c_k = Phi^-1(1 - increment_k): P(any crossing) <= alpha whatever the correlation
-    (an increment of 0 gives c = inf: that look cannot cross)."""
-    increments = _increments(np.asarray(fractions, dtype=np.float64), alpha, spending)
-    with np.errstate(divide="ignore"):
-        return np.where(increments > 1e-15, stats.norm.isf(np.maximum(increments, 1e-300)),
-                        math.inf)
-
-
 def as_correlation(matrix: np.ndarray) -> np.ndarray:
     """A covariance (or correlation) matrix scaled to unit diagonal, symmetrised;
     AnalysisError when a variance is not positive."""
@@ -202,25 +140,91 @@ def _base_normals(dims: int, points: int, seed: int) -> np.ndarray:
     return out
 
 
-def joint_boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: str,
-                     correlation: np.ndarray | None, points: int = QMC_POINTS,
-                     seed: int = 0) -> np.ndarray:
-    """One-sided upper boundaries c_1..c_K for standard normal look statistics with
-    correlation matrix `correlation` (K x K), spending `alpha` by the named function at
-    the look fractions (module docstring). None: the union bound.
 
-    Look by look on one fixed quasi-random sample of the joint law: c_k is the quantile
-    of Z_k among the paths that have not crossed, such that the share of all paths that
-    cross first at look k is the spending increment. Deterministic; the boundaries of the
-    canonical law agree with `normal_boundaries`'s integration to ~1e-3."""
+
+def boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: str,
+               correlation: np.ndarray | str = CANONICAL, points: int = QMC_POINTS,
+               seed: int = 0) -> np.ndarray:
+    """One-sided upper boundaries c_1..c_K (normal scale) for increasing information
+    fractions t_1 < ... < t_K = 1 that spend `alpha` by the named function (module
+    docstring) under the looks' joint law `correlation`: CANONICAL (independent
+    increments), UNION (the union bound, any correlation) or a K x K correlation matrix.
+    A look that may spend (almost) nothing gets c = inf: it cannot cross.
+
+    Each law has one method. The canonical law is integrated on a grid: its paths are
+    Markov, so one density carries from look to look, and O'Brien-Fleming's early
+    increments (~1e-5) come out exact, where a sample holds only a few of its paths
+    beyond them (0.17 off on the normal scale). Any other law has no such recursion; it
+    is solved on one seeded quasi-Monte Carlo sample of the law, look by look."""
     t = np.asarray(fractions, dtype=np.float64)
-    if correlation is None:
-        return union_boundaries(t, alpha, spending)
     increments = _increments(t, alpha, spending)
+    if isinstance(correlation, str):
+        if correlation == CANONICAL:
+            return _integrated(t, increments)
+        if correlation == UNION:
+            with np.errstate(divide="ignore"):
+                return np.where(increments > 1e-15,
+                                stats.norm.isf(np.maximum(increments, 1e-300)), math.inf)
+        raise AnalysisError(f"joint law {correlation!r}; valid: {CANONICAL}, {UNION} or a "
+                            "correlation matrix")
     if np.shape(correlation) != (len(t), len(t)):
         raise AnalysisError(f"correlation matrix of shape {np.shape(correlation)} for "
                             f"{len(t)} looks")
-    z = correlated_normals(np.asarray(correlation), points, seed)
+    return _sampled(increments, correlated_normals(correlation, points, seed))
+
+
+GRID_POINTS = 601
+"""Points of the integration grid per look (over [-LOWEST, c_k]): the boundaries of 5
+equally spaced looks agree with a 4,001-point grid to 1e-4 (and with the published
+O'Brien-Fleming-type values to the 3 decimals printed), in ~0.1 s."""
+LOWEST = 10.0
+
+
+def _integrated(t: np.ndarray, increments: np.ndarray) -> np.ndarray:
+    """The canonical law's boundaries: c_1 = Phi^-1(1 - increment_1); each later one
+    solves the crossing probability of the not-yet-stopped paths, whose density is
+    carried on a grid (Armitage, McPherson & Rowe 1969; Jennison & Turnbull 2000, ch. 19)."""
+    out = [float(stats.norm.isf(increments[0]))]
+    # Density of Z_1 on the grid of the paths that did not cross at look 1.
+    z = np.linspace(-LOWEST, min(out[0], LOWEST + 5.0), GRID_POINTS)
+    dens = stats.norm.pdf(z)
+    for k in range(1, len(t)):
+        step = math.sqrt(t[k] - t[k - 1])
+        w = _trapezoid_weights(z) * dens  # mass of each continuing grid point
+        prev = z * math.sqrt(t[k - 1])  # the paths on the score scale S = Z sqrt(t)
+
+        def excess(c: float, k=k, w=w, prev=prev, step=step) -> float:
+            """Crossing probability at look k with boundary c, minus what may be spent."""
+            return float(w @ stats.norm.sf((c * math.sqrt(t[k]) - prev) / step)
+                         - increments[k])
+
+        if increments[k] <= 1e-15:
+            c = math.inf
+        else:
+            c = float(optimize.brentq(excess, -LOWEST, 40.0, xtol=1e-10))
+        out.append(c)
+        if k == len(t) - 1:
+            break
+        upper = min(c, LOWEST + 5.0)
+        y = np.linspace(-LOWEST, upper, GRID_POINTS)
+        kernel = stats.norm.pdf((y[:, None] * math.sqrt(t[k]) - prev[None, :]) / step)
+        dens = kernel @ w * math.sqrt(t[k]) / step
+        z = y
+    return np.array(out)
+
+
+def _trapezoid_weights(x: np.ndarray) -> np.ndarray:
+    h = np.diff(x)
+    w = np.zeros_like(x)
+    w[:-1] += h / 2
+    w[1:] += h / 2
+    return w
+
+
+def _sampled(increments: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Boundaries on a sample z (points, K) of the looks' law: c_1 exact as the
+    canonical law's; c_k the quantile of Z_k among the paths that have not crossed such
+    that the share of all paths that cross first at look k is increment_k."""
     alive = np.ones(len(z), dtype=bool)
     out = []
     for k, spend in enumerate(increments):
@@ -240,5 +244,4 @@ def joint_boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spen
         c = float(np.partition(survivors, at)[at])
         out.append(c)
         alive &= z[:, k] < c
-    return np.array(out + [math.inf] * (len(t) - len(out)))
-
+    return np.array(out + [math.inf] * (len(increments) - len(out)))

@@ -104,25 +104,26 @@ def regression_variance(n_new: int, n_ref: int, *, assume_equal_spread: bool = F
 
 def regression_lower_bound(new: np.ndarray, reference: np.ndarray | float,
                            confidence: float = 0.95, *, assume_equal_spread: bool = False,
-                           reference_exact: bool = False, paired: bool = False
+                           reference_exact: bool = False, paired: bool = False,
+                           variance: str | None = None
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised gate: new (..., n), reference (..., m) per-seed values (or a number
     taken as exact) -> (diff, lower, se, df), each (...): the one-sided `confidence` lower
     bound of mean(new) - mean(reference), with the variance `regression_variance` names
-    (which also refuses what the gate cannot decide). Zero spread gives lower = diff. The
-    regression gate, the seed planner and the calibration suite all call it."""
+    (which also refuses what the gate cannot decide), unless the caller has it already
+    (`variance`). Zero spread gives lower = diff. The regression gate, the seed planner
+    and the calibration suite all call it."""
     new = np.asarray(new, dtype=np.float64)
     n = new.shape[-1]
-    if np.ndim(reference) == 0:
-        regression_variance(n, 0, reference_exact=reference_exact)
+    m = 0 if np.ndim(reference) == 0 else np.shape(reference)[-1]
+    kind = variance or regression_variance(n, m, assume_equal_spread=assume_equal_spread,
+                                           reference_exact=reference_exact, paired=paired)
+    if kind == ONE_SAMPLE:
         diff = new.mean(axis=-1) - float(reference)  # type: ignore[arg-type]
         se = new.std(axis=-1, ddof=1) / math.sqrt(n)
         df = np.full(diff.shape, n - 1.0)
     else:
         ref = np.asarray(reference, dtype=np.float64)
-        m = ref.shape[-1]
-        kind = regression_variance(n, m, assume_equal_spread=assume_equal_spread,
-                                   paired=paired)
         if kind == PAIRED:  # new[..., s] and ref[..., s] are the same seed
             diff, se, df = paired_stats(new, ref)
         elif kind == WELCH:
@@ -277,6 +278,14 @@ class RegressionResult:
         return float(upper_bound(self.diff, self.lower_bound))
 
     @property
+    def seed_sd(self) -> float:
+        """The per-seed sd the standard error implies, one sd for both sides (nan without
+        spread): what the seed planner plans with."""
+        if not self.se > 0:
+            return math.nan
+        return self.se / math.sqrt(1 / self.n_new + 1 / max(self.n_reference, 1))
+
+    @property
     def exit_code(self) -> int:
         return verdict_exit(self.verdict == PASS, self.verdict == REGRESSION, self.strict)
 
@@ -418,9 +427,7 @@ def regression(
             ref_mean, n_ref = float(ref.mean()), len(ref)
         variance = regression_variance(len(new), n_ref, assume_equal_spread=spread.equal_spread,
                                        reference_exact=spread.exact, paired=paired)
-        diff, lower, se, df = regression_lower_bound(
-            new, ref, confidence, assume_equal_spread=spread.equal_spread,
-            reference_exact=spread.exact, paired=paired)
+        diff, lower, se, df = regression_lower_bound(new, ref, confidence, variance=variance)
     upper = float(upper_bound(diff, lower))
     verdict = str(three_way(float(lower) > -delta, upper < -delta))
     notes = [] if variance in (WELCH, PAIRED) else [f"variance: {variance}"]

@@ -38,7 +38,7 @@ from analysis.errors import AnalysisError
 from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.scores import collapse_seed_copies
 from analysis.stats.welch import tost_required_margin
-from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, margin
+from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, Margin, margin
 from analysis.verdicts.per_game import MEAN_MARGIN
 from analysis.verdicts.regression import RegressionResult, regression_lower_bound
 from analysis.verdicts.seed_pairing import iqm_over_tasks
@@ -95,8 +95,9 @@ def given_spread(sd: float, auc_sd: float | None = None, correlation: float = 0.
     return Spread(sd, sd, auc, correlation, "given")
 
 
-def _pooled(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
-    """Pooled within-block covariance of (seeds, 2) blocks, and its df."""
+def pooled_spread(blocks: Sequence[np.ndarray]) -> tuple[float, float, float, int]:
+    """(sd of column 0, sd of column 1, their correlation, df) pooled within (seeds, 2)
+    blocks; the correlation is 0 where a column does not vary."""
     ss = np.zeros((2, 2))
     df = 0
     for x in blocks:
@@ -108,7 +109,9 @@ def _pooled(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
     if df == 0:
         raise AnalysisError("the pilot runs have no group with 2 or more seeds: no spread "
                             "estimate (give --sd instead)")
-    return ss / df, df
+    sd_0, sd_1 = math.sqrt(ss[0, 0] / df), math.sqrt(ss[1, 1] / df)
+    rho = ss[0, 1] / df / (sd_0 * sd_1) if sd_0 > 0 and sd_1 > 0 else 0.0
+    return sd_0, sd_1, float(np.clip(rho, -1.0, 1.0)), df
 
 
 def spread_from_analysis(a: Analysis, metric=None) -> Spread:
@@ -136,16 +139,14 @@ def spread_from_analysis(a: Analysis, metric=None) -> Spread:
             auc = collapse_seed_copies(groups, "pilot", attr="auc")
             seed_blocks.append(np.stack([metric(fin.values, fin.tasks),
                                          metric(auc.values, auc.tasks)], axis=1))
-    cov_g, _ = _pooled(group_blocks)
-    cov_s, df_s = _pooled(seed_blocks)
+    sd_f, sd_a, rho, _ = pooled_spread(group_blocks)
+    sd_s, _, _, df_s = pooled_spread(seed_blocks)
     per_system = sorted(len(b) - 1 for b in seed_blocks)
     detail = (f": {counted(len(per_system), 'system')} x ({per_system[0] + 1} - 1)"
               if len(set(per_system)) == 1 else f": {' + '.join(map(str, per_system))}")
-    sd_f, sd_a = math.sqrt(cov_g[0, 0]), math.sqrt(cov_g[1, 1])
-    rho = float(cov_g[0, 1] / (sd_f * sd_a)) if sd_f > 0 and sd_a > 0 else 0.0
     source = (f"pooled from {counted(n_groups, 'distinct group')} of the pilot runs ({n_runs} runs, "
               f"{counted(len(seed_blocks), 'system')})")
-    return Spread(sd_f, math.sqrt(cov_s[0, 0]), sd_a, rho, source, df_s, detail)
+    return Spread(sd_f, sd_s, sd_a, rho, source, df_s, detail)
 
 
 def _draw(rng: np.random.Generator, sims: int, n: int, sd: float, sd2: float, rho: float,
@@ -241,6 +242,12 @@ def _percent(p: float) -> str:
     return f"{p:.1%}" if 0.99 <= p < 1 else f"{p:.0%}"
 
 
+def seeds_cell(seeds: int | None, cap: int = MAX_SEEDS) -> str:
+    """A table's seeds needed: the count, or "> cap" when none up to the planner's cap
+    reaches the power."""
+    return str(seeds) if seeds is not None else f"> {cap}"
+
+
 @dataclass
 class PlanRow:
     verdict: str
@@ -267,8 +274,8 @@ class SeedPlan:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in self.rows:
             cells = ([r.verdict, f"{r.delta:g}"] + [_percent(r.power[n]) for n in self.seeds]
-                     + [str(r.needed[t]) if r.needed[t] is not None else f"> {MAX_SEEDS}"
-                        for t in TARGETS] + [f"{r.smallest_delta:.3g}"])
+                     + [seeds_cell(r.needed[t]) for t in TARGETS]
+                     + [f"{r.smallest_delta:.3g}"])
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
@@ -324,13 +331,21 @@ def seed_plan_lines(spread: Spread, suite: str, *, delta: float | None = None,
                     normalisers: Mapping[str, tuple[float, float]] | None = None,
                     seeds: Sequence[int] = DEFAULT_SEEDS, for_seeds: int = 3,
                     sims: int = DEFAULT_SIMS, seed: int = 0) -> list[str]:
-    """The margins (the suite's defaults unless given; the gate's defaults to `delta`)
-    and the power table of `plan`, as `python -m analysis plan-seeds` prints them."""
+    """The margins (`plan_margins`) and the power table of `plan`, as `python -m analysis
+    plan-seeds` prints them."""
+    eq, gate, line = plan_margins(suite, delta, gate_delta, normalisers)
+    return [line, plan(spread, eq.value, gate.value, seeds=seeds, for_seeds=for_seeds,
+                       sims=sims, seed=seed).text()]
+
+
+def plan_margins(suite: str, delta: float | None, gate_delta: float | None,
+                 normalisers: Mapping[str, tuple[float, float]] | None
+                 ) -> tuple[Margin, Margin, str]:
+    """The equivalence and the gate margin of a plan (the suite's defaults unless given;
+    the gate's defaults to `delta`), and the line that names them."""
     eq = margin(suite, delta, normalisers)
     gate = margin(suite, gate_delta if gate_delta is not None else delta, normalisers)
-    return [f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}",
-            plan(spread, eq.value, gate.value, seeds=seeds, for_seeds=for_seeds, sims=sims,
-                 seed=seed).text()]
+    return eq, gate, f"margins: equivalence {eq.describe()}; regression gate {gate.describe()}"
 
 
 PLAN_TARGET = 0.8
@@ -367,7 +382,7 @@ def gate_undecided(res: RegressionResult) -> str:
     """The gate's UNDECIDED text: no rule found a regression, and non-inferiority is not
     shown (the aggregate's lower bound, or the untrimmed mean's, not above its margin)."""
     lower, delta, n_new, n_ref = res.lower_bound, res.delta, res.n_new, res.n_reference
-    sd = res.se / math.sqrt(1 / n_new + 1 / max(n_ref, 1)) if res.se > 0 else math.nan
+    sd = res.seed_sd
     need = gate_seeds_needed(given_spread(sd), delta) if math.isfinite(sd) and sd > 0 else None
     seeds = (f"about {need} seeds per side would give {PLAN_TARGET:.0%} power to show "
              f"the aggregate non-inferior if nothing changed" if need is not None else

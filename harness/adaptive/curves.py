@@ -16,8 +16,6 @@ candidate or reference starts afresh.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,10 +26,12 @@ from harness.store import Store, last_progress
 from harness.sweep.model import RunSpec, Sweep
 from runrecord import Run, load_run, project_path
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, verdict_exit, worst_exit
+from runrecord.ids import digest
 from runrecord.writer import RecordError
 
 if TYPE_CHECKING:
-    from analysis.sequential.curves import CurveDesign, CurveLook, CurvePlan, GateOptions
+    from analysis.sequential import Look
+    from analysis.sequential.curves import CurveDesign, CurvePlan, GateOptions
 
 CURVE_FILE = "curve-looks.jsonl"
 STOPPED_TYPE = "Stopped"
@@ -72,7 +72,7 @@ class CurveGate:
     budget: float  # frames per run
     key: str = ""
     plan: CurvePlan | None = None
-    looks: list[CurveLook] = field(default_factory=list)
+    looks: list[Look] = field(default_factory=list)
     layouts: list[str] = field(default_factory=list)  # the layouts its runs cover
     blocked: str = ""  # why no further look can be taken (a run did not complete)
     announced: bool = False  # `blocked` was printed
@@ -83,7 +83,7 @@ class CurveGate:
         return f"{self.system} {self.suite}"
 
     @property
-    def decision(self) -> CurveLook | None:
+    def decision(self) -> Look | None:
         from analysis.sequential.curves import first_decision
 
         return first_decision(self.looks)
@@ -135,24 +135,24 @@ def curve_gates(sweep: Sweep, specs: Sequence[RunSpec]) -> list[CurveGate]:
 def gate_key(gate: CurveGate, design: CurveDesign, options: GateOptions, reference: Path,
              alpha: float | None) -> str:
     """What a gate's plan and looks depend on, hashed."""
-    text = json.dumps({"design": [list(design.looks_at), design.alpha, design.spending,
-                                  design.correlation], "alpha": alpha,
-                       "options": [options.delta, options.metric, options.layouts],
-                       "runs": sorted(s.run_id for s in gate.specs),
-                       "reference": str(reference)}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return digest({"design": [list(design.looks_at), design.alpha, design.spending,
+                              design.correlation], "alpha": alpha,
+                   "options": [options.delta, options.metric, options.layouts],
+                   "runs": sorted(s.run_id for s in gate.specs),
+                   "reference": str(reference)}, 16, spaced=True)
 
 
 def read_back(gate: CurveGate, store: Store, key: str) -> None:
     """Key the gate, and give it the plan (None: not fixed yet) and looks recorded under
     that key."""
-    from analysis.sequential.curves import CurveLook, CurvePlan
+    from analysis.sequential import Look
+    from analysis.sequential.curves import CurvePlan
 
     gate.key = key
     done = {int(e["index"]): e["look"] for e in read_lines(store, CURVE_FILE)
             if e.get("plan") == key}
     gate.plan = CurvePlan.from_json(done[0]) if 0 in done else None
-    gate.looks = [CurveLook.from_json(done[i]) for i in sorted(done) if i > 0]
+    gate.looks = [Look.from_json(done[i]) for i in sorted(done) if i > 0]
 
 
 def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
@@ -228,7 +228,7 @@ def ahead(gate: CurveGate, store: Store, states: Callable[[str], str]) -> set[st
 
 
 def take_look(gate: CurveGate, store: Store, reference_runs: Sequence[Run],
-              options: GateOptions) -> CurveLook:
+              options: GateOptions) -> Look:
     """Take, record and return the gate's next look (the caller checked `ready`)."""
     from analysis.sequential.curves import curve_look
 
@@ -241,7 +241,7 @@ def take_look(gate: CurveGate, store: Store, reference_runs: Sequence[Run],
     return look
 
 
-def stop_reason(look: CurveLook) -> str:
+def stop_reason(look: Look) -> str:
     """What the records of a stopped candidate's runs say."""
     return (f"stopped: regression decided at {look.fraction:.0%} of the budget (look "
             f"{look.look} of {look.looks}, {look.frames:,.0f} frames: {look.subject})")
@@ -294,7 +294,7 @@ def recorded_gates(sweep: Sweep, store: Store, reference: Path | None = None,
     return gates
 
 
-def look_lines(look: CurveLook, verbose: bool) -> list[str]:
+def look_lines(look: Look, verbose: bool) -> list[str]:
     """A look's line, and with `verbose` the statistic the design tests."""
     return [look.text, look.detail] if verbose and look.detail else [look.text]
 

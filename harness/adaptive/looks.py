@@ -16,7 +16,6 @@ from running the same adaptive sweep at the same time.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,7 @@ from harness.page import table_html
 from harness.store import RunLock, Store
 from harness.sweep.model import RunSpec, Sweep
 from runrecord import utc_now
+from runrecord.ids import digest
 from runrecord.words import counted
 from runrecord.writer import atomic_write_text
 
@@ -50,9 +50,8 @@ def plan_key(design: Mapping[str, Any], options: Mapping[str, Any],
              run_ids: Sequence[str]) -> str:
     """What a look's numbers depend on, hashed: the design, the analysis options (margins,
     groups) and the sweep's runs."""
-    text = json.dumps({"design": dict(design), "options": dict(options),
-                       "runs": sorted(run_ids)}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return digest({"design": dict(design), "options": dict(options), "runs": sorted(run_ids)},
+                  16, spaced=True)
 
 
 def analysis_options(sweep: Sweep) -> dict[str, Any]:
