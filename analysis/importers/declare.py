@@ -29,6 +29,11 @@ CLEANRL_RUN_NAME = (r"(?:^|/)(?P<task>[^/]+?)__(?P<system>[^/]+?)__(?P<seed>\d+)
 """CleanRL's run folder name f"{env_id}__{exp_name}__{seed}__{int(time.time())}"."""
 IMPORTED_LAYOUT_PREFIX = "imported:"
 """Layout names of imported runs start so, unless the user names one."""
+STEP_KEY, RETURN_KEY, LENGTH_KEY = "global_step", "charts/episodic_return", "charts/episodic_length"
+"""What CleanRL logs its step, episode returns and lengths as (W&B history keys and
+exports' columns, TensorBoard tags): every importer's default."""
+RUNTIME_KEY = "_runtime"
+"""W&B's seconds since the run's start (history key, export column)."""
 MAX_SEED_VALUES = 300
 """More distinct seeds than this for one task and system are refused: such a column is
 almost surely episodes or steps, and treating episodes as seeds shrinks every CI."""
@@ -104,19 +109,21 @@ def parse_protocol(spec: Sequence[str], source_label: str) -> tuple[dict[str, An
     return proto, " ".join(text)
 
 
-def declaration(protocol: str | None = None, frames: float | None = None) -> Declared:
-    """What is declared for openrlbenchmark's runs (--orb-protocol/--orb-frames,
-    orb-import's --protocol/--frames): a protocol name or a JSON file of EnvPool settings;
-    None: undeclared, which the guards refuse."""
-    check_positive(frames, "declared frame budget")
+def declaration(protocol: Sequence[str] | str | None = None, frames: float | None = None, *,
+                source_label: str = "openrlbenchmark", frames_per_step: float | None = None,
+                **facts: Any) -> Declared:
+    """What the user declares for one import: the env protocol (parse_protocol's words;
+    None: undeclared, which the guards refuse, as openrlbenchmark's runs are without
+    --orb-protocol), the frame budget and frames per step (each > 0), and Declared's
+    other facts (seed, task, system, layout, path_pattern, allow_many_seeds)."""
+    check_positive(frames_per_step, "--frames-per-step")
+    check_positive(frames, "the declared frame budget (--frames, --orb-frames)")
     frames = None if frames is None else float(frames)
     if protocol is None:
-        return Declared(None, "unknown", frames=frames)
-    path = Path(protocol)
-    if path.suffix == ".json" and path.exists():
-        settings = read_json_object(path, "a JSON object of EnvPool settings")
-        return Declared(settings, str(path), frames=frames)
-    return Declared(named_protocol(protocol), protocol, frames=frames)  # or refused by name
+        return Declared(None, "unknown", frames_per_step, frames, **facts)
+    proto, text = parse_protocol([protocol] if isinstance(protocol, str) else list(protocol),
+                                 source_label)
+    return Declared(proto, text, frames_per_step, frames, **facts)
 
 
 def read_json_object(path: Path, what: str, label: str | None = None) -> dict[str, Any]:
