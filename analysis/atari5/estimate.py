@@ -237,19 +237,15 @@ def estimate_suite(suite: Mapping[str, GroupScores], *, subset: str = ATARI5,
             for label, gss in units.items()], warnings
 
 
-def estimate_analysis(a: Analysis, *, subset: str = ATARI5, pool_layouts: bool = False,
-                      allow_protocol_mismatch: bool = False,
-                      confidence: float = DEFAULT_CONFIDENCE, reps: int = DEFAULT_REPS,
-                      seed: int = 0) -> tuple[list[Atari5Estimate], list[str]]:
-    """estimate_suite on the Atari suite of an analysis; AnalysisError when it has none."""
+def estimate_analysis(a: Analysis, *, subset: str = ATARI5, **options: Any
+                      ) -> tuple[list[Atari5Estimate], list[str]]:
+    """estimate_suite (`options`: its own) on the Atari suite of an analysis;
+    AnalysisError when it has none."""
     if "Atari" not in a.suite_names:
         model = load_model(subset)
         raise AnalysisError(f"no Atari runs among the inputs (suites: {a.suite_names}); "
                             f"{model.label} needs {', '.join(model.env_ids)}")
-    return estimate_suite(a.suites[a.suite_names.index("Atari")], subset=subset,
-                          pool_layouts=pool_layouts,
-                          allow_protocol_mismatch=allow_protocol_mismatch,
-                          confidence=confidence, reps=reps, seed=seed)
+    return estimate_suite(a.suites[a.suite_names.index("Atari")], subset=subset, **options)
 
 
 def estimate_lines(estimates: Sequence[Atari5Estimate], model: Atari5Model) -> list[str]:
