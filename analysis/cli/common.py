@@ -106,14 +106,9 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
         if self.points < 2:
             raise AnalysisError(f"--points must be >= 2, got {self.points}")
         columns = ColumnMap(self.step_column, self.return_column, self.time_column)
-        declared = declaration(self.orb_protocol, self.orb_frames)
-
-        def read_orb(d: Path) -> RunSet:
-            if not d.is_dir():
-                raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
-            return load_openrlbenchmark_dir(d, columns=columns, declared=declared,
-                                            frames_per_step=self.frames_per_step)
-
+        declared = declaration(self.orb_protocol, self.orb_frames, flag="--orb-protocol")
+        read_orb = partial(load_openrlbenchmark_dir, columns=columns, declared=declared,
+                           frames_per_step=self.frames_per_step)
         return load_records(self.inputs, more=[partial(read_orb, d) for d in self.orb],
                             where=self.where, use_cache=not self.no_cache,
                             env_map=parse_env_map(self.env_map))

@@ -219,7 +219,7 @@ class Reproduce(RunFilter, TableFormat):
             return res.exit_code
         imported = rp.imported_runs(
             self.orb, columns=ColumnMap(self.orb_step, self.orb_metric, self.orb_time),
-            declared=declaration(self.orb_protocol, self.orb_frames),
+            declared=declaration(self.orb_protocol, self.orb_frames, flag="--orb-protocol"),
             exp_names=self.orb_exp_name)
         print_left_out(imported)
         chosen = imported.included
