@@ -117,7 +117,7 @@ def declaration(protocol: Sequence[str] | str | None = None, frames: float | Non
     --orb-protocol), the frame budget and frames per step (each > 0), and Declared's
     other facts (seed, task, system, layout, path_pattern, allow_many_seeds)."""
     check_positive(frames_per_step, "--frames-per-step")
-    check_positive(frames, "the declared frame budget (--frames, --orb-frames)")
+    check_positive(frames, "declared frame budget")
     frames = None if frames is None else float(frames)
     if protocol is None:
         return Declared(None, "unknown", frames_per_step, frames, **facts)
