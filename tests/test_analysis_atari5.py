@@ -21,6 +21,7 @@ from analysis.inputs.published_data import ATARI5_DATASET, CLEANBA_TABLES
 from analysis.output.report import build_report_assets
 from analysis.scoring.grouping import analyse
 from analysis.scoring.scores import SeedValues
+from runrecord.paths import PROJECT_ROOT
 
 DATASET = ATARI5_DATASET  # shipped (analysis/data/published/)
 MAIN_10CPU = CLEANBA_TABLES / "main_10CPU.csv"
@@ -332,7 +333,7 @@ def test_regression_gate_on_atari5_median(tmp_path, capsys):
 def test_sweep_files_take_the_regression_metric(tmp_path):
     from harness.sweep import load_sweep
 
-    text = (atari5.PROJECT_ROOT / "harness" / "presets" / "atari5.toml").read_text()
+    text = (PROJECT_ROOT / "harness" / "presets" / "atari5.toml").read_text()
     f = tmp_path / "a5.toml"
     f.write_text(text + '\n[regression]\nreference = "ref"\nmetric = "atari5-median"\n')
     assert load_sweep(f).regression["metric"] == "atari5-median"

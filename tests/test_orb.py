@@ -234,3 +234,22 @@ def test_orb_reimport_keeps_the_same_import_and_refuses_another(tmp_path, capsys
     assert main([*args, "--frames", "100e6"]) == 2
     assert "holds an import of wandb run openrlbenchmark/cleanba/" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in recs.rglob("*") if p.is_file()} == before
+
+
+def test_orb_protocol_is_read_as_import_protocols_are(tmp_path, capsys):
+    """--orb-protocol and orb-import's --protocol take parse_protocol's words (a preset,
+    a JSON file, KEY=VALUE, unknown); an error names the flag; none: undeclared."""
+    assert declaration().protocol is None and declaration().protocol_text == "unknown"
+    paper = declaration("paper", 200e6)
+    assert paper.protocol_text == "paper" and paper.frames == 200e6
+    pairs = declaration("frame_skip=4")
+    assert pairs.protocol == {"frame_skip": 4} and pairs.protocol_text == "frame_skip=4"
+    assert declaration("unknown").protocol == {"declared": "unknown",
+                                               "import": "openrlbenchmark"}
+    assert main(["summary", "--orb", str(tmp_path), "--orb-protocol", "sticky"]) == 2
+    assert capsys.readouterr().err == ("error: --orb-protocol 'sticky': not a preset (paper), "
+                                       "a JSON file, 'unknown' or KEY=VALUE\n")
+    assert main(["summary", "--orb", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'nope'}: no such folder (expected openrlbenchmark's cache: "
+        "<entity>/<project>/<run id>/run.json + run_df.csv)\n")

@@ -15,7 +15,7 @@ import tyro
 
 from analysis.errors import AnalysisError
 from analysis.importers.build import imported_text
-from analysis.importers.declare import declaration
+from analysis.importers.declare import RETURN_KEY, RUNTIME_KEY, STEP_KEY, declaration
 from analysis.importers.orb import ColumnMap, load_openrlbenchmark_dir
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.inputs.records import load_records, parse_env_map
@@ -44,6 +44,11 @@ class RunFilter:
     """FROM=TO: score runs on env FROM as env TO, e.g. BreakoutNoFrameskip-v4=Breakout-v5.
     Without it different env ids are different tasks, versions of one game included (one
     rule in every command; a line says when it applied). Repeatable."""
+
+    def records(self, inputs: tuple[Path, ...]) -> RunSet:
+        """The run records under `inputs` that these flags keep."""
+        return RecordArgs(inputs=inputs, where=self.where, last_n=self.last_n,
+                          env_map=self.env_map).runset()
 
 
 @dataclass(kw_only=True)
@@ -74,11 +79,11 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
     orb: tuple[Path, ...] = ()
     """Folders of openrlbenchmark-style per-run CSV exports (run_df.csv + run.json, or
     <system>/<env_id>/<seed>.csv)."""
-    step_column: str = "global_step"
+    step_column: str = STEP_KEY
     """openrlbenchmark CSVs: the column of agent steps."""
-    return_column: str = "charts/episodic_return"
+    return_column: str = RETURN_KEY
     """openrlbenchmark CSVs: the column of episode returns."""
-    time_column: str = "_runtime"
+    time_column: str = RUNTIME_KEY
     """openrlbenchmark CSVs: the column of seconds since the start."""
     frames_per_step: int | None = None
     """openrlbenchmark CSVs: frames per agent step (default 4 on Atari, 1 elsewhere)."""
@@ -101,23 +106,16 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
         if self.points < 2:
             raise AnalysisError(f"--points must be >= 2, got {self.points}")
         columns = ColumnMap(self.step_column, self.return_column, self.time_column)
-        declared = declaration(self.orb_protocol, self.orb_frames)
-
-        def read_orb(d: Path) -> RunSet:
-            if not d.is_dir():
-                raise AnalysisError(f"{d}: no such folder of openrlbenchmark CSVs")
-            return load_openrlbenchmark_dir(d, columns=columns, declared=declared,
-                                            frames_per_step=self.frames_per_step)
-
+        declared = declaration(self.orb_protocol, self.orb_frames, flag="--orb-protocol")
+        read_orb = partial(load_openrlbenchmark_dir, columns=columns, declared=declared,
+                           frames_per_step=self.frames_per_step)
         return load_records(self.inputs, more=[partial(read_orb, d) for d in self.orb],
                             where=self.where, use_cache=not self.no_cache,
                             env_map=parse_env_map(self.env_map))
 
     def analysis(self, separate_systems: bool = True) -> Analysis:
         rs = self.runset()
-        if not rs.included:
-            print_left_out(rs)
-            raise AnalysisError("no completed runs with episodes to analyse")
+        included_runs(rs)
         return analyse(rs, group_by=self.group_by, last_n=self.last_n, points=self.points,
                        normalisers=parse_normalisers(self.normaliser),
                        separate_systems=separate_systems,
@@ -152,6 +150,14 @@ class TableFormat:
 def print_left_out(rs: RunSet) -> None:
     for x in rs.left_out:
         print(f"left out: {x.run_id} [{x.status}] {x.reason}", file=sys.stderr)
+
+
+def included_runs(rs: RunSet) -> list[Run]:
+    """The runs to analyse; with none, the left-out ones are printed and refused."""
+    if not rs.included:
+        print_left_out(rs)
+        raise AnalysisError("no completed runs with episodes to analyse")
+    return rs.included
 
 
 def print_imported(runs: list[Run]) -> None:

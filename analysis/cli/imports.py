@@ -10,7 +10,8 @@ from typing import Annotated, Any
 import tyro
 
 from analysis.cli.common import print_warnings
-from analysis.importers import TableColumns, import_runs
+from analysis.importers import FORMATS, TableColumns, import_runs
+from analysis.importers.declare import LENGTH_KEY, RETURN_KEY, RUNTIME_KEY, STEP_KEY
 from runrecord.exits import EXIT_OK
 from runrecord.words import counted
 
@@ -107,9 +108,9 @@ class TensorboardImport(ImportArgs):
     episode per scalar of --tag (CleanRL folders {env}__{exp}__{seed}__{time} give task,
     system and seed)."""
 
-    tag: str = "charts/episodic_return"
+    tag: str = RETURN_KEY
     """Scalar tag of episode returns (its step: the step the episode ended at)."""
-    length_tag: str | None = "charts/episodic_length"
+    length_tag: str | None = LENGTH_KEY
     """Scalar tag of episode lengths at the same steps (absent: lengths unknown)."""
 
     def run(self) -> int:
@@ -130,9 +131,9 @@ class WandbImport(ImportArgs):
     """W&B offline run folders (wandb/offline-run-*/run-*.wandb): each finished run is a
     run record; task, seed and system from flags, the path, or the run's config."""
 
-    metric: str = "charts/episodic_return"
+    metric: str = RETURN_KEY
     """History key of episode returns."""
-    step: str = "global_step"
+    step: str = STEP_KEY
     """History key of the step each return was logged at."""
     config_task: str = "env_id"
     """Config key of the task."""
@@ -153,11 +154,11 @@ class WandbCsvImport(ImportArgs):
     or the path), or a chart's "Export CSV" (one run per `<run name> - <metric>` column;
     CleanRL run names give task, system and seed)."""
 
-    metric: str = "charts/episodic_return"
+    metric: str = RETURN_KEY
     """Column of episode returns."""
-    step: str = "global_step"
+    step: str = STEP_KEY
     """Column of the step each return was logged at (a chart's x axis must be it)."""
-    time: str = "_runtime"
+    time: str = RUNTIME_KEY
     """Column of seconds since the run's start."""
 
     def run(self) -> int:
@@ -165,8 +166,8 @@ class WandbCsvImport(ImportArgs):
 
 
 IMPORT_HELP = ("Runs from other tools as run records: `import <format> SRC --out SWEEP "
-               "--protocol ...` with <format> one of table, tensorboard, monitor, wandb, "
-               "wandb-csv (docs/analysis.md, \"Your runs from elsewhere\").")
+               f"--protocol ...` with <format> one of {', '.join(FORMATS)} (docs/analysis.md, "
+               "\"Your runs from elsewhere\").")
 """What `python -m analysis --help` and `import --help` say of `import` (a union of
 formats has no docstring of its own: without this, tyro shows typing.Union's)."""
 

@@ -23,8 +23,14 @@ from analysis.cli.common import (
     print_warnings,
 )
 from analysis.errors import AnalysisError
-from analysis.importers.declare import declaration
-from analysis.importers.orb import ColumnMap, fetch_wandb, load_orb_cache, write_orb_records
+from analysis.importers.declare import RUNTIME_KEY, STEP_KEY, declaration
+from analysis.importers.orb import (
+    PAPER_METRIC,
+    ColumnMap,
+    fetch_wandb,
+    load_orb_cache,
+    write_orb_records,
+)
 from analysis.inputs.load import load_published_table
 from analysis.inputs.published_data import resolve_published_table
 from analysis.inputs.records import parse_key_values
@@ -146,11 +152,11 @@ class Reproduce(RunFilter, TableFormat):
     unknown, refused by the budget guard."""
     orb_exp_name: tuple[str, ...] = ()
     """Keep only imported runs of these exp_names (e.g. cleanba_impala_a0_l0_d1_cpu10)."""
-    orb_metric: str = "charts/avg_episodic_return"
+    orb_metric: str = PAPER_METRIC
     """History column of the imported runs' returns (the paper's metric)."""
-    orb_step: str = "global_step"
+    orb_step: str = STEP_KEY
     """History column of agent steps (frames = steps x 4 on Atari)."""
-    orb_time: str = "_runtime"
+    orb_time: str = RUNTIME_KEY
     """History column of seconds since the start."""
     games: tuple[str, ...] = ()
     """Compare only these games (e.g. Breakout-v5 Pong); default: every game you ran."""
@@ -188,8 +194,7 @@ class Reproduce(RunFilter, TableFormat):
         if (self.published is None) == (not self.orb):
             raise AnalysisError("give either --published TABLE --column NAME (the paper's "
                                 "tables) or --orb CACHE_DIR (its per-seed runs)")
-        mine = RecordArgs(inputs=self.runs, where=self.where, last_n=self.last_n,
-                          env_map=self.env_map).runset()
+        mine = self.records(self.runs)
         print_left_out(mine)
         if self.published is not None:
             if self.column is None:
@@ -214,7 +219,7 @@ class Reproduce(RunFilter, TableFormat):
             return res.exit_code
         imported = rp.imported_runs(
             self.orb, columns=ColumnMap(self.orb_step, self.orb_metric, self.orb_time),
-            declared=declaration(self.orb_protocol, self.orb_frames),
+            declared=declaration(self.orb_protocol, self.orb_frames, flag="--orb-protocol"),
             exp_names=self.orb_exp_name)
         print_left_out(imported)
         chosen = imported.included
@@ -251,9 +256,9 @@ class OrbImport:
     """The env protocol you vouch they ran under ('paper' or a JSON file); default unknown."""
     frames: float | None = None
     """The frame budget you vouch they ran for (e.g. 200e6); default unknown."""
-    metric: str = "charts/avg_episodic_return"
+    metric: str = PAPER_METRIC
     """History column of the returns."""
-    step: str = "global_step"
+    step: str = STEP_KEY
     """History column of agent steps."""
     exp_name: tuple[str, ...] = ()
     """Keep only runs of these exp_names."""

@@ -16,10 +16,9 @@ from analysis.cli.common import (
     RunFilter,
     ScoreOptions,
     TableFormat,
-    print_left_out,
+    included_runs,
     print_warnings,
 )
-from analysis.errors import AnalysisError
 from analysis.json_file import write_json
 from analysis.output.tables import equivalence_rows, regression_rows
 from analysis.scales.normalize import parse_normalisers
@@ -144,13 +143,9 @@ class Regression(RunFilter, ScoreOptions, TableFormat):
     numbers' unit under its line; --json-out holds them either way ("detail")."""
 
     def _runs(self, path: Path) -> list[Run]:
-        rs = RecordArgs(inputs=(path,), where=self.where, last_n=self.last_n,
-                        env_map=self.env_map).runset()
+        rs = self.records((path,))
         print_warnings(rs.warnings)
-        if not rs.included:
-            print_left_out(rs)
-            raise AnalysisError("no completed runs with episodes to analyse")
-        return rs.included
+        return included_runs(rs)
 
     def run(self) -> int:
         from analysis.verdicts.gate import gate

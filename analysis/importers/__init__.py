@@ -12,21 +12,16 @@ from typing import Any
 
 from analysis.errors import AnalysisError
 from analysis.importers.build import ImportedRun, ImportResult, write_records
-from analysis.importers.declare import Declared, check_positive, parse_protocol
+from analysis.importers.declare import LENGTH_KEY, RETURN_KEY, STEP_KEY, Declared, declaration
 from analysis.importers.monitor import read_monitor_runs
 from analysis.importers.table import TableColumns, read_table_runs
-from analysis.importers.tensorboard import LENGTH_TAG, RETURN_TAG, read_tensorboard_runs
-from analysis.importers.wandb_runs import (
-    RETURN_KEY,
-    STEP_KEY,
-    read_wandb_csv_runs,
-    read_wandb_offline_runs,
-)
+from analysis.importers.tensorboard import read_tensorboard_runs
+from analysis.importers.wandb_runs import read_wandb_csv_runs, read_wandb_offline_runs
 
-FORMATS = ("table", "tensorboard", "monitor", "wandb", "wandb-csv")
-
-_PACKAGES = {"table": ("numpy", "pyarrow"), "tensorboard": ("numpy", "tensorboard"),
-             "monitor": ("numpy",), "wandb": ("numpy", "wandb"), "wandb-csv": ("numpy",)}
+PACKAGES = {"table": ("numpy", "pyarrow"), "tensorboard": ("numpy", "tensorboard"),
+            "monitor": ("numpy",), "wandb": ("numpy", "wandb"), "wandb-csv": ("numpy",)}
+"""Each format, and the packages whose versions its records' provenance holds."""
+FORMATS = tuple(PACKAGES)
 
 
 def read_runs(fmt: str, src: Path | str, declared: Declared, **options: Any
@@ -40,7 +35,7 @@ def read_runs(fmt: str, src: Path | str, declared: Declared, **options: Any
             raise AnalysisError(f"table takes only columns=TableColumns(...), got {sorted(options)}")
         return read_table_runs(src, declared, cols), {"columns": vars(cols)}, []
     if fmt == "tensorboard":
-        opts = {"tag": RETURN_TAG, "length_tag": LENGTH_TAG, **options}
+        opts = {"tag": RETURN_KEY, "length_tag": LENGTH_KEY, **options}
         return read_tensorboard_runs(src, declared, **opts), opts, []
     if fmt == "monitor":
         if options:
@@ -68,15 +63,13 @@ def import_runs(fmt: str, src: Path | str, out: Path | str, *,
     format's own (read_runs)."""
     if not Path(src).exists():
         raise AnalysisError(f"{src}: no such file or folder")
-    proto, text = parse_protocol([protocol] if isinstance(protocol, str) else list(protocol),
-                                 f"{fmt}:{Path(src).name}")
-    check_positive(frames_per_step, "--frames-per-step")
-    check_positive(frames, "--frames")
-    declared = Declared(proto, text, frames_per_step, frames, seed, task, system, layout,
-                        path_pattern, allow_many_seeds)
+    declared = declaration(protocol, frames, source_label=f"{fmt}:{Path(src).name}",
+                           frames_per_step=frames_per_step, seed=seed, task=task,
+                           system=system, layout=layout, path_pattern=path_pattern,
+                           allow_many_seeds=allow_many_seeds)
     runs, reader, notes = read_runs(fmt, src, declared, **options)
     result = write_records(runs, src, out, fmt=fmt, declared=declared, reader=reader,
-                           packages=_PACKAGES.get(fmt, ("numpy",)))
+                           packages=PACKAGES[fmt])
     result.warnings = notes + result.warnings
     return result
 

@@ -29,6 +29,11 @@ CLEANRL_RUN_NAME = (r"(?:^|/)(?P<task>[^/]+?)__(?P<system>[^/]+?)__(?P<seed>\d+)
 """CleanRL's run folder name f"{env_id}__{exp_name}__{seed}__{int(time.time())}"."""
 IMPORTED_LAYOUT_PREFIX = "imported:"
 """Layout names of imported runs start so, unless the user names one."""
+STEP_KEY, RETURN_KEY, LENGTH_KEY = "global_step", "charts/episodic_return", "charts/episodic_length"
+"""What CleanRL logs its step, episode returns and lengths as (W&B history keys and
+exports' columns, TensorBoard tags): every importer's default."""
+RUNTIME_KEY = "_runtime"
+"""W&B's seconds since the run's start (history key, export column)."""
 MAX_SEED_VALUES = 300
 """More distinct seeds than this for one task and system are refused: such a column is
 almost surely episodes or steps, and treating episodes as seeds shrinks every CI."""
@@ -63,16 +68,17 @@ def _json_value(text: str) -> Any:
         return text  # a bare word, e.g. obs_type=grayscale
 
 
-def parse_protocol(spec: Sequence[str], source_label: str) -> tuple[dict[str, Any], str]:
+def parse_protocol(spec: Sequence[str], source_label: str, flag: str = "--protocol"
+                   ) -> tuple[dict[str, Any], str]:
     """The env protocol from `--protocol` words: a preset name (e.g. `paper`), a JSON file
     of settings, or KEY=VALUE pairs (values read as JSON: 0.25, true, 27000), a preset or
     file first and pairs after it overriding its keys; `unknown` alone marks it unknown.
-    Returns (protocol, how it was declared)."""
+    Returns (protocol, how it was declared); an error names `flag`."""
     words = [w for w in spec if w.strip()]
     if not words:
         raise AnalysisError(
             "missing fact: the env protocol the runs were made under. Declare it with "
-            f"--protocol: a preset ({', '.join(NAMED_PROTOCOLS)}), a JSON file of env "
+            f"{flag}: a preset ({', '.join(NAMED_PROTOCOLS)}), a JSON file of env "
             "settings, or KEY=VALUE pairs (e.g. --protocol repeat_action_probability=0.25 "
             "frame_skip=4); or --protocol unknown (the protocol guard then refuses to "
             "compare these runs with any other)")
@@ -87,36 +93,37 @@ def parse_protocol(spec: Sequence[str], source_label: str) -> tuple[dict[str, An
         if first in NAMED_PROTOCOLS:
             proto = named_protocol(first)
         elif first.endswith(".json") and Path(first).is_file():
-            proto = read_json_object(Path(first), "a JSON object of settings",
-                                     f"--protocol {first}")
+            proto = read_json_object(Path(first), "a JSON object of settings", f"{flag} {first}")
         else:
             raise AnalysisError(
-                f"--protocol {first!r}: not a preset ({', '.join(NAMED_PROTOCOLS)}), a JSON "
+                f"{flag} {first!r}: not a preset ({', '.join(NAMED_PROTOCOLS)}), a JSON "
                 f"file, {UNKNOWN_PROTOCOL!r} or KEY=VALUE")
         text.append(first)
     for w in words:
         key, eq, value = w.partition("=")
         if not eq or not key.strip():
-            raise AnalysisError(f"--protocol {w!r}: expected KEY=VALUE after the preset "
+            raise AnalysisError(f"{flag} {w!r}: expected KEY=VALUE after the preset "
                                 f"(e.g. frame_skip=4)")
         proto[key.strip()] = _json_value(value.strip())
         text.append(f"{key.strip()}={value.strip()}")
     return proto, " ".join(text)
 
 
-def declaration(protocol: str | None = None, frames: float | None = None) -> Declared:
-    """What is declared for openrlbenchmark's runs (--orb-protocol/--orb-frames,
-    orb-import's --protocol/--frames): a protocol name or a JSON file of EnvPool settings;
-    None: undeclared, which the guards refuse."""
+def declaration(protocol: Sequence[str] | str | None = None, frames: float | None = None, *,
+                source_label: str = "openrlbenchmark", flag: str = "--protocol",
+                frames_per_step: float | None = None, **facts: Any) -> Declared:
+    """What the user declares for one import: the env protocol (parse_protocol's words;
+    None: undeclared, which the guards refuse, as openrlbenchmark's runs are without
+    --orb-protocol), the frame budget and frames per step (each > 0), and Declared's
+    other facts (seed, task, system, layout, path_pattern, allow_many_seeds)."""
+    check_positive(frames_per_step, "--frames-per-step")
     check_positive(frames, "declared frame budget")
     frames = None if frames is None else float(frames)
     if protocol is None:
-        return Declared(None, "unknown", frames=frames)
-    path = Path(protocol)
-    if path.suffix == ".json" and path.exists():
-        settings = read_json_object(path, "a JSON object of EnvPool settings")
-        return Declared(settings, str(path), frames=frames)
-    return Declared(named_protocol(protocol), protocol, frames=frames)  # or refused by name
+        return Declared(None, "unknown", frames_per_step, frames, **facts)
+    proto, text = parse_protocol([protocol] if isinstance(protocol, str) else list(protocol),
+                                 source_label, flag)
+    return Declared(proto, text, frames_per_step, frames, **facts)
 
 
 def read_json_object(path: Path, what: str, label: str | None = None) -> dict[str, Any]:

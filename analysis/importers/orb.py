@@ -37,6 +37,9 @@ from analysis.importers.build import (
 )
 from analysis.importers.declare import (
     IMPORTED_LAYOUT_PREFIX,
+    RETURN_KEY,
+    RUNTIME_KEY,
+    STEP_KEY,
     Declared,
     config_value,
     declaration,
@@ -61,9 +64,9 @@ UNDECLARED = declaration()
 class ColumnMap:
     """Which columns of an openrlbenchmark-style export hold what."""
 
-    step: str = "global_step"
-    episode_return: str = "charts/episodic_return"
-    wall_time: str = "_runtime"
+    step: str = STEP_KEY
+    episode_return: str = RETURN_KEY
+    wall_time: str = RUNTIME_KEY
 
 
 def load_openrlbenchmark_csv(

@@ -22,6 +22,8 @@ from analysis.errors import AnalysisError
 from analysis.importers.build import ImportedRun, episodes_in_order
 from analysis.importers.declare import (
     CLEANRL_RUN_NAME,
+    LENGTH_KEY,
+    RETURN_KEY,
     SEED_PATTERN,
     Declared,
     files_by_folder,
@@ -34,8 +36,6 @@ from analysis.importers.declare import (
 from runrecord.words import counted
 
 EVENT_FILE_MARK = "tfevents"
-RETURN_TAG = "charts/episodic_return"
-LENGTH_TAG = "charts/episodic_length"
 
 
 def tf_records(path: Path) -> Iterator[bytes]:
@@ -134,8 +134,8 @@ def _one_run_per_folder(run_dir: Path, spans: list[tuple[Path, int, float, float
                 "folder of its own (or import one of them); nothing was written")
 
 
-def read_tensorboard_runs(src: Path | str, declared: Declared, *, tag: str = RETURN_TAG,
-                       length_tag: str | None = LENGTH_TAG) -> list[ImportedRun]:
+def read_tensorboard_runs(src: Path | str, declared: Declared, *, tag: str = RETURN_KEY,
+                       length_tag: str | None = LENGTH_KEY) -> list[ImportedRun]:
     """Every run folder of event files below `src`: one episode per `tag` scalar (its
     step = the logged step, frames = step x the declared frames per step)."""
     src = Path(src)

@@ -28,7 +28,10 @@ from analysis.importers.build import (
 )
 from analysis.importers.declare import (
     CLEANRL_RUN_NAME,
+    RETURN_KEY,
+    RUNTIME_KEY,
     SEED_PATTERN,
+    STEP_KEY,
     Declared,
     config_value,
     find_files,
@@ -47,8 +50,6 @@ HEADER = struct.Struct("<4sHB")  # ":W&B", magic 0xBEE1, version 0
 RECORD = struct.Struct("<IHB")  # crc32 of type byte + data, data length, type
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 MAGIC = 0xBEE1
-RETURN_KEY = "charts/episodic_return"
-STEP_KEY = "global_step"
 EXPORT_COLUMN = "a W&B export column"  # names a CSV column in an error
 
 
@@ -183,8 +184,8 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
             raise AnalysisError(f"{where}: history rows with {metric!r} lack {step!r}; name "
                                 f"the step key with --step (keys: {have})")
         steps = np.array([float(r[step]) for r in rows])
-        runtime = np.array([float(r.get("_runtime", np.nan)) for r in rows])
-        read_keys = {metric, step, "_runtime"}
+        runtime = np.array([float(r.get(RUNTIME_KEY, np.nan)) for r in rows])
+        read_keys = {metric, step, RUNTIME_KEY}
         other = sorted({k for r in rows for k in r} - read_keys)
         cfg_seed = config_value(cfg, config_seed)
         seed = None if facts.seed is not None or cfg_seed is None else int_seed(cfg_seed, where)
@@ -195,7 +196,7 @@ def read_wandb_offline_runs(src: Path | str, declared: Declared, *, metric: str 
             sources=[log], details={"wandb_run_id": run["run_id"], "project": run["project"],
                                     "name": run["display_name"], "run_folder": where},
             rows_read=len(rows),
-            used=[f"key {k}" for k in (metric, step, "_runtime")]
+            used=[f"key {k}" for k in (metric, step, RUNTIME_KEY)]
             + [f"config {k}" for k, given in ((config_task, declared.task or facts.task),
                                               (config_seed, declared.seed is not None
                                                or facts.seed is not None),
@@ -211,7 +212,7 @@ with `__MIN` / `__MAX` twins, one row per x-axis value."""
 
 
 def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RETURN_KEY,
-                        step: str = STEP_KEY, time: str = "_runtime") -> list[ImportedRun]:
+                        step: str = STEP_KEY, time: str = RUNTIME_KEY) -> list[ImportedRun]:
     """Every W&B CSV export below `src` (or the one file `src`): a run's history export
     (columns = history keys: one run per file; task and seed from --task/--seed or
     --path-pattern, default a seed_N in the path), or a chart's panel export (columns
@@ -234,14 +235,13 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
             runs += _panel_runs(f, where, cols, panel, suffix, declared, patterns, step, fps,
                                 n_files=len(files))
             continue
-        _one_history(where, cols, step, metric)
-        facts = path_facts(where, patterns)
-        ident = identify(declared, facts, where, len(files), "wandb")
         steps, returns, wall = history_columns(
             cols, f, step, metric, time, "--step-column / --return-column / --time-column",
             EXPORT_COLUMN)
+        _one_history(where, steps, returns, step, metric)
         runs.append(episodes_in_order(ImportedRun(
-            **ident, env_steps=steps, frames=steps * fps, episode_return=returns,
+            **identify(declared, path_facts(where, patterns), where, len(files), "wandb"),
+            env_steps=steps, frames=steps * fps, episode_return=returns,
             wall_time_s=wall, sources=[f], details={"file": where},
             rows_read=int(np.sum(np.isfinite(steps + returns))),
             used=[f"column {c}" for c in (step, metric, time) if c in header],
@@ -249,14 +249,12 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
     return runs
 
 
-def _one_history(where: str, cols: dict[str, list[str]], step: str, metric: str) -> None:
+def _one_history(where: str, steps: np.ndarray, values: np.ndarray, step: str, metric: str
+                 ) -> None:
     """Refuse a history export that holds several runs (histories written one after
     another, e.g. a concatenation of run.history() frames): its steps go back. Several
     returns at one step are one run (CleanRL logs each env's episodes at the step they
     end)."""
-    if step not in cols or metric not in cols:
-        return  # history_columns names what is missing
-    steps, values = float_column(cols[step], EXPORT_COLUMN), float_column(cols[metric], EXPORT_COLUMN)
     steps = steps[np.isfinite(values) & np.isfinite(steps)]
     back = np.flatnonzero(np.diff(steps) < 0)
     if len(back):

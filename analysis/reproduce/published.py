@@ -261,20 +261,24 @@ class ReproduceResult:
         return {v: sum(g.verdict == v for g in self.games) for v in VERDICTS}
 
     @property
+    def seed_counts(self) -> str:
+        """Your seed counts per game, e.g. '3' or '2/3' ('0' without a game)."""
+        return "/".join(map(str, sorted({len(g.seeds) for g in self.games}))) or "0"
+
+    @property
     def exit_code(self) -> int:
         return verdict_exit(self.headline == REPRODUCED, self.headline == NOT_REPRODUCED,
                             self.strict)
 
     def game_line(self, g: GameResult) -> str:
         w = g.welch
-        if g.verdict == NOT_LEARNED:
-            return (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS vs "
-                    f"published {g.published_hns:.3f}" + "".join(f"; {n}" for n in g.notes))
-        line = (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS "
-                f"({len(g.seeds)} seed{'s' if len(g.seeds) != 1 else ''}) vs published "
-                f"{g.published_hns:.3f} ({g.published_n} seeds); diff {signed(w.diff)} "
-                f"90% CI [{signed(w.ci90[0])}, {signed(w.ci90[1])}], 95% CI "
-                f"[{signed(w.ci95[0])}, {signed(w.ci95[1])}]; margin {g.margin:.3f}")
+        seeds = "" if g.verdict == NOT_LEARNED else f" ({counted(len(g.seeds), 'seed')})"
+        line = (f"{g.game}: {g.verdict}{self.budget_text}; yours {g.user_hns:.3f} HNS{seeds} "
+                f"vs published {g.published_hns:.3f}")
+        if g.verdict != NOT_LEARNED:
+            line += (f" ({g.published_n} seeds); diff {signed(w.diff)} 90% CI "
+                     f"[{signed(w.ci90[0])}, {signed(w.ci90[1])}], 95% CI "
+                     f"[{signed(w.ci95[0])}, {signed(w.ci95[1])}]; margin {g.margin:.3f}")
         return line + "".join(f"; {n}" for n in g.notes)
 
     def table(self) -> TableData:
@@ -325,23 +329,21 @@ class ReproduceResult:
         c = self.counts
         judged = len(self.games) - c[NOT_LEARNED]
         lo, hi = self.aggregate_ci90
-        seeds = "/".join(map(str, sorted({len(g.seeds) for g in self.games}))) or "0"
         return (f"reproduce {self.system} vs '{self.published.column}'{self.budget_text}: "
                 f"{self.headline}; {self.why()}. Per game: {c[CONSISTENT]} consistent, "
                 f"{c[HIGHER]} higher, {c[LOWER]} lower, {c[COLLAPSED]} collapsed, "
                 f"{c[INCONCLUSIVE]} inconclusive of {counted(judged, 'judged game')}. "
                 f"Aggregate: yours - published {self.aggregate_diff:+.1%} of the published "
                 f"score above random, 90% CI [{lo:+.1%}, {hi:+.1%}] vs "
-                f"+-{AGGREGATE_MARGIN:.0%}; your seeds per game {seeds} vs "
+                f"+-{AGGREGATE_MARGIN:.0%}; your seeds per game {self.seed_counts} vs "
                 f"{self.published.n_seeds} published")
 
     def cells(self) -> dict[str, str]:
         """The verdict table's cells (the report): the aggregate's estimate and CI."""
         lo, hi = self.aggregate_ci90
-        seeds = "/".join(map(str, sorted({len(g.seeds) for g in self.games}))) or "0"
         return {"estimate": f"{self.aggregate_diff:+.1%}", "ci": f"90%: [{lo:+.1%}, {hi:+.1%}]",
                 "margin": f"±{AGGREGATE_MARGIN:.0%}",
-                "seeds": f"{seeds} vs {self.published.n_seeds} published"}
+                "seeds": f"{self.seed_counts} vs {self.published.n_seeds} published"}
 
     def detail_lines(self) -> list[str]:
         """What the summary line leaves out (--verbose, JSON "detail"): the games judged on
@@ -394,13 +396,12 @@ class ReproduceResult:
         n_pub = self.published.n_seeds
         powers = [g.power for g in self.games]
         strong = sum(p >= 0.8 for p in powers)
-        seeds = sorted({len(g.seeds) for g in self.games})
         return [
             f"each published cell is {n_pub} seeds: a game's verdict has at most "
             f"{n_pub} + your seeds behind it. CONSISTENT means the 90% CI of the difference "
             "lies inside the margin (TOST at 5%); it does not mean identical.",
             f"P(consistent if equal): if your system truly scored what the paper's did, with "
-            f"the published spread and your seed count ({'/'.join(map(str, seeds))}), the "
+            f"the published spread and your seed count ({self.seed_counts}), the "
             f"chance of CONSISTENT. It is >= 80% on {strong} of {counted(len(powers), 'game')}; "
             "elsewhere INCONCLUSIVE is the expected answer even for a faithful "
             "reproduction: more of your seeds or a wider margin (--relative-margin) help; "
