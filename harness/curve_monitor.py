@@ -30,6 +30,7 @@ from harness.adaptive.curves import (
     curve_gates,
     gate_options,
     gates_exit,
+    look_lines,
     prepare,
     ready,
     stop_reason,
@@ -107,9 +108,8 @@ class CurveMonitor:
                 except AnalysisError as e:  # printed once, below
                     gate.blocked = f"the analysis refused look {gate.next_look}: {e}"
                     break
-                say(look.text)
-                if self.verbose and look.detail:
-                    say(look.detail)
+                for line in look_lines(look, self.verbose):
+                    say(line)
                 if look.decision == "REGRESSION":
                     self._stop_gate(gate, stop_reason(look))
             self._pace(gate)

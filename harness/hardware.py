@@ -33,6 +33,7 @@ from analysis import (
     equivalence_verdicts,
     spread_from_analysis,
 )
+from analysis.verdicts.seedplan import beyond_cap
 from harness.page import table_html, verdict_class
 from runrecord.hardware import record_place
 from runrecord.words import counted, signed
@@ -149,7 +150,7 @@ def verdict_row(res: dict[str, Any], kind: str, ref_kind: str, stack: str,
     if res["verdict"] in ("PASS", "DIFFERENT"):
         still = "0 (decided)"
     elif needed is None:
-        still = "more than the planner's cap: widen the margin"
+        still = f"{beyond_cap(seeds='seeds per side')}: widen the margin"
     else:
         still = f"{max(0, needed - seeds[0])} / {max(0, needed - seeds[1])}"
     final, auc = res["final"], res["auc"]

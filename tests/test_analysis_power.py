@@ -33,6 +33,7 @@ from analysis.verdicts.seedplan import (
     gate_margins,
     gate_power,
     given_spread,
+    normal_metrics,
     plan,
 )
 
@@ -150,9 +151,8 @@ def test_tost_false_pass_at_a_true_difference_of_delta_is_nominal(n):
 def test_tost_core_equals_the_scalar_verdict():
     spread = given_spread(SD, correlation=0.5)
     rng = np.random.default_rng([0, 3, 1])  # the planner's draws for n = 3, seed 0
-    from analysis.verdicts.seedplan import _draw
-    a_f, a_u = _draw(rng, 200, 3, SD, SD, 0.5)
-    b_f, b_u = _draw(rng, 200, 3, SD, SD, 0.5)
+    a_f, a_u = normal_metrics(rng, 200, 3, (SD, SD), 0.5)
+    b_f, b_u = normal_metrics(rng, 200, 3, (SD, SD), 0.5)
     need = equivalence_margins(spread, 3, 200, seed=0)
     for i in range(200):
         w = [welch_interval(a_f[i], b_f[i]), welch_interval(a_u[i], b_u[i])]

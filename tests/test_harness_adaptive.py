@@ -335,7 +335,7 @@ def test_the_exit_code_of_the_last_looks_decisions():
     """0 only when every verdict passed; a decided failure 1; UNDECIDED AT CAP 4 (1 under
     --strict), as `analysis equivalence` and `harness regress` give them."""
     from analysis.sequential import UNDECIDED, Look
-    from harness.adaptive.run import decisions_exit
+    from harness.adaptive.looks import decisions_exit
 
     def look(decision: str) -> Look:
         return Look("equivalence", "g", 3, {"a": 4, "b": 4}, 0.0, 1.0, decision, "")

@@ -55,7 +55,7 @@ from analysis.scoring.tables import TableData
 from analysis.stats.metrics import AGGREGATES, Interval, interval_estimates, iqm
 from analysis.stats.welch import WelchInterval, t_quantile
 from analysis.verdicts.per_game import COLLAPSE_LEVEL
-from analysis.verdicts.seedplan import UNTIL_DECIDED, reproduce_seeds_needed
+from analysis.verdicts.seedplan import UNTIL_DECIDED, beyond_cap, reproduce_seeds_needed
 from runrecord import Run
 from runrecord.exits import verdict_exit
 from runrecord.words import counted, signed
@@ -377,7 +377,7 @@ class ReproduceResult:
                  f"80% power if you truly match (seed planner, at the spread seen; the "
                  f"published side stays at {self.published.n_seeds})"
                  if self.aggregate_seeds is not None else
-                 "no seed count up to the planner's cap would show it at this spread")
+                 f"{beyond_cap()} would be needed to show it at this spread")
         return (f"no game flagged or collapsed, but the aggregate's 90% CI is not inside "
                 f"+-{AGGREGATE_MARGIN:.0%}: no failure shown, and no reproduction shown "
                 f"either; {seeds}; {UNTIL_DECIDED}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from typing import Any
@@ -32,9 +32,11 @@ from analysis.verdicts.seedplan import (
     PLAN_SIMS,
     PLAN_TARGET,
     Spread,
+    beyond_cap,
     equivalence_seeds_needed,
     gate_seeds_needed,
     given_spread,
+    normal_metrics,
     plan_margins,
     seeds_cell,
 )
@@ -309,8 +311,8 @@ def sequential_gate_power(design: SequentialDesign, sd: float, n_ref: int, delta
                           sims: int = PLAN_SIMS, seed: int = 0) -> float:
     """P(PASS by the cap) of the sequential gate when nothing regressed."""
     rng = np.random.default_rng([seed, design.max_seeds, n_ref, 24])
-    new = sd * rng.standard_normal((sims, design.max_seeds))
-    ref = sd * rng.standard_normal((sims, n_ref))
+    new = normal_metrics(rng, sims, design.max_seeds, (sd,))[0]
+    ref = normal_metrics(rng, sims, n_ref, (sd,))[0]
     b = design_boundaries(design, fixed_seeds=n_ref)
     return float(gate_paths(b, new, ref, delta).passed.mean())
 
@@ -344,8 +346,10 @@ def gate_needs_text(spread: Spread, delta: float, n_ref: int, seen: float) -> st
     return _needs(at_zero, at_seen, seen, delta, sd_text, where)
 
 
-def _count(seeds: int | None) -> str:
-    return f"about {seeds}" if seeds is not None else f"more than {PLAN_MAX_SEEDS}"
+def _count(seeds: int | None, where: str = "") -> str:
+    if seeds is None:
+        return beyond_cap(PLAN_MAX_SEEDS, where or "seeds")
+    return f"about {seeds} {where}".rstrip()
 
 
 def _needs(at_zero: int | None, at_seen: int | None, seen: float, delta: float,
@@ -355,7 +359,7 @@ def _needs(at_zero: int | None, at_seen: int | None, seen: float, delta: float,
     else:
         seen_text = (f"at the difference seen ({seen:+.3g}, beyond the margin) no number "
                      "of seeds would pass")
-    return (f"the fixed design would need {_count(at_zero)} {where} for "
+    return (f"the fixed design would need {_count(at_zero, where)} for "
             f"{PLAN_TARGET:.0%} power if the true difference is 0, {seen_text} (seed "
             f"planner, {sd_text})")
 
@@ -406,8 +410,8 @@ def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
                   equivalence_paths(planned, shifted, b, eq.value),
                   equivalence_seeds_needed(spread, eq.value, float(zero.passed.mean()), sims,
                                            max_seeds=PLAN_MAX_SEEDS))
-    new = spread.sd_seed * rng.standard_normal((sims, design.max_seeds))
-    ref = spread.sd_seed * rng.standard_normal((sims, m))
+    new = normal_metrics(rng, sims, design.max_seeds, (spread.sd_seed,))[0]
+    ref = normal_metrics(rng, sims, m, (spread.sd_seed,))[0]
     gate_b = design_boundaries(design, fixed_seeds=m)
     g_zero = gate_paths(gate_b, new, ref, gate.value)
     gate_row = _row(f"gate (vs {m} reference seeds)", gate.value, g_zero,
@@ -500,15 +504,3 @@ def gate_paths(b: Boundaries, new: np.ndarray, ref: np.ndarray, delta: float) ->
                                    k == len(b.seeds) - 1)
         open_ = _record(out, open_, dec, n)
     return out
-
-
-def normal_metrics(rng: np.random.Generator, sims: int, seeds: int, sds: Sequence[float],
-                   correlation: float) -> np.ndarray:
-    """(metrics, sims, seeds) normal per-seed values of one side: metric j has sd sds[j];
-    every later metric correlates `correlation` with the first."""
-    z = rng.standard_normal((len(sds), sims, seeds))
-    rho = float(np.clip(correlation, -1.0, 1.0))
-    out = [sds[0] * z[0]]
-    out += [sd * (rho * z[0] + np.sqrt(1 - rho * rho) * z[j]) for j, sd in
-            enumerate(sds[1:], start=1)]
-    return np.stack(out)

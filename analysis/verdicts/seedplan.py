@@ -149,15 +149,19 @@ def spread_from_analysis(a: Analysis, metric=None) -> Spread:
     return Spread(sd_f, sd_s, sd_a, rho, source, df_s, detail)
 
 
-def _draw(rng: np.random.Generator, sims: int, n: int, sd: float, sd2: float, rho: float,
-          shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """(sims, n) values of two correlated metrics with sds sd, sd2; `shift` moves the
-    first (final score) only, so a false-pass check puts the whole difference there."""
-    z1 = rng.standard_normal((sims, n), dtype=np.float32)
-    z2 = rng.standard_normal((sims, n), dtype=np.float32)
-    x = shift + sd * z1
-    y = sd2 * (rho * z1 + math.sqrt(max(0.0, 1 - rho * rho)) * z2)
-    return x, y
+def normal_metrics(rng: np.random.Generator, sims: int, seeds: int, sds: Sequence[float],
+                   correlation: float = 0.0, shift: float = 0.0) -> np.ndarray:
+    """(metrics, sims, seeds) normal per-seed values of one side, float64: metric j has
+    sd sds[j]; every later metric correlates `correlation` with the first; `shift` moves
+    the first (final score) only, so a false-pass check puts the whole difference there.
+    Every simulation of a verdict (the seed planner's, the sequential designs') draws
+    here, so one spread gives one set of values whichever planner asks."""
+    z = rng.standard_normal((len(sds), sims, seeds))
+    rho = float(np.clip(correlation, -1.0, 1.0))
+    out = [shift + sds[0] * z[0]]
+    out += [sd * (rho * z[0] + math.sqrt(1 - rho * rho) * z[j]) for j, sd in
+            enumerate(sds[1:], start=1)]
+    return np.stack(out)
 
 
 def equivalence_margins(spread: Spread, n: int, sims: int = DEFAULT_SIMS, seed: int = 0,
@@ -173,9 +177,9 @@ def _tost_margins(spread: Spread, n: int, sims: int, seed: int, true_diff: float
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The final and the AUC metric's margins of `equivalence_margins`, from one draw."""
     rng = np.random.default_rng([seed, n, _TOST])
-    a_f, a_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc, spread.correlation,
-                     true_diff)
-    b_f, b_u = _draw(rng, sims, n, spread.sd_group, spread.sd_auc, spread.correlation)
+    sds = (spread.sd_group, spread.sd_auc)
+    a_f, a_u = normal_metrics(rng, sims, n, sds, spread.correlation, true_diff)
+    b_f, b_u = normal_metrics(rng, sims, n, sds, spread.correlation)
     return tost_required_margin(a_f, b_f), tost_required_margin(a_u, b_u)
 
 
@@ -186,8 +190,8 @@ def gate_margins(spread: Spread, n_new: int, n_ref: int | None = None,
     -(one-sided 95% lower bound of new - reference)."""
     n_ref = n_new if n_ref is None else n_ref
     rng = np.random.default_rng([seed, n_new, n_ref, _GATE])
-    new = true_diff + spread.sd_seed * rng.standard_normal((sims, n_new), dtype=np.float32)
-    ref = spread.sd_seed * rng.standard_normal((sims, n_ref), dtype=np.float32)
+    new = normal_metrics(rng, sims, n_new, (spread.sd_seed,), shift=true_diff)[0]
+    ref = normal_metrics(rng, sims, n_ref, (spread.sd_seed,))[0]
     _, lower, _, _ = regression_lower_bound(new, ref)
     return -lower
 
@@ -240,6 +244,12 @@ def _percent(p: float) -> str:
     if 0.999 <= p < 1:
         return ">99.9%"
     return f"{p:.1%}" if 0.99 <= p < 1 else f"{p:.0%}"
+
+
+def beyond_cap(cap: int = MAX_SEEDS, seeds: str = "seeds") -> str:
+    """How every planner's answer says that no seed count up to its cap reaches the
+    power asked for (`seeds`: what is counted, e.g. "seeds per side")."""
+    return f"more {seeds} than the planner's cap ({cap})"
 
 
 def seeds_cell(seeds: int | None, cap: int = MAX_SEEDS) -> str:
@@ -386,7 +396,7 @@ def gate_undecided(res: RegressionResult) -> str:
     need = gate_seeds_needed(given_spread(sd), delta) if math.isfinite(sd) and sd > 0 else None
     seeds = (f"about {need} seeds per side would give {PLAN_TARGET:.0%} power to show "
              f"the aggregate non-inferior if nothing changed" if need is not None else
-             "no seed count up to the planner's cap reaches "
+             f"{beyond_cap(seeds='seeds per side')} would be needed for "
              f"{PLAN_TARGET:.0%} power at this spread: widen the margin")
     if lower > -delta and not math.isnan(res.mean_relative_lower):
         why = (f"the aggregate is non-inferior (lower bound {signed(lower, 4)} > -delta "

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.adaptive.looks import append_look, read_lines
+from harness.adaptive.looks import append_look, decisions_exit, recorded_looks
 from harness.store import Store, last_progress
 from harness.sweep.model import RunSpec, Sweep
 from runrecord import Run, load_run, project_path
@@ -149,10 +149,9 @@ def read_back(gate: CurveGate, store: Store, key: str) -> None:
     from analysis.sequential.curves import CurvePlan
 
     gate.key = key
-    done = {int(e["index"]): e["look"] for e in read_lines(store, CURVE_FILE)
-            if e.get("plan") == key}
-    gate.plan = CurvePlan.from_json(done[0]) if 0 in done else None
-    gate.looks = [Look.from_json(done[i]) for i in sorted(done) if i > 0]
+    done = recorded_looks(store, key, CURVE_FILE)
+    gate.plan = CurvePlan.from_json(done[0][-1]) if 0 in done else None
+    gate.looks = [Look.from_json(done[i][-1]) for i in sorted(done) if i > 0]
 
 
 def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
@@ -250,9 +249,8 @@ def stop_reason(look: Look) -> str:
 def gates_exit(gates: Sequence[CurveGate], strict: bool = False) -> int:
     """The gates' three outcomes as one exit code (the worst wins); a gate with no
     decision counts as failed (a run failed), or as UNDECIDED when its seeds cannot
-    decide it (a one-seed side: no run and no verdict failed)."""
-    from analysis.verdicts.equivalence import PASS, REGRESSION
-
+    decide it (a one-seed side: no run and no verdict failed); a decided gate's code is
+    its decision's, as over seeds (decisions_exit)."""
     codes = []
     for gate in gates:
         d = gate.decision
@@ -260,7 +258,7 @@ def gates_exit(gates: Sequence[CurveGate], strict: bool = False) -> int:
             codes.append(verdict_exit(False, False, strict) if gate.too_few_seeds
                          else EXIT_FAILED)
         else:
-            codes.append(verdict_exit(d.decision == PASS, d.decision == REGRESSION, strict))
+            codes.append(decisions_exit([d], strict))
     return worst_exit(EXIT_OK, *codes)
 
 

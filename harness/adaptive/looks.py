@@ -27,6 +27,7 @@ from harness.page import table_html
 from harness.store import RunLock, Store
 from harness.sweep.model import RunSpec, Sweep
 from runrecord import utc_now
+from runrecord.exits import EXIT_OK, verdict_exit, worst_exit
 from runrecord.ids import digest
 from runrecord.words import counted
 from runrecord.writer import atomic_write_text
@@ -105,10 +106,12 @@ def read_lines(store: Store, name: str = LOOKS_FILE) -> list[dict[str, Any]]:
     return out
 
 
-def recorded_looks(store: Store, plan: str) -> dict[int, list[dict[str, Any]]]:
-    """{look index: its Looks as JSON} recorded for `plan`, in recording order."""
+def recorded_looks(store: Store, plan: str, name: str = LOOKS_FILE
+                   ) -> dict[int, list[dict[str, Any]]]:
+    """{look index: its Looks as JSON} recorded for `plan`, in recording order (`name`:
+    as read_lines; over training time, index 0 holds the gate's plan)."""
     out: dict[int, list[dict[str, Any]]] = {}
-    for entry in read_lines(store):
+    for entry in read_lines(store, name):
         if entry.get("plan") == plan:
             out.setdefault(int(entry["index"]), []).append(entry["look"])
     return out
@@ -230,6 +233,20 @@ def look_lines(look: Look, verbose: bool = False) -> list[str]:
     if look.needs:
         lines.append(f"    needs: {look.needs}")
     return lines
+
+
+def decisions_exit(looks: list[Look], strict: bool = False) -> int:
+    """The exit code of the last look's decisions, as each verdict's own command would
+    give it: PASS 0, DIFFERENT or REGRESSION 1, UNDECIDED AT CAP (or a verdict still
+    open) runrecord.exits.EXIT_UNDECIDED, EXIT_FAILED under `strict`; the worst wins."""
+    from analysis.sequential import CONTINUE, UNDECIDED
+    from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
+
+    assert all(look.decision in (PASS, DIFFERENT, REGRESSION, UNDECIDED, CONTINUE)
+               for look in looks), [look.decision for look in looks]
+    return worst_exit(EXIT_OK, *(verdict_exit(look.decision == PASS,
+                                              look.decision in (DIFFERENT, REGRESSION),
+                                              strict) for look in looks))
 
 
 def stop_reason(sweep: Sweep, prog: Progress) -> str:

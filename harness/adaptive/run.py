@@ -27,6 +27,7 @@ from harness.adaptive.looks import (
     adaptive_lock,
     analysis_options,
     append_look,
+    decisions_exit,
     look_lines,
     other_plans,
     progress,
@@ -44,8 +45,6 @@ from runrecord.exits import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNAVAILABLE,
-    verdict_exit,
-    worst_exit,
 )
 from runrecord.words import counted
 
@@ -131,20 +130,6 @@ def _looks(ad: _Adaptive) -> int:
         if ad.stop.is_set():
             return _interrupted(index + 1)
     raise AssertionError("unreachable: the last look always ends the loop")
-
-
-def decisions_exit(looks: list[Look], strict: bool = False) -> int:
-    """The exit code of the last look's decisions, as each verdict's own command would
-    give it: PASS 0, DIFFERENT or REGRESSION 1, UNDECIDED AT CAP (or a verdict still
-    open) runrecord.exits.EXIT_UNDECIDED, EXIT_FAILED under `strict`; the worst wins."""
-    from analysis.sequential import CONTINUE, UNDECIDED
-    from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
-
-    assert all(look.decision in (PASS, DIFFERENT, REGRESSION, UNDECIDED, CONTINUE)
-               for look in looks), [look.decision for look in looks]
-    return worst_exit(EXIT_OK, *(verdict_exit(look.decision == PASS,
-                                              look.decision in (DIFFERENT, REGRESSION),
-                                              strict) for look in looks))
 
 
 def _new_look(ad: _Adaptive, index: int, seeds: int, reference_runs: list[Run] | None,
