@@ -30,8 +30,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator, ScalarFormatter  # noqa: E402
 
 from analysis.inputs.load import load_published_table, runtimes_twin  # noqa: E402
-from analysis.output.marks import interval_bar, line_with_band  # noqa: E402
-from analysis.output.palette import MARKERS, OKABE_ITO  # noqa: E402
+from analysis.output.marks import MARKERS, OKABE_ITO, interval_bar, line_with_band  # noqa: E402
 from analysis.scoring.scores import Curve, GroupScores  # noqa: E402
 from analysis.scoring.tables import PaperTableResult  # noqa: E402
 from analysis.stats.metrics import AGGREGATE_LABELS, Interval, performance_profile, replicates  # noqa: E402

@@ -1,9 +1,7 @@
-"""The marks that the report's figures and analysis.rly's rliable-style plots both draw,
-on an Axes the caller made: a bar per row from a CI's low to its high with a tick at the
-point estimate, and a line with its CI band (a learning curve, a performance profile).
-
-No pyplot and no backend here: analysis.rly draws with the user's matplotlib setup, the
-report's figures with Agg.
+"""The project's colours and markers, and the marks that the report's figures and
+analysis.rly's rliable-style plots both draw on an Axes the caller made: a CI bar with a
+tick at the point estimate, and a line with its CI band (a learning curve, a performance
+profile). No matplotlib import: rly's plots keep the user's backend; figures.py sets Agg.
 """
 
 from __future__ import annotations
@@ -11,6 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+# Okabe-Ito order and hues; orange, sky blue and yellow are darkened (#E69F00 -> #C47E00,
+# #56B4E9 -> #2F88C0, #F0E442 -> #8C7B00) because the originals have 1.3-2.3:1 contrast
+# on white and vanish as thin lines.
+OKABE_ITO = ("#0072B2", "#C47E00", "#009E73", "#D55E00", "#CC79A7", "#2F88C0", "#8C7B00",
+             "#000000")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def interval_bar(ax: Any, row: float, low: float, high: float, point: float, colour: Any, *,

@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.output.marks import interval_bar, line_with_band
-from analysis.output.palette import OKABE_ITO
+from analysis.output.marks import OKABE_ITO, interval_bar, line_with_band
 
 
 def _pyplot():
