@@ -1,7 +1,7 @@
 """Figures of the calibration of the looks over training time (docs/analysis.md): the
 false-fail rate by look against the planned alpha(t), the detection rate and frames to
 decision of the five cases, and the QQ-plot of the look statistics. PNG, Agg backend,
-the project's palette (analysis.output.palette)."""
+the project's palette and curve-with-band (analysis.output.marks)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from analysis.output.palette import OKABE_ITO  # noqa: E402
+from analysis.output.marks import OKABE_ITO, line_with_band  # noqa: E402
 from calibration.curve_cells import MARGIN, CurveCalibration  # noqa: E402
 
 FALSE_FAIL = "curve-looks-false-fail-by-look.png"
@@ -55,8 +55,8 @@ def _false_fail(cal: CurveCalibration, path: Path) -> Path | None:
         for colour, b in zip(OKABE_ITO[1:], mine, strict=False):
             label = b.method.replace(" (too few reference seeds: union bound)",
                                      " (3 seeds: the union bound)")
-            ax.plot(t, b.rate, marker="o", color=colour, label=label)
-            ax.fill_between(t, b.low, b.high, color=colour, alpha=0.2)
+            line_with_band(ax, t, b.rate, (b.low, b.high), colour, band_alpha=0.2, lw=1.5,
+                           marker="o", label=label)
         ax.set_title(_wrap(scen.replace(", looks at 10%/20%/30%/50%/70%/100%", ""), 60),
                      fontsize=9)
         ax.set_xlabel("share of the frame budget")

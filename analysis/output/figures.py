@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator, ScalarFormatter  # noqa: E402
 
 from analysis.inputs.load import load_published_table, runtimes_twin  # noqa: E402
-from analysis.output.palette import MARKERS, OKABE_ITO  # noqa: E402
+from analysis.output.marks import MARKERS, OKABE_ITO, interval_bar, line_with_band  # noqa: E402
 from analysis.scoring.scores import Curve, GroupScores  # noqa: E402
 from analysis.scoring.tables import PaperTableResult  # noqa: E402
 from analysis.stats.metrics import AGGREGATE_LABELS, Interval, performance_profile, replicates  # noqa: E402
@@ -184,13 +184,9 @@ def efficiency_curves_figure(
             iv = c.metrics[metric]
             x = c.grid / scale
             one_seed = c.seeds == 1
-            ax.plot(x, iv.point, color=colour(i), lw=2,
-                    label=f"{c.group} ({ONE_SEED_NOTE})" if one_seed else c.group,
-                    marker=MARKERS[i % len(MARKERS)], markevery=max(1, len(x) // 8))
-            if not one_seed:  # NaN where not every run has data: no band there
-                band = np.isfinite(iv.low) & np.isfinite(iv.high)
-                ax.fill_between(x, iv.low, iv.high, where=band, color=colour(i), alpha=0.15,
-                                lw=0)
+            line_with_band(ax, x, iv.point, None if one_seed else (iv.low, iv.high), colour(i),
+                           label=f"{c.group} ({ONE_SEED_NOTE})" if one_seed else c.group,
+                           marker=MARKERS[i % len(MARKERS)], markevery=max(1, len(x) // 8))
         few_ticks(ax.yaxis)
         ax.set_xlabel(xlabel)
         label = _names([metric, *same_as])
@@ -252,8 +248,7 @@ def aggregate_intervals_figure(
                 if seeds is not None and seeds.get(g, 2) < 2:
                     single.append((i, pt))
                 else:
-                    ax.barh(i, hi - lo, left=lo, height=0.6, color=colour(i), alpha=0.75)
-                    ax.vlines(pt, i - 0.3, i + 0.3, color="black", lw=2)
+                    interval_bar(ax, i, lo, hi, pt, colour(i))
                 lows += [lo, pt]
                 highs += [hi, pt]
             finite = [v for v in lows + highs if math.isfinite(v)]
@@ -474,14 +469,16 @@ def performance_profile_figure(
     with _style():
         fig, ax = plt.subplots(figsize=(6.4, 4.2 + 0.22 * len(groups)), layout="constrained")
         for i, (g, gs) in enumerate(groups.items()):
-            point = performance_profile(gs.final, taus)
             one_seed = len(gs.seeds) < 2
+            band = None if one_seed else np.percentile(
+                replicates(gs.final, {"p": lambda x: performance_profile(x, taus)},
+                           reps=reps, seed=seed)["p"], [2.5, 97.5], axis=0)
             # Markers staggered across groups, so equal curves still show every marker.
             every = max(2, points // 6)
-            ax.plot(taus, point, color=colour(i), lw=2,
-                    label=f"{g} ({ONE_SEED_NOTE}; diamonds: its runs)" if one_seed else g,
-                    marker=MARKERS[i % len(MARKERS)],
-                    markevery=((i * every) // max(1, len(groups)), every))
+            line_with_band(ax, taus, performance_profile(gs.final, taus), band, colour(i),
+                           label=f"{g} ({ONE_SEED_NOTE}; diamonds: its runs)" if one_seed else g,
+                           marker=MARKERS[i % len(MARKERS)],
+                           markevery=((i * every) // max(1, len(groups)), every))
             if one_seed:  # each run's score at the top of its step: the data, not a band
                 runs = np.sort(gs.final.ravel())
                 shown = runs[runs >= lo_tau]
@@ -489,11 +486,6 @@ def performance_profile_figure(
                 ax.plot(np.minimum(shown, hi_tau), [np.mean(runs >= v) for v in shown],
                         ls="none", marker="D", ms=7, color=colour(i), markeredgecolor="black",
                         zorder=3)
-                continue
-            reps_v = replicates(gs.final, {"p": lambda x: performance_profile(x, taus)},
-                                reps=reps, seed=seed)["p"]
-            lo, hi = np.percentile(reps_v, [2.5, 97.5], axis=0)
-            ax.fill_between(taus, lo, hi, color=colour(i), alpha=0.15, lw=0)
         ax.set_xlabel(score_label + r" $\tau$")
         ax.set_ylabel(r"fraction of runs with score > $\tau$")
         ax.set_xlim(lo_tau - 0.01 * (hi_tau - lo_tau), hi_tau)  # whole markers at 0

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.output.palette import OKABE_ITO
+from analysis.output.marks import OKABE_ITO, interval_bar, line_with_band
 
 
 def _pyplot():
@@ -126,13 +126,11 @@ def plot_probability_of_improvement(probability_estimates: Mapping[str, Any],
         x_name, y_name = pair.split(pair_separator)
         left.append(x_name)
         right.append(y_name)
-        ax.barh(y=i, width=upper - lower, height=height, left=lower, color=colors[i],
-                alpha=alpha, label=x_name)
+        point = float(np.asarray(probability_estimates[pair]).ravel()[0])
+        interval_bar(ax, i, lower, upper, point, colors[i], height=height, alpha=alpha,
+                     tick_alpha=min(alpha + 0.1, 1.0), label=x_name)
         twin.barh(y=i, width=upper - lower, height=height, left=lower, color=colors[i],
                   alpha=0.0, label=y_name)
-        point = float(np.asarray(probability_estimates[pair]).ravel()[0])
-        ax.vlines(x=point, ymin=i - 7.5 * height / 16, ymax=i + 6 * height / 16, color="k",
-                  alpha=min(alpha + 0.1, 1.0))
     for axis, names, label, grid in ((ax, left, left_ylabel, 0.2),
                                      (twin, right, right_ylabel, 0.0)):
         _decorate(axis, xlabel=xlabel, xticks=xticks, xticklabels=xticks,
@@ -177,12 +175,8 @@ def plot_interval_estimates(point_estimates: Mapping[str, Any],
     for m, (ax, metric) in enumerate(zip(axes_list, metric_names, strict=True)):
         for i, alg in enumerate(algorithms):
             ci = np.asarray(interval_estimates[alg], dtype=np.float64).reshape(2, -1)
-            lo, hi = ci[0, m], ci[1, m]
-            ax.barh(y=i, width=hi - lo, height=height, left=lo, color=colors[alg], alpha=0.75,
-                    label=alg)
-            point = np.atleast_1d(point_estimates[alg])[m]
-            ax.vlines(x=point, ymin=i - 7.5 * height / 16, ymax=i + 6 * height / 16,
-                      color="k", alpha=0.5)
+            interval_bar(ax, i, ci[0, m], ci[1, m], np.atleast_1d(point_estimates[alg])[m],
+                         colors[alg], height=height, tick_alpha=0.5, label=alg)
         ax.set_yticks(range(len(algorithms)))
         ax.xaxis.set_major_locator(plt.MaxNLocator(max_ticks))
         if m == 0:
@@ -225,9 +219,8 @@ def plot_sample_efficiency_curve(frames: Sequence[float] | np.ndarray,
         if not len(frames) == len(values) == len(lower):
             raise AnalysisError(f"{alg}: {len(frames)} frames but {len(values)} point "
                                 f"estimates and {len(lower)} CI bounds")
-        ax.plot(frames, values, color=colors[alg], marker=marker, linewidth=linewidth,
-                label=alg)
-        ax.fill_between(frames, y1=lower, y2=upper, color=colors[alg], alpha=0.2)
+        line_with_band(ax, frames, values, (lower, upper), colors[alg], band_alpha=0.2,
+                       lw=linewidth, marker=marker, label=alg)
     return _decorate(ax, xlabel=xlabel, ylabel=ylabel, labelsize=labelsize,
                      ticklabelsize=ticklabelsize, **kwargs)
 
@@ -264,11 +257,9 @@ def plot_performance_profiles(performance_profiles: Mapping[str, Any],
         x, xticks, xticklabels = _non_linear_scaling(performance_profiles, taus, xticks)
     linewidth = kwargs.pop("linewidth", 2.0)
     for key in keys:
-        ax.plot(x, performance_profiles[key], color=colors[key], linestyle=linestyles[key],
-                linewidth=linewidth, label=key)
-        if performance_profile_cis is not None and key in performance_profile_cis:
-            lower, upper = performance_profile_cis[key]
-            ax.fill_between(x, lower, upper, color=colors[key], alpha=alpha)
+        line_with_band(ax, x, performance_profiles[key], (performance_profile_cis or {}).get(key),
+                       colors[key], band_alpha=alpha, lw=linewidth, linestyle=linestyles[key],
+                       label=key)
     return _decorate(ax, xlabel=xlabel, ylabel=ylabel, xticks=xticks,
                      yticks=[0.0, 0.25, 0.5, 0.75, 1.0] if yticks is None else yticks,
                      xticklabels=xticklabels, **kwargs)
