@@ -127,7 +127,6 @@ def test_look_json_round_trip():
     assert np.isnan(Look.from_json(d).statistic)
 
 
-
 def test_identical_layouts_pass_at_the_first_look(tmp_path):
     runs = synthetic_layout_runs(tmp_path, range(1, 4), ["a0-l0-d1", "a0-l1-d1"])
     looks = sweep_looks(runs, SequentialDesign(), 1)

@@ -232,7 +232,6 @@ def test_import_says_what_it_is(capsys):
         assert "Union" not in flat, command
 
 
-
 def test_preset_help_names_every_preset(capsys):
     """--preset's help lists every preset (it is the only listing a user of `--help`
     sees)."""

@@ -71,7 +71,6 @@ DEFAULT_ABSOLUTE_MARGIN = 0.1
 VERDICTS = (CONSISTENT, HIGHER, LOWER, COLLAPSED, INCONCLUSIVE, NOT_LEARNED)
 
 
-
 # ---------------------------------------------------------------- published column
 
 @dataclass

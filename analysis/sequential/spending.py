@@ -140,8 +140,6 @@ def _base_normals(dims: int, points: int, seed: int) -> np.ndarray:
     return out
 
 
-
-
 def boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: str,
                correlation: np.ndarray | str = CANONICAL, points: int = QMC_POINTS,
                seed: int = 0) -> np.ndarray:
