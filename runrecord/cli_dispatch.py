@@ -16,7 +16,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from runrecord.cli_help import flow_field_help
+from runrecord.cli_help import flow_field_help, wants_help
 from runrecord.exits import EXIT_BAD_INPUT, command_help
 from runrecord.flag_bounds import FlagValueError, check_flags
 
@@ -39,8 +39,9 @@ def parse_command(command: Any, prog: str, help_text: str, deciding: Sequence[st
     with its message on a bad flag, 0 after --help."""
     import tyro
 
-    flow_field_help(command)
     args = list(sys.argv[1:] if argv is None else argv)
+    if wants_help(args):
+        flow_field_help(command)
     sub = subcommands(command)
     if args and args[0] in sub:
         cls, description = sub[args[0]]

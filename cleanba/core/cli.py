@@ -11,7 +11,7 @@ from cleanba.core.checks import preset_choice
 from cleanba.core.config import ConfigError
 from cleanba.core.records import console
 from cleanba.core.runtime import exit_after, train
-from runrecord.cli_help import flow_field_help
+from runrecord.cli_help import flow_field_help, wants_help
 from runrecord.exits import EXIT_BAD_INPUT
 
 
@@ -32,8 +32,9 @@ def main(presets: dict[str, tuple[str, Any]], factory: AlgorithmFactory, system:
                 + "\n".join(f"  {name}: {text}" for name, (text, _) in presets.items())
                 + f"\nexample: {prog} cartpole --seed 2", sys.stderr)
         return EXIT_BAD_INPUT
-    for _, preset_config in presets.values():
-        flow_field_help(preset_config)
+    if wants_help(args):
+        for _, preset_config in presets.values():
+            flow_field_help(preset_config)
     try:
         config = tyro.extras.overridable_config_cli(
             presets, prog=prog, args=args, description=description,
