@@ -79,8 +79,8 @@ def parse_protocol(spec: Sequence[str], source_label: str, flag: str = "--protoc
         raise AnalysisError(
             "missing fact: the env protocol the runs were made under. Declare it with "
             f"{flag}: a preset ({', '.join(NAMED_PROTOCOLS)}), a JSON file of env "
-            "settings, or KEY=VALUE pairs (e.g. --protocol repeat_action_probability=0.25 "
-            "frame_skip=4); or --protocol unknown (the protocol guard then refuses to "
+            f"settings, or KEY=VALUE pairs (e.g. {flag} repeat_action_probability=0.25 "
+            f"frame_skip=4); or {flag} unknown (the protocol guard then refuses to "
             "compare these runs with any other)")
     if words == [UNKNOWN_PROTOCOL]:
         return ({"declared": UNKNOWN_PROTOCOL, "import": source_label},
