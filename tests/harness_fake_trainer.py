@@ -36,11 +36,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from runrecord import RunWriter, parse_layout, write_skipped  # noqa: E402
 
 HOLD_MAX_S = 120.0
+PEER_WAIT_S = 60.0
 
 
 def holds_after(update: int, seed: int) -> bool:
     items = os.environ.get("FAKE_TRAINER_HOLD_AFTER", "").split(",")
     return str(update) in items or f"{update}@{seed}" in items
+
+
+def wait_for_peers(run_dir: Path, num_processes: int) -> None:
+    """Process 0 of a d>1 run waits (at most PEER_WAIT_S) until every peer has started, as
+    jax.distributed's start-up does: a peer's Slurm task that starts late then still finds
+    the run in flight, not completed without it."""
+    marks = [run_dir / f".fake-peer-{i}" for i in range(1, num_processes)]
+    deadline = time.monotonic() + PEER_WAIT_S
+    while not all(m.exists() for m in marks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for m in marks:
+        m.unlink(missing_ok=True)
 
 
 def main() -> int:
@@ -71,9 +84,13 @@ def main() -> int:
     p.add_argument("--fast-file", default="")
     args = p.parse_args()  # exits 2 on bad arguments, as the contract says
 
+    run_dir = Path(args.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
     if args.process_id != 0:  # peers of a d>1 run: only process 0 writes the record
+        (run_dir / f".fake-peer-{args.process_id}").touch()
         time.sleep(args.updates * args.sleep_s)
         return 0
+    wait_for_peers(run_dir, args.num_processes)
     layout = parse_layout(
         f"a{','.join(map(str, args.actor_device_ids))}-"
         f"l{','.join(map(str, args.learner_device_ids))}-d{args.num_processes}"
