@@ -32,9 +32,9 @@ def main(presets: dict[str, tuple[str, Any]], factory: AlgorithmFactory, system:
                 + "\n".join(f"  {name}: {text}" for name, (text, _) in presets.items())
                 + f"\nexample: {prog} cartpole --seed 2", sys.stderr)
         return EXIT_BAD_INPUT
-    if wants_help(args):
-        for _, preset_config in presets.values():
-            flow_field_help(preset_config)
+    if wants_help(args):  # once per config class: presets share one
+        for config_class in {type(config) for _, config in presets.values()}:
+            flow_field_help(config_class)
     try:
         config = tyro.extras.overridable_config_cli(
             presets, prog=prog, args=args, description=description,
