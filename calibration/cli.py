@@ -9,7 +9,7 @@ from pathlib import Path
 from analysis.errors import AnalysisError
 from runrecord import RecordError
 from runrecord.cli_dispatch import flags_refused
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 PROG = "python -m calibration"
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from runrecord.cli_help import parse_config
 
     cmd = parse_config(Calibrate, args=argv, prog=PROG,
-                   description=command_help(Calibrate.__doc__ or "", decides=True))
+                   description=Calibrate.__doc__, decides=True)
     refused = flags_refused(cmd)  # before the grid runs
     if refused is not None:
         return refused

@@ -14,10 +14,10 @@ import inspect
 import sys
 import typing
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from runrecord.cli_help import flow_field_help, wants_help
-from runrecord.exits import EXIT_BAD_INPUT, command_help
+from runrecord.cli_help import command_help, described, flow_field_help, flowed, wants_help
+from runrecord.exits import EXIT_BAD_INPUT
 from runrecord.flag_bounds import FlagValueError, check_flags
 
 
@@ -40,16 +40,42 @@ def parse_command(command: Any, prog: str, help_text: str, deciding: Sequence[st
     import tyro
 
     args = list(sys.argv[1:] if argv is None else argv)
+    sub = subcommands(command)
     if wants_help(args):
         flow_field_help(command)
-    sub = subcommands(command)
+        command = help_union(command, [])
     if args and args[0] in sub:
         cls, description = sub[args[0]]
+        text = description_of(cls, description)
+        if wants_help(args) and not isinstance(cls, type):
+            cls = help_union(cls, args[1:])
         return tyro.cli(cls, args=args[1:], prog=f"{prog} {args[0]}",  # type: ignore[call-overload]
-                        description=command_help(description or inspect.getdoc(cls) or "",
-                                                 args[0] in deciding))
+                        description=command_help(text, args[0] in deciding))
     return tyro.cli(command, args=args, prog=prog,  # type: ignore[call-overload]
                     description=command_help(help_text, decides=True))
+
+
+def description_of(cls: Any, marker_description: str | None) -> str:
+    """A subcommand's description: its marker's, else its config's docstring."""
+    return marker_description or (inspect.getdoc(cls) if isinstance(cls, type) else None) or ""
+
+
+def help_union(command: Any, args: Sequence[str]) -> Any:
+    """`command`, a union of subcommands, with the descriptions --help shows: flowed for
+    the subcommand list (it wraps them itself); for the subcommand `args` names, whose own
+    help this is, as runrecord.cli_help.described. A member that is a union of its own
+    (`analysis import`) likewise."""
+    import tyro
+
+    members = []
+    for name, (cls, text) in subcommands(command).items():
+        chosen = bool(args) and args[0] == name
+        doc = description_of(cls, text)
+        if not isinstance(cls, type):
+            cls = help_union(cls, args[1:] if chosen else [])
+        members.append(Annotated[cls, tyro.conf.subcommand(  # type: ignore[valid-type]
+            name, description=described(doc) if chosen else flowed(doc))])
+    return typing.Union[tuple(members)]  # noqa: UP007 (a union built at run time)
 
 
 def flags_refused(config: Any) -> int | None:

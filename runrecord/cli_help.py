@@ -7,7 +7,9 @@ tyro (1.0) reads a field's docstring with the source's indentation still on its
 continuation lines, so it keeps every line break of the source, and the help table then
 wraps those lines a second time: ragged paragraphs. A field's `help` metadata is shown
 as given, so each field gets its docstring flowed there: one paragraph per blank-line
-block, a line starting "- " (a list item) kept on its own line.
+block, a line starting "- " (a list item) kept on its own line. A command's description
+(its docstring) is flowed too: tyro joins its lines only where the next one starts with
+a letter, so a line starting "(", "--" or a digit broke the paragraph there.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import sys
 import typing
 from collections.abc import Sequence
 from typing import Any
+
+from runrecord.exits import exit_code_text
 
 
 def flowed(doc: str) -> str:
@@ -86,10 +90,39 @@ def wants_help(args: Sequence[str] | None = None) -> bool:
     return any(a in ("-h", "--help") for a in (sys.argv[1:] if args is None else args))
 
 
-def parse_config(command: Any, **kwargs: Any) -> Any:
-    """tyro.cli(command, **kwargs), with flowed flag help when --help is asked for."""
+def described(doc: str) -> str:
+    """A command's description as --help shows it: `doc` flowed, each paragraph wrapped to
+    the terminal (at most 100 columns) and indented by two spaces. tyro shows an indented
+    line as it is, but joins a plain paragraph's lines into one that it does not wrap."""
+    import shutil
+    import textwrap
+
+    width = min(shutil.get_terminal_size().columns, 100)
+    lines = []
+    for line in flowed(doc).split("\n"):
+        item = "  " if line.startswith("- ") else ""
+        lines += textwrap.wrap(line, width, initial_indent="  ",
+                               subsequent_indent="  " + item) or [""]
+    return "\n".join(lines)
+
+
+def command_help(doc: str, decides: bool) -> str:
+    """A command's --help description: its docstring (`described`), then, for a command
+    whose exit code reports an outcome, the exit-code table (indented: tyro keeps its
+    lines)."""
+    return described(doc) + ("\n\n" + exit_code_text() if decides else "")
+
+
+def parse_config(command: Any, *, decides: bool = False, **kwargs: Any) -> Any:
+    """tyro.cli(command, **kwargs), with flowed flag help when --help is asked for, and
+    the description (`description`, else a config class's docstring) as `described`,
+    ending with the exit codes where the command's exit code is an outcome (`decides`)."""
     import tyro
 
     if wants_help(kwargs.get("args")):
         flow_field_help(command)
+    doc = kwargs.get("description") or (inspect.getdoc(command) if isinstance(command, type)
+                                        else None)
+    if doc:
+        kwargs["description"] = command_help(doc, decides)
     return tyro.cli(command, **kwargs)

@@ -81,12 +81,6 @@ def exit_code_text(width: int = 79) -> str:
     return "\n".join(lines)
 
 
-def command_help(doc: str, decides: bool) -> str:
-    """A command's --help description: its docstring, then, for a command whose exit code
-    reports an outcome, the exit-code table (indented: tyro keeps its lines)."""
-    return doc.strip() + ("\n\n" + exit_code_text() if decides else "")
-
-
 def exit_code_markdown() -> str:
     """The table as markdown, for README.md and the docs."""
     return "\n".join(["| exit | outcome | when |", "|---|---|---|",

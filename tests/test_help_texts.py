@@ -272,3 +272,35 @@ def test_flowed_keeps_paragraphs_and_list_items():
 
     doc = "First line\n    goes on.\n\n    Items:\n    - one\n      more\n    - two"
     assert flowed(doc) == "First line goes on.\n\nItems:\n- one more\n- two"
+
+
+def test_every_help_line_fits_the_terminal(capsys, monkeypatch):
+    """A command's description (its docstring) is flowed and wrapped to the terminal like
+    its flags' help: tyro alone joins a paragraph's source lines into one line it does not
+    wrap, and breaks it wherever a source line starts with "(", "--" or a digit
+    (runrecord.cli_help.described). Only the usage line, which names every subcommand,
+    may be wider."""
+    monkeypatch.setenv("COLUMNS", "90")
+    wide = {}
+    for command in HELP_COMMANDS:
+        lines = [line for line in help_text(command, capsys).splitlines()
+                 if not line.startswith("usage:") and len(line) > 90]
+        if lines:
+            wide[command] = lines[0]
+    assert not wide, f"--help lines wider than the terminal: {wide}"
+
+
+def test_a_description_reads_as_its_paragraphs(capsys, monkeypatch):
+    """`analysis regression`'s docstring has source lines starting "(" and "2 error": its
+    --help shows the paragraph whole, its lines broken only to fit the terminal."""
+    import inspect
+
+    from analysis.cli.verdicts import Regression
+    from runrecord.cli_help import flowed
+
+    monkeypatch.setenv("COLUMNS", "90")
+    text = help_text("python -m analysis regression", capsys)
+    description = text.split("\n\n")[1]
+    assert " ".join(description.split()) == flowed(inspect.getdoc(Regression))
+    assert all(line.startswith("  ") and len(line) <= 90 for line in description.splitlines())
+    assert len(description.splitlines()) > 1

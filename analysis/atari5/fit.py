@@ -20,7 +20,7 @@ from typing import Any
 from analysis.atari5.model import DATASET, MODEL_FILE, SUBSETS, fit_report, read_dataset
 from analysis.errors import AnalysisError
 from runrecord.cli_help import parse_config
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_help
+from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 
 @dataclass(kw_only=True)
@@ -91,7 +91,7 @@ PAPER_SET = "44 algorithms with >= 40 games"
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_config(FitArgs, args=argv, prog="python -m analysis.atari5.fit",
-                    description=command_help(__doc__ or "", decides=True))
+                    description=__doc__, decides=True)
     try:
         report = fit_report(read_dataset(args.data))
     except AnalysisError as e:

@@ -11,7 +11,7 @@ from cleanba.core.checks import preset_choice
 from cleanba.core.config import ConfigError
 from cleanba.core.records import console
 from cleanba.core.runtime import exit_after, train
-from runrecord.cli_help import flow_field_help, wants_help
+from runrecord.cli_help import command_help, flow_field_help, wants_help
 from runrecord.exits import EXIT_BAD_INPUT
 
 
@@ -37,7 +37,8 @@ def main(presets: dict[str, tuple[str, Any]], factory: AlgorithmFactory, system:
             flow_field_help(config_class)
     try:
         config = tyro.extras.overridable_config_cli(
-            presets, prog=prog, args=args, description=description,
+            presets, prog=prog, args=args,
+            description=command_help(description, decides=False) if description else None,
         )
     except ConfigError as exc:
         console(f"error: {exc}", sys.stderr)

@@ -29,7 +29,7 @@ from typing import Literal
 from cleanba.core.layout import free_port
 from cleanba.core.xla_flags import CPU_CONV_FLAG, GPU_DETERMINISM_FLAG, with_flag
 from runrecord.cli_help import parse_config
-from runrecord.exits import EXIT_FAILED, EXIT_OK, command_help
+from runrecord.exits import EXIT_FAILED, EXIT_OK
 
 # (name, actor device ids, learner device ids, processes); the first is run twice. The
 # two processes of d2 (jax.distributed on localhost) run on CPU only: on one GPU they
@@ -180,5 +180,5 @@ def check(cfg: CheckConfig) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return check(parse_config(CheckConfig, args=argv,
-                          description=command_help(__doc__.split("\n\n")[0], decides=True)))
+                          description=__doc__.split("\n\n")[0], decides=True))
 
