@@ -28,7 +28,6 @@ from analysis.stats.metrics import (
     interval_estimates,
     probability_of_improvement_pairs,
 )
-from runrecord.words import counted
 
 ColumnKind = Literal["value", "text", "number", "count", "estimate"]
 
@@ -313,9 +312,8 @@ class Aggregates:
     def lines(self) -> list[str]:
         # A group's rows are distinct seeds (one run per seed and env), so the bootstrap
         # resamples independent seeds, never layout copies.
-        out = [self.table.markdown()]
-        out += [f"{g}: {counted(s, 'independent seed')} x {counted(t, 'task')} (CIs resample seeds within each "
-                "task)" for g, (s, t) in self.seeds.items()]
+        out = [self.table.markdown(), "seeds: a group's independent seeds, which its CIs "
+               "resample within each of its tasks"]
         fewest = min((s for s, _ in self.seeds.values()), default=0)
         if 1 < fewest <= FEW_SEEDS:
             out.append(f"note: {fewest} seeds: percentile bootstrap CIs are too narrow at so "
