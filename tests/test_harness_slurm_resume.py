@@ -9,7 +9,7 @@ starts at update 7, never holds), then
 Either way the record holds each update once, with the rows of an uninterrupted run of
 the same command, and no attempt is spent. Both tests run the same command: its
 uninterrupted run is made once, by the first (they run on one xdist worker), and compared
-with each resumed record. ~1-1.5 minutes each."""
+with each resumed record. ~40-60 s each."""
 
 from __future__ import annotations
 
