@@ -34,7 +34,11 @@ def trainer_env(devices: int = 1, **extra: str) -> dict[str, str]:
     env["XLA_FLAGS"] = " ".join(flags)
     env.setdefault("WANDB_MODE", "offline")
     env.setdefault("WANDB_SILENT", "true")
+    # A fault or a hold is asked for per trainer (in `extra`), never inherited: a test that
+    # set CLEANBA_HOLD_AT for the harness it drives would else hold its own reference run
+    # for HOLD_MAX_S (120 s) before it goes on.
     env.pop("CLEANBA_FAULT", None)
+    env.pop("CLEANBA_HOLD_AT", None)
     env.update(extra)
     return env
 

@@ -7,7 +7,9 @@ starts at update 7, never holds), then
   attempt, and the new job resumes;
 - or requeued with `scontrol requeue`: Slurm runs the same job again, which resumes.
 Either way the record holds each update once, with the rows of an uninterrupted run of
-the same command, and no attempt is spent. ~1-2 minutes each."""
+the same command, and no attempt is spent. Both tests run the same command: its
+uninterrupted run is made once, by the first (they run on one xdist worker), and compared
+with each resumed record. ~40-60 s each."""
 
 from __future__ import annotations
 
@@ -66,7 +68,29 @@ def held_job(tmp_path: Path, monkeypatch) -> tuple[Harness, str, str, Path]:
     return h, run_id, job, run_dir
 
 
-def assert_resumed_once(h: Harness, run_dir: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def uninterrupted() -> dict[tuple[str, ...], Path]:
+    """{trainer command, its --run-dir left out: the record of that command run
+    uninterrupted on this machine}, filled by the first test that needs one."""
+    return {}
+
+
+def plain_run(command: list[str], runs: dict[tuple[str, ...], Path], folder: Path) -> Path:
+    """The record of `command` run uninterrupted into a run dir of its own (made once per
+    command: both tests' resumed runs have the same command but for their --run-dir)."""
+    at = command.index("--run-dir") + 1
+    key = tuple(command[:at] + command[at + 1:])
+    if key not in runs:
+        command = [*command[:at], str(folder), *command[at + 1:]]
+        p = subprocess.run(command, env=trainer_env(1), capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs[key] = folder
+    return runs[key]
+
+
+def assert_resumed_once(h: Harness, run_dir: Path, tmp_path: Path,
+                        uninterrupted: dict[tuple[str, ...], Path]) -> None:
     """The run completed from checkpoints/6: each update once, no attempt spent, the rows
     of the same command run uninterrupted here."""
     assert "resumed from checkpoints/6 (after update 6)" in h.text, h.text
@@ -84,14 +108,10 @@ def assert_resumed_once(h: Harness, run_dir: Path, tmp_path: Path) -> None:
     if "--resume-from" in command:  # the resumed attempt's own flag
         at = command.index("--resume-from")
         del command[at:at + 2]
-    command[command.index("--run-dir") + 1] = str(tmp_path / "plain")
-    p = subprocess.run(command, env=trainer_env(1), capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert_same_records(tmp_path / "plain", run_dir)
+    assert_same_records(plain_run(command, uninterrupted, tmp_path / "plain"), run_dir)
 
 
-def test_a_preempted_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+def test_a_preempted_job_resumes_from_its_checkpoint(tmp_path, monkeypatch, uninterrupted):
     cluster(accounting=False)
     h, run_id, job, run_dir = held_job(tmp_path, monkeypatch)
     slurm("scancel", "--signal=USR2", job)
@@ -99,10 +119,10 @@ def test_a_preempted_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     assert rc == 0, h.text
     assert re.search(rf"^preempted: {run_id} .*resubmitted, no attempt spent$", h.text,
                      re.M), h.text
-    assert_resumed_once(h, run_dir, tmp_path)
+    assert_resumed_once(h, run_dir, tmp_path, uninterrupted)
 
 
-def test_a_requeued_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+def test_a_requeued_job_resumes_from_its_checkpoint(tmp_path, monkeypatch, uninterrupted):
     cluster(accounting=True)
     h, run_id, job, run_dir = held_job(tmp_path, monkeypatch)
     [first_pid] = [q.pid for q in psutil.process_iter(["cmdline"])  # the held trainer
@@ -114,4 +134,4 @@ def test_a_requeued_job_resumes_from_its_checkpoint(tmp_path, monkeypatch):
     rc = h.wait(timeout=300)
     assert rc == 0, h.text
     assert "resubmitted" not in h.text, h.text  # Slurm ran it again, not the harness
-    assert_resumed_once(h, run_dir, tmp_path)
+    assert_resumed_once(h, run_dir, tmp_path, uninterrupted)
