@@ -202,6 +202,19 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
+def start_child(argv: Sequence[str], cpus: Sequence[int] | None, env: dict[str, str],
+                cwd: Path, log: Any, python: str = sys.executable) -> subprocess.Popen:
+    """Start one trainer process through the exec shim harness._child (pinned to `cpus`,
+    dying with this process), in a session of its own, its output into `log`."""
+    shim = [python, "-m", "harness._child"]
+    if cpus:
+        shim += ["--cpus", ",".join(map(str, cpus))]
+    return subprocess.Popen([*shim, "--", *argv], stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL,
+                            env={**env, "HARNESS_PARENT_PID": str(os.getpid())},
+                            cwd=cwd, start_new_session=True)
+
+
 def launch_and_wait(
     spec: RunSpec,
     run_dir: Path,
@@ -228,17 +241,10 @@ def launch_and_wait(
                                   python=python), *extra_args]
             my_cpus = list(cpu_ids[i * cpp:(i + 1) * cpp]) if cpu_ids else None
             my_gpus = process_gpus(gpu_ids, spec.layout.devices_per_process, i)
-            shim = [python, "-m", "harness._child"]
-            if my_cpus:
-                shim += ["--cpus", ",".join(map(str, my_cpus))]
-            env = child_env(spec, my_cpus, my_gpus)
-            env["HARNESS_PARENT_PID"] = str(os.getpid())
             log.write(f"=== process {pid}: {' '.join(argv)}\n".encode())
             log.flush()
-            procs.append(subprocess.Popen(
-                [*shim, "--", *argv], stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=env, cwd=PROJECT_ROOT, start_new_session=True,
-            ))
+            procs.append(start_child(argv, my_cpus, child_env(spec, my_cpus, my_gpus),
+                                     PROJECT_ROOT, log, python))
     deadline = (time.monotonic() + spec.resources.timeout_min * 60
                 if spec.resources.timeout_min else None)
     signalled_at: float | None = None

@@ -34,6 +34,7 @@ from cleanba.core import checkpoint
 from cleanba.core.layout import free_port
 from harness.certify.facts import differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
+from harness.execute import start_child
 from harness.local import available_cpus
 from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
 from runrecord.determinism import DETERMINISM_KEYS
@@ -236,16 +237,8 @@ def cpu_sets(device: Mapping[str, Any], processes: int, cores: Sequence[int],
 def _launch(argvs: Sequence[tuple[list[str], list[int] | None]], device: Mapping[str, Any],
             checkout: Path, log: Any) -> list[subprocess.Popen]:
     """Start each process (pinned, dying with this one) through the harness's exec shim."""
-    procs = []
-    for process, (argv, cpus) in enumerate(argvs):
-        env = {**replay_env(device, checkout, process), "HARNESS_PARENT_PID": str(os.getpid())}
-        shim = [sys.executable, "-m", "harness._child"]
-        if cpus:
-            shim += ["--cpus", ",".join(map(str, cpus))]
-        procs.append(subprocess.Popen([*shim, "--", *argv], stdout=log,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      env=env, cwd=checkout, start_new_session=True))
-    return procs
+    return [start_child(argv, cpus, replay_env(device, checkout, process), checkout, log)
+            for process, (argv, cpus) in enumerate(argvs)]
 
 
 def _wait(procs: Sequence[subprocess.Popen], deadline: float,
