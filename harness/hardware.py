@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import html
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from analysis.verdicts.seedplan import beyond_cap
 from harness.page import table_html, verdict_class
 from runrecord.hardware import record_place
 from runrecord.words import counted, signed
-from runrecord.writer import read_json_or_none
+from runrecord.writer import read_json_lines, read_json_or_none
 
 TITLE = "Hardware evidence"
 CPU = "cpu"
@@ -58,15 +57,8 @@ def folders(store: Path) -> list[tuple[str, str, Path]]:
 
 
 def leases(store: Path) -> list[dict[str, Any]]:
-    out = []
-    for _, _, folder in folders(store):
-        path = folder / "leases.jsonl"
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue
+    out = [lease for _, _, folder in folders(store)
+           for lease in read_json_lines(folder / "leases.jsonl")]
     return sorted(out, key=lambda lease: str(lease.get("started_at")))
 
 

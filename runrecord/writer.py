@@ -124,6 +124,25 @@ def read_json_or_none(path: Path) -> Any:
         return None
 
 
+def read_json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON Lines file, in file order; [] when it is absent. A line
+    that does not parse (edited by hand) or is not an object is skipped, and so is what
+    follows the last newline (an append cut short by a kill)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.split("\n")[:-1]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
+
+
 def settle(run_dir: Path | str, manifest: dict[str, Any], status: str,
            error: Mapping[str, Any] | BaseException | None = None,
            summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
