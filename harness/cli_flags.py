@@ -59,8 +59,6 @@ class Select:
         if (self.sweep is None) == (self.preset is None):
             raise SweepError("give exactly one of --sweep FILE or --preset NAME")
         path = self.sweep if self.sweep is not None else _preset_path(str(self.preset))
-        if self.frames is not None and self.frames < 1:
-            raise SweepError(f"--frames must be >= 1, got {self.frames}")
         sweep = load_sweep(path, frames=self.frames, games=parse_list(self.games),
                            seeds=parse_seeds(self.seeds), name=self.name,
                            accelerator=self.accelerator, until_decided=until_decided)
