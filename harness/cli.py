@@ -287,7 +287,7 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
         kind = f" [{o.kind} error]" if o.kind else ""
         print(f"  {what}: {o.run_id} {o.label}{kind}: "
               f"{o.error.splitlines()[0] if o.error else ''}")
-        print(f"    log: {store.run_dir(o.run_id) / 'stdout.log'}")
+        print(f"    log: {store.run_dir(o.run_id) / schema.LOG_FILE}")
     for o in outcomes:
         if o.resumed_from:
             print(f"  resumed: {o.run_id} {o.label} from {o.resumed_from} ({o.status})")

@@ -24,7 +24,6 @@ from typing import Any
 from analysis.inputs.cache import refresh_run
 from cleanba.core.layout import free_port
 from harness.store import (
-    LOG_FILE,
     RunLock,
     RunState,
     Store,
@@ -229,7 +228,7 @@ def launch_and_wait(
 ) -> tuple[list[int], str]:
     """Start the given processes of a run, wait for all; returns (exit codes, why stopped).
     `extra_args` follow each process's command (e.g. --resume-from)."""
-    log_path = run_dir / LOG_FILE
+    log_path = run_dir / schema.LOG_FILE
     procs: list[subprocess.Popen] = []
     why = ""
     with open(log_path, "ab") as log:
@@ -440,7 +439,7 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
     manifest = read_manifest_or_none(run_dir)
     status = (manifest or {}).get("status")
     rc = codes[0]
-    tail = log_tail(run_dir / LOG_FILE)
+    tail = log_tail(run_dir / schema.LOG_FILE)
     if status == schema.COMPLETED:
         out.status = schema.COMPLETED
         if any(c != 0 for c in codes):
