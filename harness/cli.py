@@ -220,7 +220,8 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
         return monitor
     sweep = replace(sweep, runs=list(runs))
     if cmd.backend == "local":
-        from harness.local import Pool, available_cpus
+        from harness.local import Pool
+        from runrecord.provenance import available_cpus
 
         cpus = available_cpus()
         if cmd.cpus is not None:

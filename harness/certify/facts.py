@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cleanba.core.xla_flags import trainer_xla_flags
-from runrecord.provenance import cpu_signature, package_versions
+from runrecord.provenance import available_cpus, cpu_signature, package_versions
 
 NOT_RECORDED = "not recorded"
 
@@ -91,12 +91,8 @@ def here_facts(device: Mapping[str, Any], deterministic: bool,
     (without starting JAX): versions, CPU signature, cores, and the XLA flags the replay
     would run under. Platform, device kind and PRNG come from the replay's own record."""
     packages = package_versions(PACKAGES)
-    try:
-        cores: int | None = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this OS
-        cores = os.cpu_count()
     return {"python": sys.version.split()[0], **packages, "cpu": cpu_signature(),
-            "usable_cpus": cores,
+            "usable_cpus": len(available_cpus()),
             "xla_flags": replay_xla_flags(environ.get("XLA_FLAGS", ""), device, deterministic)}
 
 

@@ -35,9 +35,9 @@ from cleanba.core.layout import free_port
 from harness.certify.facts import differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
 from harness.execute import start_child
-from harness.local import available_cpus
 from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
 from runrecord.determinism import DETERMINISM_KEYS
+from runrecord.provenance import available_cpus
 from runrecord.words import counted
 
 VERIFIED = "VERIFIED"
