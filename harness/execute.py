@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,29 +140,42 @@ def child_env(
     spec: RunSpec, cpu_ids: Sequence[int] | None, gpu_ids: Sequence[int] | None,
     base: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Environment of a trainer process: its devices, its thread counts, offline wandb."""
-    env = dict(os.environ if base is None else base)
-    threads = str(len(cpu_ids) if cpu_ids else spec.resources.cpus_per_process)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = threads
-    if spec.resources.accelerator == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
+    """Environment of a trainer process: trainer_env's, with the sweep's virtual device
+    count on CPU."""
+    cpu = spec.resources.accelerator == "cpu"
+    env = trainer_env(os.environ if base is None else base,
+                      len(cpu_ids) if cpu_ids else spec.resources.cpus_per_process, cpu,
+                      None if gpu_ids is None else list(map(str, gpu_ids)), PROJECT_ROOT)
+    if cpu:
         flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
                        env.get("XLA_FLAGS", "")).strip()
         env["XLA_FLAGS"] = (
             f"{flags} --xla_force_host_platform_device_count="
             f"{spec.cpu_devices or spec.layout.devices_per_process}"
         ).strip()
-    elif gpu_ids is not None:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
+    return env
+
+
+def trainer_env(base: Mapping[str, str], threads: int | None, cpu: bool,
+                gpus: Sequence[str] | None, root: Path) -> dict[str, str]:
+    """What the environment of every trainer process the harness starts holds (a sweep's
+    runs and the replays of `harness verify`): `threads` per BLAS thread pool (None: as
+    `base`), JAX on the CPU (`cpu`) or on its own `gpus`, offline wandb, unbuffered
+    output, `root` importable."""
+    env = dict(base)
+    if threads is not None:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = str(threads)
+    if cpu:
+        env["JAX_PLATFORMS"] = "cpu"
+    elif gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         # jax.distributed keeps them all (inside a Slurm allocation it would keep only
         # the GPU numbered SLURM_LOCALID; see cleanba.core.layout.local_device_ids)
-        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(len(gpu_ids))))
+        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(len(gpus))))
     env.setdefault("WANDB_MODE", "offline")
     env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     return env
 
 

@@ -34,7 +34,7 @@ from cleanba.core import checkpoint
 from cleanba.core.layout import free_port
 from harness.certify.facts import differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
-from harness.execute import start_child
+from harness.execute import start_child, trainer_env
 from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
 from runrecord.determinism import DETERMINISM_KEYS
 from runrecord.provenance import available_cpus
@@ -100,25 +100,16 @@ def replay_env(device: Mapping[str, Any], checkout: Path, process: int = 0,
     """Process `process`'s environment in a replay: this one's, with the recorded virtual
     device count on CPU and thread counts of the recorded cores; on GPUs its own
     `device_count` GPUs of those visible (as the harness gives its runs)."""
-    env = dict(environ)
-    count = device.get("device_count")
+    count, cores = device.get("device_count"), device.get("usable_cpus")
+    gpus = None
     if device.get("platform") == "gpu" and isinstance(count, int):
-        visible = [g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g] or \
+        visible = [g for g in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g] or \
             [str(i) for i in range(64)]
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(visible[process * count:(process + 1) * count])
-        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(count)))
+        gpus = visible[process * count:(process + 1) * count]
+    env = trainer_env(environ, cores if isinstance(cores, int) else None,
+                      device.get("platform") == "cpu", gpus, checkout)
     env.pop("CLEANBA_FAULT", None)  # a test hook, not part of any recorded command
     env["XLA_FLAGS"] = replay_base_flags(env.get("XLA_FLAGS", ""), device)
-    if device.get("platform") == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
-    cores = device.get("usable_cpus")
-    if isinstance(cores, int):
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env[var] = str(cores)
-    env.setdefault("WANDB_MODE", "offline")
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), env.get("PYTHONPATH", ""))
-                                        if p)
     return env
 
 
