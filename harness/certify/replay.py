@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -34,8 +33,15 @@ from cleanba.core import checkpoint
 from cleanba.core.layout import free_port
 from harness.certify.facts import differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
-from harness.execute import start_child, trainer_env
-from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
+from harness.execute import log_tail, start_child, trainer_env
+from runrecord import (
+    PROJECT_ROOT,
+    atomic_write_json,
+    read_manifest,
+    read_manifest_or_none,
+    resolve_path,
+    schema,
+)
 from runrecord.determinism import DETERMINISM_KEYS
 from runrecord.provenance import available_cpus
 from runrecord.words import counted
@@ -310,10 +316,8 @@ def copy_for_resume(record_dir: Path, run_dir: Path, first: int) -> None:
     for update in checkpoint.updates_on_disk(run_dir):
         if update > first:
             shutil.rmtree(run_dir / checkpoint.CHECKPOINTS_DIR / str(update))
-    manifest_path = run_dir / schema.MANIFEST_FILE
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    manifest_path.write_text(json.dumps({**manifest, "status": schema.INTERRUPTED}),
-                             encoding="utf-8")
+    atomic_write_json(run_dir / schema.MANIFEST_FILE,
+                      {**read_manifest(run_dir), "status": schema.INTERRUPTED})
 
 
 def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_dir: Path,
@@ -324,9 +328,8 @@ def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_
     `first`, where a segment's replay starts)."""
     manifest = read_manifest_or_none(run_dir)
     if manifest is None:
-        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-        return replace(base, outcome=MISMATCH,
-                       text="the recorded command did not start a run here: " + " | ".join(tail))
+        return replace(base, outcome=MISMATCH, text="the recorded command did not start a "
+                       "run here: " + " | ".join(log_tail(log, 3).splitlines()))
     certified = read_manifest_or_none(record_dir) or {}
     differ = differences(certified.get("determinism") or {}, manifest.get("determinism") or {},
                          keys=DETERMINISM_KEYS, where="replay")
