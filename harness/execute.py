@@ -9,7 +9,6 @@ as failed or interrupted with the reason and the tail of stdout.log.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -23,6 +22,7 @@ from typing import Any
 
 from analysis.inputs.cache import refresh_run
 from cleanba.core.layout import free_port
+from cleanba.core.xla_flags import with_device_count
 from harness.store import (
     RunLock,
     RunState,
@@ -147,12 +147,8 @@ def child_env(
                       len(cpu_ids) if cpu_ids else spec.resources.cpus_per_process, cpu,
                       None if gpu_ids is None else list(map(str, gpu_ids)), PROJECT_ROOT)
     if cpu:
-        flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
-                       env.get("XLA_FLAGS", "")).strip()
-        env["XLA_FLAGS"] = (
-            f"{flags} --xla_force_host_platform_device_count="
-            f"{spec.cpu_devices or spec.layout.devices_per_process}"
-        ).strip()
+        env["XLA_FLAGS"] = with_device_count(env.get("XLA_FLAGS", ""),
+                                             spec.cpu_devices or spec.layout.devices_per_process)
     return env
 
 
