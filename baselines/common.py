@@ -6,7 +6,6 @@ Nothing here imports torch: the adapters must set OMP_NUM_THREADS before torch l
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -37,6 +36,7 @@ from runrecord import (
     run_id,
     write_skipped,
 )
+from runrecord.ids import file_digest
 
 ARCHITECTURE = "async"
 LAYOUT = Layout((0,), (0,), 1)  # a0-l0-d1: one process, actors and learner on one device
@@ -154,7 +154,7 @@ def checkout_info(path: Path, key_file: str) -> dict[str, Any]:
         info["inside"] = state["inside"]
     f = path / key_file
     info["file"] = key_file
-    info["file_sha256"] = hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None
+    info["file_sha256"] = file_digest(f)[0] if f.is_file() else None
     return info
 
 

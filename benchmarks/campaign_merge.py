@@ -23,6 +23,7 @@ from campaign_lease import read_archive
 from campaign_state import EQUIVALENCE, RECORD_FILES, record_place
 
 from runrecord.words import counted
+from runrecord.writer import read_json_lines
 
 TOP_FOLDERS = (EQUIVALENCE, "learning", "speed-bound", "deterministic")
 LEASE_KEYS = ("lease", "kind", "tool_kind", "stack", "mode", "started_at", "finished_at",
@@ -147,13 +148,8 @@ def lease_summary(lease: dict[str, Any]) -> dict[str, Any]:
 
 def append_lease(path: Path, summary: dict[str, Any]) -> str:
     """Add the lease's line unless it is there; what happened, in words."""
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                if json.loads(line).get("lease") == summary["lease"]:
-                    return f"merge: lease {summary['lease']} was merged before"
-            except ValueError:
-                continue
+    if any(lease.get("lease") == summary["lease"] for lease in read_json_lines(path)):
+        return f"merge: lease {summary['lease']} was merged before"
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(summary, sort_keys=True) + "\n")
     return f"merge: lease {summary['lease']} added to {path}"

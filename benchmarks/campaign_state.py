@@ -19,7 +19,6 @@ sequence of items (`plan_items`); a lease runs the first ones not done that fit 
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from runrecord.hardware import kind_folder, record_place, stack_folder  # noqa: E402
+from runrecord.writer import read_json_lines, read_json_or_none  # noqa: E402
 
 STORE = ROOT / "results" / "hardware"
 EQUIVALENCE = "equivalence"  # the chunk (a) sweep's name (harness/presets/hardware.toml)
@@ -86,19 +86,12 @@ def tool_kind(kind: str) -> str | None:
 # what a (kind, stack) folder holds
 
 
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def completed_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
     """run id -> manifest of every completed run record in a runs/ folder."""
     out = {}
     if runs_dir.is_dir():
         for d in sorted(runs_dir.iterdir()):
-            m = read_json(d / "manifest.json")
+            m = read_json_or_none(d / "manifest.json")
             if isinstance(m, dict) and m.get("status") == "completed" and all(
                     (d / f).is_file() for f in RECORD_FILES):
                 out[d.name] = m
@@ -139,24 +132,18 @@ def read_place(store: Path, kind: str, stack: str) -> Place:
         place.learning_seeds = sorted(
             int(d.name.removeprefix("seed-")) for d in learning.iterdir()
             if d.name.startswith("seed-") and d.name[5:].isdigit()
-            and isinstance(read_json(d / "figures.json"), dict))
+            and isinstance(read_json_or_none(d / "figures.json"), dict))
     if (base / "speed-bound").is_dir():
         place.speed_bound = sorted(p.stem for p in (base / "speed-bound").glob("*.json"))
         for lease in place.speed_bound:
-            record = read_json(base / "speed-bound" / f"{lease}.json")
+            record = read_json_or_none(base / "speed-bound" / f"{lease}.json")
             if isinstance(record, dict) and record.get("faster_mode") in ACTOR_MODES:
                 place.faster_modes[lease] = {"mode": record["faster_mode"],
                                              "why": str(record.get("faster_why", ""))}
     if (base / "deterministic").is_dir():
         place.deterministic = sorted(d.name for d in (base / "deterministic").iterdir()
-                                     if isinstance(read_json(d / "figures.json"), dict))
-    leases = base / "leases.jsonl"
-    if leases.is_file():
-        for line in leases.read_text(encoding="utf-8").splitlines():
-            try:
-                place.leases.append(json.loads(line))
-            except ValueError:
-                continue  # a torn last line is not a lease
+                                     if isinstance(read_json_or_none(d / "figures.json"), dict))
+    place.leases.extend(read_json_lines(base / "leases.jsonl"))
     return place
 
 

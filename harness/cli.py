@@ -220,7 +220,8 @@ def run_runs(cmd: Run, sweep: Sweep, store: Store, runs: list[RunSpec],
         return monitor
     sweep = replace(sweep, runs=list(runs))
     if cmd.backend == "local":
-        from harness.local import Pool, available_cpus
+        from harness.local import Pool
+        from runrecord.provenance import available_cpus
 
         cpus = available_cpus()
         if cmd.cpus is not None:
@@ -287,7 +288,7 @@ def summarise(sweep: Sweep, store: Store, outcomes: list[Outcome], perf: dict,
         kind = f" [{o.kind} error]" if o.kind else ""
         print(f"  {what}: {o.run_id} {o.label}{kind}: "
               f"{o.error.splitlines()[0] if o.error else ''}")
-        print(f"    log: {store.run_dir(o.run_id) / 'stdout.log'}")
+        print(f"    log: {store.run_dir(o.run_id) / schema.LOG_FILE}")
     for o in outcomes:
         if o.resumed_from:
             print(f"  resumed: {o.run_id} {o.label} from {o.resumed_from} ({o.status})")

@@ -4,7 +4,6 @@ run). harness/cli.py parses them and calls the commands."""
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +22,7 @@ from harness.sweep import (
     parse_seeds,
 )
 from harness.sweep import preset_path as _preset_path
+from runrecord.writer import read_json_or_none
 
 
 @dataclass
@@ -59,8 +59,6 @@ class Select:
         if (self.sweep is None) == (self.preset is None):
             raise SweepError("give exactly one of --sweep FILE or --preset NAME")
         path = self.sweep if self.sweep is not None else _preset_path(str(self.preset))
-        if self.frames is not None and self.frames < 1:
-            raise SweepError(f"--frames must be >= 1, got {self.frames}")
         sweep = load_sweep(path, frames=self.frames, games=parse_list(self.games),
                            seeds=parse_seeds(self.seeds), name=self.name,
                            accelerator=self.accelerator, until_decided=until_decided)
@@ -83,10 +81,8 @@ class Inspect(Select):
         sweep = super().load(until_decided)
         if not self.last_filters:
             return sweep
-        try:  # the plan.json of the sweep's last `harness run` (cli.save_plan)
-            last = json.loads((self.store(sweep).sweep_dir / "plan.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            last = {}
+        # the plan.json of the sweep's last `harness run` (cli.save_plan)
+        last = read_json_or_none(self.store(sweep).sweep_dir / "plan.json")
         last = last if isinstance(last, dict) else {}
         # A sweep last run with --until-decided is looked at as the adaptive sweep it was.
         until_decided = sweep.adaptive is None and bool(last.get("until_decided"))

@@ -9,22 +9,21 @@ as failed or interrupted with the reason and the tail of stdout.log.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analysis.inputs.cache import refresh_run
 from cleanba.core.layout import free_port
+from cleanba.core.xla_flags import with_device_count
 from harness.store import (
-    LOG_FILE,
     RunLock,
     RunState,
     Store,
@@ -141,29 +140,38 @@ def child_env(
     spec: RunSpec, cpu_ids: Sequence[int] | None, gpu_ids: Sequence[int] | None,
     base: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Environment of a trainer process: its devices, its thread counts, offline wandb."""
-    env = dict(os.environ if base is None else base)
-    threads = str(len(cpu_ids) if cpu_ids else spec.resources.cpus_per_process)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = threads
-    if spec.resources.accelerator == "cpu":
+    """Environment of a trainer process: trainer_env's, with the sweep's virtual device
+    count on CPU."""
+    cpu = spec.resources.accelerator == "cpu"
+    env = trainer_env(os.environ if base is None else base,
+                      len(cpu_ids) if cpu_ids else spec.resources.cpus_per_process, cpu,
+                      None if gpu_ids is None else list(map(str, gpu_ids)), PROJECT_ROOT)
+    if cpu:
+        env["XLA_FLAGS"] = with_device_count(env.get("XLA_FLAGS", ""),
+                                             spec.cpu_devices or spec.layout.devices_per_process)
+    return env
+
+
+def trainer_env(base: Mapping[str, str], threads: int | None, cpu: bool,
+                gpus: Sequence[str] | None, root: Path) -> dict[str, str]:
+    """What the environment of every trainer process the harness starts holds (a sweep's
+    runs and the replays of `harness verify`): `threads` per BLAS thread pool (None: as
+    `base`), JAX on the CPU (`cpu`) or on its own `gpus`, offline wandb, unbuffered
+    output, `root` importable."""
+    env = dict(base)
+    if threads is not None:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = str(threads)
+    if cpu:
         env["JAX_PLATFORMS"] = "cpu"
-        flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
-                       env.get("XLA_FLAGS", "")).strip()
-        env["XLA_FLAGS"] = (
-            f"{flags} --xla_force_host_platform_device_count="
-            f"{spec.cpu_devices or spec.layout.devices_per_process}"
-        ).strip()
-    elif gpu_ids is not None:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
+    elif gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         # jax.distributed keeps them all (inside a Slurm allocation it would keep only
         # the GPU numbered SLURM_LOCALID; see cleanba.core.layout.local_device_ids)
-        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(len(gpu_ids))))
+        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(len(gpus))))
     env.setdefault("WANDB_MODE", "offline")
     env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     return env
 
 
@@ -202,6 +210,19 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
+def start_child(argv: Sequence[str], cpus: Sequence[int] | None, env: dict[str, str],
+                cwd: Path, log: Any, python: str = sys.executable) -> subprocess.Popen:
+    """Start one trainer process through the exec shim harness._child (pinned to `cpus`,
+    dying with this process), in a session of its own, its output into `log`."""
+    shim = [python, "-m", "harness._child"]
+    if cpus:
+        shim += ["--cpus", ",".join(map(str, cpus))]
+    return subprocess.Popen([*shim, "--", *argv], stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL,
+                            env={**env, "HARNESS_PARENT_PID": str(os.getpid())},
+                            cwd=cwd, start_new_session=True)
+
+
 def launch_and_wait(
     spec: RunSpec,
     run_dir: Path,
@@ -216,7 +237,7 @@ def launch_and_wait(
 ) -> tuple[list[int], str]:
     """Start the given processes of a run, wait for all; returns (exit codes, why stopped).
     `extra_args` follow each process's command (e.g. --resume-from)."""
-    log_path = run_dir / LOG_FILE
+    log_path = run_dir / schema.LOG_FILE
     procs: list[subprocess.Popen] = []
     why = ""
     with open(log_path, "ab") as log:
@@ -228,17 +249,10 @@ def launch_and_wait(
                                   python=python), *extra_args]
             my_cpus = list(cpu_ids[i * cpp:(i + 1) * cpp]) if cpu_ids else None
             my_gpus = process_gpus(gpu_ids, spec.layout.devices_per_process, i)
-            shim = [python, "-m", "harness._child"]
-            if my_cpus:
-                shim += ["--cpus", ",".join(map(str, my_cpus))]
-            env = child_env(spec, my_cpus, my_gpus)
-            env["HARNESS_PARENT_PID"] = str(os.getpid())
             log.write(f"=== process {pid}: {' '.join(argv)}\n".encode())
             log.flush()
-            procs.append(subprocess.Popen(
-                [*shim, "--", *argv], stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=env, cwd=PROJECT_ROOT, start_new_session=True,
-            ))
+            procs.append(start_child(argv, my_cpus, child_env(spec, my_cpus, my_gpus),
+                                     PROJECT_ROOT, log, python))
     deadline = (time.monotonic() + spec.resources.timeout_min * 60
                 if spec.resources.timeout_min else None)
     signalled_at: float | None = None
@@ -434,7 +448,7 @@ def _settle(spec: RunSpec, run_dir: Path, out: Outcome, codes: list[int], why: s
     manifest = read_manifest_or_none(run_dir)
     status = (manifest or {}).get("status")
     rc = codes[0]
-    tail = log_tail(run_dir / LOG_FILE)
+    tail = log_tail(run_dir / schema.LOG_FILE)
     if status == schema.COMPLETED:
         out.status = schema.COMPLETED
         if any(c != 0 for c in codes):

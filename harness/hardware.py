@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import html
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,16 +36,10 @@ from analysis.verdicts.seedplan import beyond_cap
 from harness.page import table_html, verdict_class
 from runrecord.hardware import record_place
 from runrecord.words import counted, signed
+from runrecord.writer import read_json_lines, read_json_or_none
 
 TITLE = "Hardware evidence"
 CPU = "cpu"
-
-
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _num(x: Any, digits: int = 0) -> str:
@@ -64,15 +57,8 @@ def folders(store: Path) -> list[tuple[str, str, Path]]:
 
 
 def leases(store: Path) -> list[dict[str, Any]]:
-    out = []
-    for _, _, folder in folders(store):
-        path = folder / "leases.jsonl"
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue
+    out = [lease for _, _, folder in folders(store)
+           for lease in read_json_lines(folder / "leases.jsonl")]
     return sorted(out, key=lambda lease: str(lease.get("started_at")))
 
 
@@ -189,16 +175,16 @@ def learning_rows(store: Path, suite_calls: Path) -> list[list[Any]]:
     for kind, _, folder in folders(store):
         learning = folder / "learning"
         for seed_dir in sorted(learning.iterdir()) if learning.is_dir() else []:
-            fig = _json(seed_dir / "figures.json")
+            fig = read_json_or_none(seed_dir / "figures.json")
             if isinstance(fig, dict):
-                manifest = _json(seed_dir / "ours" / "manifest.json") or {}
+                manifest = read_json_or_none(seed_dir / "ours" / "manifest.json") or {}
                 lease = by_lease.get(fig.get("lease"), {})
                 rows.append(ours_vs_reference(
                     f"{lease.get('started_at', '?')[:10]} {fig.get('lease', '')}", kind,
                     fig.get("seed"), fig.get("ours") or {}, fig.get("reference") or {},
                     seed_dir / "ours" / "episodes.csv", manifest))
     for path in sorted(suite_calls.glob("*/*results.json")) if suite_calls.is_dir() else []:
-        res = _json(path) or {}
+        res = read_json_or_none(path) or {}
         steps = res.get("steps") or {}
         if isinstance(steps.get("reference-ppo"), dict) and "steady_sps" in steps["reference-ppo"]:
             devices = (steps.get("environment") or {}).get("devices") or [{}]
@@ -237,7 +223,7 @@ def speed_rows(store: Path) -> list[list[Any]]:
     rows = []
     for kind, stack, folder in folders(store):
         for path in sorted((folder / "speed-bound").glob("*.json")):
-            record = _json(path) or {}
+            record = read_json_or_none(path) or {}
             modes = record.get("modes") or {str(record.get("actor_mode", "serial")): record}
             faster = record.get("faster_mode")
             for mode, f in modes.items():
@@ -260,7 +246,7 @@ def deterministic_rows(store: Path) -> list[list[Any]]:
     for kind, stack, folder in folders(store):
         det = folder / "deterministic"
         for d in sorted(det.iterdir()) if det.is_dir() else []:
-            f = _json(d / "figures.json") or {}
+            f = read_json_or_none(d / "figures.json") or {}
             runs = f.get("runs") or []
             rows.append([d.name, kind, stack, f.get("updates_compared", "-"),
                          "identical" if f.get("checksums_identical") else
@@ -282,7 +268,7 @@ def provenance_rows(store: Path) -> list[list[Any]]:
     says something other than what ran; the records themselves are never rewritten)."""
     rows = []
     for kind, stack, folder in folders(store):
-        note = _json(folder / "provenance-note.json")
+        note = read_json_or_none(folder / "provenance-note.json")
         if isinstance(note, dict):
             project, ref = note.get("project") or {}, note.get("reference") or {}
             rows.append([f"{kind}/{stack}", project.get("recorded", "-"),

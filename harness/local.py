@@ -42,6 +42,7 @@ from harness.store import (
 )
 from harness.sweep import RunSpec
 from runrecord import schema
+from runrecord.provenance import available_cpus
 from runrecord.words import counted
 
 NO_RATE = "no run of this sweep has finished yet"
@@ -176,13 +177,6 @@ def fmt_duration(s: float, none: str = "0m00s") -> str:
 
 
 BUSY_RECHECK_S = 5.0  # a run locked by another harness: look again after this long
-
-
-def available_cpus() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return list(range(os.cpu_count() or 1))
 
 
 def detect_gpus() -> list[int]:

@@ -57,6 +57,7 @@ from runrecord.exits import (
 )
 from runrecord.provenance import DISTRIBUTION, collect, git_state
 from runrecord.words import counted
+from runrecord.writer import atomic_write_text
 
 REPORT_PAGE = "index.html"
 
@@ -274,15 +275,12 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
     states = Counter(run_state(store.run_dir(s.run_id)).state for s in sweep.runs)
     extra = {"report options": json.dumps(opts), "run states": json.dumps(dict(states))}
     page = out_dir / REPORT_PAGE
-    tmp = page.with_suffix(".html.tmp")
     certificate = certificate_section(store.sweep_dir)  # None: the sweep has no certificate
     hardware = ([hardware_section(project_path(str(sweep.report["hardware"])))]
                 if "hardware" in sweep.report else [])  # the GPU campaign's evidence
-    tmp.write_text(build_html(assets, sweep, store, extra, sections=hardware,
-                              leading=[s for s in (adaptive, certificate) if s],
-                              report_dir=out_dir),
-                   encoding="utf-8")
-    tmp.replace(page)
+    atomic_write_text(page, build_html(assets, sweep, store, extra, sections=hardware,
+                                       leading=[s for s in (adaptive, certificate) if s],
+                                       report_dir=out_dir))
     atomic_write_json(out_dir / "assets.json", assets)
     lines = [verdict_text(v)[0] for v in assets.get("verdicts", [])]
     (out_dir / "verdicts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -30,7 +30,6 @@ from typing import Any
 
 from harness.execute import BUSY, Outcome, busy_text
 from harness.store import (
-    LOG_FILE,
     RunLock,
     Store,
     failure_kind,
@@ -192,7 +191,7 @@ def settle_from_record(spec: RunSpec, store: Store, why: str, since: float,
     try:
         manifest = read_manifest_or_none(run_dir)
         touched = max((p.stat().st_mtime for p in (run_dir / schema.MANIFEST_FILE,
-                                                    run_dir / LOG_FILE) if p.exists()),
+                                                    run_dir / schema.LOG_FILE) if p.exists()),
                       default=0.0)
         if manifest is None or touched < since:  # this job never ran it
             if stopped:

@@ -48,10 +48,7 @@ from cleanba.core import checkpoint
 from harness.sweep import RunSpec
 from runrecord import error_entry, read_manifest_or_none, run_folder, schema, settle, utc_now
 from runrecord.exits import EXIT_BAD_INPUT
-
-LOCK_FILE = ".lock"
-LOG_FILE = "stdout.log"
-ATTEMPTS_DIR = schema.ATTEMPTS_DIR
+from runrecord.schema import ATTEMPTS_DIR, LOCK_FILE
 
 # States the harness reports. The first five are manifest statuses; the others are
 # derived: `pending` (no record yet), `stale` (manifest says running, nobody holds the lock).

@@ -1,11 +1,14 @@
-"""Stable run ids: a short hash of everything that defines a run."""
+"""Stable run ids (a short hash of everything that defines a run) and files' SHA-256."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+CHUNK = 1 << 20
 
 
 def canonical_json(obj: Any, spaced: bool = False) -> str:
@@ -27,3 +30,14 @@ def run_id(definition: Mapping[str, Any], length: int = 12) -> str:
     changes the run changes the id.
     """
     return digest(dict(definition), length)
+
+
+def file_digest(path: Path) -> tuple[str, int]:
+    """(SHA-256 hex, size in bytes) of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size

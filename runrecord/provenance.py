@@ -120,6 +120,14 @@ def cpu_signature() -> str | None:
         return None
 
 
+def available_cpus() -> list[int]:
+    """The CPUs this process may run on: its affinity (every CPU where the OS has none)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
 def collect(packages: Iterable[str] = DEFAULT_PACKAGES, **extra: Any) -> dict[str, Any]:
     """The manifest's provenance block. `extra` adds entries (accelerators, baseline commit)."""
     info: dict[str, Any] = {

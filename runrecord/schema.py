@@ -23,7 +23,9 @@ INTERRUPTED = "interrupted"
 SKIPPED = "skipped"
 # Files the harness keeps in a run folder across attempts: the supervisor's lock and the
 # console log (appended, one header line per attempt). The writer never archives them.
-HARNESS_FILES = (".lock", "stdout.log")
+LOCK_FILE = ".lock"
+LOG_FILE = "stdout.log"
+HARNESS_FILES = (LOCK_FILE, LOG_FILE)
 # Below a run folder: the files of unfinished earlier attempts, one numbered folder each
 # (previous_attempts/1/, ...). History, not runs: readers skip it.
 ATTEMPTS_DIR = "previous_attempts"

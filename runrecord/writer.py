@@ -111,11 +111,36 @@ def read_manifest_or_none(run_dir: Path | str) -> dict[str, Any] | None:
     (torn by a disk fault, edited by hand, not a JSON object) also reads as None; it was
     never settled (the writer replaces it atomically), so the run is redone.
     runrecord.reader.read_manifest is the strict reader, for results."""
+    data = read_json_or_none(Path(run_dir) / schema.MANIFEST_FILE)
+    return data if isinstance(data, dict) else None
+
+
+def read_json_or_none(path: Path) -> Any:
+    """The JSON value in `path`, or None when it is absent or unreadable (torn, edited by
+    hand, not UTF-8): for files whose absence a caller reads as "nothing yet"."""
     try:
-        data = json.loads((Path(run_dir) / schema.MANIFEST_FILE).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):  # ValueError: JSONDecodeError and UnicodeDecodeError
         return None
-    return data if isinstance(data, dict) else None
+
+
+def read_json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON Lines file, in file order; [] when it is absent. A line
+    that does not parse (edited by hand) or is not an object is skipped, and so is what
+    follows the last newline (an append cut short by a kill)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.split("\n")[:-1]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
 
 
 def settle(run_dir: Path | str, manifest: dict[str, Any], status: str,

@@ -8,7 +8,6 @@ import and writes nothing when a check fails. `write_planned` writes each run wi
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
 from collections import Counter
@@ -22,6 +21,7 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.importers.declare import MAX_SEED_VALUES, Declared
 from runrecord import Run, RunWriter, schema
+from runrecord.ids import file_digest
 from runrecord.ids import run_id as definition_id
 from runrecord.provenance import collect
 
@@ -91,14 +91,6 @@ def _rel(path: Path, src: Path) -> str:
         return path.resolve().relative_to(src.resolve()).as_posix() or "."
     except ValueError:
         return path.name
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_csv_columns(path: Path) -> dict[str, list[str]]:
@@ -303,8 +295,8 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
     plans = []
     for r in sorted(runs, key=lambda r: (r.system, r.layout, r.env_id, r.seed)):
         rel = [_rel(p, src) for p in r.sources]
-        files = [{"path": q, "sha256": file_sha256(p), "bytes": p.stat().st_size}
-                 for q, p in zip(rel, r.sources, strict=True)]
+        files = [{"path": q, "sha256": sha, "bytes": size}
+                 for q, (sha, size) in zip(rel, map(file_digest, r.sources), strict=True)]
         definition = record_definition(r, declared, fmt, rel)
         run_dir = out / "runs" / definition_id(definition)
         imported = {"format": fmt, "source_root": str(src.resolve()),

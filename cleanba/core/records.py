@@ -82,15 +82,12 @@ def determinism_facts(deterministic: bool, groups: int | None) -> dict[str, Any]
     import jax
     import jaxlib
 
-    try:
-        usable_cpus: int | None = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this OS
-        usable_cpus = os.cpu_count()
     return determinism_block(
         deterministic=deterministic, groups=groups, platform=jax.default_backend(),
         device_kind=jax.devices()[0].device_kind, device_count=jax.local_device_count(),
-        usable_cpus=usable_cpus, cpu=provenance.cpu_signature(), jax_version=jax.__version__,
-        jaxlib_version=jaxlib.__version__, xla_flags=os.environ.get("XLA_FLAGS", ""),
+        usable_cpus=len(provenance.available_cpus()), cpu=provenance.cpu_signature(),
+        jax_version=jax.__version__, jaxlib_version=jaxlib.__version__,
+        xla_flags=os.environ.get("XLA_FLAGS", ""),
         matmul_precision=_text_or_none(jax.config.values["jax_default_matmul_precision"]),
         prng_impl=prng_impl_text(jax.config.values), cuda=cuda_versions_text())
 

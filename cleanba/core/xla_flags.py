@@ -10,7 +10,9 @@ where the learner runs on a GPU. A user who sets any YNN fusion flag keeps their
 from __future__ import annotations
 
 import os
+import re
 
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 CPU_CONV_FLAG = "--xla_cpu_experimental_ynn_fusion_type=-individual_convolution"
 
 
@@ -21,6 +23,14 @@ def with_flag(flags: str, flag: str) -> str:
     if name in flags:
         return flags
     return f"{flags} {flag}".strip()
+
+
+def with_device_count(flags: str, count: int) -> str:
+    """`flags` (an XLA_FLAGS value) with the number of XLA's virtual CPU devices set to
+    `count`, replacing any count it gives (the harness's runs and replays, the determinism
+    check: a run's layout decides it, not the caller's environment)."""
+    flags = re.sub(rf"{DEVICE_COUNT_FLAG}=\d+", "", flags).strip()
+    return f"{flags} {DEVICE_COUNT_FLAG}={count}".strip()
 
 
 def _apply(flag: str) -> None:

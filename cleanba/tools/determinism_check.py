@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Literal
 
 from cleanba.core.layout import free_port
-from cleanba.core.xla_flags import CPU_CONV_FLAG, GPU_DETERMINISM_FLAG, with_flag
+from cleanba.core.xla_flags import (
+    CPU_CONV_FLAG,
+    GPU_DETERMINISM_FLAG,
+    with_device_count,
+    with_flag,
+)
 from runrecord.cli_help import parse_config
 from runrecord.exits import EXIT_FAILED, EXIT_OK
 
@@ -144,12 +149,9 @@ def run_layout(cfg: CheckConfig, layout: Layout, run_dir: Path,
 
 def check(cfg: CheckConfig) -> int:
     env = dict(os.environ)
-    flags = [f for f in env.get("XLA_FLAGS", "").split()
-             if not f.startswith("--xla_force_host_platform_device_count")]
     # The trainers add their CPU convolution flag and (--deterministic) the GPU one
     # themselves; added here too, the facts printed below are what the runs' manifests hold.
-    env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count="
-                                 f"{cfg.cpu_devices}"])
+    env["XLA_FLAGS"] = with_device_count(env.get("XLA_FLAGS", ""), cfg.cpu_devices)
     for flag in (CPU_CONV_FLAG, GPU_DETERMINISM_FLAG):
         env["XLA_FLAGS"] = with_flag(env["XLA_FLAGS"], flag)
     os.environ["XLA_FLAGS"] = env["XLA_FLAGS"]  # this process reports the runs' flags

@@ -30,7 +30,7 @@ from runrecord import utc_now
 from runrecord.exits import EXIT_OK, verdict_exit, worst_exit
 from runrecord.ids import digest
 from runrecord.words import counted
-from runrecord.writer import atomic_write_text
+from runrecord.writer import atomic_write_text, read_json_lines
 
 if TYPE_CHECKING:
     from analysis.sequential import Look
@@ -91,19 +91,8 @@ def runs_of_look(sweep: Sweep, seeds: int) -> list[RunSpec]:
 def read_lines(store: Store, name: str = LOOKS_FILE) -> list[dict[str, Any]]:
     """Every recorded look line (of every plan) that parses, in file order (`name`: the
     looks over seeds, or those over training time: harness.adaptive.curves)."""
-    try:
-        text = (adaptive_dir(store) / name).read_text(encoding="utf-8")
-    except OSError:
-        return []
-    out = []
-    for line in text.split("\n")[:-1]:  # what follows the last newline is not a line
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and isinstance(entry.get("look"), dict):
-            out.append(entry)
-    return out
+    return [entry for entry in read_json_lines(adaptive_dir(store) / name)
+            if isinstance(entry.get("look"), dict)]
 
 
 def recorded_looks(store: Store, plan: str, name: str = LOOKS_FILE

@@ -24,6 +24,7 @@ from harness.store import PENDING, run_state
 from harness.sweep import RunSpec
 from runrecord import PROJECT_ROOT, read_manifest_or_none
 from runrecord.digest import last_digest
+from runrecord.ids import file_digest
 from runrecord.provenance import is_own_checkout
 from runrecord.words import counted
 
@@ -188,7 +189,7 @@ def code_state(root: Path = PROJECT_ROOT) -> dict[str, Any]:
     untracked = (git("ls-files", "--others", "--exclude-standard", "-z") or b"").split(b"\0")
     for name in sorted(n for n in untracked if n):
         file = root / name.decode()
-        digest = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else "-"
+        digest = file_digest(file)[0] if file.is_file() else "-"
         diff += b"\nuntracked " + name + b" " + digest.encode()
     return {"git_sha": sha.decode().strip(), "dirty": bool(diff),
             "diff_sha256": hashlib.sha256(diff).hexdigest() if diff else None}

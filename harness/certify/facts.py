@@ -9,13 +9,12 @@ Pure functions over manifests, except `here_facts` (this process's versions and 
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cleanba.core.xla_flags import trainer_xla_flags
-from runrecord.provenance import cpu_signature, package_versions
+from cleanba.core.xla_flags import trainer_xla_flags, with_device_count
+from runrecord.provenance import available_cpus, cpu_signature, package_versions
 
 NOT_RECORDED = "not recorded"
 
@@ -36,8 +35,6 @@ NAMES = {"python": "Python", "jax": "jax", "jaxlib": "jaxlib", "flax": "flax",
          "usable_cpus": "usable CPU cores", "processes": "processes",
          "deterministic": "--deterministic", "deterministic_groups": "deterministic env groups",
          "max_isa": "XLA CPU ISA cap"}
-
-DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
 def run_facts(manifest: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -72,11 +69,9 @@ def is_deterministic(manifest: Mapping[str, Any]) -> bool | None:
 def replay_base_flags(environ_flags: str, device: Mapping[str, Any]) -> str:
     """The XLA_FLAGS a replay starts its trainer with: this environment's, with the
     recorded virtual device count on CPU (as the harness gives its runs)."""
-    flags = environ_flags
     if device.get("platform") == "cpu" and isinstance(device.get("device_count"), int):
-        flags = re.sub(rf"{DEVICE_COUNT_FLAG}=\d+", "", flags).strip()
-        flags = f"{flags} {DEVICE_COUNT_FLAG}={device['device_count']}".strip()
-    return flags
+        return with_device_count(environ_flags, device["device_count"])
+    return environ_flags
 
 
 def replay_xla_flags(environ_flags: str, device: Mapping[str, Any], deterministic: bool) -> str:
@@ -91,12 +86,8 @@ def here_facts(device: Mapping[str, Any], deterministic: bool,
     (without starting JAX): versions, CPU signature, cores, and the XLA flags the replay
     would run under. Platform, device kind and PRNG come from the replay's own record."""
     packages = package_versions(PACKAGES)
-    try:
-        cores: int | None = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this OS
-        cores = os.cpu_count()
     return {"python": sys.version.split()[0], **packages, "cpu": cpu_signature(),
-            "usable_cpus": cores,
+            "usable_cpus": len(available_cpus()),
             "xla_flags": replay_xla_flags(environ.get("XLA_FLAGS", ""), device, deterministic)}
 
 

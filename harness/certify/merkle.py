@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-CHUNK = 1 << 20
+from runrecord.ids import file_digest
 
 
 @dataclass(frozen=True)
@@ -36,17 +36,6 @@ class Leaf:
 
     def as_dict(self) -> dict[str, str | int]:
         return {"path": self.path, "sha256": self.sha256, "bytes": self.size}
-
-
-def file_digest(path: Path) -> tuple[str, int]:
-    """(SHA-256 hex, size in bytes) of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
 
 
 def leaf_of(cert_path: str, file: Path) -> Leaf:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -34,9 +33,17 @@ from cleanba.core import checkpoint
 from cleanba.core.layout import free_port
 from harness.certify.facts import differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
-from harness.local import available_cpus
-from runrecord import PROJECT_ROOT, read_manifest_or_none, resolve_path, schema
+from harness.execute import log_tail, start_child, trainer_env
+from runrecord import (
+    PROJECT_ROOT,
+    atomic_write_json,
+    read_manifest,
+    read_manifest_or_none,
+    resolve_path,
+    schema,
+)
 from runrecord.determinism import DETERMINISM_KEYS
+from runrecord.provenance import available_cpus
 from runrecord.words import counted
 
 VERIFIED = "VERIFIED"
@@ -99,25 +106,16 @@ def replay_env(device: Mapping[str, Any], checkout: Path, process: int = 0,
     """Process `process`'s environment in a replay: this one's, with the recorded virtual
     device count on CPU and thread counts of the recorded cores; on GPUs its own
     `device_count` GPUs of those visible (as the harness gives its runs)."""
-    env = dict(environ)
-    count = device.get("device_count")
+    count, cores = device.get("device_count"), device.get("usable_cpus")
+    gpus = None
     if device.get("platform") == "gpu" and isinstance(count, int):
-        visible = [g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g] or \
+        visible = [g for g in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g] or \
             [str(i) for i in range(64)]
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(visible[process * count:(process + 1) * count])
-        env["JAX_LOCAL_DEVICE_IDS"] = ",".join(map(str, range(count)))
+        gpus = visible[process * count:(process + 1) * count]
+    env = trainer_env(environ, cores if isinstance(cores, int) else None,
+                      device.get("platform") == "cpu", gpus, checkout)
     env.pop("CLEANBA_FAULT", None)  # a test hook, not part of any recorded command
     env["XLA_FLAGS"] = replay_base_flags(env.get("XLA_FLAGS", ""), device)
-    if device.get("platform") == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
-    cores = device.get("usable_cpus")
-    if isinstance(cores, int):
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env[var] = str(cores)
-    env.setdefault("WANDB_MODE", "offline")
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), env.get("PYTHONPATH", ""))
-                                        if p)
     return env
 
 
@@ -236,16 +234,8 @@ def cpu_sets(device: Mapping[str, Any], processes: int, cores: Sequence[int],
 def _launch(argvs: Sequence[tuple[list[str], list[int] | None]], device: Mapping[str, Any],
             checkout: Path, log: Any) -> list[subprocess.Popen]:
     """Start each process (pinned, dying with this one) through the harness's exec shim."""
-    procs = []
-    for process, (argv, cpus) in enumerate(argvs):
-        env = {**replay_env(device, checkout, process), "HARNESS_PARENT_PID": str(os.getpid())}
-        shim = [sys.executable, "-m", "harness._child"]
-        if cpus:
-            shim += ["--cpus", ",".join(map(str, cpus))]
-        procs.append(subprocess.Popen([*shim, "--", *argv], stdout=log,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      env=env, cwd=checkout, start_new_session=True))
-    return procs
+    return [start_child(argv, cpus, replay_env(device, checkout, process), checkout, log)
+            for process, (argv, cpus) in enumerate(argvs)]
 
 
 def _wait(procs: Sequence[subprocess.Popen], deadline: float,
@@ -326,10 +316,8 @@ def copy_for_resume(record_dir: Path, run_dir: Path, first: int) -> None:
     for update in checkpoint.updates_on_disk(run_dir):
         if update > first:
             shutil.rmtree(run_dir / checkpoint.CHECKPOINTS_DIR / str(update))
-    manifest_path = run_dir / schema.MANIFEST_FILE
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    manifest_path.write_text(json.dumps({**manifest, "status": schema.INTERRUPTED}),
-                             encoding="utf-8")
+    atomic_write_json(run_dir / schema.MANIFEST_FILE,
+                      {**read_manifest(run_dir), "status": schema.INTERRUPTED})
 
 
 def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_dir: Path,
@@ -340,9 +328,8 @@ def compare(base: Replay, run_dir: Path, recorded: list[dict[str, str]], record_
     `first`, where a segment's replay starts)."""
     manifest = read_manifest_or_none(run_dir)
     if manifest is None:
-        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-        return replace(base, outcome=MISMATCH,
-                       text="the recorded command did not start a run here: " + " | ".join(tail))
+        return replace(base, outcome=MISMATCH, text="the recorded command did not start a "
+                       "run here: " + " | ".join(log_tail(log, 3).splitlines()))
     certified = read_manifest_or_none(record_dir) or {}
     differ = differences(certified.get("determinism") or {}, manifest.get("determinism") or {},
                          keys=DETERMINISM_KEYS, where="replay")

@@ -4,7 +4,6 @@ last verification (`certificate.json.verify.jsonl`), when a certificate exists."
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 from harness.certify.certificate import (
@@ -14,24 +13,15 @@ from harness.certify.certificate import (
     verify_log,
 )
 from runrecord.words import counted
+from runrecord.writer import read_json_lines
 
 TITLE = "Certificate"
 
 
 def last_verification(cert_path: Path) -> dict | None:
     """The last line of the certificate's verification log (None: never verified)."""
-    try:
-        lines = verify_log(cert_path).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # a torn last line
-        if isinstance(entry, dict):
-            return entry
-    return None
+    entries = read_json_lines(verify_log(cert_path))
+    return entries[-1] if entries else None
 
 
 def verification_text(cert: dict, entry: dict | None, cert_path: Path) -> str:

@@ -45,7 +45,6 @@ from harness.certify.segments import (
     run_segments,
 )
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE, Findings, same_code, tier1
-from harness.local import available_cpus
 from runrecord import PROJECT_ROOT, resolve_path, utc_now
 from runrecord.exits import (
     EXIT_BAD_INPUT,
@@ -54,6 +53,7 @@ from runrecord.exits import (
     EXIT_OK,
     EXIT_UNDECIDED,
 )
+from runrecord.provenance import available_cpus
 from runrecord.words import counted
 
 EXIT_CODES = {VERIFIED: EXIT_OK, MISMATCH: EXIT_FAILED, NOT_CHECKABLE: EXIT_UNDECIDED}

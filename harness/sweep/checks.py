@@ -49,6 +49,7 @@ from harness.sweep.systems import (
 )
 from runrecord import Layout, LayoutError, parse_layout, schema
 from runrecord.paths import project_path
+from runrecord.writer import atomic_write_text
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -460,9 +461,7 @@ def known_env_ids() -> frozenset[str]:
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(ids))
-            tmp.replace(path)
+            atomic_write_text(path, json.dumps(ids))
         except OSError:
             pass  # a read-only home: no cache, just slower
     return frozenset(ids)
