@@ -8,12 +8,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from runrecord.writer import atomic_write_text
+
 
 def write_json(path: Path, obj: dict[str, Any]) -> Path:
+    """`obj` as plain JSON at `path`, replaced whole (a reader never sees part of it)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_clean(obj), indent=2, allow_nan=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(_clean(obj), indent=2, allow_nan=False) + "\n")
     return path
 
 

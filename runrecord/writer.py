@@ -10,18 +10,20 @@ the learner logs updates.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
 import os
 import shutil
+import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from runrecord import schema
 from runrecord.paths import portable_manifest
@@ -42,16 +44,43 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` (temp file, fsync, rename) so that readers never see a
-    partial file, and a kill leaves the old file or the new one."""
+    """Replace `path` with `text` so that readers never see a partial file, and a kill
+    leaves the old file or the new one."""
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def atomic_write(path: Path | str, write: Callable[[BinaryIO], Any], *,
+                 durable: bool = True) -> None:
+    """write(binary file) into a temp file beside `path`, then os.replace it there: a
+    reader sees the old file or the new one, never part of one, and a failed write leaves
+    no temp file. `durable`: the file and its folder are fsynced first, so that a machine
+    crash cannot leave a renamed but empty file (a cache, rebuilt when lost, skips it).
+    The file gets the mode open() would give (mkstemp's 0600 would hide a shared results
+    root from its other users)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _file_mode())
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if durable:
+        _fsync_dir(path.parent)
+
+
+@functools.cache
+def _file_mode() -> int:
+    """What open() gives a new file: 0666 less the umask."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _fsync_dir(path: Path) -> None:

@@ -21,6 +21,7 @@ from analysis.atari5.model import DATASET, MODEL_FILE, SUBSETS, fit_report, read
 from analysis.errors import AnalysisError
 from runrecord.cli_help import parse_config
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from runrecord.writer import atomic_write_text
 
 
 @dataclass(kw_only=True)
@@ -104,10 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             json.loads(args.out.read_text(encoding="utf-8")), json.loads(text))
         print(f"{args.out}: {'matches a fresh fit' if same else 'DIFFERS from a fresh fit'}")
         return EXIT_OK if same else EXIT_FAILED
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(args.out)
+    atomic_write_text(args.out, text)
     print(f"wrote {args.out}")
     return EXIT_OK
 

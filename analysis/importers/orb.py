@@ -14,6 +14,7 @@ refuse them). `fetch_wandb` (network) writes the same layout.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import re
@@ -49,6 +50,7 @@ from analysis.importers.declare import (
 from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id
 from runrecord import Run, Table, schema
+from runrecord.writer import atomic_write_text
 
 RUN_JSON = "run.json"
 RUN_DF = "run_df.csv"
@@ -274,19 +276,16 @@ def write_cached_run(cache_dir: Path | str, meta: Mapping[str, Any],
     names: list[str] = []
     for row in rows:
         names += [k for k in row if k not in names and k != "videos"]
-    tmp = run_dir / f".{RUN_DF}.tmp"
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")  # as pandas writes it
-        w.writerow(["", *names])
-        for i, row in enumerate(rows):
-            w.writerow([i, *(_cell(row.get(k)) for k in names)])
-    tmp.replace(run_dir / RUN_DF)
+    table = io.StringIO()
+    w = csv.writer(table, lineterminator="\n")  # as pandas writes it
+    w.writerow(["", *names])
+    for i, row in enumerate(rows):
+        w.writerow([i, *(_cell(row.get(k)) for k in names)])
+    atomic_write_text(run_dir / RUN_DF, table.getvalue())
     # run.json last: openrlbenchmark treats a folder with run.json as complete.
     body = {k: meta[k] for k in RUN_JSON_KEYS}
     body["user"] = dict(meta.get("user") or {"username": None, "name": None})
-    tmp = run_dir / f".{RUN_JSON}.tmp"
-    tmp.write_text(json.dumps(body), encoding="utf-8")
-    tmp.replace(run_dir / RUN_JSON)
+    atomic_write_text(run_dir / RUN_JSON, json.dumps(body))
     return run_dir
 
 

@@ -42,9 +42,8 @@ import hashlib
 import json
 import multiprocessing
 import os
-import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -73,6 +72,7 @@ from analysis.inputs.facts import (
 from runrecord import RecordError, Run, load_run, schema
 from runrecord.paths import split_run_folder
 from runrecord.reader import Table, read_manifest_bytes, read_table
+from runrecord.writer import atomic_write
 
 CACHE_DIR = ".analysis-cache"
 DERIVED_DIR = "derived"
@@ -145,29 +145,6 @@ def run_key(run_dir: Path | str, manifest_bytes: bytes) -> str:
     return (f"v{CACHE_VERSION}:{digest}:"
             f"{_file_state(os.path.join(run_dir, schema.EPISODES_FILE))}:"
             f"{_file_state(os.path.join(run_dir, schema.UPDATES_FILE))}")
-
-
-@functools.cache
-def _file_mode() -> int:
-    """What open() would give a new file (0666 less the umask): mkstemp's 0600 would hide
-    the cache from the other users of a shared results root."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
-    """write(binary file) into a temp file beside `path`, then os.replace it there."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, _file_mode())
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # ---------------------------------------------------------------- a run from the cache
@@ -268,7 +245,7 @@ def write_entry(run: Run, key: str, path: Path) -> Stored:
     arrays.update({f"u:{c}": narrow(run.updates[c]) for c in AUDIT_COLUMNS
                    if c in run.updates})
     data = entry_file.encode(header, arrays)
-    atomic_write(path, lambda f: f.write(data))
+    atomic_write(path, lambda f: f.write(data), durable=False)
     return header, held
 
 
@@ -410,14 +387,15 @@ class RowFile:
             if self.width is None:
                 data = json.dumps({"version": CACHE_VERSION,
                                    "runs": {rel: [k, v] for rel, (k, v) in self.rows.items()}})
-                atomic_write(self.path, lambda f: f.write(data.encode()))
+                atomic_write(self.path, lambda f: f.write(data.encode()), durable=False)
                 return True
             paths = np.array(list(self.rows), dtype=str)
             keys = np.array([k for k, _ in self.rows.values()], dtype=str)
             values = (np.stack([v for _, v in self.rows.values()]) if self.rows
                       else np.empty((0, self.width)))
             atomic_write(self.path, lambda f: np.savez(f, allow_pickle=False, paths=paths,
-                                                        keys=keys, values=values))
+                                                        keys=keys, values=values),
+                         durable=False)
             return True
         except OSError:
             return False
