@@ -12,7 +12,6 @@ stack. Nothing is written before the whole archive has been checked.
 from __future__ import annotations
 
 import json
-import os
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from campaign_lease import read_archive
 from campaign_state import EQUIVALENCE, RECORD_FILES, record_place
 
 from runrecord.words import counted
-from runrecord.writer import read_json_lines
+from runrecord.writer import atomic_write, read_json_lines
 
 TOP_FOLDERS = (EQUIVALENCE, "learning", "speed-bound", "deterministic")
 LEASE_KEYS = ("lease", "kind", "tool_kind", "stack", "mode", "started_at", "finished_at",
@@ -116,10 +115,7 @@ def merge(archive: Path, store: Path) -> Merged:
             else:
                 merged.conflicts.append(f"{folder}/{rel} differs from the lease's copy")
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        atomic_write(target, lambda f, data=data: f.write(data))
         merged.added.setdefault(folder, []).append(str(rel))
         if place != home:
             merged.apart.append(f"{rel} -> {folder} (the lease ran on {home[0]}/{home[1]})")

@@ -65,6 +65,7 @@ from suite_learning import ours_learning, reference_learning  # noqa: E402
 
 from runrecord.cli_help import parse_config  # noqa: E402
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK  # noqa: E402
+from runrecord.writer import atomic_write_text  # noqa: E402
 
 CHILD = ROOT / "benchmarks" / "measured_run.py"
 ENV_ID = "Breakout-v5"
@@ -473,9 +474,7 @@ def write_results(out: Path, results: dict[str, Any]) -> None:
 
     for name, text in (("results.json", json.dumps(results, indent=2)),
                        ("results.md", render_markdown(results))):
-        tmp = out / f"{name}.tmp"
-        tmp.write_text(text)
-        os.replace(tmp, out / name)
+        atomic_write_text(out / name, text)
 
 
 if __name__ == "__main__":
