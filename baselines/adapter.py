@@ -47,7 +47,7 @@ class AdapterRun(Protocol):
         ...
 
     def summary(self) -> dict[str, Any]:
-        """The record's summary (common.summary)."""
+        """The record's summary (runrecord.schema.summary)."""
         ...
 
     def failure(self, error: object) -> str:

@@ -417,17 +417,6 @@ def finish_native(native_dir: Path, run_dir: Path, logs_file: str,
     return note
 
 
-def summary(env_steps: int, frame_skip: int, wall_time_s: float, updates: int, episodes: int) -> dict:
-    return {
-        "env_steps": int(env_steps),
-        "frames": int(env_steps) * frame_skip,
-        "wall_time_s": float(wall_time_s),
-        "mean_sps": float(env_steps) / wall_time_s if wall_time_s > 0 else 0.0,
-        "updates": int(updates),
-        "episodes": int(episodes),
-    }
-
-
 def episode_row(env_steps: int, frame_skip: int, wall_time_s: float, env_index: int,
                 episode_return: float, episode_length: int) -> dict[str, Any]:
     """An episodes.csv row of a baseline: the episode ended at `env_steps` agent steps

@@ -418,7 +418,7 @@ class MonobeastRun:
         return {**self.plan, "network": self.network, "native": native}
 
     def summary(self) -> dict[str, Any]:
-        return common.summary(self.updates * self.batch_steps, self.frame_skip, self.wall_time_s,
+        return schema.summary(self.updates * self.batch_steps, self.frame_skip, self.wall_time_s,
                               self.updates, self.episodes)
 
     def failure(self, error: object) -> str:

@@ -461,7 +461,7 @@ class MoolibRun:
         return {**self.baseline_run, "network": self.network_summary(), "native": native}
 
     def summary(self) -> dict[str, Any]:
-        return common.summary(self.applied_steps, self.frame_skip, self.wall_time_s,
+        return schema.summary(self.applied_steps, self.frame_skip, self.wall_time_s,
                               self.updates, self.episodes)
 
     def failure(self, error: object) -> str:

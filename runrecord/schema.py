@@ -107,6 +107,20 @@ LAYOUT_KEYS = (
 SUMMARY_KEYS = ("env_steps", "frames", "wall_time_s", "mean_sps", "updates", "episodes")
 
 
+def summary(env_steps: int, frame_skip: int, wall_time_s: float, updates: int,
+            episodes: int) -> dict:
+    """The manifest's `summary` (SUMMARY_KEYS): `env_steps` agent steps trained on,
+    `frame_skip` frames each, in `wall_time_s` seconds."""
+    return {
+        "env_steps": int(env_steps),
+        "frames": int(env_steps) * frame_skip,
+        "wall_time_s": float(wall_time_s),
+        "mean_sps": float(env_steps) / wall_time_s if wall_time_s > 0 else 0.0,
+        "updates": int(updates),
+        "episodes": int(episodes),
+    }
+
+
 def staleness(learner_version: int, rollout_policy_version: int) -> int:
     """Policy lag of the data an update trained on.
 

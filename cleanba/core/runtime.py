@@ -195,12 +195,9 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
                     schema.INTERRUPTED: EXIT_INTERRUPTED}.get(status, EXIT_FAILED)
             if writer is not None:
                 steps = updates * prep.plan.batch_size
-                writer.finish(status, error=recorded_error, summary={
-                    "env_steps": steps, "frames": steps * benchenv.frames_per_step(config.env_id),
-                    "wall_time_s": wall, "mean_sps": steps / wall if wall > 0 else 0.0,
-                    "updates": updates,
-                    "episodes": ctx.episodes_written if ctx is not None else 0,
-                })
+                writer.finish(status, error=recorded_error, summary=schema.summary(
+                    steps, benchenv.frames_per_step(config.env_id), wall, updates,
+                    ctx.episodes_written if ctx is not None else 0))
             watcher.finished(code)
         watcher.hold("finished", config.seed)
         if status == schema.FAILED:
