@@ -235,13 +235,6 @@ def baseline_protocol(env_id: str) -> dict[str, Any]:
     return p
 
 
-def layout_block(device_kind: str) -> dict[str, Any]:
-    block = LAYOUT.to_dict()
-    block["devices"] = [device_kind]
-    block["num_cpus"] = os.cpu_count()
-    return block
-
-
 def run_definition(
     system: str, env_id: str, seed: int, hyperparameters: Mapping[str, Any],
     protocol: Mapping[str, Any],
@@ -276,7 +269,7 @@ def build_manifest(
         "architecture": ARCHITECTURE,
         "env_id": env_id,
         "seed": seed,
-        "layout": layout_block(device_kind),
+        "layout": LAYOUT.record_block([device_kind]),
         "hyperparameters": dict(hyperparameters),
         "env_protocol": dict(protocol),
         "provenance": provenance.collect(packages=PROVENANCE_PACKAGES, baseline=dict(baseline)),

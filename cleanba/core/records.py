@@ -54,9 +54,6 @@ def build_manifest(
 ) -> dict[str, Any]:
     hyperparameters = config_dict(config)
     hyperparameters["derived"] = derived
-    layout_dict = layout.to_dict()
-    layout_dict["devices"] = devices
-    layout_dict["num_cpus"] = os.cpu_count()
     return {
         "run_id": rid,
         "sweep": config.sweep,
@@ -64,7 +61,7 @@ def build_manifest(
         "architecture": config.architecture,
         "env_id": config.env_id,
         "seed": config.seed,
-        "layout": layout_dict,
+        "layout": layout.record_block(devices),
         "hyperparameters": hyperparameters,
         "env_protocol": env_protocol,
         "provenance": provenance.collect(
