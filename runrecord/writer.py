@@ -42,19 +42,32 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` (temp file, fsync, rename) so that readers never see a
+    """Replace `path` with `text` (UTF-8) as atomic_write_bytes does."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` (temp file, fsync, rename) so that readers never see a
     partial file, and a kill leaves the old file or the new one."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_synced(tmp, data)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def write_synced(path: Path, data: bytes) -> None:
+    """Write `data` to `path` and fsync it (not atomic: for a file inside a temporary
+    folder that is renamed into place as a whole)."""
+    with open(path, "wb") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """fsync a folder, so that a rename or a new file in it is durable (skipped where the
+    OS does not let a folder be opened)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

@@ -54,6 +54,7 @@ from typing import Any
 from benchenv import defining_protocol, restores_exactly
 from cleanba.core.config import BOOKKEEPING_FIELDS
 from runrecord.digest import DIGEST_COLUMN
+from runrecord.writer import atomic_write_bytes, fsync_dir, write_synced
 
 CHECKPOINTS_DIR = "checkpoints"
 META_FILE = "meta.json"
@@ -160,21 +161,6 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write(run_dir: Path, update: int, files: Mapping[str, bytes], meta: Mapping[str, Any],
           keep: int) -> Path:
     """Write checkpoints/<update>/ atomically (temp folder, fsync, rename, fsync), then
@@ -187,17 +173,17 @@ def write(run_dir: Path, update: int, files: Mapping[str, bytes], meta: Mapping[
         shutil.rmtree(tmp)
     tmp.mkdir()
     for name, data in files.items():
-        _write_synced(tmp / name, data)
+        write_synced(tmp / name, data)
     full_meta = {"format": FORMAT_VERSION, "update": update, **meta,
                  "files": {name: {"bytes": len(data), "sha256": _sha256(data)}
                            for name, data in files.items()}}
     # meta.json last: a folder whose meta.json names every file is complete
-    _write_synced(tmp / META_FILE, (json.dumps(full_meta, indent=1) + "\n").encode())
-    _fsync_dir(tmp)
+    write_synced(tmp / META_FILE, (json.dumps(full_meta, indent=1) + "\n").encode())
+    fsync_dir(tmp)
     if final.exists():  # a resumed run passing the boundary it resumed from again
         shutil.rmtree(final)
     os.rename(tmp, final)
-    _fsync_dir(root)
+    fsync_dir(root)
     for old in updates_on_disk(run_dir)[keep:]:
         shutil.rmtree(root / str(old), ignore_errors=True)
     return final
@@ -324,8 +310,4 @@ def truncate_rows(path: Path, rows: int) -> None:
     atomically (temp file, fsync, rename): a kill leaves the old file or the new one."""
     path = Path(path)
     lines = path.read_bytes().split(b"\n")
-    kept = b"".join(line + b"\n" for line in lines[: 1 + rows])
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    _write_synced(tmp, kept)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    atomic_write_bytes(path, b"".join(line + b"\n" for line in lines[: 1 + rows]))
