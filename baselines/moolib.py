@@ -49,6 +49,7 @@ from baselines.adapter import Baseline, Checkout, Launch, run_as_main  # noqa: E
 from baselines.native_logs import read_moolib_logs  # noqa: E402
 from benchenv import env_seeds  # noqa: E402
 from runrecord import error_entry, exits, schema  # noqa: E402
+from runrecord.provenance import free_port  # noqa: E402
 
 LOCAL_NAME = "peer0"  # the peer's folder: <savedir>/peers/peer0/
 D = mapping.MOOLIB_DEFAULTS
@@ -103,12 +104,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
     except (OSError, AttributeError):
         pass
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Broker:
