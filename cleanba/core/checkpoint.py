@@ -54,6 +54,7 @@ from typing import Any
 from benchenv import defining_protocol, restores_exactly
 from cleanba.core.config import BOOKKEEPING_FIELDS
 from runrecord.digest import DIGEST_COLUMN
+from runrecord.ids import canonical_json
 from runrecord.writer import atomic_write_bytes, fsync_dir, write_synced
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -139,11 +140,12 @@ def fingerprint_difference(saved: Mapping[str, Any], current: Mapping[str, Any])
     """'' when they match, else which parts differ, in words."""
     parts = []
     for part in ("configuration", "code", "stack"):
-        a, b = _json(saved.get(part)), _json(current.get(part))
+        a, b = canonical_json(saved.get(part)), canonical_json(current.get(part))
         if a == b:
             continue
         old, new = saved.get(part) or {}, current.get(part) or {}
-        keys = sorted(k for k in set(old) | set(new) if _json(old.get(k)) != _json(new.get(k)))
+        keys = sorted(k for k in set(old) | set(new)
+                      if canonical_json(old.get(k)) != canonical_json(new.get(k)))
         if "hyperparameters" in keys:
             hp_old, hp_new = old.get("hyperparameters") or {}, new.get("hyperparameters") or {}
             keys.remove("hyperparameters")
@@ -151,10 +153,6 @@ def fingerprint_difference(saved: Mapping[str, Any], current: Mapping[str, Any])
                            if hp_old.get(k) != hp_new.get(k))
         parts.append(f"another {part} ({', '.join(keys)})")
     return "; ".join(parts)
-
-
-def _json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, default=str)
 
 
 def _sha256(data: bytes) -> str:
