@@ -37,6 +37,7 @@ from runrecord import (
     write_skipped,
 )
 from runrecord.ids import file_digest
+from runrecord.writer import read_json_or_none
 
 ARCHITECTURE = "async"
 LAYOUT = Layout((0,), (0,), 1)  # a0-l0-d1: one process, actors and learner on one device
@@ -379,10 +380,7 @@ def redact_native_logs(native_dir: Path) -> list[Path]:
     for p in sorted(Path(native_dir).rglob("meta.json*")):
         if p.is_symlink() or not p.is_file():
             continue
-        try:
-            meta = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
+        meta = read_json_or_none(p)
         if isinstance(meta, dict) and isinstance(meta.get("env"), dict):
             meta["env"] = REDACTED
             p.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
