@@ -408,20 +408,6 @@ def finish_native(native_dir: Path, run_dir: Path, logs_file: str,
     return note
 
 
-def episode_row(env_steps: int, frame_skip: int, wall_time_s: float, env_index: int,
-                episode_return: float, episode_length: int) -> dict[str, Any]:
-    """An episodes.csv row of a baseline: the episode ended at `env_steps` agent steps
-    (frames: x frame_skip), `wall_time_s` after training started."""
-    return {
-        "env_steps": env_steps,
-        "frames": env_steps * frame_skip,
-        "wall_time_s": wall_time_s,
-        "env_index": env_index,
-        "episode_return": episode_return,
-        "episode_length": episode_length,
-    }
-
-
 def update_row(update: int, env_steps: int, frame_skip: int, wall_time_s: float,
                learner_version: int, sps: float, learning_rate: float, learner_delay_s: float,
                rollout_queue_get_s: float = 0.0) -> dict[str, Any]:

@@ -326,7 +326,7 @@ class MonobeastRun:
             kind = msg[0]
             if kind == "episode":
                 _, env_index, ret, length, env_steps, t = msg
-                self.writer.log_episode(common.episode_row(env_steps, self.frame_skip,
+                self.writer.log_episode(schema.episode_row(env_steps, self.frame_skip,
                                                            t - self.t0, env_index, ret, length))
                 self.episodes += 1
             elif kind == "started":

@@ -298,7 +298,7 @@ class MoolibRun:
         self.act_steps += len(done)
         now = time.monotonic() - self.t0
         for i in np.flatnonzero(done):
-            self.writer.log_episode(common.episode_row(
+            self.writer.log_episode(schema.episode_row(
                 self.act_steps, self.frame_skip, now,
                 state.batch_index * self.actor_batch_size + int(i),
                 float(state.episode_return[i]), int(state.episode_step[i])))
