@@ -164,7 +164,7 @@ def run_adapter(baseline: Baseline[A], argv: list[str] | None = None) -> int:
     if plan is not None:
         manifest["baseline_run"] = plan
     try:
-        writer = common.open_writer(run_dir, manifest, baseline.extra_columns)
+        writer = RunWriter(run_dir, manifest, extra_update_columns=baseline.extra_columns)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return exits.EXIT_BAD_INPUT

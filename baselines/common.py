@@ -30,7 +30,6 @@ from benchenv import (
 from runrecord import (
     Layout,
     RecordError,
-    RunWriter,
     provenance,
     run_folder,
     run_id,
@@ -440,7 +439,3 @@ def version_stats(versions: np.ndarray) -> dict[str, int]:
         "num_rollouts": int(v.shape[1]),
         "policy_changes_mid_rollout": int((v.min(axis=0) != v.max(axis=0)).sum()),
     }
-
-
-def open_writer(run_dir: Path, manifest: Mapping[str, Any], extra_columns: tuple[str, ...]) -> RunWriter:
-    return RunWriter(run_dir, manifest, extra_update_columns=extra_columns)
