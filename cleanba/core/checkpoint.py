@@ -54,6 +54,7 @@ from typing import Any
 from benchenv import defining_protocol, restores_exactly
 from cleanba.core.config import BOOKKEEPING_FIELDS
 from runrecord.digest import DIGEST_COLUMN
+from runrecord.flag_bounds import flag_name
 from runrecord.ids import canonical_json
 from runrecord.writer import atomic_write_bytes, fsync_dir, write_synced
 
@@ -149,7 +150,7 @@ def fingerprint_difference(saved: Mapping[str, Any], current: Mapping[str, Any])
         if "hyperparameters" in keys:
             hp_old, hp_new = old.get("hyperparameters") or {}, new.get("hyperparameters") or {}
             keys.remove("hyperparameters")
-            keys += sorted(f"--{k.replace('_', '-')}" for k in set(hp_old) | set(hp_new)
+            keys += sorted(flag_name(k) for k in set(hp_old) | set(hp_new)
                            if hp_old.get(k) != hp_new.get(k))
         parts.append(f"another {part} ({', '.join(keys)})")
     return "; ".join(parts)
