@@ -205,5 +205,4 @@ def _train(system: str, run: AdapterRun, writer: RunWriter) -> int:
           f"record in {writer.run_dir}", flush=True)
     if status == schema.FAILED:
         print(f"error: {run.failure(error)}", file=sys.stderr)
-        return exits.EXIT_FAILED
-    return exits.EXIT_INTERRUPTED if status == schema.INTERRUPTED else exits.EXIT_OK
+    return exits.run_exit(status)

@@ -57,7 +57,7 @@ from cleanba.core.records import (
 from cleanba.core.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
 from cleanba.numerics.parallel import LearnerMesh, first_replica
 from runrecord import LayoutError, RecordError, RunWriter, error_entry, schema
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from runrecord.exits import EXIT_BAD_INPUT, run_exit
 from runrecord.writer import read_manifest_or_none
 
 
@@ -191,8 +191,7 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
         updates = ctx.updates_done if ctx is not None else 0
         with watcher.lock:  # the status is decided and written before a later signal counts
             status, recorded_error = final_status(control, error)
-            code = {schema.COMPLETED: EXIT_OK,
-                    schema.INTERRUPTED: EXIT_INTERRUPTED}.get(status, EXIT_FAILED)
+            code = run_exit(status)
             if writer is not None:
                 steps = updates * prep.plan.batch_size
                 writer.finish(status, error=recorded_error, summary=schema.summary(
