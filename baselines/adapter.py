@@ -27,7 +27,7 @@ from typing import Any, Generic, NoReturn, Protocol
 
 from baselines import common, mapping
 from baselines.common import A
-from runrecord import RecordError, RunWriter, error_entry, exits, schema
+from runrecord import RecordError, RunWriter, error_entry, exits, run_folder, schema
 
 
 class AdapterRun(Protocol):
@@ -139,8 +139,8 @@ def run_adapter(baseline: Baseline[A], argv: list[str] | None = None) -> int:
                                      device, provenance, args.sweep, args.run_id)
 
     probe = manifest_for({"path": None}, "cpu")
-    run_dir = Path(args.run_dir or common.default_run_dir(args.results_root, args.sweep,
-                                                          probe["run_id"]))
+    run_dir = Path(args.run_dir or run_folder(args.results_root, args.sweep or None,
+                                              probe["run_id"]))
     native_dir = run_dir.resolve() / "native"
     try:
         plan = baseline.plan(args, native_dir)

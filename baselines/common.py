@@ -31,7 +31,6 @@ from runrecord import (
     Layout,
     RecordError,
     provenance,
-    run_folder,
     run_id,
     write_skipped,
 )
@@ -356,10 +355,6 @@ def load_checkout(
         except RecordError as re:
             print(f"error: {e}\nerror: {re}", file=sys.stderr)
         return None
-
-
-def default_run_dir(results_root: Path, sweep: str | None, rid: str) -> Path:
-    return run_folder(results_root, sweep or "standalone", rid)
 
 
 def record_unavailable(run_dir: Path, manifest: Mapping[str, Any], error: BaselineUnavailable) -> None:

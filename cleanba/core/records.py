@@ -18,7 +18,7 @@ import numpy as np
 
 from benchenv import defining_protocol
 from cleanba.core.config import config_dict, defining_hyperparameters
-from runrecord import Layout, provenance, run_folder, run_id
+from runrecord import Layout, provenance, run_id
 from runrecord.determinism import determinism_block
 
 
@@ -35,10 +35,6 @@ def make_run_id(system: str, config: Any, env_protocol: dict, layout: Layout) ->
             "layout": layout.to_dict(),
         }
     )
-
-
-def default_run_dir(rid: str) -> Path:
-    return run_folder("results", "standalone", rid)
 
 
 def build_manifest(

@@ -50,13 +50,12 @@ from cleanba.core.records import (
     WandbLogger,
     build_manifest,
     console,
-    default_run_dir,
     determinism_facts,
     make_run_id,
 )
 from cleanba.core.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
 from cleanba.numerics.parallel import LearnerMesh, first_replica
-from runrecord import LayoutError, RecordError, RunWriter, error_entry, schema
+from runrecord import LayoutError, RecordError, RunWriter, error_entry, run_folder, schema
 from runrecord.exits import EXIT_BAD_INPUT, run_exit
 from runrecord.writer import read_manifest_or_none
 
@@ -94,7 +93,7 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
     protocol = checkpoint.recorded_protocol(protocol, config.checkpoint_every)
     rid = config.run_id or make_run_id(system, config, protocol, plan.layout)
     folder = config.resume_from or config.run_dir
-    run_dir = Path(folder) if folder else default_run_dir(rid)
+    run_dir = Path(folder) if folder else run_folder("results", None, rid)
     local = jax.local_devices()
     devices = [local[i].device_kind for i in sorted(set(plan.actor_device_ids + plan.learner_device_ids))]
     derived = {
