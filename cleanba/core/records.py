@@ -19,6 +19,7 @@ import numpy as np
 from benchenv import defining_protocol
 from cleanba.core.config import config_dict, defining_hyperparameters
 from runrecord import Layout, provenance, run_id
+from runrecord.cli_dispatch import discard_output
 from runrecord.determinism import determinism_block
 
 
@@ -276,13 +277,4 @@ def console(message: str, stream: Any = None) -> None:
     try:
         print(message, file=stream, flush=True)
     except (OSError, ValueError):
-        _discard(stream)
-
-
-def _discard(stream: Any) -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass  # no file descriptor (e.g. a test's capture): nothing to flush at exit either
+        discard_output(stream)
