@@ -27,7 +27,7 @@ from typing import Any, Generic, NoReturn, Protocol
 
 from baselines import common, mapping
 from baselines.common import A
-from runrecord import RecordError, RunWriter, error_entry, exits, schema
+from runrecord import RecordError, RunWriter, error_entry, exits, run_folder, schema
 
 
 class AdapterRun(Protocol):
@@ -47,7 +47,7 @@ class AdapterRun(Protocol):
         ...
 
     def summary(self) -> dict[str, Any]:
-        """The record's summary (common.summary)."""
+        """The record's summary (runrecord.schema.summary)."""
         ...
 
     def failure(self, error: object) -> str:
@@ -139,8 +139,8 @@ def run_adapter(baseline: Baseline[A], argv: list[str] | None = None) -> int:
                                      device, provenance, args.sweep, args.run_id)
 
     probe = manifest_for({"path": None}, "cpu")
-    run_dir = Path(args.run_dir or common.default_run_dir(args.results_root, args.sweep,
-                                                          probe["run_id"]))
+    run_dir = Path(args.run_dir or run_folder(args.results_root, args.sweep or None,
+                                              probe["run_id"]))
     native_dir = run_dir.resolve() / "native"
     try:
         plan = baseline.plan(args, native_dir)
@@ -164,7 +164,7 @@ def run_adapter(baseline: Baseline[A], argv: list[str] | None = None) -> int:
     if plan is not None:
         manifest["baseline_run"] = plan
     try:
-        writer = common.open_writer(run_dir, manifest, baseline.extra_columns)
+        writer = RunWriter(run_dir, manifest, extra_update_columns=baseline.extra_columns)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return exits.EXIT_BAD_INPUT
@@ -205,5 +205,4 @@ def _train(system: str, run: AdapterRun, writer: RunWriter) -> int:
           f"record in {writer.run_dir}", flush=True)
     if status == schema.FAILED:
         print(f"error: {run.failure(error)}", file=sys.stderr)
-        return exits.EXIT_FAILED
-    return exits.EXIT_INTERRUPTED if status == schema.INTERRUPTED else exits.EXIT_OK
+    return exits.run_exit(status)

@@ -30,13 +30,12 @@ from benchenv import (
 from runrecord import (
     Layout,
     RecordError,
-    RunWriter,
     provenance,
-    run_folder,
     run_id,
     write_skipped,
 )
 from runrecord.ids import file_digest
+from runrecord.writer import read_json_or_none
 
 ARCHITECTURE = "async"
 LAYOUT = Layout((0,), (0,), 1)  # a0-l0-d1: one process, actors and learner on one device
@@ -235,13 +234,6 @@ def baseline_protocol(env_id: str) -> dict[str, Any]:
     return p
 
 
-def layout_block(device_kind: str) -> dict[str, Any]:
-    block = LAYOUT.to_dict()
-    block["devices"] = [device_kind]
-    block["num_cpus"] = os.cpu_count()
-    return block
-
-
 def run_definition(
     system: str, env_id: str, seed: int, hyperparameters: Mapping[str, Any],
     protocol: Mapping[str, Any],
@@ -276,7 +268,7 @@ def build_manifest(
         "architecture": ARCHITECTURE,
         "env_id": env_id,
         "seed": seed,
-        "layout": layout_block(device_kind),
+        "layout": LAYOUT.record_block([device_kind]),
         "hyperparameters": dict(hyperparameters),
         "env_protocol": dict(protocol),
         "provenance": provenance.collect(packages=PROVENANCE_PACKAGES, baseline=dict(baseline)),
@@ -365,10 +357,6 @@ def load_checkout(
         return None
 
 
-def default_run_dir(results_root: Path, sweep: str | None, rid: str) -> Path:
-    return run_folder(results_root, sweep or "standalone", rid)
-
-
 def record_unavailable(run_dir: Path, manifest: Mapping[str, Any], error: BaselineUnavailable) -> None:
     """Write the `skipped` record of a run whose baseline is missing, and say so."""
     reason = f"baseline unavailable: {error}"
@@ -386,10 +374,7 @@ def redact_native_logs(native_dir: Path) -> list[Path]:
     for p in sorted(Path(native_dir).rglob("meta.json*")):
         if p.is_symlink() or not p.is_file():
             continue
-        try:
-            meta = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
+        meta = read_json_or_none(p)
         if isinstance(meta, dict) and isinstance(meta.get("env"), dict):
             meta["env"] = REDACTED
             p.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
@@ -415,31 +400,6 @@ def finish_native(native_dir: Path, run_dir: Path, logs_file: str,
         except NativeLogError as e:
             note["logs"] = {"file": logs_file, "error": str(e)}
     return note
-
-
-def summary(env_steps: int, frame_skip: int, wall_time_s: float, updates: int, episodes: int) -> dict:
-    return {
-        "env_steps": int(env_steps),
-        "frames": int(env_steps) * frame_skip,
-        "wall_time_s": float(wall_time_s),
-        "mean_sps": float(env_steps) / wall_time_s if wall_time_s > 0 else 0.0,
-        "updates": int(updates),
-        "episodes": int(episodes),
-    }
-
-
-def episode_row(env_steps: int, frame_skip: int, wall_time_s: float, env_index: int,
-                episode_return: float, episode_length: int) -> dict[str, Any]:
-    """An episodes.csv row of a baseline: the episode ended at `env_steps` agent steps
-    (frames: x frame_skip), `wall_time_s` after training started."""
-    return {
-        "env_steps": env_steps,
-        "frames": env_steps * frame_skip,
-        "wall_time_s": wall_time_s,
-        "env_index": env_index,
-        "episode_return": episode_return,
-        "episode_length": episode_length,
-    }
 
 
 def update_row(update: int, env_steps: int, frame_skip: int, wall_time_s: float,
@@ -474,7 +434,3 @@ def version_stats(versions: np.ndarray) -> dict[str, int]:
         "num_rollouts": int(v.shape[1]),
         "policy_changes_mid_rollout": int((v.min(axis=0) != v.max(axis=0)).sum()),
     }
-
-
-def open_writer(run_dir: Path, manifest: Mapping[str, Any], extra_columns: tuple[str, ...]) -> RunWriter:
-    return RunWriter(run_dir, manifest, extra_update_columns=extra_columns)

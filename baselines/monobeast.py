@@ -326,7 +326,7 @@ class MonobeastRun:
             kind = msg[0]
             if kind == "episode":
                 _, env_index, ret, length, env_steps, t = msg
-                self.writer.log_episode(common.episode_row(env_steps, self.frame_skip,
+                self.writer.log_episode(schema.episode_row(env_steps, self.frame_skip,
                                                            t - self.t0, env_index, ret, length))
                 self.episodes += 1
             elif kind == "started":
@@ -418,7 +418,7 @@ class MonobeastRun:
         return {**self.plan, "network": self.network, "native": native}
 
     def summary(self) -> dict[str, Any]:
-        return common.summary(self.updates * self.batch_steps, self.frame_skip, self.wall_time_s,
+        return schema.summary(self.updates * self.batch_steps, self.frame_skip, self.wall_time_s,
                               self.updates, self.episodes)
 
     def failure(self, error: object) -> str:

@@ -49,6 +49,7 @@ from baselines.adapter import Baseline, Checkout, Launch, run_as_main  # noqa: E
 from baselines.native_logs import read_moolib_logs  # noqa: E402
 from benchenv import env_seeds  # noqa: E402
 from runrecord import error_entry, exits, schema  # noqa: E402
+from runrecord.provenance import free_port  # noqa: E402
 
 LOCAL_NAME = "peer0"  # the peer's folder: <savedir>/peers/peer0/
 D = mapping.MOOLIB_DEFAULTS
@@ -103,12 +104,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
     except (OSError, AttributeError):
         pass
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Broker:
@@ -303,7 +298,7 @@ class MoolibRun:
         self.act_steps += len(done)
         now = time.monotonic() - self.t0
         for i in np.flatnonzero(done):
-            self.writer.log_episode(common.episode_row(
+            self.writer.log_episode(schema.episode_row(
                 self.act_steps, self.frame_skip, now,
                 state.batch_index * self.actor_batch_size + int(i),
                 float(state.episode_return[i]), int(state.episode_step[i])))
@@ -461,7 +456,7 @@ class MoolibRun:
         return {**self.baseline_run, "network": self.network_summary(), "native": native}
 
     def summary(self) -> dict[str, Any]:
-        return common.summary(self.applied_steps, self.frame_skip, self.wall_time_s,
+        return schema.summary(self.applied_steps, self.frame_skip, self.wall_time_s,
                               self.updates, self.episodes)
 
     def failure(self, error: object) -> str:

@@ -174,9 +174,3 @@ def action_count(env_id: str, full_action_space: bool) -> int:
     ale.setLoggerMode(ale_py.LoggerMode.Error)
     ale.loadROM(path)
     return len(ale.getMinimalActionSet())
-
-
-def version() -> str:
-    import importlib.metadata
-
-    return importlib.metadata.version("ale-py")

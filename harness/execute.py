@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.cache import refresh_run
-from cleanba.core.layout import free_port
 from cleanba.core.xla_flags import with_device_count
 from harness.store import (
     RunLock,
@@ -49,7 +48,7 @@ from runrecord import (
     utc_now,
 )
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_UNAVAILABLE
-from runrecord.provenance import collect
+from runrecord.provenance import collect, free_port
 
 # Outcome statuses beyond the manifest's: the run was not started by this call.
 ALREADY_COMPLETED = "already-completed"

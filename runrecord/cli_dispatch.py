@@ -11,6 +11,7 @@ command reads or writes anything.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import typing
 from collections.abc import Sequence
@@ -93,15 +94,23 @@ def exit_with(main: Any) -> None:
     """sys.exit(main()), with stdout line-buffered (so that logs follow a long sweep into
     files and pipes as it goes) and a closed pipe (`... | head`) ending the command quietly
     with 0, not a traceback."""
-    import os
-
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     try:
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:
-        # stdout's reader has gone: point stdout at /dev/null so that the interpreter's
-        # own flush at exit cannot raise again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard_output(sys.stdout)
         code = 0
     sys.exit(code)
+
+
+def discard_output(stream: Any) -> None:
+    """Point `stream` at /dev/null: its reader has gone (`| head` closed the pipe), so later
+    writes, and the interpreter's own flush at exit, drop the text instead of raising again.
+    A stream without a file descriptor (a test's capture) is left as it is."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -4,6 +4,8 @@ A trainer, a baseline adapter, the harness and the analysis CLI all exit with th
 the harness reads a child's code back with the same names.
 """
 
+from runrecord import schema
+
 EXIT_OK = 0  # completed; a verdict that passed (PASS, REPRODUCED)
 EXIT_FAILED = 1  # the run failed; a verdict that failed (REGRESSION, DIFFERENT, NOT
 # REPRODUCED), or an undecided one under --strict
@@ -12,6 +14,13 @@ EXIT_UNAVAILABLE = 3  # a baseline's checkout or build is not usable here
 EXIT_UNDECIDED = 4  # a verdict the evidence does not decide (UNDECIDED, NOT SHOWN,
 # UNDECIDED AT CAP): neither a pass nor evidence of a failure; more seeds decide it
 EXIT_INTERRUPTED = 130  # SIGINT/SIGTERM: the record says interrupted, naming the signal
+
+
+def run_exit(status: str) -> int:
+    """The exit code of a trainer or adapter whose record ended with `status`: 0
+    completed, EXIT_INTERRUPTED interrupted, EXIT_FAILED otherwise."""
+    codes = {schema.COMPLETED: EXIT_OK, schema.INTERRUPTED: EXIT_INTERRUPTED}
+    return codes.get(status, EXIT_FAILED)
 
 
 def verdict_exit(passed: bool, failed: bool, strict: bool = False) -> int:

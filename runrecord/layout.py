@@ -6,7 +6,9 @@ processes (jax.distributed). A layout is hardware only: it never changes hyperpa
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 _LAYOUT_RE = re.compile(r"^a(?P<a>\d+(?:,\d+)*)-l(?P<l>\d+(?:,\d+)*)-d(?P<d>\d+)$")
@@ -51,6 +53,11 @@ class Layout:
             "learner_device_ids": list(self.learner_device_ids),
             "num_processes": self.num_processes,
         }
+
+    def record_block(self, devices: Sequence[str]) -> dict:
+        """The manifest's `layout` block: to_dict, the devices the run found and this
+        host's CPU count."""
+        return {**self.to_dict(), "devices": list(devices), "num_cpus": os.cpu_count()}
 
 
 def parse_layout(text: str) -> Layout:

@@ -42,9 +42,10 @@ def project_path(text: str | Path) -> Path:
     return path if path.is_absolute() else PROJECT_ROOT / path
 
 
-def run_folder(results_root: Path | str, sweep: str, run_id: str) -> Path:
-    """The results layout: <root>/<sweep>/runs/<run_id>."""
-    return Path(results_root) / sweep / RUNS_DIR / run_id
+def run_folder(results_root: Path | str, sweep: str | None, run_id: str) -> Path:
+    """The results layout: <root>/<sweep>/runs/<run_id>; a run started outside any sweep
+    (sweep None: a trainer or adapter without --sweep) goes under "standalone"."""
+    return Path(results_root) / ("standalone" if sweep is None else sweep) / RUNS_DIR / run_id
 
 
 def split_run_folder(run_dir: Path | str) -> tuple[str, str, str] | None:

@@ -143,3 +143,11 @@ def collect(packages: Iterable[str] = DEFAULT_PACKAGES, **extra: Any) -> dict[st
     }
     info.update(extra)
     return info
+
+
+def free_port() -> int:
+    """A TCP port free on this host now (a localhost jax.distributed coordinator, moolib's
+    broker)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

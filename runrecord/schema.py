@@ -48,6 +48,21 @@ EPISODE_COLUMNS = (
     "episode_length",  # agent steps
 )
 
+
+def episode_row(env_steps: int, frame_skip: int, wall_time_s: float, env_index: int,
+                episode_return: float, episode_length: int) -> dict:
+    """An episodes.csv row (EPISODE_COLUMNS): the episode ended at `env_steps` agent steps
+    (frames: x frame_skip), `wall_time_s` after training started."""
+    return {
+        "env_steps": env_steps,
+        "frames": env_steps * frame_skip,
+        "wall_time_s": wall_time_s,
+        "env_index": env_index,
+        "episode_return": episode_return,
+        "episode_length": episode_length,
+    }
+
+
 # Columns every updates.csv has, in this order. Algorithm-specific columns follow the
 # required ones: losses are prefixed "loss_" (loss_total, loss_policy, loss_value,
 # loss_entropy, ...) and other learner statistics "stat_" (stat_grad_norm, ...).
@@ -105,6 +120,20 @@ LAYOUT_KEYS = (
     "num_cpus",
 )
 SUMMARY_KEYS = ("env_steps", "frames", "wall_time_s", "mean_sps", "updates", "episodes")
+
+
+def summary(env_steps: int, frame_skip: int, wall_time_s: float, updates: int,
+            episodes: int) -> dict:
+    """The manifest's `summary` (SUMMARY_KEYS): `env_steps` agent steps trained on,
+    `frame_skip` frames each, in `wall_time_s` seconds."""
+    return {
+        "env_steps": int(env_steps),
+        "frames": int(env_steps) * frame_skip,
+        "wall_time_s": float(wall_time_s),
+        "mean_sps": float(env_steps) / wall_time_s if wall_time_s > 0 else 0.0,
+        "updates": int(updates),
+        "episodes": int(episodes),
+    }
 
 
 def staleness(learner_version: int, rollout_policy_version: int) -> int:

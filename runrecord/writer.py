@@ -72,7 +72,7 @@ def atomic_write(path: Path | str, write: Callable[[BinaryIO], Any], *,
         Path(tmp).unlink(missing_ok=True)
         raise
     if durable:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
 
 @functools.cache
@@ -83,7 +83,18 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _fsync_dir(path: Path) -> None:
+def write_synced(path: Path, data: bytes) -> None:
+    """Write `data` to `path` and fsync it (not atomic: for a file inside a temporary
+    folder that is renamed into place as a whole)."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a folder, so that a rename or a new file in it is durable (skipped where the
+    OS does not let a folder be opened)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

@@ -68,7 +68,7 @@ class StandInRun:
         return {**(self.launch.plan or {}), "native": "tidied", "on_cuda": self.launch.on_cuda}
 
     def summary(self) -> dict[str, Any]:
-        return common.summary(self.updates * 10, 4, 2.0, self.updates, self.episodes)
+        return schema.summary(self.updates * 10, 4, 2.0, self.updates, self.episodes)
 
     def failure(self, error: object) -> str:
         return f"stand-in failed: {self.error or error}"

@@ -28,7 +28,7 @@ from cleanba_runs import command, free_port, trainer_env
 from analysis.verdicts.equivalence import records_identical
 from cleanba.core.config import ConfigError
 from cleanba.core.layout import make_plan
-from cleanba.core.xla_flags import AVX2_CAP_FLAG, isa_cap_available, with_flag
+from cleanba.core.xla_flags import with_flag
 from cleanba.ppo import PPOConfig, deterministic_minibatch_indices
 from runrecord import load_run, schema
 
@@ -89,6 +89,26 @@ def train_on_layout(alg: str, preset: str, args: list[str], layout: tuple, run_d
     for p, (_, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err[-3000:]
     return run_dir
+
+
+# XLA's CPU backend compiles for the host's instruction set; this caps it (the flag exists
+# in jax 0.10's XLA; an unknown flag in XLA_FLAGS aborts the process). The tests below use it
+# to check determinism on the AVX2 code path of an AVX-512 host.
+AVX2_CAP_FLAG = "--xla_cpu_max_isa=AVX2"
+
+
+def isa_cap_available(python: str, env: dict[str, str]) -> bool:
+    """Whether this x86-64 host's jaxlib accepts AVX2_CAP_FLAG: one JAX start-up in a child
+    process (`python`, environment `env`, whose XLA_FLAGS get the flag added)."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    child = {**env, "XLA_FLAGS": with_flag(env.get("XLA_FLAGS", ""), AVX2_CAP_FLAG)}
+    probe = "import jax, jax.numpy as jnp; jax.jit(lambda x: x + 1)(jnp.ones(2)).block_until_ready()"
+    p = subprocess.run([python, "-c", probe], env=child, capture_output=True, text=True,
+                       timeout=120)
+    return p.returncode == 0 and "Unknown CPU ISA" not in p.stderr
 
 
 _cap: dict[str, bool] = {}

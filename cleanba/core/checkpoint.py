@@ -54,6 +54,9 @@ from typing import Any
 from benchenv import defining_protocol, restores_exactly
 from cleanba.core.config import BOOKKEEPING_FIELDS
 from runrecord.digest import DIGEST_COLUMN
+from runrecord.flag_bounds import flag_name
+from runrecord.ids import canonical_json
+from runrecord.writer import atomic_write, fsync_dir, write_synced
 
 CHECKPOINTS_DIR = "checkpoints"
 META_FILE = "meta.json"
@@ -138,41 +141,23 @@ def fingerprint_difference(saved: Mapping[str, Any], current: Mapping[str, Any])
     """'' when they match, else which parts differ, in words."""
     parts = []
     for part in ("configuration", "code", "stack"):
-        a, b = _json(saved.get(part)), _json(current.get(part))
+        a, b = canonical_json(saved.get(part)), canonical_json(current.get(part))
         if a == b:
             continue
         old, new = saved.get(part) or {}, current.get(part) or {}
-        keys = sorted(k for k in set(old) | set(new) if _json(old.get(k)) != _json(new.get(k)))
+        keys = sorted(k for k in set(old) | set(new)
+                      if canonical_json(old.get(k)) != canonical_json(new.get(k)))
         if "hyperparameters" in keys:
             hp_old, hp_new = old.get("hyperparameters") or {}, new.get("hyperparameters") or {}
             keys.remove("hyperparameters")
-            keys += sorted(f"--{k.replace('_', '-')}" for k in set(hp_old) | set(hp_new)
+            keys += sorted(flag_name(k) for k in set(hp_old) | set(hp_new)
                            if hp_old.get(k) != hp_new.get(k))
         parts.append(f"another {part} ({', '.join(keys)})")
     return "; ".join(parts)
 
 
-def _json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, default=str)
-
-
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write(run_dir: Path, update: int, files: Mapping[str, bytes], meta: Mapping[str, Any],
@@ -187,17 +172,17 @@ def write(run_dir: Path, update: int, files: Mapping[str, bytes], meta: Mapping[
         shutil.rmtree(tmp)
     tmp.mkdir()
     for name, data in files.items():
-        _write_synced(tmp / name, data)
+        write_synced(tmp / name, data)
     full_meta = {"format": FORMAT_VERSION, "update": update, **meta,
                  "files": {name: {"bytes": len(data), "sha256": _sha256(data)}
                            for name, data in files.items()}}
     # meta.json last: a folder whose meta.json names every file is complete
-    _write_synced(tmp / META_FILE, (json.dumps(full_meta, indent=1) + "\n").encode())
-    _fsync_dir(tmp)
+    write_synced(tmp / META_FILE, (json.dumps(full_meta, indent=1) + "\n").encode())
+    fsync_dir(tmp)
     if final.exists():  # a resumed run passing the boundary it resumed from again
         shutil.rmtree(final)
     os.rename(tmp, final)
-    _fsync_dir(root)
+    fsync_dir(root)
     for old in updates_on_disk(run_dir)[keep:]:
         shutil.rmtree(root / str(old), ignore_errors=True)
     return final
@@ -325,7 +310,4 @@ def truncate_rows(path: Path, rows: int) -> None:
     path = Path(path)
     lines = path.read_bytes().split(b"\n")
     kept = b"".join(line + b"\n" for line in lines[: 1 + rows])
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    _write_synced(tmp, kept)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    atomic_write(path, lambda f: f.write(kept))

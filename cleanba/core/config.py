@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from benchenv import BACKENDS, EXACT_STATE_BACKENDS, MAX_ENVS, check_seed, default_backend
+from runrecord.flag_bounds import flag_name
 
 Architecture = Literal["sync", "cleanba", "async"]
 ActorMode = Literal["serial", "double-buffer"]
@@ -152,7 +153,7 @@ class CommonConfig:
                               f"got {self.env_backend!r}")
         for name in ("total_timesteps", "num_envs", "num_steps", "num_actor_threads"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"--{_flag(name)} must be >= 1, got {getattr(self, name)}")
+                raise ConfigError(f"{flag_name(name)} must be >= 1, got {getattr(self, name)}")
         try:
             check_seed(self.seed)
         except ValueError as exc:
@@ -244,10 +245,6 @@ BOOKKEEPING_FIELDS = (
     "coordinator_bind_address",
     "process_id",
 )
-
-
-def _flag(name: str) -> str:
-    return name.replace("_", "-")
 
 
 def config_dict(config: Any) -> dict[str, Any]:

@@ -9,7 +9,6 @@ the numbers and what would be valid, before anything starts.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -18,13 +17,6 @@ from runrecord import Layout
 from runrecord.words import counted
 
 BIND_ENV_VAR = "JAX_COORDINATOR_BIND_ADDRESS"
-
-
-def free_port() -> int:
-    """A TCP port free on this host now (for a localhost jax.distributed coordinator)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def coordinator_bind_address(coordinator_address: str, requested: str | None,

@@ -19,6 +19,7 @@ from cleanba.core.actor import Rollout
 from cleanba.core.context import Context
 from cleanba.core.records import Episode, console
 from cleanba.numerics.parallel import LearnerMesh, checksum, first_replica
+from runrecord import schema
 from runrecord.digest import DIGEST_COLUMN, episode_cells, next_digest
 
 
@@ -199,11 +200,9 @@ def learner_loop(ctx: Context, mesh: LearnerMesh, state: Any) -> None:
         last_time, last_steps = now, env_steps
         if ctx.writer is not None:
             wall = now - ctx.start_time
-            episode_rows = [{
-                "env_steps": e.env_steps, "frames": e.env_steps * frames_per_step,
-                "wall_time_s": e.wall_time_s, "env_index": e.env_index,
-                "episode_return": e.episode_return, "episode_length": e.episode_length,
-            } for e in episodes]
+            episode_rows = [schema.episode_row(e.env_steps, frames_per_step, e.wall_time_s,
+                                               e.env_index, e.episode_return, e.episode_length)
+                            for e in episodes]
             for episode_row in episode_rows:
                 ctx.writer.log_episode(episode_row)
             ctx.records_digest = next_digest(ctx.records_digest, digest,

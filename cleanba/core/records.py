@@ -18,7 +18,8 @@ import numpy as np
 
 from benchenv import defining_protocol
 from cleanba.core.config import config_dict, defining_hyperparameters
-from runrecord import Layout, provenance, run_folder, run_id
+from runrecord import Layout, provenance, run_id
+from runrecord.cli_dispatch import discard_output
 from runrecord.determinism import determinism_block
 
 
@@ -37,10 +38,6 @@ def make_run_id(system: str, config: Any, env_protocol: dict, layout: Layout) ->
     )
 
 
-def default_run_dir(rid: str) -> Path:
-    return run_folder("results", "standalone", rid)
-
-
 def build_manifest(
     *,
     system: str,
@@ -54,9 +51,6 @@ def build_manifest(
 ) -> dict[str, Any]:
     hyperparameters = config_dict(config)
     hyperparameters["derived"] = derived
-    layout_dict = layout.to_dict()
-    layout_dict["devices"] = devices
-    layout_dict["num_cpus"] = os.cpu_count()
     return {
         "run_id": rid,
         "sweep": config.sweep,
@@ -64,7 +58,7 @@ def build_manifest(
         "architecture": config.architecture,
         "env_id": config.env_id,
         "seed": config.seed,
-        "layout": layout_dict,
+        "layout": layout.record_block(devices),
         "hyperparameters": hyperparameters,
         "env_protocol": env_protocol,
         "provenance": provenance.collect(
@@ -283,13 +277,4 @@ def console(message: str, stream: Any = None) -> None:
     try:
         print(message, file=stream, flush=True)
     except (OSError, ValueError):
-        _discard(stream)
-
-
-def _discard(stream: Any) -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass  # no file descriptor (e.g. a test's capture): nothing to flush at exit either
+        discard_output(stream)

@@ -50,14 +50,13 @@ from cleanba.core.records import (
     WandbLogger,
     build_manifest,
     console,
-    default_run_dir,
     determinism_facts,
     make_run_id,
 )
 from cleanba.core.xla_flags import apply_cpu_conv_flag, apply_gpu_determinism_flag
 from cleanba.numerics.parallel import LearnerMesh, first_replica
-from runrecord import LayoutError, RecordError, RunWriter, error_entry, schema
-from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from runrecord import LayoutError, RecordError, RunWriter, error_entry, run_folder, schema
+from runrecord.exits import EXIT_BAD_INPUT, run_exit
 from runrecord.writer import read_manifest_or_none
 
 
@@ -94,7 +93,7 @@ def prepare(config: CommonConfig, factory: AlgorithmFactory, system: str,
     protocol = checkpoint.recorded_protocol(protocol, config.checkpoint_every)
     rid = config.run_id or make_run_id(system, config, protocol, plan.layout)
     folder = config.resume_from or config.run_dir
-    run_dir = Path(folder) if folder else default_run_dir(rid)
+    run_dir = Path(folder) if folder else run_folder("results", None, rid)
     local = jax.local_devices()
     devices = [local[i].device_kind for i in sorted(set(plan.actor_device_ids + plan.learner_device_ids))]
     derived = {
@@ -191,16 +190,12 @@ def _train(config: CommonConfig, factory: AlgorithmFactory, system: str,
         updates = ctx.updates_done if ctx is not None else 0
         with watcher.lock:  # the status is decided and written before a later signal counts
             status, recorded_error = final_status(control, error)
-            code = {schema.COMPLETED: EXIT_OK,
-                    schema.INTERRUPTED: EXIT_INTERRUPTED}.get(status, EXIT_FAILED)
+            code = run_exit(status)
             if writer is not None:
                 steps = updates * prep.plan.batch_size
-                writer.finish(status, error=recorded_error, summary={
-                    "env_steps": steps, "frames": steps * benchenv.frames_per_step(config.env_id),
-                    "wall_time_s": wall, "mean_sps": steps / wall if wall > 0 else 0.0,
-                    "updates": updates,
-                    "episodes": ctx.episodes_written if ctx is not None else 0,
-                })
+                writer.finish(status, error=recorded_error, summary=schema.summary(
+                    steps, benchenv.frames_per_step(config.env_id), wall, updates,
+                    ctx.episodes_written if ctx is not None else 0))
             watcher.finished(code)
         watcher.hold("finished", config.seed)
         if status == schema.FAILED:

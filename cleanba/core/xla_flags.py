@@ -64,24 +64,3 @@ def trainer_xla_flags(flags: str, deterministic: bool) -> str:
     them, in that order (a replay predicts its flags with it, harness.certify)."""
     flags = with_flag(flags, CPU_CONV_FLAG)
     return with_flag(flags, GPU_DETERMINISM_FLAG) if deterministic else flags
-
-
-# XLA's CPU backend compiles for the host's instruction set; this caps it (the flag exists
-# in jax 0.10's XLA; an unknown flag in XLA_FLAGS aborts the process). Tests use it to check
-# determinism on the AVX2 code path of an AVX-512 host.
-AVX2_CAP_FLAG = "--xla_cpu_max_isa=AVX2"
-
-
-def isa_cap_available(python: str, env: dict[str, str]) -> bool:
-    """Whether this x86-64 host's jaxlib accepts AVX2_CAP_FLAG: one JAX start-up in a child
-    process (`python`, environment `env`, whose XLA_FLAGS get the flag added)."""
-    import platform
-    import subprocess
-
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
-    child = {**env, "XLA_FLAGS": with_flag(env.get("XLA_FLAGS", ""), AVX2_CAP_FLAG)}
-    probe = "import jax, jax.numpy as jnp; jax.jit(lambda x: x + 1)(jnp.ones(2)).block_until_ready()"
-    p = subprocess.run([python, "-c", probe], env=child, capture_output=True, text=True,
-                       timeout=120)
-    return p.returncode == 0 and "Unknown CPU ISA" not in p.stderr

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cleanba.core.layout import free_port
 from cleanba.core.xla_flags import (
     CPU_CONV_FLAG,
     GPU_DETERMINISM_FLAG,
@@ -35,6 +34,7 @@ from cleanba.core.xla_flags import (
 )
 from runrecord.cli_help import parse_config
 from runrecord.exits import EXIT_FAILED, EXIT_OK
+from runrecord.provenance import free_port
 
 # (name, actor device ids, learner device ids, processes); the first is run twice. The
 # two processes of d2 (jax.distributed on localhost) run on CPU only: on one GPU they

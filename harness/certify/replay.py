@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from cleanba.core import checkpoint
-from cleanba.core.layout import free_port
 from harness.certify.facts import differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
 from harness.execute import log_tail, start_child, trainer_env
@@ -43,7 +42,7 @@ from runrecord import (
     schema,
 )
 from runrecord.determinism import DETERMINISM_KEYS
-from runrecord.provenance import available_cpus
+from runrecord.provenance import available_cpus, free_port
 from runrecord.words import counted
 
 VERIFIED = "VERIFIED"
