@@ -77,8 +77,16 @@ def atomic_write(path: Path | str, write: Callable[[BinaryIO], Any], *,
 
 @functools.cache
 def _file_mode() -> int:
-    """What open() gives a new file: 0666 less the umask."""
-    umask = os.umask(0o022)
+    """What open() gives a new file: 0666 less the umask. Read from /proc where Linux
+    shows it: learning it by setting and restoring it would change it for every thread
+    of the process meanwhile (a trainer's actor threads, a harness's monitor)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)  # elsewhere the only way to read it
     os.umask(umask)
     return 0o666 & ~umask
 

@@ -1,7 +1,9 @@
 """The run-record format: write, read back, survive torn lines, refuse to clobber results."""
 
 import json
+import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -148,3 +150,28 @@ def test_run_id_stable_and_sensitive():
     assert a == run_id({"hp": {"n": 2, "lr": 1e-3}, "seed": 1, "system": "cleanba-ppo"})
     assert a != run_id({"system": "cleanba-ppo", "seed": 2, "hp": {"lr": 1e-3, "n": 2}})
     assert len(a) == 12
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="Linux's /proc shows the umask")
+def test_an_atomic_write_gives_the_file_the_umasks_mode_without_changing_the_umask(
+        tmp_path, monkeypatch):
+    """The file gets what open() would give (mkstemp's 0600 would hide a shared results
+    root from its other users), and learning the umask does not set it, even for an
+    instant: every other thread of the process would create its files under the wrong one."""
+    from runrecord import writer
+
+    previous = os.umask(0o027)
+    try:
+        writer._file_mode.cache_clear()
+
+        def no_umask(mask):
+            raise AssertionError("the umask was set")
+
+        monkeypatch.setattr(writer.os, "umask", no_umask)
+        writer.atomic_write_text(tmp_path / "a.json", "{}")
+    finally:
+        monkeypatch.undo()
+        os.umask(previous)
+        writer._file_mode.cache_clear()
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temp file left
