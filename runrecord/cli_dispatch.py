@@ -41,19 +41,19 @@ def parse_command(command: Any, prog: str, help_text: str, deciding: Sequence[st
     import tyro
 
     args = list(sys.argv[1:] if argv is None else argv)
-    sub = subcommands(command)
-    if wants_help(args):
+    help_asked = wants_help(args)
+    if help_asked:
         flow_field_help(command)
-        command = help_union(command, [])
+    sub = subcommands(command)
     if args and args[0] in sub:
         cls, description = sub[args[0]]
         text = description_of(cls, description)
-        if wants_help(args) and not isinstance(cls, type):
+        if help_asked and not isinstance(cls, type):
             cls = help_union(cls, args[1:])
         return tyro.cli(cls, args=args[1:], prog=f"{prog} {args[0]}",  # type: ignore[call-overload]
                         description=command_help(text, args[0] in deciding))
-    return tyro.cli(command, args=args, prog=prog,  # type: ignore[call-overload]
-                    description=command_help(help_text, decides=True))
+    return tyro.cli(help_union(command, []) if help_asked else command,  # type: ignore[call-overload]
+                    args=args, prog=prog, description=command_help(help_text, decides=True))
 
 
 def description_of(cls: Any, marker_description: str | None) -> str:

@@ -460,7 +460,6 @@ def known_env_ids() -> frozenset[str]:
     ids = sorted(envpool.list_all_envs())
     if path is not None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, json.dumps(ids))
         except OSError:
             pass  # a read-only home: no cache, just slower
