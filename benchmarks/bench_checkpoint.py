@@ -1,4 +1,4 @@
-"""What checkpoints cost (issue 45): seconds per checkpoint and their share of training
+"""What checkpoints cost: seconds per checkpoint and their share of training
 time, the size of one checkpoint and the disk a run keeps, and the cost of the env-state
 path (every env re-seeded at each checkpoint boundary: EnvPool cannot restore an env).
 

@@ -32,7 +32,7 @@ class Cell:
     # (naive re-testing): its status says whether it does; it never fails the suite
     at_least: bool = False  # the rate must reach `nominal` (power-like): bound is
     # nominal - 3 MC SE and the value must be >= it
-    target: bool = False  # a goal the issue sets, shown met or missed, never failing the
+    target: bool = False  # a goal for the verdict, shown met or missed, never failing the
     # suite (e.g. PASS >= 80% at 10 seeds: some published columns are too noisy for it)
 
     @property

@@ -322,7 +322,7 @@ def test_regression_gate_on_atari5_median(tmp_path, capsys):
     assert "regression (atari5-median per seed): PASS" in capsys.readouterr().out
     assert cli_main([*gate, str(ref), "--new", str(worse)]) == 1
     assert "REGRESSION" in capsys.readouterr().out
-    # a number vouched exact (a bare published number is refused: issue 21)
+    # a number vouched exact (a bare published number is refused)
     assert cli_main([*gate, "0.3", "--new", str(worse), "--reference-exact"]) == 0
     assert "reference 0.3000 (a number taken as exact)" in capsys.readouterr().out
     # The plain IQM gate on the same data still works and says nothing of atari5.

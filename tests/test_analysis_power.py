@@ -81,7 +81,7 @@ def test_gate_false_pass_with_one_run_on_a_side_is_nominal(n_new, n_ref):
     rng = np.random.default_rng([n_new, n_ref])
     new = -DELTA + SD * rng.standard_normal((SIMS, n_new))
     ref = SD * rng.standard_normal((SIMS, n_ref))
-    # Refused unless the user vouches for equal spreads (issue 21: at unequal spreads
+    # Refused unless the user vouches for equal spreads (at unequal spreads
     # the borrowed variance passes a true drop of delta 12-19% of the time).
     with pytest.raises(AnalysisError, match="--assume-equal-spread"):
         regression_lower_bound(new, ref)

@@ -53,7 +53,7 @@ def test_cartpole_layout_sweep_through_figures_cli(layout_sweep, tmp_path, capsy
     names = {f["name"] for f in res["figures"]}
     assert {"aggregates", "median_vs_frames", "median_vs_time",
             "performance_profile", "runtimes", "staleness"} <= names
-    # one task, 3 seeds: the median and IQM curves are one curve, drawn once (issue 38)
+    # one task, 3 seeds: the median and IQM curves are one curve, drawn once
     assert "iqm_vs_frames" not in names
     median = next(f for f in res["figures"] if f["name"] == "median_vs_frames")
     assert median["title"].startswith("Median = IQM") and "drawn once" in median["caption"]

@@ -1,4 +1,4 @@
-"""Issue 24, analysis side: sequential designs (alpha spending, repeated confidence
+"""The analysis side of adaptive seeds: sequential designs (alpha spending, repeated confidence
 intervals) and `sweep_looks` on synthetic run records."""
 
 from __future__ import annotations

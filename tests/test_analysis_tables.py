@@ -1,4 +1,4 @@
-"""Tables out (issue 47, part 4): `aggregate`, `equivalence`, `regression` and
+"""Tables out: `aggregate`, `equivalence`, `regression` and
 `reproduce --format markdown|latex|csv|json`.
 
 Every format of every command is parsed back (csv module, json.loads, the LaTeX and

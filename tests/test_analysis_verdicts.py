@@ -28,7 +28,7 @@ DELTA = 0.1
 
 def test_welch_interval_matches_scipy():
     """Equal seed counts: scipy's Welch interval. Unequal counts: Hsu's df min(n, m) - 1
-    (Welch-Satterthwaite is liberal there; issue 21), with Welch's se."""
+    (Welch-Satterthwaite is liberal there), with Welch's se."""
     a, b = [1.0, 1.2, 0.9, 1.1], [0.8, 1.0, 0.7, 0.75]
     w = welch_interval(a, b)
     res = stats.ttest_ind(a, b, equal_var=False)
@@ -91,7 +91,7 @@ def test_regression_flags_a_drop():
 
 def test_regression_against_a_published_number():
     new = [1.00, 1.04, 0.96]
-    # A bare number is refused (issue 21): it is the mean of a few noisy seeds.
+    # A bare number is refused: it is the mean of a few noisy seeds.
     with pytest.raises(AnalysisError, match="--reference-sd"):
         regression(new, 1.0, delta=0.1)
     exact = ReferenceSpread(exact=True)  # a fixed threshold: the one-sample bound

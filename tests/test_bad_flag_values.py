@@ -1,4 +1,4 @@
-"""Bad input is refused before anything is written (issue 47, part 1).
+"""Bad input is refused before anything is written.
 
 Generated: every subcommand of `python -m analysis` and `python -m harness`, `python -m
 calibration`, and every numeric or choice flag it takes is read from the CLI definitions (a new flag is covered

@@ -1,4 +1,4 @@
-"""--actor-mode double-buffer (issue 53, cleanba/core/actor_pipelined.py): each actor thread
+"""--actor-mode double-buffer (cleanba/core/actor_pipelined.py): each actor thread
 steps one half of its envs while the policy runs on the other.
 
 The acceptance case: under --deterministic, a CartPole PPO run with 2 actor threads and a

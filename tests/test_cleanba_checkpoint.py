@@ -1,4 +1,4 @@
-"""Checkpoints and --resume-from (issue 45, cleanba/core/checkpoint.py).
+"""Checkpoints and --resume-from (cleanba/core/checkpoint.py).
 
 The acceptance case: a --deterministic CartPole PPO run, SIGKILLed while it holds after
 update 7 (checkpoints after updates 3 and 6 on disk), resumed, has updates.csv and

@@ -1,5 +1,5 @@
-"""--deterministic: bit-identical records across layouts and process counts (issues 6, 22),
-and whether the actors keep their observations on the host or on their devices (issue 42).
+"""--deterministic: bit-identical records across layouts and process counts,
+and whether the actors keep their observations on the host or on their devices.
 
 Each case trains on the layouts of LAYOUTS (4 virtual CPU devices; d2
 is two processes over jax.distributed on localhost) and asserts that params checksums,

@@ -1,5 +1,5 @@
 """Layout-independent numerics of cleanba/numerics/deterministic.py: bit-identical results for any
-split of the same work over calls, devices and processes (issue 6).
+split of the same work over calls, devices and processes.
 
 The multi-device tests need XLA_FLAGS=--xla_force_host_platform_device_count=4 (set by
 scripts/test.sh) and skip with the reason otherwise.

@@ -104,7 +104,7 @@ def test_the_coordinator_binds_to_its_own_address_unless_told_otherwise():
 
 def test_a_slurm_task_asks_jax_for_its_own_slice_of_the_nodes_gpus():
     """Inside a Slurm step JAX gave every process of a d>1 run the one GPU numbered
-    SLURM_LOCALID, however many its layout uses (issue 32's half-avoided pitfall)."""
+    SLURM_LOCALID, however many its layout uses."""
     from cleanba.core.config import CommonConfig, ConfigError
     from cleanba.core.layout import local_device_ids
 

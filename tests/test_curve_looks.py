@@ -1,4 +1,4 @@
-"""Looks over training time (issue 39): the boundaries under any joint law, the look's
+"""Looks over training time: the boundaries under any joint law, the look's
 statistic and its plan, on numbers checked by hand, by simulation, and on records."""
 
 from __future__ import annotations

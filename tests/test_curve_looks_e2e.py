@@ -1,6 +1,6 @@
-"""Issue 39's CI demonstration, with the real trainer: a sabotaged CartPole candidate
-(learning rate 0, tests/data/sabotaged-cartpole.toml) is stopped along training time at
-30% of its budget or earlier, exit 1, and the stop is in its records and on the console
+"""The CI demonstration of looks over training time, with the real trainer: a sabotaged
+CartPole candidate (learning rate 0, tests/data/sabotaged-cartpole.toml) is stopped along
+training time at 30% of its budget or earlier, exit 1, and the stop is in its records and on the console
 (a rerun, status and regress read the decision back: tests/test_harness_curve_looks.py,
 with the test-only trainer). (The unchanged candidate that runs to the end and passes is CI's
 smoke step: `./benchmark.sh smoke --games CartPole-v1` with the preset's looks_at, then

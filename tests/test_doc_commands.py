@@ -1,5 +1,5 @@
 """Every command in README.md, docs/*.md and results/README.md runs from a fresh clone with
-nothing beside it (issue 38, build item 1).
+nothing beside it.
 
 Each command block (tests/doc_blocks.py) runs in its own copy of the repository's files
 (git's tracked and untracked-not-ignored files: what a clone has, plus work in progress),

@@ -1,4 +1,4 @@
-"""The env backend in records, sweeps and the protocol guard (issue 41): a record names its
+"""The env backend in records, sweeps and the protocol guard: a record names its
 backend and version; records older than the key are EnvPool's; EnvPool and ALE runs are
 not pooled unless the backend is the compared group (or the mismatch is allowed); sweeps
 take `env_backends` as an axis without changing the ids of sweeps that do not."""

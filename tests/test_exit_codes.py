@@ -1,4 +1,4 @@
-"""One exit-code table (issue 38, finding 3): runrecord.exits.EXIT_CODES is the source;
+"""One exit-code table: runrecord.exits.EXIT_CODES is the source;
 the top-level help of `python -m analysis` and `python -m harness`, every deciding
 command's --help, README.md and the docs show it as rendered from there; no statement in
 them pairs a verdict word with another code; and the commands exit as the table says:

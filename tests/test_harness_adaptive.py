@@ -1,4 +1,4 @@
-"""Adaptive seeds, the harness side (issue 24): the [adaptive] table's checks, the seeds
+"""Adaptive seeds, the harness side: the [adaptive] table's checks, the seeds
 of an adaptive sweep, the looks store, and batches run by the harness with the test-only
 trainer (tests/harness_fake_trainer.py): decided early, run to the cap, a failed run,
 and kills (SIGTERM and kill -9 of the harness, between batches and during one) followed

@@ -1,4 +1,4 @@
-"""Adaptive seeds end to end with the real trainer (issue 24): a CartPole sweep on an easy
+"""Adaptive seeds end to end with the real trainer: a CartPole sweep on an easy
 comparison (two layouts of the same system: equivalence) stops before its cap, and one on
 a hard comparison (a learning rate changed by 10%, gated against the first sweep's runs
 with a margin far below the noise) runs to its cap, undecided, with the planner's estimate of what it

@@ -1,4 +1,4 @@
-"""Looks over training time, the harness side (issue 39), with the test-only trainer
+"""Looks over training time, the harness side, with the test-only trainer
 (tests/harness_fake_trainer.py, a learning curve per seed): a candidate that does not
 learn is stopped at an early look (its records settle with the reason, the console says
 it, exit 1) and a rerun trains nothing; an unchanged one killed after its first look
@@ -203,7 +203,7 @@ def test_a_killed_run_resumes_at_its_first_look_not_recorded(tmp_path, reference
 
 
 def test_a_one_seed_candidate_completes_and_is_undecided_not_failed(tmp_path, reference):
-    """Issue 47: `--seeds 1` completes every run, but one new seed has no spread of its
+    """`--seeds 1` completes every run, but one new seed has no spread of its
     own, so the looks cannot decide the gate: UNDECIDED (exit 4) with that reason, in
     `harness run` and `harness regress`; never exit 1 (but under --strict), never a run
     said not to complete."""

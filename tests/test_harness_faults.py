@@ -1,4 +1,4 @@
-"""The fault matrix (issue 12): each fault against a small CartPole sweep, then a resume.
+"""The fault matrix: each fault against a small CartPole sweep, then a resume.
 
 For every fault: the status and exit code it leaves, the attempts it spends, and after a
 resume: 0 runs lost, 0 run completed twice, 0 torn or unfinished records read as data

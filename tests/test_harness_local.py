@@ -226,7 +226,7 @@ def test_status_and_plan_report_states(tmp_path):
     sweep = write_sweep(tmp_path, seeds=(1, 2), extra="fail-seeds = [2]")
     root = tmp_path / "res"
     p = harness("status", "--sweep", str(sweep), "--results-root", str(root))
-    # Issue 38: nothing has failed in a fresh sweep, so status exits 0 (it exited 1).
+    # Nothing has failed in a fresh sweep, so status exits 0 (it exited 1).
     assert p.returncode == 0 and '"pending": 2' in p.stdout
     harness(*run_args(sweep, root))
     p = harness("status", "--sweep", str(sweep), "--results-root", str(root))

@@ -1,4 +1,4 @@
-"""Issue 47, part 3: `harness report` opens with a verdict table, one row per verdict
+"""`harness report` opens with a verdict table, one row per verdict
 (subject, outcome coloured, estimate, CI, margin, seeds, a link to its details), and the
 regression gate's result is in it (the fixed gate and the gate over training time), on
 records of the test-only trainer."""

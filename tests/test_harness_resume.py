@@ -1,4 +1,4 @@
-"""`harness run` resumes a killed Cleanba run from its last checkpoint (issue 45).
+"""`harness run` resumes a killed Cleanba run from its last checkpoint.
 
 Three --deterministic sweeps with `checkpoint-every` in their overrides run through the
 harness CLI: CartPole PPO on EnvPool in one process and in two (--distributed, every

@@ -112,7 +112,7 @@ ledger = "{tmp_path / 'ledger.txt'}"
 
 
 def test_job_in_unknown_state_is_settled_after_the_bounded_wait(tmp_path, monkeypatch):
-    """Issue 32, 3: a job neither squeue nor sacct lists (no accounting, gone from squeue)
+    """A job neither squeue nor sacct lists (no accounting, gone from squeue)
     was waited for for ever; now it is settled from its record after UNKNOWN_WAIT_S."""
     import submitit
 
@@ -145,7 +145,7 @@ def test_job_in_unknown_state_is_settled_after_the_bounded_wait(tmp_path, monkey
 
 
 def test_a_requeued_jobs_stale_result_is_not_its_outcome(tmp_path, monkeypatch):
-    """Issue 32, 5 (CI, stop 35): `scontrol requeue` stops the attempt, whose job writes its
+    """`scontrol requeue` stops the attempt, whose job writes its
     result (`interrupted`) while Slurm shows it COMPLETING on its way back to PENDING. The
     harness took that result as the run's outcome; it now waits for a final state and
     takes the result the job writes when it ends again."""

@@ -1,4 +1,4 @@
-"""`harness run --backend slurm` against a real Slurm 22.05 on localhost (issue 32).
+"""`harness run --backend slurm` against a real Slurm 22.05 on localhost.
 
 scripts/slurm-local.sh brings the cluster up, without accounting for the first class and
 with slurmdbd + MariaDB (sacct) for the second. Each scenario is a small CartPole sweep run
@@ -371,15 +371,15 @@ class TestWithoutAccounting:
         check_normal_path(without_accounting.get("normal"))
 
     def test_scancel_running_and_pending_settles_without_accounting(self, without_accounting):
-        """Issue 32, 3: a job cancelled while pending was waited for for ever (UNKNOWN)."""
+        """A job cancelled while pending was waited for for ever (UNKNOWN)."""
         check_scancel(without_accounting.get("scancel"))
 
     def test_sigint_to_harness_cancels_its_jobs(self, without_accounting):
-        """Issue 32, 2: Ctrl-C stopped nothing; the second one ended in a traceback."""
+        """Ctrl-C stopped nothing; the second one ended in a traceback."""
         check_stop(without_accounting.get("sigint"), "SIGINT")
 
     def test_second_sigint_stops_waiting_without_a_traceback(self, without_accounting):
-        """Issue 32, 2: the second Ctrl-C ended in a KeyboardInterrupt traceback."""
+        """The second Ctrl-C ended in a KeyboardInterrupt traceback."""
         r = without_accounting.get("twice")
         assert r["rc"] == 130, r["text"]
         assert "harness: second interrupt: not waiting any longer" in r["text"], r["text"]
@@ -411,7 +411,7 @@ class TestWithoutAccounting:
         assert len(ledger(r["sweep"], "midsubmit")) == SUBMITTING
 
     def test_slurm_time_limit_records_timeout_and_spends_an_attempt(self, without_accounting):
-        """Issue 32, 1: at Slurm's limit the record stayed `running`, then `stale`."""
+        """At Slurm's limit the record stayed `running`, then `stale`."""
         r = without_accounting.get("limit")
         rc, text = r["first"]
         assert rc == 1, text
@@ -441,7 +441,7 @@ class TestWithoutAccounting:
 
     def test_usr2_preemption_is_recorded_and_rerun_without_an_attempt(self,
                                                                       without_accounting):
-        """Issue 32, 4: USR2 killed the trainer silently; 'its supervising harness died'."""
+        """USR2 killed the trainer silently; 'its supervising harness died'."""
         r = without_accounting.get("preempt")
         root, text, run_id = r["d"] / "res", r["text"], r["run"]
         assert r["rc"] == 0, text
@@ -460,7 +460,7 @@ class TestWithoutAccounting:
         assert rc2 == 0 and "1 already-completed" in text2 and "submitted" not in text2
 
     def test_failed_job_line_gives_the_exception_not_a_log_path(self, without_accounting):
-        """Issue 32, 1 and 6: the console showed the last line of submitit's error, a path."""
+        """The console showed the last line of submitit's error, a path."""
         rc, text = without_accounting.get("raises")["first"]
         assert rc == 1, text
         line = next(x for x in text.splitlines() if re.match(r"\[1/1\] failed", x))
@@ -472,15 +472,15 @@ class TestWithoutAccounting:
 
 class TestWithAccounting:
     def test_scancel_pending_is_not_a_failure_with_accounting(self, with_accounting):
-        """Issue 32, 6: 'failed ... UncompletedJobError: No output/error stream produced'."""
+        """'failed ... UncompletedJobError: No output/error stream produced'."""
         check_scancel(with_accounting.get("scancel"))
 
     def test_sigterm_to_harness_cancels_its_jobs(self, with_accounting):
-        """Issue 32, 2: SIGTERM to the harness stopped nothing."""
+        """SIGTERM to the harness stopped nothing."""
         check_stop(with_accounting.get("sigterm"), "SIGTERM")
 
     def test_requeued_job_while_the_user_reruns_the_sweep(self, with_accounting):
-        """Issue 32, 5: the rerun printed '1 busy' and exited 1 with no explanation."""
+        """The rerun printed '1 busy' and exited 1 with no explanation."""
         r = with_accounting.get("requeue")
         root, run_id, job = r["root"], r["run"], r["job"]
         rc2, text2 = r["again"]
@@ -514,7 +514,7 @@ class TestWithAccounting:
             slurm("scontrol", "release", jobs[first])
             wait_running(root, "drain", first)
             slurm("scontrol", "update", f"nodename={node()}", "state=drain",
-                  "reason=issue-32-test")
+                  "reason=drain-test")
             slurm("scontrol", "release", jobs[second])
             h.wait_line(rf"^waiting: job {re.escape(jobs[second])} \({second}\) is pending: "
                         r".*(ReqNodeNotAvail|Nodes required)", timeout=40)

@@ -1,4 +1,4 @@
-"""A preempted or requeued Slurm job resumes from its run's checkpoint (issue 45, part 3),
+"""A preempted or requeued Slurm job resumes from its run's checkpoint,
 on the real local cluster (scripts/slurm-local.sh): a --deterministic CartPole PPO run of
 10 updates with a checkpoint every 3, held once it has written checkpoints/6
 (CLEANBA_HOLD_AT holds after the checkpoint of that update, so the resumed attempt, which

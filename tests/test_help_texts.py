@@ -1,4 +1,4 @@
-"""Every command's --help says only what we wrote (issue 38, finding 2).
+"""Every command's --help says only what we wrote.
 
 `python -m analysis --help` once described `import` with typing.Union's docstring ("Union
 type; Union[X, Y] means either X or Y ...", about 40 lines): tyro shows a type's

@@ -1,4 +1,4 @@
-"""Issue 55: an import never merges runs its source tells apart. A table's `system` and
+"""An import never merges runs its source tells apart. A table's `system` and
 `layout` columns are read by name; an unmapped text column that differs within a run
 stops the import (exit 2, nothing written) until it is mapped or ignored; every import
 says per run what it read and what it left. The other formats refuse two runs in one

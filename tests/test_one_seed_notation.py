@@ -1,5 +1,5 @@
-"""One notation for the interval of a one-seed group in every command and format
-(issue 47): "n/a (1 seed)" in console, Markdown and LaTeX, empty (null) bounds in CSV
+"""One notation for the interval of a one-seed group in every command and
+format: "n/a (1 seed)" in console, Markdown and LaTeX, empty (null) bounds in CSV
 and JSON; never a degenerate [x, x] bootstrap of one seed, never nan."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 38, build item 4: layouts (or versions) that ran the same seeds are compared
+"""Layouts (or versions) that ran the same seeds are compared
 paired by seed where the pairing holds, in equivalence and the gate, Welch otherwise, and
 the line says which; the calibration keeps both tests' error rates and shows the gain."""
 

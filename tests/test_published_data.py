@@ -1,4 +1,4 @@
-"""The paper's published tables ship with the project (issue 38, finding 1).
+"""The paper's published tables ship with the project.
 
 README and docs once pointed at `--published ../shared/paper-data/main_10CPU.csv`, a file
 outside the repository: a clone had no published tables at all. Now the tables (and the

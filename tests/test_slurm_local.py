@@ -1,8 +1,8 @@
-"""scripts/slurm-local.sh never touches a Slurm it did not make (issue 37), against the real
+"""scripts/slurm-local.sh never touches a Slurm it did not make, against the real
 daemons: a system's /etc/slurm left byte-identical and a stale state folder of another
 cluster name in the system's StateSaveLocation not in the way; a start that fails half-way
 (an occupied port; a SIGTERM) stops every daemon it began and says why; a slurmctld the
-script did not start gives exit 3, naming it. Issue 49: the daemons listen on loopback only
+script did not start gives exit 3, naming it. The daemons listen on loopback only
 unless `start --listen-all`, and a start that cannot keep them there refuses (exit 2).
 
 The private folder is the script's default (/var/lib/slurm-local), the one CI and the other
@@ -127,7 +127,7 @@ def system_slurm_files() -> Iterator[dict[Path, tuple[bytes, int]]]:
 
 
 def test_start_leaves_the_system_slurm_alone(system_slurm_files):
-    """Issue 37, 1 and 2: the start wrote /etc/slurm/slurm.conf and slurmdbd.conf, and
+    """The start wrote /etc/slurm/slurm.conf and slurmdbd.conf, and
     slurmctld refused the system's StateSaveLocation of cluster `trial`."""
     root_and_packages()
     assert script("stop").returncode == 0
@@ -158,7 +158,7 @@ def test_start_leaves_the_system_slurm_alone(system_slurm_files):
 
 
 def test_a_failed_start_stops_what_it_began():
-    """Issue 37, 3: a start that failed at slurmctld left slurmdbd, munged and MariaDB
+    """A start that failed at slurmctld left slurmdbd, munged and MariaDB
     running. Here slurmd's port is taken (the last daemon), then a SIGTERM arrives while
     MariaDB starts: each time nothing of ours is left, and the first says why."""
     root_and_packages()
@@ -241,7 +241,7 @@ PartitionName=p Nodes={node()} Default=YES State=UP
         system.wait(timeout=60)
 
 
-# ------------------------------------------------------------------ issue 49: loopback only
+# ------------------------------------------------------------------ loopback only
 
 def _address(hex_addr: str) -> str:
     """/proc/net/tcp{,6}'s local address (host-order hex) as an IP address."""
@@ -305,7 +305,7 @@ def stop_after() -> Iterator[None]:
 
 
 def test_listens_on_loopback_only(stop_after, tmp_path):
-    """Issue 49: slurmctld and slurmd listened on 0.0.0.0. Without and with accounting every
+    """slurmctld and slurmd listened on 0.0.0.0. Without and with accounting every
     daemon's socket is on 127.0.0.1 and status says so, also where this machine's name
     resolves to another address (Slurm binds to what the name resolves to: here a hosts file
     maps it to a TEST-NET address no interface has) and a job still runs."""

@@ -1,4 +1,4 @@
-"""Issue 33: every gating verdict has three outcomes, each on its own evidence.
+"""Every gating verdict has three outcomes, each on its own evidence.
 
 PASS / REGRESSION / UNDECIDED for the gate, REPRODUCED / NOT REPRODUCED / NOT SHOWN for
 `reproduce`; a COLLAPSED game fails both; exit codes 0 / 1 / 4 (1 under --strict).
@@ -94,8 +94,8 @@ def test_an_improvement_is_never_regression(columns):
 
 def test_no_change_at_3_seeds_is_undecided_not_regression(columns):
     """Both sides drawn from the same published column, 3 seeds a side: REGRESSION in
-    <= 5% (+3 MC SE) of seeded draws on every column (13 of 20 draws before issue 33);
-    the rest PASS or UNDECIDED."""
+    <= 5% (+3 MC SE) of seeded draws on every column (13 of 20 draws before each outcome
+    had its own evidence); the rest PASS or UNDECIDED."""
     rng = np.random.default_rng(3)
     sims = 500
     for col in columns:
@@ -104,7 +104,7 @@ def test_no_change_at_3_seeds_is_undecided_not_regression(columns):
         assert np.mean(verdicts == REGRESSION) <= _bound(0.05, sims), col.name
         assert np.all(np.isin(verdicts, (PASS, REGRESSION, UNDECIDED)))
         assert np.mean(fired[COLLAPSE_RULE]) <= _bound(0.01, sims), col.name
-    # The issue's column: mostly UNDECIDED or PASS, and UNDECIDED happens.
+    # The column a reviewer would pick: mostly UNDECIDED or PASS, and UNDECIDED happens.
     col = next(c for c in columns if c.name.endswith(COLUMN))
     new, ref = draw_seeds(rng, col, sims, 3), draw_seeds(rng, col, sims, 3)
     verdicts, _ = gate_rules(new, ref, list(col.games), DELTA)
@@ -131,9 +131,10 @@ def _judge(user, pub):
                  user_min=user.min(1))
 
 
-def test_reproduce_headline_rates_on_the_issue_column(columns):
+def test_reproduce_headline_rates_on_the_main_10cpu_column(columns):
     """Faithful: NOT REPRODUCED <= 5% (+3 MC SE) at 3 seeds, REPRODUCED >= 50% at 5;
-    one learned game collapsed: NOT REPRODUCED >= 95% (0% before issue 33)."""
+    one learned game collapsed: NOT REPRODUCED >= 95% (0% before each outcome had its own
+    evidence)."""
     col = next(c for c in columns if c.name.endswith(COLUMN))
     rng = np.random.default_rng(7)
     sims = 1_000
@@ -184,8 +185,8 @@ def test_single_collapsed_game_fails_both_verdicts_on_records(tmp_path, capsys):
     assert "COLLAPSED to the random score" in res.summary_line()
 
 
-def test_the_issues_breakout_collapse_is_not_reproduced(tmp_path):
-    """Issue 33's case: Breakout published 300 ± 99 (3 seeds, HNS 10.4), yours at the
+def test_a_breakout_collapse_is_not_reproduced(tmp_path):
+    """The reviewer's case: Breakout published 300 ± 99 (3 seeds, HNS 10.4), yours at the
     random score on every seed. It was INCONCLUSIVE and the headline REPRODUCED, exit 0;
     now the game is COLLAPSED and the headline NOT REPRODUCED, exit 1."""
     table = PAPER_DATA / "smootheness_complete.csv"

@@ -1,4 +1,4 @@
-"""Issue 21: the verdicts keep their error rates in the cases a reviewer would try.
+"""The verdicts keep their error rates in the cases a reviewer would try.
 
 Each case is built from the project's own record writer (tests/synthetic_records.py)
 and, where it needs one, a published column of the shipped tables (analysis/data/published/cleanba); rates are measured

@@ -1,4 +1,4 @@
-"""Issue 47, part 2: a verdict prints one line a reader understands (outcome, estimate,
+"""A verdict prints one line a reader understands (outcome, estimate,
 interval, margin, seeds); how its interval was built (paired or Welch, t and df, the
 numbers' unit) is behind --verbose and in the JSON. The regression gate, equivalence and
 the adaptive looks, on the shipped reference records and synthetic runs."""

@@ -51,7 +51,7 @@ def _blocks(out: str) -> list[str]:
 
 
 def test_equivalence_prints_each_verdict_as_its_line_the_table_only_with_verbose(capsys):
-    """Issue 47: by default a verdict is its one line (outcome, estimate, CI, margin,
+    """By default a verdict is its one line (outcome, estimate, CI, margin,
     seeds) under its heading; the per-metric table comes with --verbose."""
     assert main(["equivalence", str(REFERENCE)]) == 0
     out = capsys.readouterr().out
@@ -228,7 +228,7 @@ def test_smoke_comment_and_plan_seeds_agree(reference):
 def test_one_seed_side_is_described_alike_in_both_docs():
     """Finding 7: docs/harness.md said a one-seed side borrows the other side's variance;
     the gate does not (unless --assume-equal-spread): `analysis regression` refuses it
-    (exit 2), `harness regress` says UNDECIDED (exit 4, issue 47: every run completed)."""
+    (exit 2), `harness regress` says UNDECIDED (exit 4: every run completed)."""
     harness_md = " ".join((ROOT / "docs" / "harness.md").read_text().split())
     analysis_md = " ".join((ROOT / "docs" / "analysis.md").read_text().split())
     assert "the other side's variance when a side has one seed" not in harness_md
