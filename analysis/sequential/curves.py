@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError, TooFewSeeds
-from analysis.inputs.facts import episode_x, truncated
+from analysis.inputs.facts import truncated
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse, layout_names
 from analysis.scoring.scores import collapse_seed_copies
@@ -383,12 +383,6 @@ def plan_lines(plan: CurvePlan, subject: str, verbose: bool = False) -> list[str
 
 class NoEpisodeYet(AnalysisError):
     """A look too early for some run: none of its episodes had ended by then."""
-
-
-def reached(run: Run, frames: float) -> bool:
-    """Whether an episode of the run ended at or after `frames` (its look can be read)."""
-    x = episode_x(run.episodes)
-    return bool(len(x)) and float(np.nanmax(x)) >= frames
 
 
 def seed_values(runs: Sequence[Run], frames: float | None, side: str, options: GateOptions
