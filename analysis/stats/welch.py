@@ -52,14 +52,15 @@ def welch_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     df = inf."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    n, m = a.shape[-1], b.shape[-1]
-    mean_a, var_a = _mean_var(a)
-    mean_b, var_b = _mean_var(b)
-    diff = mean_a - mean_b
-    sa = var_a / n
-    sb = var_b / m
-    se = np.sqrt(sa + sb)
-    return diff, se, welch_df(sa, sb, n, m)
+    return welch_from_summary(*_mean_var(a), a.shape[-1], *_mean_var(b), b.shape[-1])
+
+
+def welch_from_summary(mean_a: np.ndarray, var_a: np.ndarray, n: int, mean_b: np.ndarray,
+                       var_b: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`welch_stats` from each side's mean, sample variance (ddof=1) and count (a
+    published mean ± sd of its seeds has only these: analysis.verdicts.regression)."""
+    sa, sb = var_a / n, var_b / m
+    return mean_a - mean_b, np.sqrt(sa + sb), welch_df(sa, sb, n, m)
 
 
 def _mean_var(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +168,8 @@ def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndar
 def tost_passes(a: np.ndarray, b: np.ndarray, delta: float) -> np.ndarray:
     """Vectorised TOST of one metric: a (..., n), b (..., m), n, m >= 2 -> bool (...):
     the 90% Welch CI of mean(a) - mean(b) lies inside (-delta, +delta). What
-    `tost_verdict` calls PASS for that metric; the seed planner simulates with it."""
+    `tost_verdict` calls PASS for that metric; the reproduce power simulates with it
+    (analysis.reproduce.judge)."""
     return tost_inside(*welch_stats(a, b), delta)
 
 
