@@ -5,6 +5,13 @@ import numpy as np
 from analysis.sequential.spending import as_correlation
 
 
+def canonical_correlation(fractions) -> np.ndarray:
+    """corr(Z_j, Z_k) = sqrt(t_min / t_max): statistics of independent increments."""
+    t = np.asarray(fractions, dtype=np.float64)
+    lo, hi = np.minimum.outer(t, t), np.maximum.outer(t, t)
+    return np.sqrt(lo / hi)
+
+
 def crossing_rates(correlation: np.ndarray, boundaries: np.ndarray, draws: int = 200_000,
                    seed: int = 0) -> np.ndarray:
     """Monte Carlo check: P(first crossing at look k) for normal statistics with the

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from spending_checks import crossing_rates
+from spending_checks import canonical_correlation, crossing_rates
 from synthetic_records import synthetic_layout_runs
 
 from analysis.errors import AnalysisError
@@ -23,7 +23,7 @@ from analysis.sequential import (
     sweep_looks,
 )
 from analysis.sequential.design import equivalence_decisions, gate_decisions
-from analysis.sequential.spending import canonical_correlation, t_scale
+from analysis.sequential.spending import t_scale
 
 # O'Brien-Fleming-type Lan-DeMets boundaries, one-sided alpha 0.025, K equally spaced
 # looks: the values published with the method (DeMets & Lan 1994; gsDesign's sfLDOF).

@@ -23,10 +23,10 @@ from analysis.sequential.curves import (
     plan_lines,
     reference_pseudo_values,
 )
-from analysis.sequential.spending import UNION, boundaries, canonical_correlation, spent_alpha
+from analysis.sequential.spending import UNION, boundaries, spent_alpha
 from analysis.verdicts.regression import regression_lower_bound
 from runrecord import PROJECT_ROOT
-from tests.spending_checks import crossing_rates
+from tests.spending_checks import canonical_correlation, crossing_rates
 from tests.synthetic_records import write_synthetic_run
 
 LOOKS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)

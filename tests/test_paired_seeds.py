@@ -13,7 +13,7 @@ from synthetic_records import write_synthetic_run
 
 from analysis.inputs.load import load_runs
 from analysis.scoring.grouping import analyse
-from analysis.stats.welch import paired_interval, paired_stats
+from analysis.stats.welch import paired_stats, welch_interval
 from analysis.verdicts.equivalence import equivalence
 from analysis.verdicts.regression import regression_gate
 from analysis.verdicts.seed_pairing import seed_design
@@ -28,10 +28,10 @@ def test_paired_stats_is_scipys_paired_t():
     for i in range(7):
         t, _ = stats.ttest_rel(a[i], b[i])
         assert diff[i] / se[i] == pytest.approx(t) and df[i] == 4
-    w = paired_interval(a[0], b[0])
+    w = welch_interval(a[0], b[0], paired=True)
     half = stats.t.ppf(0.95, 4) * se[0]
     assert w.paired and w.ci90 == pytest.approx((diff[0] - half, diff[0] + half))
-    same = paired_interval([1.0, 2.0, 3.0], [0.5, 1.5, 2.5])  # a constant difference
+    same = welch_interval([1.0, 2.0, 3.0], [0.5, 1.5, 2.5], paired=True)  # a constant difference
     assert same.ci90 == (0.5, 0.5) and same.df == math.inf
 
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from analysis.errors import AnalysisError, TooFewSeeds
-from analysis.inputs.facts import episode_x, truncated
+from analysis.inputs.facts import truncated
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse, layout_names
 from analysis.scoring.scores import collapse_seed_copies
@@ -49,7 +49,7 @@ from analysis.sequential.spending import (
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.gate import DEFAULT_GATE_METRIC, chosen_groups, gate, gate_metric
 from analysis.verdicts.margins import margin
-from analysis.verdicts.regression import AGGREGATE_RULE, regression_lower_bound
+from analysis.verdicts.regression import AGGREGATE_RULE, RegressionResult, regression_lower_bound
 from analysis.verdicts.seed_pairing import SEED_METRICS
 from runrecord import Run
 from runrecord.words import signed
@@ -242,6 +242,14 @@ class GateOptions:
     def suite_delta(self, suite: str) -> float:
         return margin(suite, self.delta, self.normalisers).value
 
+    def gate(self, new: Sequence[Run], reference: Sequence[Run], **others: Any
+             ) -> RegressionResult:
+        """The gate's result on these options (`others`: gate's other keywords); the
+        looks over training time and over seeds (analysis.sequential.looks) both run it."""
+        return gate(new, reference, delta=self.delta, metric=self.metric,
+                    layouts=self.layouts, last_n=self.last_n, normalisers=self.normalisers,
+                    allow_protocol_mismatch=self.allow_protocol_mismatch, **others).result
+
 
 def curve_plan(design: CurveDesign, reference_runs: Sequence[Run], budget_frames: float,
                n_new: int, suite: str, options: GateOptions = GateOptions(),
@@ -275,10 +283,7 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
                         looks=len(plan.frames), fraction=plan.looks_at[k], frames=plan.frames[k])
     new_now = [truncated(r, at) for r in new_runs]
     ref_now = [truncated(r, at) for r in reference_runs]
-    res = gate(new_now, ref_now, delta=plan.delta, metric=options.metric,
-               layouts=options.layouts, last_n=options.last_n,
-               normalisers=options.normalisers,
-               allow_protocol_mismatch=options.allow_protocol_mismatch).result
+    res = replace(options, delta=plan.delta).gate(new_now, ref_now)
     a = seed_values(new_runs, at, "new runs", options)[1]
     b = seed_values(reference_runs, at, "reference", options)[1]
     big_b = seed_values(reference_runs, None, "reference", options)[1]
@@ -383,12 +388,6 @@ def plan_lines(plan: CurvePlan, subject: str, verbose: bool = False) -> list[str
 
 class NoEpisodeYet(AnalysisError):
     """A look too early for some run: none of its episodes had ended by then."""
-
-
-def reached(run: Run, frames: float) -> bool:
-    """Whether an episode of the run ended at or after `frames` (its look can be read)."""
-    x = episode_x(run.episodes)
-    return bool(len(x)) and float(np.nanmax(x)) >= frames
 
 
 def seed_values(runs: Sequence[Run], frames: float | None, side: str, options: GateOptions

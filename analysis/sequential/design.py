@@ -468,39 +468,36 @@ def naive_boundaries(design: SequentialDesign) -> Boundaries:
                       ones * stats.norm.isf(design.different_alpha))
 
 
-def _record(out: Paths, open_: np.ndarray, dec: np.ndarray, n: int) -> np.ndarray:
-    """Write the draws that decide at this look; return the still open ones."""
-    stop = open_ & (dec != CONTINUE)
-    out.decision[stop] = dec[stop]
-    out.seeds[stop] = n
-    out.pass_any_look |= dec == PASS
-    return open_ & ~stop
-
-
-def _start(sims: int) -> tuple[Paths, np.ndarray]:
-    """Every draw still open (CONTINUE, no seeds spent, no PASS yet)."""
-    return (Paths(np.full(sims, CONTINUE, dtype=object), np.zeros(sims, dtype=np.int64),
-                  np.zeros(sims, dtype=bool)), np.ones(sims, dtype=bool))
+def _paths(b: Boundaries, sims: int, decide: Callable[[int, int, bool], np.ndarray]
+           ) -> Paths:
+    """Every draw's first decision over the looks: `decide(look index, seeds per growing
+    side, last look)` gives the decisions of all draws at a look."""
+    out = Paths(np.full(sims, CONTINUE, dtype=object), np.zeros(sims, dtype=np.int64),
+                np.zeros(sims, dtype=bool))
+    open_ = np.ones(sims, dtype=bool)
+    for k, n in enumerate(b.seeds):
+        dec = decide(k, n, k == len(b.seeds) - 1)
+        stop = open_ & (dec != CONTINUE)
+        out.decision[stop] = dec[stop]
+        out.seeds[stop] = n
+        out.pass_any_look |= dec == PASS
+        open_ &= ~stop
+    return out
 
 
 def equivalence_paths(b: Boundaries, a: np.ndarray, ref: np.ndarray, delta: float) -> Paths:
     """Sequential equivalence of `a` against `ref`, both (metrics, sims, cap seeds)."""
-    out, open_ = _start(a.shape[1])
-    for k, n in enumerate(b.seeds):
+    def decide(k: int, n: int, last: bool) -> np.ndarray:
         per_metric = [welch_stats(a[j, :, :n], ref[j, :, :n]) for j in range(a.shape[0])]
         diff, se, df = (np.stack([s[i] for s in per_metric]) for i in range(3))
-        dec, _ = equivalence_decisions(diff, se, df, delta, float(b.passing[k]),
-                                       float(b.different[k]), k == len(b.seeds) - 1)
-        open_ = _record(out, open_, dec, n)
-    return out
+        return equivalence_decisions(diff, se, df, delta, float(b.passing[k]),
+                                     float(b.different[k]), last)[0]
+    return _paths(b, a.shape[1], decide)
 
 
 def gate_paths(b: Boundaries, new: np.ndarray, ref: np.ndarray, delta: float) -> Paths:
     """The sequential gate of `new` (sims, cap seeds) against a fixed `ref` (sims, m)."""
-    out, open_ = _start(new.shape[0])
-    for k, n in enumerate(b.seeds):
+    def decide(k: int, n: int, last: bool) -> np.ndarray:
         diff, _, se, df = regression_lower_bound(new[:, :n], ref)
-        dec, _, _ = gate_decisions(diff, se, df, delta, float(b.passing[k]),
-                                   k == len(b.seeds) - 1)
-        open_ = _record(out, open_, dec, n)
-    return out
+        return gate_decisions(diff, se, df, delta, float(b.passing[k]), last)[0]
+    return _paths(b, new.shape[0], decide)

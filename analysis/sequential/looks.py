@@ -25,6 +25,7 @@ from analysis.errors import AnalysisError
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse
 from analysis.scoring.scores import GroupScores, runs_by_suite
+from analysis.sequential.curves import GateOptions
 from analysis.sequential.design import (
     CONTINUE,
     MIN_COMPARABLE_POWER,
@@ -43,7 +44,7 @@ from analysis.sequential.spending import t_scale
 from analysis.stats.welch import WelchInterval
 from analysis.verdicts.compare import pair_groups
 from analysis.verdicts.equivalence import PASS, REGRESSION, EquivalenceResult, equivalence
-from analysis.verdicts.gate import DEFAULT_GATE_METRIC, gate
+from analysis.verdicts.gate import DEFAULT_GATE_METRIC
 from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import AGGREGATE_RULE, ReferenceSpread, RegressionResult
 from analysis.verdicts.seed_pairing import SEED_METRICS
@@ -100,11 +101,9 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
         if not reference_runs:
             raise AnalysisError("the sequential gate needs reference runs (the fixed "
                                 "reference side); none given")
-        out += gate_looks(runs, reference_runs, design, look,
-                          delta=gate_delta if gate_delta is not None else delta,
-                          metric=gate_metric, layouts=layouts, last_n=last_n,
-                          normalisers=normalisers,
-                          allow_protocol_mismatch=allow_protocol_mismatch, spread=spread,
+        options = GateOptions(gate_delta if gate_delta is not None else delta, gate_metric,
+                              layouts, last_n, normalisers, allow_protocol_mismatch)
+        out += gate_looks(runs, reference_runs, design, look, options, spread=spread,
                           regression_alpha=regression_alpha)
     return [_kept(x, previous) for x in out]
 
@@ -217,15 +216,11 @@ def _spread(group: GroupScores, ref: GroupScores, metric: str) -> Spread | None:
 
 
 def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: SequentialDesign,
-               look: int, *, delta: float | None = None, metric: str = DEFAULT_GATE_METRIC,
-               layouts: Sequence[str] | None = None, last_n: int = DEFAULT_LAST_N,
-               normalisers: Mapping[str, tuple[float, float]] | None = None,
-               allow_protocol_mismatch: bool = False,
-               spread: ReferenceSpread = ReferenceSpread(),
+               look: int, options: GateOptions, *, spread: ReferenceSpread = ReferenceSpread(),
                regression_alpha: float | None = None) -> list[Look]:
     """One Look per (system, suite) of `runs` against the reference runs of the same
-    system and suite, on `layouts` (default: the layouts the new runs cover). The fixed
-    gate's checks raise AnalysisError (exit 2) as they do for `harness regress`.
+    system and suite, on options.layouts (default: the layouts the new runs cover). The
+    fixed gate's checks raise AnalysisError (exit 2) as they do for `harness regress`.
     regression_alpha: what REGRESSION spends when it is less than the design's alpha
     (the looks over training time took the rest: analysis.sequential.curves)."""
     out: list[Look] = []
@@ -235,12 +230,10 @@ def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: Seque
         ref_mine = [r for r in reference_runs if str(r.manifest.get("system")) == system]
         ref_by_suite = runs_by_suite(ref_mine) if ref_mine else {}
         for suite, new in runs_by_suite(mine).items():
-            chosen = list(layouts) if layouts is not None else sorted(
+            chosen = list(options.layouts) if options.layouts is not None else sorted(
                 {str((r.manifest.get("layout") or {}).get("name")) for r in new})
-            res = gate(new, ref_by_suite.get(suite, []), delta=delta, metric=metric,
-                       layouts=chosen, confidence=1 - design.alpha, last_n=last_n,
-                       normalisers=normalisers,
-                       allow_protocol_mismatch=allow_protocol_mismatch, spread=spread).result
+            res = replace(options, layouts=chosen).gate(
+                new, ref_by_suite.get(suite, []), confidence=1 - design.alpha, spread=spread)
             out.append(result_look(res, design, look, f"{system} {suite}", regression_alpha))
     return out
 

@@ -87,13 +87,6 @@ QMC_POINTS = 2**18
 """Quasi-Monte Carlo points of the joint law the boundaries are solved on (~0.2 s)."""
 
 
-def canonical_correlation(fractions: Sequence[float] | np.ndarray) -> np.ndarray:
-    """corr(Z_j, Z_k) = sqrt(t_min / t_max): statistics of independent increments."""
-    t = np.asarray(fractions, dtype=np.float64)
-    lo, hi = np.minimum.outer(t, t), np.maximum.outer(t, t)
-    return np.sqrt(lo / hi)
-
-
 def _increments(t: np.ndarray, alpha: float, spending: str) -> np.ndarray:
     """alpha(t_k) - alpha(t_{k-1}) per look; AnalysisError for fractions that do not
     increase within (0, 1] or an alpha outside (0, 0.5)."""

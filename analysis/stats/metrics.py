@@ -32,7 +32,8 @@ analysis.rly.jackknife). At 3 runs per task the percentile bootstrap is too narr
 `probability_of_improvement_pairs` resamples every group once per replicate and
 evaluates P(X > Y) for every requested pair on those same draws, so the resampling cost
 grows with the number of groups, not pairs; pairs whose groups have the same shape are
-stacked into one array operation (analysis.scoring.poi_pairs chooses the pairs).
+stacked into one array operation (analysis.verdicts.compare.choose_pairs chooses the
+pairs).
 """
 
 from __future__ import annotations

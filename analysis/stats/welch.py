@@ -52,14 +52,15 @@ def welch_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     df = inf."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    n, m = a.shape[-1], b.shape[-1]
-    mean_a, var_a = _mean_var(a)
-    mean_b, var_b = _mean_var(b)
-    diff = mean_a - mean_b
-    sa = var_a / n
-    sb = var_b / m
-    se = np.sqrt(sa + sb)
-    return diff, se, welch_df(sa, sb, n, m)
+    return welch_from_summary(*_mean_var(a), a.shape[-1], *_mean_var(b), b.shape[-1])
+
+
+def welch_from_summary(mean_a: np.ndarray, var_a: np.ndarray, n: int, mean_b: np.ndarray,
+                       var_b: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`welch_stats` from each side's mean, sample variance (ddof=1) and count (a
+    published mean ± sd of its seeds has only these: analysis.verdicts.regression)."""
+    sa, sb = var_a / n, var_b / m
+    return mean_a - mean_b, np.sqrt(sa + sb), welch_df(sa, sb, n, m)
 
 
 def _mean_var(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,50 +134,42 @@ def tost_inside(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: np.ndar
     return out
 
 
-def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
-                   ) -> WelchInterval:
-    """Difference of means with Welch's se and `welch_df` df (`_interval`)."""
+def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
+                   paired: bool = False) -> WelchInterval:
+    """The difference of means a - b with its 90% and 95% t intervals (width 0 at se 0):
+    Welch's se and `welch_df` df, or, `paired` (a[s] and b[s] the same seed), the mean
+    per-seed difference with the paired t's (`paired_stats`). A side with one value has
+    no spread estimate: nan CIs, unless both sides are flat and the difference is
+    exactly 0 (a CI of width 0)."""
     a = np.asarray(a, dtype=np.float64).ravel()
     b = np.asarray(b, dtype=np.float64).ravel()
+    if paired and (len(a) == 0 or len(a) != len(b)):
+        raise AnalysisError(f"a paired comparison needs the same seeds on both sides, got "
+                            f"{len(a)} and {len(b)}")
     if len(a) == 0 or len(b) == 0:
         raise AnalysisError(f"Welch test needs values on both sides, got {len(a)} and {len(b)}")
-    return _interval(a, b, float(a.mean() - b.mean()), paired=False)
-
-
-def _interval(a: np.ndarray, b: np.ndarray, diff: float, paired: bool) -> WelchInterval:
-    """The t intervals of `diff` (Welch's or the paired t's). A side with one value has
-    no spread estimate: nan CIs, unless both sides are flat and the difference is exactly
-    0 (a CI of width 0)."""
+    diff = float((a - b).mean()) if paired else float(a.mean() - b.mean())
+    sides = (len(a), len(b), float(a.mean()), float(b.mean()), paired)
     if len(a) == 1 or len(b) == 1:
         if np.all(a == a[0]) and np.all(b == b[0]) and diff == 0:
-            return WelchInterval(diff, 0.0, math.inf, (diff, diff), (diff, diff), len(a),
-                                 len(b), float(a.mean()), float(b.mean()), paired)
+            return WelchInterval(diff, 0.0, math.inf, (diff, diff), (diff, diff), *sides)
         nan2 = (math.nan, math.nan)
-        return WelchInterval(diff, math.nan, math.nan, nan2, nan2, len(a), len(b),
-                             float(a.mean()), float(b.mean()), paired)
-    _, se, df = (paired_stats if paired else welch_stats)(a, b)
-    return t_interval(a, b, diff, float(se), float(df), paired)
-
-
-def t_interval(a: np.ndarray, b: np.ndarray, diff: float, se: float, df: float,
-               paired: bool = False) -> WelchInterval:
-    """The 90% and 95% t intervals of `diff` with standard error `se` and `df` (width 0
-    at se 0), for sides a and b: Welch's (welch_interval) or the paired t's
-    (paired_stats)."""
+        return WelchInterval(diff, math.nan, math.nan, nan2, nan2, *sides)
+    se, df = (float(x) for x in (paired_stats if paired else welch_stats)(a, b)[1:])
     if se == 0:
         ci90 = ci95 = (diff, diff)
     else:
         t90, t95 = float(t_quantile(0.95, df)), float(t_quantile(0.975, df))
         ci90 = (diff - t90 * se, diff + t90 * se)
         ci95 = (diff - t95 * se, diff + t95 * se)
-    return WelchInterval(diff, se, df, ci90, ci95, len(a), len(b), float(a.mean()),
-                         float(b.mean()), paired)
+    return WelchInterval(diff, se, df, ci90, ci95, *sides)
 
 
 def tost_passes(a: np.ndarray, b: np.ndarray, delta: float) -> np.ndarray:
     """Vectorised TOST of one metric: a (..., n), b (..., m), n, m >= 2 -> bool (...):
     the 90% Welch CI of mean(a) - mean(b) lies inside (-delta, +delta). What
-    `tost_verdict` calls PASS for that metric; the seed planner simulates with it."""
+    `tost_verdict` calls PASS for that metric; the reproduce power simulates with it
+    (analysis.reproduce.judge)."""
     return tost_inside(*welch_stats(a, b), delta)
 
 
@@ -201,15 +194,3 @@ def paired_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     diff = d.mean(axis=-1)
     se = d.std(axis=-1, ddof=1) / math.sqrt(n)
     return diff, se, np.where(se > 0, float(n - 1), np.inf)
-
-
-def paired_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
-                    ) -> WelchInterval:
-    """The mean per-seed difference a - b with its paired t CIs (`paired=True`;
-    `_interval`)."""
-    a = np.asarray(a, dtype=np.float64).ravel()
-    b = np.asarray(b, dtype=np.float64).ravel()
-    if len(a) == 0 or len(a) != len(b):
-        raise AnalysisError(f"a paired comparison needs the same seeds on both sides, got "
-                            f"{len(a)} and {len(b)}")
-    return _interval(a, b, float((a - b).mean()), paired=True)

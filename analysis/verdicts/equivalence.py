@@ -37,9 +37,7 @@ from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
 from analysis.stats.welch import (
     WelchInterval,
-    paired_interval,
     paired_stats,
-    t_interval,
     t_quantile,
     welch_interval,
     welch_stats,
@@ -369,17 +367,6 @@ def _seed_order(g: GroupScores, paired: bool) -> np.ndarray:
     return np.argsort(g.seeds, kind="stable") if paired else np.arange(len(g.seeds))
 
 
-def _shown_interval(a: np.ndarray, b: np.ndarray, decision: EquivalenceDecision, row: int,
-                    paired: bool) -> WelchInterval:
-    """The interval printed for one metric, from the statistics the verdict was decided
-    on. A one-seed side has none (se nan); its interval keeps the interval functions' own
-    rule (width 0 where the difference is exactly 0 and both sides are flat)."""
-    if min(len(a), len(b)) < 2:
-        return (paired_interval if paired else welch_interval)(a, b)
-    return t_interval(a, b, float(decision.diff[row]), float(decision.se[row]),
-                      float(decision.df[row]), paired=paired)
-
-
 def equivalence(a: GroupScores, b: GroupScores, delta: float = ATARI_DEFAULT_DELTA, *,
                 metric: SeedMetric = iqm_over_tasks, metric_name: str = "iqm",
                 margin: str = "", unpaired: bool = False) -> EquivalenceResult:
@@ -408,8 +395,10 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = ATARI_DEFAULT_DEL
     decision = equivalence_decision(final_a, final_b, auc_a, auc_b, delta, paired=paired,
                                     identical=bitwise.identical)
     verdict = str(decision.verdict)
-    final = _shown_interval(final_a, final_b, decision, 0, paired)
-    auc = _shown_interval(auc_a, auc_b, decision, 1, paired)
+    # the intervals shown: from the statistics the verdict was decided on (paired_stats
+    # or welch_stats of the same values)
+    final = welch_interval(final_a, final_b, paired=paired)
+    auc = welch_interval(auc_a, auc_b, paired=paired)
     notes = []
     # Of identical records the intervals shown have width 0 at 0 and pass, unless a score
     # is NaN: then the numbers shown do not pass and the identity alone decides.

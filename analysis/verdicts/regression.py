@@ -22,7 +22,7 @@ import numpy as np
 from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.records import version_hint
 from analysis.scoring.scores import GroupScores, collapse_seed_copies
-from analysis.stats.welch import paired_stats, t_quantile, welch_df, welch_stats
+from analysis.stats.welch import paired_stats, t_quantile, welch_from_summary, welch_stats
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.per_game import (
     COLLAPSE_LEVEL,
@@ -156,11 +156,9 @@ def published_lower_bound(new: np.ndarray, published_mean: np.ndarray | float,
     sd = np.asarray(published_sd, dtype=np.float64)
     if np.any(~np.isfinite(sd)) or np.any(sd < 0):
         raise AnalysisError(f"published sd must be finite and >= 0, got {published_sd}")
-    sa = new.var(axis=-1, ddof=1) / n
-    sb = sd**2 / published_n
-    diff = new.mean(axis=-1) - np.asarray(published_mean, dtype=np.float64)
-    se = np.sqrt(sa + sb)
-    df = welch_df(sa, sb, n, published_n)
+    diff, se, df = welch_from_summary(new.mean(axis=-1), new.var(axis=-1, ddof=1), n,
+                                      np.asarray(published_mean, dtype=np.float64), sd**2,
+                                      published_n)
     return diff, _lower(diff, se, df, confidence), se, df
 
 

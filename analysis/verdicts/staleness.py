@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -89,12 +89,9 @@ class StalenessReport:
         """The verdict table's cells (the report): the worst staleness and its mean over
         every audited update; the "CI" says it is a count, not a sample; the margin is
         the rule of each checked architecture; the seeds, the runs checked."""
-        hist: Counter[int] = Counter()
-        for r in self.runs:
-            hist.update(r.histogram)
-        total = sum(hist.values())
-        estimate = (f"max {max(hist)}, mean {sum(k * v for k, v in hist.items()) / total:.3f}"
-                    if total else "n/a (no updates)")
+        every = pooled([replace(r, group="") for r in self.runs]).get("", {"histogram": {}})
+        estimate = (f"max {max(every['histogram'])}, mean {every['mean']:.3f}"
+                    if every["histogram"] else "n/a (no updates)")
         ruled = sorted({r.architecture for r in self.runs if r.check in ("ok", "VIOLATION")})
         return {"estimate": estimate, "ci": "exact: every update counted",
                 "margin": "; ".join(RULE_TEXT[a] for a in ruled) or "no rule checked",
