@@ -54,8 +54,6 @@ import numpy as np
 from analysis.inputs import entry_file
 from analysis.inputs.facts import (
     AUDIT_COLUMNS,
-    EPISODES,
-    UPDATES,
     ScoringColumns,
     audit_table,
     episode_count,
@@ -162,7 +160,6 @@ class CachedRun(Run):
         self.cache_key: str = header["key"]
         self.cache_root = cache_root
         self.cache_rel = cache_rel
-        self._parsed: dict[str, Table] = {}  # tables parsed on demand, by name
         self.held: tuple[np.ndarray, ...] | None = None
         """The narrowed scoring columns of the parse that wrote this run's entry (same
         key, so the same values), when the command that parsed it kept them."""
@@ -170,47 +167,28 @@ class CachedRun(Run):
     def __repr__(self) -> str:
         return f"CachedRun({str(self.run_dir)!r})"
 
-    def _table(self, name: str) -> Table:
-        if name not in self._parsed:
-            file, required = {EPISODES: (schema.EPISODES_FILE, schema.EPISODE_COLUMNS),
-                              UPDATES: (schema.UPDATES_FILE, schema.REQUIRED_UPDATE_COLUMNS)}[name]
-            self._parsed[name] = read_table(self.run_dir / file, required)
-        return self._parsed[name]
+    # Parsed on first use and kept (cached_property): most commands read neither table.
+    @functools.cached_property
+    def episodes(self) -> Table:  # type: ignore[override]
+        return read_table(self.run_dir / schema.EPISODES_FILE, schema.EPISODE_COLUMNS)
 
-    @property  # type: ignore[override]
-    def episodes(self) -> Table:
-        return self._table(EPISODES)
-
-    @episodes.setter
-    def episodes(self, value: Table) -> None:
-        self._parsed[EPISODES] = value
-
-    @property  # type: ignore[override]
-    def updates(self) -> Table:
-        return self._table(UPDATES)
-
-    @updates.setter
-    def updates(self, value: Table) -> None:
-        self._parsed[UPDATES] = value
+    @functools.cached_property
+    def updates(self) -> Table:  # type: ignore[override]
+        return read_table(self.run_dir / schema.UPDATES_FILE, schema.REQUIRED_UPDATE_COLUMNS)
 
     def scoring_columns(self) -> ScoringColumns:
         """Held from this command's parse, else from the run's entry while it still
         carries this run's key, else parsed."""
         if self.held is not None:
             return ScoringColumns(*(widen(c) for c in self.held))
-        entry = entry_path(self.cache_root, self.cache_rel)
-        got = read_columns(entry, self.cache_key)
+        got = read_columns(entry_path(self.cache_root, self.cache_rel), self.cache_key)
         return got if got is not None else scoring_columns_of(self)
 
     def audit_table(self) -> Table:
         """The updates.csv columns of AUDIT_COLUMNS, from the run's entry while it carries
         this run's key; else parsed."""
-        entry = entry_path(self.cache_root, self.cache_rel)
-        try:
-            header, data = entry_file.read(entry)
-        except UNREADABLE:
-            return self.updates
-        if header.get("key") != self.cache_key:
+        data = _entry_arrays(entry_path(self.cache_root, self.cache_rel), self.cache_key)
+        if data is None:
             return self.updates
         cols = {c: widen(data[f"u:{c}"]) for c in AUDIT_COLUMNS if f"u:{c}" in data}
         return Table(cols, int(self.facts["update_rows"]))
@@ -260,15 +238,20 @@ def read_header(path: Path, key: str) -> dict[str, Any] | None:
     return {"key": key, "warnings": header["warnings"], "facts": header["facts"]}
 
 
-def read_columns(path: Path, key: str) -> ScoringColumns | None:
-    """An entry's scoring columns when it carries `key`, else None."""
+def _entry_arrays(path: Path, key: str) -> dict[str, np.ndarray] | None:
+    """An entry's arrays when it exists, is complete and carries `key`, else None."""
     try:
         header, data = entry_file.read(path)
-        if header.get("key") != key:
-            return None
-        return ScoringColumns(*(widen(data[f]) for f in ScoringColumns._fields))
     except UNREADABLE:
         return None
+    return data if header.get("key") == key else None
+
+
+def read_columns(path: Path, key: str) -> ScoringColumns | None:
+    """An entry's scoring columns when it carries `key`, else None."""
+    data = _entry_arrays(path, key)
+    return None if data is None else ScoringColumns(*(widen(data[f])
+                                                      for f in ScoringColumns._fields))
 
 
 def _store(run_dir: Path, path: Path, manifest: dict[str, Any],
@@ -316,16 +299,6 @@ def _settle(run_dir: Path, entry: Path) -> Settled | Run:
         return manifest, header, None
     run, stored = _store(run_dir, entry, manifest, raw)
     return run if stored is None else (manifest, *stored)
-
-
-def _settle_quietly(run_dir: Path, entry: Path) -> Settled | None:
-    """Pool worker: _settle, or None where it stored nothing (the caller parses such a run
-    again, and reports a record that cannot be read)."""
-    try:
-        got = _settle(run_dir, entry)
-    except RecordError:
-        return None
-    return None if isinstance(got, Run) else got
 
 
 # ---------------------------------------------------------------- per-run rows of a root
@@ -465,8 +438,17 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] 
 
 
 def _settle_chunk(chunk: list[tuple[Path, Path]]) -> list[Settled | None]:
-    """Pool worker: _settle_quietly for each (run folder, entry) of a chunk."""
-    return [_settle_quietly(*job) for job in chunk]
+    """Pool worker: _settle for each (run folder, entry) of a chunk; None where it stored
+    nothing (the caller parses such a run again, and reports a record that cannot be
+    read)."""
+    out: list[Settled | None] = []
+    for run_dir, entry in chunk:
+        try:
+            got = _settle(run_dir, entry)
+        except RecordError:
+            got = None
+        out.append(None if isinstance(got, Run) else got)
+    return out
 
 
 class _MissParser:

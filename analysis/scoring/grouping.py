@@ -19,7 +19,6 @@ from analysis.scoring.scores import (
     DEFAULT_POINTS,
     GroupScores,
     check_group,
-    group_cells,
     group_runs,
     runs_by_suite,
     scores_by_group,
@@ -109,11 +108,10 @@ def analyse(
         kept_ids: set[int] = set()
         for g, rs in group_runs(runs, keys).items():
             try:
-                check_group(g, rs, normalisers=normalisers)
+                by_cell, seeds, _, _ = check_group(g, rs, normalisers=normalisers)
             except AnalysisError as e:
                 warnings.append(f"{pre}group {g!r} left out of the analysis: {e}")
                 continue
-            by_cell, seeds, _, _ = group_cells(g, rs)
             kept_ids.update(id(r) for (s, _), r in by_cell.items() if s in seeds)
         if kept_ids:
             # Score on the suite's common grid so AUCs and curves compare across groups.
