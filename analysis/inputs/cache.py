@@ -118,9 +118,9 @@ def _path(folder: str) -> Path:
     return Path(folder)
 
 
-def cache_file(run_dir: Path | str, input_root: Path | str | None = None) -> Path | None:
-    """The cache entry of a run folder (None when it has no cache root)."""
-    loc = cache_location(run_dir, input_root)
+def cache_file(run_dir: Path | str) -> Path | None:
+    """The cache entry of a run folder in the store layout (None for any other)."""
+    loc = cache_location(run_dir)
     return None if loc is None else entry_path(*loc)
 
 
@@ -254,25 +254,9 @@ def read_columns(path: Path, key: str) -> ScoringColumns | None:
                                                       for f in ScoringColumns._fields))
 
 
-def _store(run_dir: Path, path: Path, manifest: dict[str, Any],
-           manifest_bytes: bytes) -> tuple[Run, Stored | None]:
-    """Parse a run whose manifest was just read (`manifest` from `manifest_bytes`) and
-    store it when its CSVs did not change while they were read: (the parsed run, what was
-    stored or None)."""
-    key = run_key(run_dir, manifest_bytes)
-    run = load_run(run_dir, manifest)
-    # The key again, with the CSVs' state after the parse: a live run may have grown
-    # since `key` was taken. (A manifest rewritten meanwhile changes the next key.)
-    if run_key(run_dir, manifest_bytes) != key:
-        return run, None
-    try:
-        return run, write_entry(run, key, path)
-    except OSError:  # a read-only store: parse each time
-        return run, None
-
-
 def refresh_run(run_dir: Path | str) -> bool:
-    """Parse one run and store it (the harness calls this as each run settles).
+    """Bring one run's entry up to date, parsing it unless its entry is current (the
+    harness calls this as each run settles).
 
     False when the run is outside the store layout. RecordError (unreadable) propagates.
     """
@@ -280,7 +264,7 @@ def refresh_run(run_dir: Path | str) -> bool:
     path = cache_file(run_dir)
     if path is None:
         return False
-    _store(run_dir, path, *read_manifest_bytes(run_dir))
+    _settle(run_dir, path)
     return True
 
 
@@ -294,11 +278,19 @@ def _settle(run_dir: Path, entry: Path) -> Settled | Run:
     parsed and stored. The parsed Run itself when nothing could be stored (it changed
     while read, or the store is read-only). RecordError propagates."""
     manifest, raw = read_manifest_bytes(run_dir)
-    header = read_header(entry, run_key(run_dir, raw))
+    key = run_key(run_dir, raw)
+    header = read_header(entry, key)
     if header is not None:
         return manifest, header, None
-    run, stored = _store(run_dir, entry, manifest, raw)
-    return run if stored is None else (manifest, *stored)
+    run = load_run(run_dir, manifest)
+    # The key again, with the CSVs' state after the parse: a live run may have grown
+    # since `key` was taken. (A manifest rewritten meanwhile changes the next key.)
+    if run_key(run_dir, raw) != key:
+        return run
+    try:
+        return (manifest, *write_entry(run, key, entry))
+    except OSError:  # a read-only store: parse each time
+        return run
 
 
 # ---------------------------------------------------------------- per-run rows of a root

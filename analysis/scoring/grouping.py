@@ -69,7 +69,6 @@ def analyse(
     last_n: int = DEFAULT_LAST_N,
     points: int = DEFAULT_POINTS,
     normalisers: Mapping[str, tuple[float, float]] | None = None,
-    separate_systems: bool = True,
     allow_protocol_mismatch: bool = False,
     on_protocol_mismatch: Literal["raise", "skip"] = "raise",
 ) -> Analysis:
@@ -84,11 +83,7 @@ def analyse(
     the backend (env_protocol.backend), the groups compare backends: the backend may then
     differ, nothing else."""
     runset = inputs if isinstance(inputs, RunSet) else load_runs(inputs)
-    if isinstance(group_by, str):
-        keys = group_keys(group_by) if separate_systems else [
-            k.strip() for k in group_by.split(",") if k.strip()]
-    else:
-        keys = list(group_by)
+    keys = group_keys(group_by) if isinstance(group_by, str) else list(group_by)
     warnings = list(runset.warnings)
     warnings += check_keys(runset.included, user_group_keys(group_by), "--group-by")
     out: list[dict[str, GroupScores]] = []
