@@ -381,20 +381,17 @@ def _drop_old_entries(cache_dir: Path) -> None:
                     pass
 
 
-def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] | None = None, *,
+def load_many(run_dirs: Sequence[Path], named: Sequence[Path], *,
               use_cache: bool = True) -> list[Run | RecordError]:
     """Each run (or the RecordError reading it raised), in order: a CachedRun where its
     cache is current, else parsed (and stored). Many stale entries are parsed in a
     process pool (both cores) that starts while the rest are still being looked up.
-    `input_root`: the folder the user named, or one per run."""
+    `named`: per run, the folder the user named that it was found under."""
     out: list[Run | RecordError | None] = []
     indexes: dict[Path, RowFile] = {}
     misses: list[tuple[int, Path, Path, str]] = []
-    named = ([input_root] * len(run_dirs) if input_root is None
-             or isinstance(input_root, (str, os.PathLike)) else list(input_root))
     with _MissParser() as parser:
         for d, named_root in zip(run_dirs, named, strict=True):
-            d = Path(d)
             loc = cache_location(d, named_root) if use_cache else None
             if loc is None:
                 try:
