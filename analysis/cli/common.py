@@ -113,12 +113,11 @@ class RecordArgs(RunFilter, ScoreOptions, Grouping):
                             where=self.where, use_cache=not self.no_cache,
                             env_map=parse_env_map(self.env_map))
 
-    def analysis(self, separate_systems: bool = True) -> Analysis:
+    def analysis(self) -> Analysis:
         rs = self.runset()
         included_runs(rs)
         return analyse(rs, group_by=self.group_by, last_n=self.last_n, points=self.points,
                        normalisers=parse_normalisers(self.normaliser),
-                       separate_systems=separate_systems,
                        allow_protocol_mismatch=self.allow_protocol_mismatch)
 
 

@@ -30,17 +30,14 @@ def read_runs(fmt: str, src: Path | str, declared: Declared, **options: Any
     (table: columns=TableColumns(...); tensorboard: tag, length_tag; wandb: metric, step,
     config_task, config_seed, config_system; wandb-csv: metric, step, time)."""
     if fmt == "table":
+        # Any other option: the reader's own TypeError, as for every format.
         cols = options.pop("columns", TableColumns())
-        if options:
-            raise AnalysisError(f"table takes only columns=TableColumns(...), got {sorted(options)}")
-        return read_table_runs(src, declared, cols), {"columns": vars(cols)}, []
+        return read_table_runs(src, declared, cols, **options), {"columns": vars(cols)}, []
     if fmt == "tensorboard":
         opts = {"tag": RETURN_KEY, "length_tag": LENGTH_KEY, **options}
         return read_tensorboard_runs(src, declared, **opts), opts, []
     if fmt == "monitor":
-        if options:
-            raise AnalysisError(f"monitor takes no options, got {sorted(options)}")
-        return read_monitor_runs(src, declared), {"columns": ["r", "l", "t"]}, []
+        return read_monitor_runs(src, declared, **options), {"columns": ["r", "l", "t"]}, []
     if fmt == "wandb":
         opts = {"metric": RETURN_KEY, "step": STEP_KEY, **options}
         runs, left_out = read_wandb_offline_runs(src, declared, **opts)

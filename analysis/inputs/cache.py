@@ -54,8 +54,6 @@ import numpy as np
 from analysis.inputs import entry_file
 from analysis.inputs.facts import (
     AUDIT_COLUMNS,
-    EPISODES,
-    UPDATES,
     ScoringColumns,
     audit_table,
     episode_count,
@@ -120,9 +118,9 @@ def _path(folder: str) -> Path:
     return Path(folder)
 
 
-def cache_file(run_dir: Path | str, input_root: Path | str | None = None) -> Path | None:
-    """The cache entry of a run folder (None when it has no cache root)."""
-    loc = cache_location(run_dir, input_root)
+def cache_file(run_dir: Path | str) -> Path | None:
+    """The cache entry of a run folder in the store layout (None for any other)."""
+    loc = cache_location(run_dir)
     return None if loc is None else entry_path(*loc)
 
 
@@ -162,7 +160,6 @@ class CachedRun(Run):
         self.cache_key: str = header["key"]
         self.cache_root = cache_root
         self.cache_rel = cache_rel
-        self._parsed: dict[str, Table] = {}  # tables parsed on demand, by name
         self.held: tuple[np.ndarray, ...] | None = None
         """The narrowed scoring columns of the parse that wrote this run's entry (same
         key, so the same values), when the command that parsed it kept them."""
@@ -170,47 +167,28 @@ class CachedRun(Run):
     def __repr__(self) -> str:
         return f"CachedRun({str(self.run_dir)!r})"
 
-    def _table(self, name: str) -> Table:
-        if name not in self._parsed:
-            file, required = {EPISODES: (schema.EPISODES_FILE, schema.EPISODE_COLUMNS),
-                              UPDATES: (schema.UPDATES_FILE, schema.REQUIRED_UPDATE_COLUMNS)}[name]
-            self._parsed[name] = read_table(self.run_dir / file, required)
-        return self._parsed[name]
+    # Parsed on first use and kept (cached_property): most commands read neither table.
+    @functools.cached_property
+    def episodes(self) -> Table:  # type: ignore[override]
+        return read_table(self.run_dir / schema.EPISODES_FILE, schema.EPISODE_COLUMNS)
 
-    @property  # type: ignore[override]
-    def episodes(self) -> Table:
-        return self._table(EPISODES)
-
-    @episodes.setter
-    def episodes(self, value: Table) -> None:
-        self._parsed[EPISODES] = value
-
-    @property  # type: ignore[override]
-    def updates(self) -> Table:
-        return self._table(UPDATES)
-
-    @updates.setter
-    def updates(self, value: Table) -> None:
-        self._parsed[UPDATES] = value
+    @functools.cached_property
+    def updates(self) -> Table:  # type: ignore[override]
+        return read_table(self.run_dir / schema.UPDATES_FILE, schema.REQUIRED_UPDATE_COLUMNS)
 
     def scoring_columns(self) -> ScoringColumns:
         """Held from this command's parse, else from the run's entry while it still
         carries this run's key, else parsed."""
         if self.held is not None:
             return ScoringColumns(*(widen(c) for c in self.held))
-        entry = entry_path(self.cache_root, self.cache_rel)
-        got = read_columns(entry, self.cache_key)
+        got = read_columns(entry_path(self.cache_root, self.cache_rel), self.cache_key)
         return got if got is not None else scoring_columns_of(self)
 
     def audit_table(self) -> Table:
         """The updates.csv columns of AUDIT_COLUMNS, from the run's entry while it carries
         this run's key; else parsed."""
-        entry = entry_path(self.cache_root, self.cache_rel)
-        try:
-            header, data = entry_file.read(entry)
-        except UNREADABLE:
-            return self.updates
-        if header.get("key") != self.cache_key:
+        data = _entry_arrays(entry_path(self.cache_root, self.cache_rel), self.cache_key)
+        if data is None:
             return self.updates
         cols = {c: widen(data[f"u:{c}"]) for c in AUDIT_COLUMNS if f"u:{c}" in data}
         return Table(cols, int(self.facts["update_rows"]))
@@ -260,36 +238,25 @@ def read_header(path: Path, key: str) -> dict[str, Any] | None:
     return {"key": key, "warnings": header["warnings"], "facts": header["facts"]}
 
 
-def read_columns(path: Path, key: str) -> ScoringColumns | None:
-    """An entry's scoring columns when it carries `key`, else None."""
+def _entry_arrays(path: Path, key: str) -> dict[str, np.ndarray] | None:
+    """An entry's arrays when it exists, is complete and carries `key`, else None."""
     try:
         header, data = entry_file.read(path)
-        if header.get("key") != key:
-            return None
-        return ScoringColumns(*(widen(data[f]) for f in ScoringColumns._fields))
     except UNREADABLE:
         return None
+    return data if header.get("key") == key else None
 
 
-def _store(run_dir: Path, path: Path, manifest: dict[str, Any],
-           manifest_bytes: bytes) -> tuple[Run, Stored | None]:
-    """Parse a run whose manifest was just read (`manifest` from `manifest_bytes`) and
-    store it when its CSVs did not change while they were read: (the parsed run, what was
-    stored or None)."""
-    key = run_key(run_dir, manifest_bytes)
-    run = load_run(run_dir, manifest)
-    # The key again, with the CSVs' state after the parse: a live run may have grown
-    # since `key` was taken. (A manifest rewritten meanwhile changes the next key.)
-    if run_key(run_dir, manifest_bytes) != key:
-        return run, None
-    try:
-        return run, write_entry(run, key, path)
-    except OSError:  # a read-only store: parse each time
-        return run, None
+def read_columns(path: Path, key: str) -> ScoringColumns | None:
+    """An entry's scoring columns when it carries `key`, else None."""
+    data = _entry_arrays(path, key)
+    return None if data is None else ScoringColumns(*(widen(data[f])
+                                                      for f in ScoringColumns._fields))
 
 
 def refresh_run(run_dir: Path | str) -> bool:
-    """Parse one run and store it (the harness calls this as each run settles).
+    """Bring one run's entry up to date, parsing it unless its entry is current (the
+    harness calls this as each run settles).
 
     False when the run is outside the store layout. RecordError (unreadable) propagates.
     """
@@ -297,7 +264,7 @@ def refresh_run(run_dir: Path | str) -> bool:
     path = cache_file(run_dir)
     if path is None:
         return False
-    _store(run_dir, path, *read_manifest_bytes(run_dir))
+    _settle(run_dir, path)
     return True
 
 
@@ -311,21 +278,19 @@ def _settle(run_dir: Path, entry: Path) -> Settled | Run:
     parsed and stored. The parsed Run itself when nothing could be stored (it changed
     while read, or the store is read-only). RecordError propagates."""
     manifest, raw = read_manifest_bytes(run_dir)
-    header = read_header(entry, run_key(run_dir, raw))
+    key = run_key(run_dir, raw)
+    header = read_header(entry, key)
     if header is not None:
         return manifest, header, None
-    run, stored = _store(run_dir, entry, manifest, raw)
-    return run if stored is None else (manifest, *stored)
-
-
-def _settle_quietly(run_dir: Path, entry: Path) -> Settled | None:
-    """Pool worker: _settle, or None where it stored nothing (the caller parses such a run
-    again, and reports a record that cannot be read)."""
+    run = load_run(run_dir, manifest)
+    # The key again, with the CSVs' state after the parse: a live run may have grown
+    # since `key` was taken. (A manifest rewritten meanwhile changes the next key.)
+    if run_key(run_dir, raw) != key:
+        return run
     try:
-        got = _settle(run_dir, entry)
-    except RecordError:
-        return None
-    return None if isinstance(got, Run) else got
+        return (manifest, *write_entry(run, key, entry))
+    except OSError:  # a read-only store: parse each time
+        return run
 
 
 # ---------------------------------------------------------------- per-run rows of a root
@@ -416,20 +381,17 @@ def _drop_old_entries(cache_dir: Path) -> None:
                     pass
 
 
-def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] | None = None, *,
+def load_many(run_dirs: Sequence[Path], named: Sequence[Path], *,
               use_cache: bool = True) -> list[Run | RecordError]:
     """Each run (or the RecordError reading it raised), in order: a CachedRun where its
     cache is current, else parsed (and stored). Many stale entries are parsed in a
     process pool (both cores) that starts while the rest are still being looked up.
-    `input_root`: the folder the user named, or one per run."""
+    `named`: per run, the folder the user named that it was found under."""
     out: list[Run | RecordError | None] = []
     indexes: dict[Path, RowFile] = {}
     misses: list[tuple[int, Path, Path, str]] = []
-    named = ([input_root] * len(run_dirs) if input_root is None
-             or isinstance(input_root, (str, os.PathLike)) else list(input_root))
     with _MissParser() as parser:
         for d, named_root in zip(run_dirs, named, strict=True):
-            d = Path(d)
             loc = cache_location(d, named_root) if use_cache else None
             if loc is None:
                 try:
@@ -465,8 +427,17 @@ def load_many(run_dirs: Sequence[Path], input_root: Path | str | Sequence[Path] 
 
 
 def _settle_chunk(chunk: list[tuple[Path, Path]]) -> list[Settled | None]:
-    """Pool worker: _settle_quietly for each (run folder, entry) of a chunk."""
-    return [_settle_quietly(*job) for job in chunk]
+    """Pool worker: _settle for each (run folder, entry) of a chunk; None where it stored
+    nothing (the caller parses such a run again, and reports a record that cannot be
+    read)."""
+    out: list[Settled | None] = []
+    for run_dir, entry in chunk:
+        try:
+            got = _settle(run_dir, entry)
+        except RecordError:
+            got = None
+        out.append(None if isinstance(got, Run) else got)
+    return out
 
 
 class _MissParser:

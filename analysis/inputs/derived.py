@@ -62,12 +62,6 @@ def _prune(folder: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
-def cache_slot(run: Run) -> CachedRun | None:
-    """The run as the cache holds it (its root, path and key say where its derived values
-    are stored and when they are current); None for a run outside any cache."""
-    return run if isinstance(run, CachedRun) else None
-
-
 def run_values(runs: Sequence[Run],
                quantities: Sequence[Quantity | Sequence[Quantity]]) -> list[np.ndarray]:
     """For each quantity a (len(runs), width) array of its rows: from the derived files
@@ -81,7 +75,9 @@ def run_values(runs: Sequence[Run],
     out = [np.empty((len(runs), w)) for w in widths]
     files: dict[tuple[Path, str, str], RowFile] = {}
     for i, run in enumerate(runs):
-        slot = cache_slot(run)
+        # A cached run's root, path and key say where its values are stored and when
+        # they are current.
+        slot = run if isinstance(run, CachedRun) else None
         todo = []
         for j, column in enumerate(per_run):
             q = column[i]
@@ -89,11 +85,9 @@ def run_values(runs: Sequence[Run],
                 todo.append(j)
                 continue
             where = (slot.cache_root, q.name, q.params)
-            rows = files.get(where)
-            if rows is None:
-                rows = files.setdefault(where, RowFile(slot.cache_root, q.file(slot.cache_root),
-                                                       q.width))
-            got = rows.get(slot.cache_rel, f"{slot.cache_key}|{q.run_params(run)}")
+            if where not in files:
+                files[where] = RowFile(slot.cache_root, q.file(slot.cache_root), q.width)
+            got = files[where].get(slot.cache_rel, f"{slot.cache_key}|{q.run_params(run)}")
             if got is None:
                 todo.append(j)
             else:
@@ -121,18 +115,17 @@ def run_records(runs: Sequence[Run], name: str,
     out: list[dict[str, Any]] = []
     files: dict[Path, RowFile] = {}
     for run in runs:
-        slot = cache_slot(run)
-        if slot is None:
+        if not isinstance(run, CachedRun):
             out.append(compute(run))
             continue
-        if slot.cache_root not in files:
-            files[slot.cache_root] = RowFile(slot.cache_root, slot.cache_root / CACHE_DIR
-                                             / DERIVED_DIR / f"{name}.json")
-        rows = files[slot.cache_root]
-        got = rows.get(slot.cache_rel, slot.cache_key)
+        if run.cache_root not in files:
+            files[run.cache_root] = RowFile(run.cache_root, run.cache_root / CACHE_DIR
+                                            / DERIVED_DIR / f"{name}.json")
+        rows = files[run.cache_root]
+        got = rows.get(run.cache_rel, run.cache_key)
         if got is None:
             got = compute(run)
-            rows.put(slot.cache_rel, slot.cache_key, got)
+            rows.put(run.cache_rel, run.cache_key, got)
         out.append(got)
     for rows in files.values():
         rows.save()

@@ -67,15 +67,16 @@ backends (the protocol guard then lets the backend differ, and only it)."""
 
 
 def manifest_get(manifest: dict[str, Any], dotted: str) -> Any:
-    """`manifest_get(m, "layout.name")` -> m["layout"]["name"] (None when absent); a
-    recorded env protocol without a backend is EnvPool's (benchenv.LEGACY_BACKEND)."""
-    if dotted == BACKEND_KEY and isinstance(manifest.get("env_protocol"), dict):
-        return manifest["env_protocol"].get("backend", LEGACY_BACKEND)
+    """`manifest_get(m, "layout.name")` -> m["layout"]["name"] (None when absent)."""
     return lookup_dotted(manifest, dotted)[1]
 
 
 def lookup_dotted(manifest: dict[str, Any], dotted: str) -> tuple[bool, Any]:
-    """(whether the manifest holds the dotted key, its value or None)."""
+    """(whether the manifest holds the dotted key (a null value counts as held), its value
+    or None); a recorded env protocol without a backend holds EnvPool's
+    (benchenv.LEGACY_BACKEND)."""
+    if dotted == BACKEND_KEY and isinstance(manifest.get("env_protocol"), dict):
+        return True, manifest["env_protocol"].get("backend", LEGACY_BACKEND)
     value: Any = manifest
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:

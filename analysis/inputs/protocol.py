@@ -101,14 +101,19 @@ def check_same_protocol(
                 + describe_differences(diffs, f"{ref_label}: {ref.run_id}",
                                        f"{label}: {run.run_id}")
             )
+    return _refused_or_allowed(warnings, keys, allow_mismatch, "pool or compare runs made "
+                               "under different env protocols", f"{flag} to compare them")
+
+
+def _refused_or_allowed(warnings: list[str], keys: list[str], allow_mismatch: bool,
+                        refusing: str, to_allow: str) -> list[str]:
+    """The protocol differences as warnings when allowed; else ProtocolMismatch naming the
+    differing keys, the first difference and the flag that allows them."""
     if warnings and not allow_mismatch:
         raise ProtocolMismatch(
-            f"refusing to pool or compare runs made under different env protocols "
-            f"(differing keys: {', '.join(keys)}). {warnings[0]}"
+            f"refusing to {refusing} (differing keys: {', '.join(keys)}). {warnings[0]}"
             + (f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else "")
-            + f". Pass {flag} to compare them anyway (the output will say so).",
-            keys,
-        )
+            + f". Pass {to_allow} anyway (the output will say so).", keys)
     return [f"WARNING (protocol mismatch allowed): {w}" for w in warnings]
 
 
@@ -159,14 +164,9 @@ def check_paper_protocol(runs: Sequence[Run], *, allow_mismatch: bool = False) -
             keys += [k for k in diffs if k not in keys]
             warnings.append(f"run {run.run_id} ({run.manifest.get('env_id')}): "
                             + describe_differences(diffs, "yours", "paper"))
-    if warnings and not allow_mismatch:
-        raise ProtocolMismatch(
-            f"refusing to compare with the published results: runs were not made under "
-            f"the paper's env protocol (differing keys: {', '.join(keys)}). {warnings[0]}"
-            + (f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else "")
-            + ". Pass --allow-protocol-mismatch to compare anyway (the output will say so).",
-            keys)
-    return [f"WARNING (protocol mismatch allowed): {w}" for w in warnings]
+    return _refused_or_allowed(warnings, keys, allow_mismatch, "compare with the published "
+                               "results: runs were not made under the paper's env protocol",
+                               "--allow-protocol-mismatch to compare")
 
 
 def run_frame_budget(run: Run) -> float | None:

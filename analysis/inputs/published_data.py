@@ -33,21 +33,14 @@ def published_table_names() -> list[str]:
                   for p in folder.glob("*.csv") if not p.stem.endswith("_runtimes"))
 
 
-def is_published_name(text: str | Path) -> bool:
-    """Whether `text` is written as a name (`<source>:<table>` with a known source)."""
-    m = _NAME.fullmatch(str(text))
-    return m is not None and m["source"] in SOURCES
-
-
 def resolve_published_table(table: str | Path, base: Path | None = None) -> Path:
     """The file of a published table given as a shipped name (`cleanba:main_10CPU`) or a
     path (relative to `base`, default the working directory). AnalysisError naming the
     valid names when it is neither."""
     text = str(table)
     valid = ", ".join(published_table_names())
-    if is_published_name(text):
-        m = _NAME.fullmatch(text)
-        assert m is not None
+    m = _NAME.fullmatch(text)
+    if m is not None and m["source"] in SOURCES:  # written as a name, not a path
         path = SOURCES[m["source"]] / f"{m['stem'].removesuffix('.csv')}.csv"
         if not path.is_file() or path.stem.endswith("_runtimes"):
             close = difflib.get_close_matches(text, published_table_names(), n=1, cutoff=0.6)

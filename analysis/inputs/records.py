@@ -25,13 +25,6 @@ from runrecord import Run
 from runrecord.words import counted
 
 
-def has_key(manifest: dict[str, Any], dotted: str) -> bool:
-    """Whether the manifest holds the dotted key (a null value counts as held)."""
-    if dotted == BACKEND_KEY:  # read as EnvPool's when the protocol has no backend
-        return isinstance(manifest.get("env_protocol"), dict)
-    return lookup_dotted(manifest, dotted)[0]
-
-
 def dotted_keys(manifest: dict[str, Any], prefix: str = "") -> set[str]:
     """Every dotted key of a manifest's values (not of the tables that hold them)."""
     out: set[str] = set()
@@ -55,7 +48,7 @@ def check_keys(runs: Sequence[Run], keys: Iterable[str], flag: str) -> list[str]
     with close matches and the valid keys."""
     warnings: list[str] = []
     for key in keys:
-        lacking = sum(not has_key(r.manifest, key) for r in runs)
+        lacking = sum(not lookup_dotted(r.manifest, key)[0] for r in runs)
         if not runs or lacking < len(runs):
             if lacking:
                 what = "grouped without it" if flag == "--group-by" else "they do not match"

@@ -19,7 +19,6 @@ from analysis.scoring.scores import (
     DEFAULT_POINTS,
     GroupScores,
     check_group,
-    group_cells,
     group_runs,
     runs_by_suite,
     scores_by_group,
@@ -70,7 +69,6 @@ def analyse(
     last_n: int = DEFAULT_LAST_N,
     points: int = DEFAULT_POINTS,
     normalisers: Mapping[str, tuple[float, float]] | None = None,
-    separate_systems: bool = True,
     allow_protocol_mismatch: bool = False,
     on_protocol_mismatch: Literal["raise", "skip"] = "raise",
 ) -> Analysis:
@@ -85,11 +83,7 @@ def analyse(
     the backend (env_protocol.backend), the groups compare backends: the backend may then
     differ, nothing else."""
     runset = inputs if isinstance(inputs, RunSet) else load_runs(inputs)
-    if isinstance(group_by, str):
-        keys = group_keys(group_by) if separate_systems else [
-            k.strip() for k in group_by.split(",") if k.strip()]
-    else:
-        keys = list(group_by)
+    keys = group_keys(group_by) if isinstance(group_by, str) else list(group_by)
     warnings = list(runset.warnings)
     warnings += check_keys(runset.included, user_group_keys(group_by), "--group-by")
     out: list[dict[str, GroupScores]] = []
@@ -109,11 +103,10 @@ def analyse(
         kept_ids: set[int] = set()
         for g, rs in group_runs(runs, keys).items():
             try:
-                check_group(g, rs, normalisers=normalisers)
+                by_cell, seeds, _, _ = check_group(g, rs, normalisers=normalisers)
             except AnalysisError as e:
                 warnings.append(f"{pre}group {g!r} left out of the analysis: {e}")
                 continue
-            by_cell, seeds, _, _ = group_cells(g, rs)
             kept_ids.update(id(r) for (s, _), r in by_cell.items() if s in seeds)
         if kept_ids:
             # Score on the suite's common grid so AUCs and curves compare across groups.

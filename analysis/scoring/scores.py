@@ -215,13 +215,16 @@ def group_cells(group: str, runs: Sequence[Run]) -> tuple[dict[tuple[int, str], 
 
 
 def check_group(group: str, runs: Sequence[Run], *,
-                normalisers: Mapping[str, tuple[float, float]] | None = None) -> None:
-    """Raise the AnalysisError that scoring the group alone would raise (no frame grid,
-    two runs in one cell, no seed covering every task, no normaliser), computing nothing."""
+                normalisers: Mapping[str, tuple[float, float]] | None = None
+                ) -> tuple[dict[tuple[int, str], Run], list[int], list[str], list[str]]:
+    """The group's cells (group_cells), after raising the AnalysisError that scoring the
+    group alone would raise (no frame grid, two runs in one cell, no seed covering every
+    task, no normaliser), computing no score."""
     common_frame_grid(runs, 2)
-    _, _, tasks, _ = group_cells(group, runs)
-    for t in tasks:
+    cells = group_cells(group, runs)
+    for t in cells[2]:
         get_normaliser(t, normalisers)
+    return cells
 
 
 def scores_by_group(
