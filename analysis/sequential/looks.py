@@ -101,8 +101,10 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
         if not reference_runs:
             raise AnalysisError("the sequential gate needs reference runs (the fixed "
                                 "reference side); none given")
-        options = GateOptions(gate_delta if gate_delta is not None else delta, gate_metric,
-                              layouts, last_n, normalisers, allow_protocol_mismatch)
+        options = GateOptions(delta=gate_delta if gate_delta is not None else delta,
+                              metric=gate_metric, layouts=layouts, last_n=last_n,
+                              normalisers=normalisers,
+                              allow_protocol_mismatch=allow_protocol_mismatch)
         out += gate_looks(runs, reference_runs, design, look, options, spread=spread,
                           regression_alpha=regression_alpha)
     return [_kept(x, previous) for x in out]
