@@ -31,7 +31,7 @@ from analysis.inputs.protocol import (
     run_protocol,
 )
 from analysis.scales.normalize import atari_env_id, get_normaliser
-from analysis.scoring.grouping import Analysis
+from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.scores import GroupScores, SeedValues, collapse_seed_copies
 from analysis.scoring.tables import TableData, median_hns
 from analysis.stats.metrics import replicates
@@ -208,11 +208,6 @@ def check_group_protocol(gs: GroupScores, allow_mismatch: bool = False) -> list[
     return warnings
 
 
-def _family(gs: GroupScores) -> str:
-    run = next(iter(gs.runs.values()))
-    return " / ".join(str(run.manifest.get(k)) for k in ("system", "architecture"))
-
-
 def estimate_suite(suite: Mapping[str, GroupScores], *, subset: str = ATARI5,
                    pool_layouts: bool = False, allow_protocol_mismatch: bool = False,
                    confidence: float = DEFAULT_CONFIDENCE, reps: int = DEFAULT_REPS,
@@ -227,7 +222,8 @@ def estimate_suite(suite: Mapping[str, GroupScores], *, subset: str = ATARI5,
         warnings += check_group_protocol(gs, allow_protocol_mismatch)
     units: dict[str, list[GroupScores]] = {}
     for g, gs in suite.items():
-        units.setdefault(_family(gs) if pool_layouts else g, []).append(gs)
+        family = " / ".join(map(str, manifest_family(gs)))
+        units.setdefault(family if pool_layouts else g, []).append(gs)
     if pool_layouts:
         for gss in units.values():
             warnings += check_same_protocol(
