@@ -277,11 +277,10 @@ def aggregate_intervals_figure(
 
 def per_game_curves_figure(
     groups: Mapping[str, GroupScores], out_dir: Path, *, name: str = "per_game_curves",
-    max_games: int = 60,
 ) -> FigureInfo:
     """Fig. 5 style: one panel per game, one line per group (mean over seeds, min-max band)."""
     first = next(iter(groups.values()))
-    tasks = first.tasks[:max_games]
+    tasks = first.tasks
     ncols = min(len(tasks), 6)
     nrows = math.ceil(len(tasks) / ncols)
     scale, xlabel = _frames_label(first.frame_grid)
