@@ -198,7 +198,7 @@ def test_collapsed_games_are_flagged_never_consistent_and_exit_1(tmp_path):
 
 
 def test_atari5_validation_counts_distinct_systems_once():
-    from analysis.atari5.estimate import check_published
+    from atari5_checks import check_published
     res = check_published(PAPER_DATA)
     assert res.columns == 23 and res.systems < res.columns
     assert res.signed_error_columns < 0 and res.low_columns > res.columns / 2

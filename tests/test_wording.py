@@ -26,6 +26,7 @@ from analysis.output.report import _runtime_references, per_game_table
 from analysis.scoring.grouping import analyse
 from analysis.scoring.scores import efficiency_curve
 from analysis.scoring.tables import aggregate_groups
+from analysis.verdicts.compare import pair_groups
 from analysis.verdicts.seedplan import spread_from_analysis
 
 REFERENCE = ROOT / "results" / "reference" / "smoke-cartpole"
@@ -204,7 +205,7 @@ def test_aggregate_caveats_and_runtime_reference(reference, capsys):
     text = "\n".join(agg.lines())
     assert "note: 3 seeds: percentile bootstrap CIs are too narrow" in text
     assert "cannot tell: the CI spans almost all of 0..1 (3 vs 3 seeds per task)" in text
-    refs = _runtime_references(reference, None)
+    refs = _runtime_references(reference, pair_groups(reference))
     names = list(reference)
     assert {names[r] for r in refs} == {f"{IMPALA} / a0-l0-d1", f"{PPO} / a0-l0-d1"}
     with pytest.raises(SystemExit):

@@ -31,7 +31,7 @@ from analysis.inputs.protocol import (
     run_protocol,
 )
 from analysis.scales.normalize import atari_env_id, get_normaliser
-from analysis.scoring.grouping import Analysis
+from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.scores import GroupScores, SeedValues, collapse_seed_copies
 from analysis.scoring.tables import TableData, median_hns
 from analysis.stats.metrics import replicates
@@ -208,11 +208,6 @@ def check_group_protocol(gs: GroupScores, allow_mismatch: bool = False) -> list[
     return warnings
 
 
-def _family(gs: GroupScores) -> str:
-    run = next(iter(gs.runs.values()))
-    return " / ".join(str(run.manifest.get(k)) for k in ("system", "architecture"))
-
-
 def estimate_suite(suite: Mapping[str, GroupScores], *, subset: str = ATARI5,
                    pool_layouts: bool = False, allow_protocol_mismatch: bool = False,
                    confidence: float = DEFAULT_CONFIDENCE, reps: int = DEFAULT_REPS,
@@ -227,7 +222,8 @@ def estimate_suite(suite: Mapping[str, GroupScores], *, subset: str = ATARI5,
         warnings += check_group_protocol(gs, allow_protocol_mismatch)
     units: dict[str, list[GroupScores]] = {}
     for g, gs in suite.items():
-        units.setdefault(_family(gs) if pool_layouts else g, []).append(gs)
+        family = " / ".join(map(str, manifest_family(gs)))
+        units.setdefault(family if pool_layouts else g, []).append(gs)
     if pool_layouts:
         for gss in units.values():
             warnings += check_same_protocol(
@@ -301,54 +297,6 @@ def published_estimates_table(rows: Sequence[Mapping[str, Any]], model: Atari5Mo
         [[r["column"], f"{100 * r['estimate']:.1f}%",
           f"[{100 * r['low']:.1f}%, {100 * r['high']:.1f}%]", f"{100 * r['median']:.1f}%",
           "yes" if r["within_model_error"] else "NO"] for r in rows])
-
-
-VALIDATION_TABLES = ("main_10CPU", "spec_out", "cleanrl", "sync_or_not_sync",
-                     "ppo_vs_impala_fair", "smootheness_complete")
-
-
-@dataclass
-class PublishedCheck:
-    """How well the estimate matches the published tables' own medians, over their columns
-    and over distinct systems: the tables repeat columns (one system's runs appear in
-    several tables), so the columns are fewer independent checks. Two columns are one
-    system when their per-game means are identical on the games they share."""
-
-    columns: int  # validation columns over the tables
-    systems: int  # distinct systems among them
-    signed_error_columns: float  # mean of estimate / median - 1 over columns
-    low_columns: int  # columns whose estimate is below the median
-    signed_error_systems: float  # the same over distinct systems
-    low_systems: int
-    covered_columns: int  # medians inside the 90% model-error interval
-    covered_systems: int
-
-
-def check_published(folder: Path | str, tables: Sequence[str] = VALIDATION_TABLES
-                    ) -> PublishedCheck:
-    """estimate_published_table over `tables` (CSV files in `folder`), each system once."""
-    rows, keys = [], []
-    for name in tables:
-        path = Path(folder) / f"{name}.csv"
-        table = load_published_table(path)
-        for j, r in enumerate(estimate_published_table(path)):
-            rows.append(r)
-            keys.append({g: round(float(m), 6) for g, m in zip(table.games, table.mean[:, j],
-                                                               strict=True)})
-    firsts: list[int] = []  # the first column of each distinct system
-    for i, k in enumerate(keys):
-        if not any(_same_system(keys[f], k) for f in firsts):
-            firsts.append(i)
-    err = np.array([r["estimate"] / r["median"] - 1 for r in rows])
-    inside = np.array([r["low"] <= r["median"] <= r["high"] for r in rows])
-    return PublishedCheck(len(rows), len(firsts), float(err.mean()), int((err < 0).sum()),
-                          float(err[firsts].mean()), int((err[firsts] < 0).sum()),
-                          int(inside.sum()), int(inside[firsts].sum()))
-
-
-def _same_system(a: dict[str, float], b: dict[str, float]) -> bool:
-    common = set(a) & set(b)
-    return bool(common) and all(a[g] == b[g] for g in common)
 
 
 # ---------------------------------------------------------------- report section

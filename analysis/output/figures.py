@@ -277,11 +277,10 @@ def aggregate_intervals_figure(
 
 def per_game_curves_figure(
     groups: Mapping[str, GroupScores], out_dir: Path, *, name: str = "per_game_curves",
-    max_games: int = 60,
 ) -> FigureInfo:
     """Fig. 5 style: one panel per game, one line per group (mean over seeds, min-max band)."""
     first = next(iter(groups.values()))
-    tasks = first.tasks[:max_games]
+    tasks = first.tasks
     ncols = min(len(tasks), 6)
     nrows = math.ceil(len(tasks) / ncols)
     scale, xlabel = _frames_label(first.frame_grid)
@@ -297,10 +296,8 @@ def per_game_curves_figure(
                 if task not in gs.tasks:
                     continue
                 c = gs.curves[:, gs.tasks.index(task)]
-                x = gs.frame_grid / scale
-                ax.plot(x, c.mean(axis=0), color=colour(i), lw=1.8, label=g)
-                ax.fill_between(x, c.min(axis=0), c.max(axis=0), color=colour(i), alpha=0.15,
-                                lw=0)
+                line_with_band(ax, gs.frame_grid / scale, c.mean(axis=0),
+                               (c.min(axis=0), c.max(axis=0)), colour(i), lw=1.8, label=g)
             ax.set_title(task)
         for j in range(len(tasks), nrows * ncols):
             axes[j // ncols, j % ncols].axis("off")
@@ -348,14 +345,12 @@ def paired_final_scores_figure(
         for i, (gs, off) in enumerate(((a, -width / 2), (b, width / 2))):
             v = vals[gs.group]
             pos = np.arange(len(tasks)) + off
-            if horizontal:
-                ax.barh(pos, v.mean(axis=0), width, color=colour(i), alpha=0.8, label=gs.group)
-                for s in range(v.shape[0]):
-                    ax.plot(v[s], pos, ls="none", marker="o", ms=3, color="black", alpha=0.6)
-            else:
-                ax.bar(pos, v.mean(axis=0), width, color=colour(i), alpha=0.8, label=gs.group)
-                for s in range(v.shape[0]):
-                    ax.plot(pos, v[s], ls="none", marker="o", ms=3.5, color="black", alpha=0.6)
+            bars = ax.barh if horizontal else ax.bar
+            bars(pos, v.mean(axis=0), width, color=colour(i), alpha=0.8, label=gs.group)
+            for s in range(v.shape[0]):
+                dots = (v[s], pos) if horizontal else (pos, v[s])
+                ax.plot(*dots, ls="none", marker="o", ms=3 if horizontal else 3.5,
+                        color="black", alpha=0.6)
         label = "final normalised score" + (" (symmetric log scale)" if log else "")
         if horizontal:
             ax.set_yticks(range(len(tasks)))

@@ -212,15 +212,12 @@ def _add_table(result: dict, table: TableData, out_dir: Path) -> None:
     result["tables"].append(table.asset(table.write(out_dir)))
 
 
-def _runtime_references(suite: dict[str, GroupScores], reference: str | None
+def _runtime_references(suite: dict[str, GroupScores], pairing: Pairing
                         ) -> list[int] | None:
     """Per group, the index of the group its runtime ratio is taken against: its
-    equivalence reference (analysis.verdicts.compare), so the figure and the verdicts name
-    the same reference; None (the fastest bar) when the suite has no pair."""
-    try:
-        pairs = pair_groups(suite, reference=reference).pairs
-    except AnalysisError:
-        return None
+    equivalence reference (the `pairing` the verdicts compare), so the figure and the
+    verdicts name the same reference; None (the fastest bar) when the suite has no pair."""
+    pairs = pairing.pairs
     if not pairs:
         return None
     index = {g: i for i, g in enumerate(suite)}
@@ -233,6 +230,11 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                   reps: int, aggregate_reps: int, reference: str | None) -> None:
     warnings: list[str] = result["warnings"]
     add_fig = result["figures"].append
+    # The pairs `python -m analysis equivalence` compares: verdicts and runtime ratios.
+    try:
+        pairing = pair_groups(suite, reference=reference)
+    except AnalysisError as e:
+        pairing = Pairing(warnings=[f"no equivalence verdicts: {e}"])
     # Aggregates
     agg = aggregate_intervals(suite, reps=aggregate_reps, seed=seed)
     seeds = {g: len(gs.seeds) for g, gs in suite.items()}
@@ -273,7 +275,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                                          name=f"runtimes{sfx}",
                                          what="training wall time per run, mean over runs",
                                          error_what="std over runs",
-                                         reference=_runtime_references(suite, reference))
+                                         reference=_runtime_references(suite, pairing))
                 .as_dict())
     # Per-game curves of each (system, architecture) with two groups or more.
     for family, fam in by_family(suite).items():
@@ -283,11 +285,7 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
         if len({t for gs in fam.values() for t in gs.tasks}) <= 60:
             add_fig(figs.per_game_curves_figure(fam, out_dir,
                                                 name=f"per_game_curves_{name}{sfx}").as_dict())
-    # Equivalence: the pairs `python -m analysis equivalence` compares (verdicts.compare).
-    try:
-        pairing = pair_groups(suite, reference=reference)
-    except AnalysisError as e:
-        pairing = Pairing(warnings=[f"no equivalence verdicts: {e}"])
+    # Equivalence verdicts of the pairs
     warnings += pairing.warnings
     pairs = [SuitePair(label, "", other, ref) for other, ref in pairing.pairs]
     for v in pair_verdicts(pairs, lambda _suite: delta):

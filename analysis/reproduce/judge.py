@@ -18,7 +18,7 @@ from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.stats.moderated import holm_reject, moderated_variance
-from analysis.stats.welch import WelchInterval, t_quantile, tost_passes
+from analysis.stats.welch import WelchInterval, t_quantile, tost_inside, tost_passes
 from analysis.verdicts.per_game import COLLAPSE_LEVEL, collapsed
 
 CONSISTENT = "CONSISTENT"
@@ -141,8 +141,7 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
         p = np.where(judged, 2 * stats.t.sf(np.abs(diff / se), df), np.nan)
     flagged = holm_reject(p, alpha)
     margin = margins(pub_hns, relative, absolute)
-    h90 = t_quantile(0.95, df) * se
-    consistent = judged & (-margin < diff - h90) & (diff + h90 < margin)
+    consistent = judged & tost_inside(diff, se, df, margin)
     verdict = np.where(flagged, np.where(diff > 0, HIGHER, LOWER),
                        np.where(consistent, CONSISTENT, INCONCLUSIVE))
     gone = learned & collapsed(user_mean if user_max is None else user_max, pub_hns, pub_sd,
@@ -237,8 +236,7 @@ def power_consistent(sd: float, n_user: int, n_published: int, margin: float, *,
     # One user seed: se from the published sd alone, df = n_published - 1.
     diff = mine[:, 0] - published.mean(axis=1)
     se = published.std(axis=1, ddof=1) * math.sqrt(1 + 1 / n_published)
-    half = t_quantile(0.95, n_published - 1) * se
-    return float(np.mean((diff - half > -margin) & (diff + half < margin)))
+    return float(np.mean(tost_inside(diff, se, np.asarray(n_published - 1), margin)))
 
 
 def _draws(sd: float, n_user: int, n_published: int, true_diff: float, sims: int,

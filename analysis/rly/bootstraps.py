@@ -327,9 +327,6 @@ class StratifiedBootstrap(_Stratified):
                                 f"{sorted(shapes)} (StratifiedIndependentBootstrap resamples "
                                 f"each on its own)")
         self._task_bootstrap = task_bootstrap
-        self._args_shape = self._arrays()[0].shape
-        self._num_tasks = self._args_shape[1]
-        self._strata_indices = list(_index(self._args_shape)[1:])
 
     def _draw_index(self, rng: np.random.Generator | None) -> Any:
         return _index(self._arrays()[0].shape, rng, self._task_bootstrap)
