@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.adaptive.looks import append_look, decisions_exit, recorded_looks
+from harness.adaptive.looks import append_look, decisions_exit, recorded_looks, runs_of_look
 from harness.store import Store, last_progress
 from harness.sweep.model import RunSpec, Sweep
 from runrecord import Run, load_run, project_path
@@ -270,8 +270,8 @@ def batch_specs(sweep: Sweep) -> tuple[list[RunSpec], float | None]:
         return list(sweep.runs), None
     from analysis.sequential.curves import TIME_SHARE
 
-    first = sweep.adaptive.first_seeds
-    return [s for s in sweep.runs if s.seed_rank < first], TIME_SHARE * sweep.adaptive.alpha
+    return (runs_of_look(sweep, sweep.adaptive.first_seeds),
+            TIME_SHARE * sweep.adaptive.alpha)
 
 
 def recorded_gates(sweep: Sweep, store: Store, reference: Path | None = None,
