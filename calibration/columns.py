@@ -22,6 +22,7 @@ from analysis.reproduce.published import PUBLISHED_SEEDS
 from analysis.scales.normalize import get_normaliser
 from analysis.verdicts.per_game import COLLAPSE_T, LEARNED_MIN
 
+
 @dataclass(frozen=True)
 class Column:
     name: str  # "<table stem>: <column>"
