@@ -155,20 +155,19 @@ def read_back(gate: CurveGate, store: Store, key: str) -> None:
 
 
 def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
-            reference_runs: Sequence[Run], reference: Path, options: GateOptions,
+            reference_runs: Sequence[Run], options: GateOptions,
             alpha: float | None = None, verbose: bool = False) -> list[str]:
-    """Fix (or read back) every gate's plan and recorded looks; the lines to print
-    (`verbose`: with the design's internals).
+    """Fix and record the plan of every gate read back (recorded_gates) without one; the
+    lines to print (`verbose`: with the design's internals).
     AnalysisError (exit 2) when the reference cannot be read at the looks."""
     from analysis.sequential.curves import curve_plan, plan_lines
 
     out = []
     for gate in gates:
-        mine = gate.options(options)
-        read_back(gate, store, gate_key(gate, design, mine, reference, alpha))
         if gate.plan is None:
             gate.plan = curve_plan(design, gate.reference(reference_runs), gate.budget,
-                                   len({s.seed for s in gate.specs}), gate.suite, mine, alpha)
+                                   len({s.seed for s in gate.specs}), gate.suite,
+                                   gate.options(options), alpha)
             append_look(store, gate.key, 0, [gate.plan.to_json()], name=CURVE_FILE)
         out += plan_lines(gate.plan, gate.subject, verbose)
         out += [f"  {x.text} (recorded by an earlier run)" for x in gate.looks]
