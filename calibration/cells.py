@@ -6,9 +6,13 @@ the verdict gave for that case.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from analysis.errors import AnalysisError
 
 FALSE_PASS = "false pass at margin"
 FALSE_ALARM = "false alarm at 0"
@@ -105,6 +109,23 @@ def refused_cells(verdict: str, scenario: str, rates: list[tuple[str, float | No
                   why: str, sims: int) -> list[Cell]:
     """The cells of a case the verdict refuses (exit 2): one per rate."""
     return [Cell(verdict, scenario, r, math.nan, sims, nominal, why) for r, nominal in rates]
+
+
+def case_cells(verdict: str, scenario: str, sims: int,
+               cases: Sequence[tuple[str, Any, float | None]],
+               hits_at: Callable[[str, Any], np.ndarray]) -> list[Cell]:
+    """One cell per case (rate, what the case changes, nominal): the share of draws
+    `hits_at(rate, change)` marks; a case the verdict refuses (AnalysisError) refuses
+    every rate."""
+    out = []
+    for rate, change, nominal in cases:
+        try:
+            hits = hits_at(rate, change)
+        except AnalysisError as e:
+            return refused_cells(verdict, scenario, [(r, n) for r, _, n in cases], str(e),
+                                 sims)
+        out.append(rate_cell(verdict, scenario, rate, hits, nominal))
+    return out
 
 
 HEADER = ["verdict", "scenario", "rate", "estimate ± MC SE", "nominal", "bound"]

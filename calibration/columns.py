@@ -18,11 +18,9 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.inputs.load import load_published_table
 from analysis.inputs.published_data import CLEANBA_TABLES
+from analysis.reproduce.published import PUBLISHED_SEEDS
 from analysis.scales.normalize import get_normaliser
 from analysis.verdicts.per_game import COLLAPSE_T, LEARNED_MIN
-
-PUBLISHED_SEEDS = 3
-"""Seeds behind every published cell."""
 
 
 @dataclass(frozen=True)

@@ -162,8 +162,7 @@ def candidate(case: str, base: np.ndarray, shape_mean: np.ndarray, delta: float,
         w = (idx - lo)[None, None, :, None]
         return (1 - w) * ext[:, :, lo, :] + w * ext[:, :, hi, :]
     if case == FAILURES:
-        failed = rng.random(base.shape[:2]) < FAILURE_SHARE
-        return np.where(failed[:, :, None, None], 0.0, base)
+        return _failures(base, FAILURE_SHARE, rng)
     if case == ONE_GAME:  # the second-best of five games never learns
         out = base.copy()
         out[..., -2] = 0.0
@@ -282,6 +281,7 @@ HEAVY_NULL = "no change, heavy-tailed seeds (10% never learn, both sides)"
 
 
 def _failures(values: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
+    """`values` (sims, seeds, ...) with each seed at the random score (0) by chance `share`."""
     failed = rng.random(values.shape[:2]) < share
     return np.where(failed[:, :, None, None], 0.0, values)
 

@@ -5,6 +5,7 @@ the project's palette and curve-with-band (analysis.output.marks)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -133,14 +134,8 @@ def _qq(cal: CurveCalibration, path: Path) -> Path | None:
 
 
 def _wrap(text: str, width: int = 48) -> str:
-    words, lines, line = text.split(), [], ""
-    for w in words:
-        if len(line) + len(w) + 1 > width:
-            lines.append(line)
-            line = w
-        else:
-            line = f"{line} {w}".strip()
-    return "\n".join([*lines, line])
+    """`text` in lines of at most `width` characters, broken at spaces only."""
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:

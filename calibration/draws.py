@@ -18,6 +18,9 @@ T3 = "t3"
 COLLAPSE = "collapse"
 DISTRIBUTIONS = (NORMAL, T3, COLLAPSE)
 
+METRIC_CORRELATION = 0.5
+"""Correlation of the two equivalence metrics (final and AUC) per seed."""
+
 COLLAPSE_PROBABILITY = 0.1
 """Chance that a seed collapses (scenario 'collapse'): its value drops by COLLAPSE_DROP sd."""
 COLLAPSE_DROP = 5.0
@@ -43,6 +46,19 @@ def unit_noise(rng: np.random.Generator, dist: str, shape: tuple[int, ...]) -> n
         mean, var = -p * d, 1 + p * (1 - p) * d * d
         return (x - mean) / math.sqrt(var)
     raise ValueError(f"unknown distribution {dist!r}")
+
+
+def mixed(first: np.ndarray, other: np.ndarray, rho: float) -> np.ndarray:
+    """`other` mixed with `first` (both sd 1, independent) to correlation `rho`, sd 1."""
+    return rho * first + math.sqrt(1 - rho * rho) * other
+
+
+def correlated_pair(rng: np.random.Generator, dist: str, shape: tuple[int, ...],
+                    rho: float = METRIC_CORRELATION) -> tuple[np.ndarray, np.ndarray]:
+    """Two noises of `dist` and `shape` (sd 1) correlated `rho`: by default one side's
+    final and AUC."""
+    first, other = unit_noise(rng, dist, shape), unit_noise(rng, dist, shape)
+    return first, mixed(first, other, rho)
 
 
 def suite_games() -> list[str]:

@@ -123,15 +123,12 @@ def calibrate(reduced: bool = False, seed: int = 0, paper_data: Path | None = No
         notes.append("real-column rows left out: no paper-data folder (give --paper-data)")
     else:
         cells += real_column_cells(published_columns(folder), g.real_sims, seed)
-    for n in g.new_seeds:
-        for m in g.reference_seeds:
-            for r in g.ratios:
-                cells += gate_pair_cells(g.sims, n, m, r, NORMAL, seed)
-                cells += equivalence_pair_cells(g.sims, n, m, r, NORMAL, seed)
-    for n, m in g.tails:
-        for dist in (T3, COLLAPSE):
-            cells += gate_pair_cells(g.sims, n, m, 1.0, dist, seed)
-            cells += equivalence_pair_cells(g.sims, n, m, 1.0, dist, seed)
+    pair_cases = [*((n, m, r, NORMAL) for n in g.new_seeds for m in g.reference_seeds
+                    for r in g.ratios),
+                  *((n, m, 1.0, dist) for n, m in g.tails for dist in (T3, COLLAPSE))]
+    for n, m, r, dist in pair_cases:  # (seeds per side, sd ratio, noise)
+        cells += gate_pair_cells(g.sims, n, m, r, dist, seed)
+        cells += equivalence_pair_cells(g.sims, n, m, r, dist, seed)
     for n in g.published_new:
         for r in g.ratios:
             cells += gate_published_cells(g.sims, n, 3, r, seed)

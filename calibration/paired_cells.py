@@ -13,26 +13,15 @@ of pairing); for equivalence also DIFFERENT at no difference (false alarm, bound
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from analysis.verdicts.equivalence import DIFFERENT, PASS, equivalence_decision
 from analysis.verdicts.regression import regression_lower_bound
 from calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, rate_cell
-from calibration.draws import rng_for
-from calibration.pairs import CONFIDENCE, DELTA, METRIC_CORRELATION, NOMINAL
+from calibration.draws import METRIC_CORRELATION, NORMAL, correlated_pair, mixed, rng_for
+from calibration.pairs import CONFIDENCE, DELTA, NOMINAL
 
 PAIRED = "paired by seed"
 WELCH = "Welch"
 CORRELATIONS = (0.0, 0.5, 0.9)
-
-
-def _correlated(rng: np.random.Generator, sims: int, n: int, rho: float
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) of shape (sims, n): standard normal per seed, corr(a_s, b_s) = rho."""
-    z1, z2 = rng.standard_normal((sims, n)), rng.standard_normal((sims, n))
-    return z1, rho * z1 + math.sqrt(1 - rho * rho) * z2
 
 
 def scenario(n: int, rho: float) -> str:
@@ -42,7 +31,7 @@ def scenario(n: int, rho: float) -> str:
 def paired_gate_cells(sims: int, n: int, rho: float, seed: int) -> list[Cell]:
     """The gate, paired and Welch, on the same draws."""
     rng = rng_for(seed, "paired gate", n, rho)
-    new, ref = _correlated(rng, sims, n, rho)
+    new, ref = correlated_pair(rng, NORMAL, (sims, n), rho)
     out: list[Cell] = []
     for design, paired in ((PAIRED, True), (WELCH, False)):
         verdict = f"gate (per-seed value), {design}"
@@ -57,10 +46,10 @@ def paired_equivalence_cells(sims: int, n: int, rho: float, seed: int) -> list[C
     """Equivalence on two metrics (final and AUC, correlated METRIC_CORRELATION within a
     side), paired and Welch, on the same draws."""
     rng = rng_for(seed, "paired equivalence", n, rho)
-    a1, b1 = _correlated(rng, sims, n, rho)
-    a2, b2 = _correlated(rng, sims, n, rho)
-    m = METRIC_CORRELATION  # the second metric shares some of the first's noise
-    a2, b2 = m * a1 + math.sqrt(1 - m * m) * a2, m * b1 + math.sqrt(1 - m * m) * b2
+    a1, b1 = correlated_pair(rng, NORMAL, (sims, n), rho)
+    a2, b2 = correlated_pair(rng, NORMAL, (sims, n), rho)
+    # the second metric shares some of the first's noise
+    a2, b2 = mixed(a1, a2, METRIC_CORRELATION), mixed(b1, b2, METRIC_CORRELATION)
     out: list[Cell] = []
     for design, paired in ((PAIRED, True), (WELCH, False)):
         verdict = f"equivalence (final + AUC), {design}"

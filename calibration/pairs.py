@@ -9,32 +9,23 @@ margin do not depend on delta / sd; power does).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
-from analysis.errors import AnalysisError
 from analysis.verdicts.equivalence import DIFFERENT, PASS, equivalence_decision
 from analysis.verdicts.regression import published_lower_bound, regression_lower_bound
-from calibration.cells import (
-    FALSE_ALARM,
-    FALSE_PASS,
-    POWER,
-    Cell,
-    rate_cell,
-    refused_cells,
-)
-from calibration.draws import NORMAL, rng_for, unit_noise
+from calibration.cells import FALSE_ALARM, FALSE_PASS, POWER, Cell, case_cells
+from calibration.draws import NORMAL, correlated_pair, rng_for, unit_noise
 
 DELTA = 1.0
 CONFIDENCE = 0.95
 NOMINAL = 0.05
-METRIC_CORRELATION = 0.5
-"""Correlation of the two equivalence metrics (final and AUC) per seed."""
 
-GATE_RATES = [(FALSE_PASS, NOMINAL), (FALSE_ALARM, None), (POWER, None)]
-EQUIVALENCE_RATES = [(FALSE_PASS, NOMINAL), (FALSE_ALARM, NOMINAL), (POWER, None)]
+GATE_SHIFTS = ((FALSE_PASS, -DELTA, NOMINAL), (FALSE_ALARM, 0.0, None),
+               (POWER, -DELTA / 2, None))
+EQUIVALENCE_SHIFTS = ((FALSE_PASS, DELTA, NOMINAL), (FALSE_ALARM, 0.0, NOMINAL),
+                      (POWER, DELTA / 2, None))
 
 
 def scenario_name(n_new: int, n_ref: int, ratio: float, dist: str) -> str:
@@ -55,17 +46,11 @@ def _gate_cells(verdict: str, scen: str, sims: int,
     draws with the new side shifted by `shift`: a true drop of delta (PASS is a false
     pass), no difference (REGRESSION is a false alarm; no nominal bound: the gate tests
     non-inferiority) and a drop of delta / 2 (P(PASS): power). A refusal refuses all."""
-    out = []
-    for rate, shift, nominal in ((FALSE_PASS, -DELTA, NOMINAL), (FALSE_ALARM, 0.0, None),
-                                 (POWER, -DELTA / 2, None)):
-        try:
-            lower = lower_bound(shift)
-        except AnalysisError as e:
-            return refused_cells(verdict, scen, GATE_RATES, str(e), sims)
-        passed = lower > -DELTA
-        out.append(rate_cell(verdict, scen, rate, ~passed if rate == FALSE_ALARM else passed,
-                             nominal))
-    return out
+    def hits(rate: str, shift: float) -> np.ndarray:
+        passed = lower_bound(shift) > -DELTA
+        return ~passed if rate == FALSE_ALARM else passed
+
+    return case_cells(verdict, scen, sims, GATE_SHIFTS, hits)
 
 
 def gate_pair_cells(sims: int, n_new: int, n_ref: int, ratio: float, dist: str, seed: int,
@@ -101,21 +86,8 @@ def equivalence_pair_cells(sims: int, n_a: int, n_b: int, ratio: float, dist: st
     verdict = "equivalence (final + AUC)"
     scen = scenario_name(n_a, n_b, ratio, dist)
     rng = rng_for(seed, "equivalence", n_a, n_b, ratio, dist)
-    rho = METRIC_CORRELATION
-
-    def two(n: int, sd: float) -> tuple[np.ndarray, np.ndarray]:
-        z1, z2 = unit_noise(rng, dist, (sims, n)), unit_noise(rng, dist, (sims, n))
-        return sd * z1, sd * (rho * z1 + math.sqrt(1 - rho * rho) * z2)
-
-    a1, a2 = two(n_a, ratio)
-    b1, b2 = two(n_b, 1.0)
-    out = []
-    for rate, shift, nominal in ((FALSE_PASS, DELTA, NOMINAL), (FALSE_ALARM, 0.0, NOMINAL),
-                                 (POWER, DELTA / 2, None)):
-        try:
-            verdicts = equivalence_decision(a1 + shift, b1, a2, b2, DELTA).verdict
-        except AnalysisError as e:
-            return refused_cells(verdict, scen, EQUIVALENCE_RATES, str(e), sims)
-        hits = verdicts == (DIFFERENT if rate == FALSE_ALARM else PASS)
-        out.append(rate_cell(verdict, scen, rate, hits, nominal))
-    return out
+    a1, a2 = (ratio * z for z in correlated_pair(rng, dist, (sims, n_a)))
+    b1, b2 = correlated_pair(rng, dist, (sims, n_b))
+    return case_cells(verdict, scen, sims, EQUIVALENCE_SHIFTS, lambda rate, shift: (
+        equivalence_decision(a1 + shift, b1, a2, b2, DELTA).verdict
+        == (DIFFERENT if rate == FALSE_ALARM else PASS)))

@@ -30,9 +30,7 @@ from analysis.reproduce.judge import (
     REPRODUCED,
     Judgement,
     headline,
-    judge,
 )
-from analysis.reproduce.published import DEFAULT_ABSOLUTE_MARGIN, DEFAULT_RELATIVE_MARGIN
 from analysis.verdicts.equivalence import PASS, REGRESSION
 from analysis.verdicts.margins import ATARI_DEFAULT_DELTA
 from analysis.verdicts.regression import COLLAPSE_RULE, PER_GAME_RULE, gate_rules
@@ -44,6 +42,7 @@ from calibration.columns import (
     draw_seeds,
 )
 from calibration.draws import rng_for
+from calibration.reproduce_cells import judge_draws
 from runrecord.words import counted
 
 NOMINAL = 0.05
@@ -58,11 +57,8 @@ def _target(cell: Cell, at_least: bool = False) -> Cell:
 
 
 def _judge(user: np.ndarray, pub: np.ndarray) -> Judgement:
-    n = user.shape[-2]
-    return judge(user.mean(-2), user.std(-2, ddof=1), n, pub.mean(-2), pub.std(-2, ddof=1),
-                 PUBLISHED_SEEDS, relative=DEFAULT_RELATIVE_MARGIN,
-                 absolute=DEFAULT_ABSOLUTE_MARGIN, user_max=user.max(-2),
-                 user_min=user.min(-2))
+    """`reproduce`'s verdicts of your draws against published seeds' draws."""
+    return judge_draws(user, pub.mean(-2), pub.std(-2, ddof=1))
 
 
 def gate_column_cells(col: Column, sims: int, seed: int, delta: float = ATARI_DEFAULT_DELTA

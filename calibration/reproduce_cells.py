@@ -14,6 +14,8 @@ HIGHER/LOWER over the 57 games of a faithful reproduction (family-wise false ala
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from analysis.errors import AnalysisError
@@ -23,6 +25,7 @@ from analysis.reproduce.judge import (
     LOWER,
     NOT_REPRODUCED,
     REPRODUCED,
+    Judgement,
     headline,
     judge,
 )
@@ -36,6 +39,7 @@ from calibration.cells import (
     FALSE_PASS,
     POWER,
     Cell,
+    case_cells,
     rate_cell,
     refused_cells,
 )
@@ -43,8 +47,6 @@ from calibration.draws import rng_for, synthetic_column
 
 NOMINAL = 0.05
 COLLAPSE = "CONSISTENT after collapse to random"
-GAME_RATES = [(FALSE_PASS, NOMINAL), (FALSE_ALARM, NOMINAL), (POWER, None),
-              (COLLAPSE, NOMINAL)]
 FAITHFUL_FAIL = "NOT REPRODUCED (exit 1), faithful reproduction"
 COLLAPSED_PASS = "REPRODUCED (exit 0), 3 games collapsed"
 ANY_FLAG = "any HIGHER/LOWER, faithful"
@@ -57,8 +59,9 @@ def _published(rng: np.random.Generator, sims: int, mean: np.ndarray, sd: np.nda
     return draws.mean(axis=1), draws.std(axis=1, ddof=1)
 
 
-def _judge(user: np.ndarray, pub_mean: np.ndarray, pub_sd: np.ndarray):
-    """The verdicts (AnalysisError: refused, e.g. one seed per game)."""
+def judge_draws(user: np.ndarray, pub_mean: np.ndarray, pub_sd: np.ndarray) -> Judgement:
+    """The verdicts of draws (..., seeds, games) against published means and sds
+    (AnalysisError: refused, e.g. one seed per game)."""
     n = user.shape[-2]
     sd = user.std(axis=-2, ddof=1) if n > 1 else np.full(pub_mean.shape, np.nan)
     return judge(user.mean(axis=-2), sd, n, pub_mean, pub_sd, PUBLISHED_SEEDS,
@@ -78,20 +81,17 @@ def game_cells(sims: int, n_user: int, seed: int, ratio: float = 1.0) -> list[Ce
     margin = np.maximum(DEFAULT_RELATIVE_MARGIN * mean,
                         np.minimum(DEFAULT_ABSOLUTE_MARGIN, 0.5 * mean))
     sign = np.where(rng.random((sims, 1, mean.size)) < 0.5, -1.0, 1.0)
-    out: list[Cell] = []
-    for rate, true, want, nominal in (
-            (FALSE_PASS, mean + sign * margin, (CONSISTENT,), NOMINAL),
-            (FALSE_ALARM, mean, (HIGHER, LOWER), NOMINAL),
-            (POWER, mean + sign * margin / 2, (CONSISTENT,), None),
-            (COLLAPSE, 0.0, (CONSISTENT,), NOMINAL)):
-        user = true + noise if rate != COLLAPSE else 0.01 * noise
-        try:
-            j = _judge(user, pub_mean, pub_sd)
-        except AnalysisError as e:
-            return refused_cells(verdict, scen, GAME_RATES, str(e), sims)
-        hits = np.isin(j.verdict, want)[j.learned]
-        out.append(rate_cell(verdict, scen, rate, hits, nominal))
-    return out
+
+    def hits(rate: str, case: tuple[Any, tuple[str, ...]]) -> np.ndarray:
+        true, want = case  # the true means, and the verdicts that count
+        j = judge_draws(true + noise if rate != COLLAPSE else 0.01 * noise, pub_mean, pub_sd)
+        return np.isin(j.verdict, want)[j.learned]
+
+    return case_cells(verdict, scen, sims, (
+        (FALSE_PASS, (mean + sign * margin, (CONSISTENT,)), NOMINAL),
+        (FALSE_ALARM, (mean, (HIGHER, LOWER)), NOMINAL),
+        (POWER, (mean + sign * margin / 2, (CONSISTENT,)), None),
+        (COLLAPSE, (0.0, (CONSISTENT,)), NOMINAL)), hits)
 
 
 def headline_cells(sims: int, n_user: int, seed: int) -> list[Cell]:
@@ -106,8 +106,8 @@ def headline_cells(sims: int, n_user: int, seed: int) -> list[Cell]:
     collapsed[..., learned] = 0.01 * sd[learned] * rng.standard_normal(
         (sims, n_user, learned.size))
     try:
-        faithful_j = _judge(user, pub_mean, pub_sd)
-        faithful, broken = faithful_j.verdict, headline(_judge(collapsed, pub_mean, pub_sd))
+        faithful_j = judge_draws(user, pub_mean, pub_sd)
+        faithful, broken = faithful_j.verdict, headline(judge_draws(collapsed, pub_mean, pub_sd))
     except AnalysisError as e:
         return refused_cells(verdict, scen, HEADLINE_RATES, str(e), sims)
     head = headline(faithful_j)

@@ -21,13 +21,13 @@ repeated bound alone).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
 
 from analysis.sequential.design import (
     PLAN_MAX_SEEDS,
+    Paths,
     SequentialDesign,
     design_boundaries,
     equivalence_paths,
@@ -43,12 +43,11 @@ from calibration.cells import (
     mean_cell,
     rate_cell,
 )
-from calibration.draws import NORMAL, rng_for, unit_noise
+from calibration.draws import METRIC_CORRELATION, NORMAL, correlated_pair, rng_for, unit_noise
 
 NOMINAL = 0.05
 DELTA_SD = 2.0
 WIDE_DELTA_SD = 8.0
-METRIC_CORRELATION = 0.5
 ANY_LOOK = "false pass at margin, PASS at any look"
 POWER_AT_0 = "P(PASS) at 0"
 SEEDS_AT_0 = "expected seeds per side at 0"
@@ -68,14 +67,6 @@ def _scenario(design: SequentialDesign, ratio: float, dist: str, extra: str = ""
     return f"{design_name(design)}{extra}{sd}{tail}, delta {delta:g} sd"
 
 
-def _equivalence_side(rng: np.random.Generator, dist: str, sims: int, seeds: int,
-                      sd: float) -> np.ndarray:
-    """(2, sims, seeds): final and AUC of one side, correlated METRIC_CORRELATION."""
-    rho = METRIC_CORRELATION
-    z1, z2 = unit_noise(rng, dist, (sims, seeds)), unit_noise(rng, dist, (sims, seeds))
-    return sd * np.stack([z1, rho * z1 + math.sqrt(1 - rho * rho) * z2])
-
-
 def sequential_equivalence_cells(sims: int, design: SequentialDesign, ratio: float,
                                  dist: str, seed: int, delta: float = DELTA_SD
                                  ) -> list[Cell]:
@@ -85,8 +76,8 @@ def sequential_equivalence_cells(sims: int, design: SequentialDesign, ratio: flo
     scen = _scenario(design, ratio, dist, delta=delta)
     rng = rng_for(seed, "sequential equivalence", design_name(design), ratio, dist)
     cap = design.max_seeds
-    a = ratio * _equivalence_side(rng, dist, sims, cap, 1.0)
-    b = _equivalence_side(rng, dist, sims, cap, 1.0)
+    a = ratio * np.stack(correlated_pair(rng, dist, (sims, cap)))  # (final, AUC) x draws
+    b = np.stack(correlated_pair(rng, dist, (sims, cap)))
     margin = a.copy()
     margin[0] += delta
     planned, naive = design_boundaries(design), naive_boundaries(design)
@@ -97,20 +88,24 @@ def sequential_equivalence_cells(sims: int, design: SequentialDesign, ratio: flo
     spread = given_spread(1.0, 1.0, METRIC_CORRELATION)
     fixed = equivalence_seeds_needed(spread, delta, power, sims, max_seeds=PLAN_MAX_SEEDS) if ratio == 1 and \
         dist == NORMAL and power < 1 else None
-    out = [rate_cell(verdict, scen, FALSE_PASS, at_margin.passed, NOMINAL),
-           rate_cell(verdict, scen, ANY_LOOK, at_margin.pass_any_look, NOMINAL),
-           rate_cell(verdict, scen, FALSE_ALARM, at_zero.decision == DIFFERENT, NOMINAL),
-           rate_cell(verdict, scen, POWER_AT_0, at_zero.passed),
-           mean_cell(verdict, scen, SEEDS_AT_0, at_zero.seeds, "seeds")]
-    return out + _fixed_and_naive(verdict, scen, fixed, sims,
-                                  f"{NAIVE}: equivalence (final + AUC)", naive_margin.passed)
+    alarm = rate_cell(verdict, scen, FALSE_ALARM, at_zero.decision == DIFFERENT, NOMINAL)
+    return _path_cells(verdict, scen, at_margin, at_zero, alarm, fixed, naive_margin.passed)
 
 
-def _fixed_and_naive(verdict: str, scen: str, fixed: int | None, sims: int, naive: str,
-                     naive_passed: np.ndarray) -> list[Cell]:
-    """The fixed design's seeds (when estimated) and the naive re-testing row beside it."""
-    cells = [] if fixed is None else [Cell(verdict, scen, FIXED_SEEDS, float(fixed), sims,
-                                           unit="seeds", value_se=0.0)]
+def _path_cells(verdict: str, scen: str, at_margin: Paths, at_zero: Paths, alarm: Cell,
+                fixed: int | None, naive_passed: np.ndarray) -> list[Cell]:
+    """The rates of the module docstring from a design's paths at the margin and at no
+    difference (`alarm`: its rate of the wrong decision at 0), the fixed design's seeds
+    (when estimated) and the naive re-testing row beside them."""
+    sims = len(at_zero.passed)
+    cells = [rate_cell(verdict, scen, FALSE_PASS, at_margin.passed, NOMINAL),
+             rate_cell(verdict, scen, ANY_LOOK, at_margin.pass_any_look, NOMINAL), alarm,
+             rate_cell(verdict, scen, POWER_AT_0, at_zero.passed),
+             mean_cell(verdict, scen, SEEDS_AT_0, at_zero.seeds, "seeds")]
+    if fixed is not None:
+        cells.append(Cell(verdict, scen, FIXED_SEEDS, float(fixed), sims, unit="seeds",
+                          value_se=0.0))
+    naive = f"{NAIVE}: {verdict.removeprefix('sequential ')}"
     return [*cells, _naive(naive, scen, naive_passed)]
 
 
@@ -129,13 +124,8 @@ def sequential_gate_cells(sims: int, design: SequentialDesign, n_ref: int, ratio
     fixed = gate_seeds_needed(given_spread(1.0), DELTA_SD, power, n_ref, sims,
                               max_seeds=PLAN_MAX_SEEDS) if \
         ratio == 1 and dist == NORMAL else None
-    out = [rate_cell(verdict, scen, FALSE_PASS, at_margin.passed, NOMINAL),
-           rate_cell(verdict, scen, ANY_LOOK, at_margin.pass_any_look, NOMINAL),
-           rate_cell(verdict, scen, "REGRESSION at 0", at_zero.decision == REGRESSION),
-           rate_cell(verdict, scen, POWER_AT_0, at_zero.passed),
-           mean_cell(verdict, scen, SEEDS_AT_0, at_zero.seeds, "seeds")]
-    return out + _fixed_and_naive(verdict, scen, fixed, sims,
-                                  f"{NAIVE}: gate (per-seed value)", naive_margin.passed)
+    alarm = rate_cell(verdict, scen, "REGRESSION at 0", at_zero.decision == REGRESSION)
+    return _path_cells(verdict, scen, at_margin, at_zero, alarm, fixed, naive_margin.passed)
 
 
 def _naive(verdict: str, scen: str, passed: np.ndarray) -> Cell:

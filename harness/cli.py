@@ -23,6 +23,7 @@ import tyro
 
 from cleanba.tools.determinism_check import CheckConfig
 from cleanba.tools.determinism_check import check as check_determinism
+from harness.certify.verify import Verify
 from harness.cli_flags import (
     Certify,
     Plan,
@@ -30,7 +31,6 @@ from harness.cli_flags import (
     Report,
     Run,
     Status,
-    Verify,
 )
 from harness.execute import ALREADY_COMPLETED, BUSY, EXHAUSTED, NOT_RETRIED, STOPPED, Outcome
 from harness.local import eta_text, fmt_duration, status_estimates
@@ -81,10 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(cmd, CheckConfig):  # no sweep: what bit-identity this machine gives
         return check_determinism(cmd)
     if isinstance(cmd, Verify):  # no sweep: the certificate holds it
-        from harness.certify import VerifyArgs, verify
+        from harness.certify import verify
 
-        return verify(VerifyArgs(cmd.cert, cmd.records, cmd.input, cmd.replay, cmd.updates,
-                                 cmd.draw_seed, cmd.expect_root, segments=cmd.segments))
+        return verify(cmd)
     try:
         sweep = cmd.load()
     except SweepError as e:

@@ -1,4 +1,5 @@
-"""The flags of `python -m harness`: one dataclass per subcommand (tyro), and how a
+"""The flags of `python -m harness`: one dataclass per subcommand (tyro; verify's is
+harness.certify.verify.Verify, which verify takes as it is), and how a
 subcommand finds its sweep (`Select.load`, `Inspect.load`: the filters of the sweep's last
 run). harness/cli.py parses them and calls the commands."""
 
@@ -8,8 +9,6 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
-
-import tyro
 
 from harness.store import Store
 from harness.sweep import (
@@ -219,31 +218,3 @@ class Certify(Inspect):
     include_unplanned: tuple[str, ...] = ()
     """Run ids in the records folder that the plan does not hold, certified as unplanned
     (any other unplanned run folder is refused)."""
-
-
-@dataclass
-class Verify:
-    """Check a certificate: tier 1 (hashes, Merkle root, completeness, every claim
-    recomputed) and, with --replay K, tier 2 (K runs drawn with fresh randomness, their
-    first --updates N, or --segments S between their checkpoints, re-run with
-    --deterministic, every updates.csv column and episode compared bit for bit).
-    Exit 0 VERIFIED, 1 MISMATCH, 4 NOT CHECKABLE, 2 bad input."""
-
-    cert: tyro.conf.Positional[Path]
-    """The certificate file."""
-    records: Path | None = None
-    """Folder of the certified run folders; default the path the certificate records."""
-    input: tuple[str, ...] = ()
-    """NAME=PATH: where a bound input of the claims is here (default: its recorded path)."""
-    replay: int = 0
-    """Tier 2: replay this many runs, drawn among the deterministic ones."""
-    updates: int = 3
-    """Tier 2: updates replayed per run (the first N)."""
-    segments: str | None = None
-    """Tier 2: instead of the first N updates, replay S segments of each drawn run (S, or
-    'all'), each from one of its certified checkpoints to the next or to its end; the
-    last segment, which sets the final score, always (runs made with --checkpoint-every)."""
-    draw_seed: int | None = None
-    """Tier 2: repeat a printed draw (default: fresh randomness from the OS)."""
-    expect_root: str | None = None
-    """The root you were given (a paper, a signature): a different root is a MISMATCH."""

@@ -27,12 +27,12 @@ from harness.adaptive.curves import (
     ahead,
     batch_specs,
     curve_design,
-    curve_gates,
     gate_options,
     gates_exit,
     look_lines,
     prepare,
     ready,
+    recorded_gates,
     stop_reason,
     take_look,
     verdict_lines,
@@ -199,10 +199,10 @@ def start_monitor(sweep: Sweep, store: Store, batch: Sequence[RunSpec],
               f"run records); got {ref!r}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        gates = curve_gates(sweep, specs)
+        gates = recorded_gates(sweep, store, project_path(ref))
         reference_runs = load_runs([project_path(ref)]).included
-        lines = prepare(gates, design, store, reference_runs, project_path(ref),
-                        gate_options(sweep), alpha, verbose)
+        lines = prepare(gates, design, store, reference_runs, gate_options(sweep), alpha,
+                        verbose)
     except AnalysisError as e:
         print(f"error: looks over training time: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

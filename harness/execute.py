@@ -202,7 +202,8 @@ def log_tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+def signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Send `sig` to the process group of a child start_child started (gone: nothing)."""
     try:
         os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
@@ -268,7 +269,7 @@ def launch_and_wait(
         if want != held:  # pause or resume every process of the run (a stop resumes it)
             for p in procs:
                 if p.poll() is None:
-                    _signal_group(p, signal.SIGSTOP if want else signal.SIGCONT)
+                    signal_group(p, signal.SIGSTOP if want else signal.SIGCONT)
             held = want
             with open(log_path, "ab") as log:
                 log.write(f"=== harness: {'paused' if want else 'resumed'} at {utc_now()} "
@@ -280,17 +281,17 @@ def launch_and_wait(
                 why = f"timeout after {spec.resources.timeout_min} min"
             if why:
                 for p in procs:
-                    _signal_group(p, signal.SIGINT)
+                    signal_group(p, signal.SIGINT)
                 signalled_at = now
         elif now - signalled_at > STOP_GRACE_S:
             for p in procs:
-                _signal_group(p, signal.SIGKILL)
+                signal_group(p, signal.SIGKILL)
         if any(c not in (None, 0) for c in codes):
             first_failure_at = first_failure_at or now
             if now - first_failure_at > PEER_GRACE_S:
                 for p in procs:
                     if p.poll() is None:
-                        _signal_group(p, signal.SIGKILL)
+                        signal_group(p, signal.SIGKILL)
         changed = getattr(stop, "changed", None)
         if changed is not None:  # wake at a hold or stop (the loop reads them at its top)
             changed.wait(0.2)

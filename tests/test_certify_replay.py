@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 import harness.certify.facts as facts
-from harness.certify import VerifyArgs, certificate_section, verify
+from harness.certify import Verify, certificate_section, verify
 from harness.cli import main as harness_main
 from runrecord import PROJECT_ROOT
 from runrecord.exits import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
@@ -232,7 +232,7 @@ def test_replay_with_changed_code_mismatches_at_update_1(sweep, tmp_path, capsys
     text = ppo.read_text()
     assert "    adam_eps: float = 1e-5\n" in text
     ppo.write_text(text.replace("    adam_eps: float = 1e-5\n", "    adam_eps: float = 1e-4\n"))
-    code = verify(VerifyArgs(cert, replay=1, updates=3, checkout=checkout))
+    code = verify(Verify(cert, replay=1, updates=3, checkout=checkout))
     out = capsys.readouterr().out
     assert code == EXIT_FAILED and "verdict: MISMATCH" in out, out
     assert ": MISMATCH: update 1: params_checksum " in out  # first of the columns that differ

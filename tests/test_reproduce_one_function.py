@@ -1,6 +1,6 @@
 """The reproduce verdicts users run are the ones the calibration measures: `compare_all`
 with `headline` (what `python -m analysis reproduce` runs on the user's per-seed raw
-scores and a published column) and the calibration suite's `_judge` with `headline`
+scores and a published column) and the calibration suite's `judge_draws` with `headline`
 (on HNS draws) give the same per-game verdicts and the same headline, on
 10,000 random cases: NaN scores, one-seed sides (refused, or judged with the borrowed
 spread), a game copied from the published mean, a collapsed game, a game the published
@@ -27,7 +27,7 @@ from analysis.reproduce.published import (
 )
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, get_normaliser
 from analysis.scoring.scores import SeedValues
-from calibration.reproduce_cells import PUBLISHED_SEEDS, _judge
+from calibration.reproduce_cells import PUBLISHED_SEEDS, judge_draws
 
 CASES = 10_000
 GAMES = list(ATARI_RANDOM_HUMAN)[:5]
@@ -90,7 +90,7 @@ def _calibrated(case: dict) -> tuple:
                        absolute=DEFAULT_ABSOLUTE_MARGIN, assume_equal_spread=True,
                        user_max=hns[0], user_min=hns[0])
         else:
-            jd = _judge(hns, pub_hns, pub_sd)
+            jd = judge_draws(hns, pub_hns, pub_sd)
     except AnalysisError as e:
         return ("refused", str(e)[:40])
     verdicts = tuple(str(v) for v in jd.verdict)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.adaptive.looks import append_look, decisions_exit, recorded_looks
+from harness.adaptive.looks import append_look, decisions_exit, recorded_looks, runs_of_look
 from harness.store import Store, last_progress
 from harness.sweep.model import RunSpec, Sweep
 from runrecord import Run, load_run, project_path
@@ -155,20 +155,19 @@ def read_back(gate: CurveGate, store: Store, key: str) -> None:
 
 
 def prepare(gates: Sequence[CurveGate], design: CurveDesign, store: Store,
-            reference_runs: Sequence[Run], reference: Path, options: GateOptions,
+            reference_runs: Sequence[Run], options: GateOptions,
             alpha: float | None = None, verbose: bool = False) -> list[str]:
-    """Fix (or read back) every gate's plan and recorded looks; the lines to print
-    (`verbose`: with the design's internals).
+    """Fix and record the plan of every gate read back (recorded_gates) without one; the
+    lines to print (`verbose`: with the design's internals).
     AnalysisError (exit 2) when the reference cannot be read at the looks."""
     from analysis.sequential.curves import curve_plan, plan_lines
 
     out = []
     for gate in gates:
-        mine = gate.options(options)
-        read_back(gate, store, gate_key(gate, design, mine, reference, alpha))
         if gate.plan is None:
             gate.plan = curve_plan(design, gate.reference(reference_runs), gate.budget,
-                                   len({s.seed for s in gate.specs}), gate.suite, mine, alpha)
+                                   len({s.seed for s in gate.specs}), gate.suite,
+                                   gate.options(options), alpha)
             append_look(store, gate.key, 0, [gate.plan.to_json()], name=CURVE_FILE)
         out += plan_lines(gate.plan, gate.subject, verbose)
         out += [f"  {x.text} (recorded by an earlier run)" for x in gate.looks]
@@ -270,8 +269,8 @@ def batch_specs(sweep: Sweep) -> tuple[list[RunSpec], float | None]:
         return list(sweep.runs), None
     from analysis.sequential.curves import TIME_SHARE
 
-    first = sweep.adaptive.first_seeds
-    return [s for s in sweep.runs if s.seed_rank < first], TIME_SHARE * sweep.adaptive.alpha
+    return (runs_of_look(sweep, sweep.adaptive.first_seeds),
+            TIME_SHARE * sweep.adaptive.alpha)
 
 
 def recorded_gates(sweep: Sweep, store: Store, reference: Path | None = None,

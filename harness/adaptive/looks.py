@@ -176,37 +176,22 @@ def progress(sweep: Sweep, store: Store) -> Progress:
                     {i: [Look.from_json(d) for d in ds] for i, ds in sorted(recorded.items())})
 
 
-@dataclass(frozen=True)
-class Spent:
-    """Compute of an adaptive sweep against its cap and the fixed design of equal power."""
-
-    runs: int
-    seeds: int
-    cap_runs: int
-    cap_seeds: int
-    fixed_seeds: int | None
-    """seeds per side the fixed design would need (the largest over the verdicts)"""
-    runs_per_seed: float
-
-    def text(self) -> str:
-        line = (f"spent {counted(self.runs, 'run')}, {self.seeds} seeds per side, of the cap's "
-                f"{self.cap_runs} ({self.cap_seeds} per side)")
-        if self.fixed_seeds is None:
-            return line + ("; the fixed design of equal power: not estimated (no spread "
-                           "yet, or the design passes less than half the time at the "
-                           "spread seen: see the looks)")
-        fixed_runs = round(self.fixed_seeds * self.runs_per_seed)
-        return (line + f"; the fixed design of equal power: {self.fixed_seeds} seeds per "
-                f"side = {counted(fixed_runs, 'run')}")
-
-
-def spent(sweep: Sweep, seeds: int, latest: Sequence[Look]) -> Spent:
+def spent_text(sweep: Sweep, seeds: int, latest: Sequence[Look]) -> str:
+    """Compute of an adaptive sweep at `seeds` per side against its cap, and the fixed
+    design of equal power (the seeds per side the verdicts of the `latest` look need: the
+    largest)."""
     assert sweep.adaptive is not None
     cap = sweep.adaptive.max_seeds
+    line = (f"spent {counted(len(runs_of_look(sweep, seeds)), 'run')}, {seeds} seeds per "
+            f"side, of the cap's {len(sweep.runs)} ({cap} per side)")
     fixed = [look.fixed_design_seeds for look in latest if look.fixed_design_seeds is not None]
-    return Spent(runs=len(runs_of_look(sweep, seeds)), seeds=seeds, cap_runs=len(sweep.runs),
-                 cap_seeds=cap, fixed_seeds=max(fixed) if fixed else None,
-                 runs_per_seed=len(sweep.runs) / cap)
+    if not fixed:
+        return line + ("; the fixed design of equal power: not estimated (no spread "
+                       "yet, or the design passes less than half the time at the "
+                       "spread seen: see the looks)")
+    fixed_runs = round(max(fixed) * (len(sweep.runs) / cap))
+    return (line + f"; the fixed design of equal power: {max(fixed)} seeds per "
+            f"side = {counted(fixed_runs, 'run')}")
 
 
 def seeds_text(look: Look) -> str:
@@ -246,7 +231,7 @@ def stop_reason(sweep: Sweep, prog: Progress) -> str:
                "seeds per side)"
     from analysis.sequential import UNDECIDED
 
-    used = spent(sweep, prog.seeds, prog.latest).text()
+    used = spent_text(sweep, prog.seeds, prog.latest)
     open_ = [look.subject for look in prog.latest if look.decision == UNDECIDED]
     if prog.last == total and (open_ or not all(look.decided for look in prog.latest)):
         return (f"adaptive: reached the cap at look {total} without a decision for "

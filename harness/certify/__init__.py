@@ -8,7 +8,7 @@ replay -> verify, report_section.
 
 from harness.certify.certificate import DEFAULT_NAME, certify, load_certificate
 from harness.certify.report_section import certificate_section
-from harness.certify.verify import VerifyArgs, verify
+from harness.certify.verify import Verify, verify
 
-__all__ = ["DEFAULT_NAME", "VerifyArgs", "certificate_section", "certify",
+__all__ = ["DEFAULT_NAME", "Verify", "certificate_section", "certify",
            "load_certificate", "verify"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,7 +197,4 @@ def code_state(root: Path = PROJECT_ROOT) -> dict[str, Any]:
 
 
 def status_counts(entries: Sequence[RunEntry]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for e in entries:
-        counts[e.status] = counts.get(e.status, 0) + 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(Counter(e.status for e in entries).items()))

@@ -13,7 +13,6 @@ party repeats the draw with `--draw-seed`.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import os
@@ -32,7 +31,7 @@ from typing import Any
 from cleanba.core import checkpoint
 from harness.certify.facts import differences, here_facts, replay_base_flags
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE
-from harness.execute import log_tail, start_child, trainer_env
+from harness.execute import log_tail, signal_group, start_child, trainer_env
 from runrecord import (
     PROJECT_ROOT,
     atomic_write_json,
@@ -299,8 +298,7 @@ def run_replay(run_id: str, run: Mapping[str, Any], cert: Mapping[str, Any], rec
     finally:
         for p in procs:
             if p.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(p.pid, signal.SIGKILL)
+                signal_group(p, signal.SIGKILL)
                 p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 

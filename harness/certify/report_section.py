@@ -4,6 +4,7 @@ last verification (`certificate.json.verify.jsonl`), when a certificate exists."
 from __future__ import annotations
 
 import html
+from collections import Counter
 from pathlib import Path
 
 from harness.certify.certificate import (
@@ -30,9 +31,7 @@ def verification_text(cert: dict, entry: dict | None, cert_path: Path) -> str:
     tier2 = entry.get("tier2") or {}
     tiers = "tier 1"
     if tier2.get("replay"):
-        outcomes: dict[str, int] = {}
-        for outcome in (tier2.get("runs") or {}).values():
-            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        outcomes = Counter((tier2.get("runs") or {}).values())
         tiers += (f" + tier 2: first {tier2.get('updates')} updates of "
                   f"{counted(sum(outcomes.values()), 'drawn run')}: "
                   + (", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "none"))

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tyro
+
 from harness.certify.bind import code_state
 from harness.certify.certificate import (
     CertificateError,
@@ -60,22 +62,39 @@ EXIT_CODES = {VERIFIED: EXIT_OK, MISMATCH: EXIT_FAILED, NOT_CHECKABLE: EXIT_UNDE
 
 
 @dataclass
-class VerifyArgs:
-    cert: Path
+class Verify:
+    """Check a certificate: tier 1 (hashes, Merkle root, completeness, every claim
+    recomputed) and, with --replay K, tier 2 (K runs drawn with fresh randomness, their
+    first --updates N, or --segments S between their checkpoints, re-run with
+    --deterministic, every updates.csv column and episode compared bit for bit).
+    Exit 0 VERIFIED, 1 MISMATCH, 4 NOT CHECKABLE, 2 bad input."""
+
+    cert: tyro.conf.Positional[Path]
+    """The certificate file."""
     records: Path | None = None
-    inputs: tuple[str, ...] = ()  # NAME=PATH
+    """Folder of the certified run folders; default the path the certificate records."""
+    input: tuple[str, ...] = ()
+    """NAME=PATH: where a bound input of the claims is here (default: its recorded path)."""
     replay: int = 0
+    """Tier 2: replay this many runs, drawn among the deterministic ones."""
     updates: int = 3
+    """Tier 2: updates replayed per run (the first N)."""
+    segments: str | None = None
+    """Tier 2: instead of the first N updates, replay S segments of each drawn run (S, or
+    'all'), each from one of its certified checkpoints to the next or to its end; the
+    last segment, which sets the final score, always (runs made with --checkpoint-every)."""
     draw_seed: int | None = None
+    """Tier 2: repeat a printed draw (default: fresh randomness from the OS)."""
     expect_root: str | None = None
-    checkout: Path = PROJECT_ROOT
-    segments: str | None = None  # S or "all": replay segments between checkpoints
+    """The root you were given (a paper, a signature): a different root is a MISMATCH."""
+    checkout: tyro.conf.Suppress[Path] = PROJECT_ROOT
+    """The checkout whose code replays the runs (tests give a copy; no flag)."""
 
 
-def _locate(cert: Mapping[str, Any], args: VerifyArgs) -> tuple[Path, dict[str, Path]]:
+def _locate(cert: Mapping[str, Any], args: Verify) -> tuple[Path, dict[str, Path]]:
     """The records folder and the bound inputs here (CertificateError when absent)."""
     given: dict[str, Path] = {}
-    for item in args.inputs:
+    for item in args.input:
         name, sep, path = item.partition("=")
         if not sep or name not in cert["inputs"]:
             raise CertificateError(f"--input {item!r}: expected NAME=PATH with NAME one of "
@@ -110,7 +129,7 @@ def cannot_check(out: Findings, text: str) -> None:
     out.cannot(text)
 
 
-def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Findings,
+def tier2(cert: Mapping[str, Any], records: Path, args: Verify, out: Findings,
           ) -> list[Replay]:
     """Draw, replay and compare; findings into `out` (which holds tier 1's)."""
     eligible, not_apply = eligible_runs(cert)
@@ -199,7 +218,7 @@ def tier2(cert: Mapping[str, Any], records: Path, args: VerifyArgs, out: Finding
     return replays
 
 
-def drawn_segments(cert: Mapping[str, Any], records: Path, rid: str, args: VerifyArgs,
+def drawn_segments(cert: Mapping[str, Any], records: Path, rid: str, args: Verify,
                    seed: int, out: Findings) -> list[Segment]:
     """The segments of run `rid` this draw replays (the last always), with what they
     cover printed; none (NOT CHECKABLE) for a run without checkpoints."""
@@ -269,7 +288,7 @@ def _log(cert_path: Path, entry: dict[str, Any]) -> None:
         print(f"note: could not append to {verify_log(cert_path)} ({e.strerror})")
 
 
-def verify(args: VerifyArgs) -> int:
+def verify(args: Verify) -> int:
     """Verify a certificate; the exit code (EXIT_INTERRUPTED on SIGINT/SIGTERM: replays
     killed, nothing logged)."""
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -282,7 +301,7 @@ def verify(args: VerifyArgs) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _verify(args: VerifyArgs) -> int:
+def _verify(args: Verify) -> int:
     if args.replay < 0 or args.updates < 1:
         print("error: --replay K needs K >= 0 and --updates N needs N >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
