@@ -46,7 +46,7 @@ from harness.page import (
     write_table_files,
 )
 from harness.store import Store, run_state
-from harness.sweep import Sweep, filter_flags
+from harness.sweep import Sweep, filter_flags, report_options
 from runrecord import PROJECT_ROOT, Run, atomic_write_json, project_path, schema, utc_now
 from runrecord.exits import (
     EXIT_BAD_INPUT,
@@ -244,19 +244,8 @@ def build_report(sweep: Sweep, store: Store, *, delta: float | None = None,
         sweep = replace(sweep, runs=needed_runs(sweep, store))
     out_dir = store.report_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
-    opts: dict[str, Any] = {"group_by": str(sweep.report.get("group_by", "layout.name"))}
-    if delta is not None or "delta" in sweep.report:
-        opts["delta"] = float(delta if delta is not None else sweep.report["delta"])
-    if reps is not None or "reps" in sweep.report:
-        r = int(reps if reps is not None else sweep.report["reps"])
-        opts["reps"] = r
-        opts["aggregate_reps"] = max(r, min(50_000, 10 * r))
-    if "seed" in sweep.report:
-        opts["seed"] = int(sweep.report["seed"])
-    if "reference" in sweep.report:
-        opts["reference"] = str(sweep.report["reference"])
-    if allow_protocol_mismatch:  # the report's warnings then say which protocols differ
-        opts["allow_protocol_mismatch"] = True
+    opts = report_options(sweep.report, delta=delta, reps=reps,
+                          allow_protocol_mismatch=allow_protocol_mismatch)
     # One call: analysis splits runs into suites (Atari; each other env) before grouping,
     # and writes each suite into its own subfolder when there are several.
     assets = build_report_assets(planned_run_dirs(sweep, store), out_dir, **opts)

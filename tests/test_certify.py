@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.certify.claims import ClaimError, ClaimOutput, read_claims_file
+from harness.certify.claims import ClaimError, ClaimOutput, default_claims, read_claims_file
 from harness.certify.facts import differences, run_facts
 from harness.certify.merkle import (
     Leaf,
@@ -29,6 +29,7 @@ from harness.certify.merkle import (
     root_from_proof,
 )
 from harness.cli import main as harness_main
+from harness.sweep import report_options
 from runrecord import PROJECT_ROOT, read_manifest
 from runrecord.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 
@@ -463,3 +464,24 @@ def test_a_replays_environment_and_what_it_compares():
                        keys=DETERMINISM_KEYS, where="replay") == [
         "usable CPU cores 16 (recorded) vs 2 (replay)", "jax 0.10.2 (recorded) vs 0.9.0 (replay)",
         "XLA flags differ (--b=2 recorded only)"]
+
+
+@pytest.mark.parametrize("report", [{}, {"group_by": "system", "delta": 0.25, "reps": 300,
+                                          "seed": 7, "reference": "cleanba-ppo"}])
+def test_default_claims_rerun_the_reports_own_options(report):
+    """A certificate's default claims run the analyses with the options `harness report`
+    used (one reading of [report] serves both)."""
+    opts = report_options(report)
+    claims = {c.args[0]: c.args for c in default_claims(report)[0]}
+
+    def flag(args, name):
+        return args[args.index(name) + 1] if name in args else None
+
+    for args in claims.values():
+        assert flag(args, "--group-by") in (None, opts["group_by"])
+    assert flag(claims["aggregate"], "--reps") == str(opts.get("aggregate_reps", 50_000))
+    assert flag(claims["aggregate"], "--seed") == str(opts.get("seed", 0))
+    assert flag(claims["aggregate"], "--reference") == opts.get("reference")
+    assert flag(claims["equivalence"], "--delta") == (
+        str(opts["delta"]) if "delta" in opts else None)
+    assert flag(claims["atari5"], "--reps") == str(opts.get("reps", 2_000))

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.load import NO_CACHE_ENV
+from harness.sweep import report_options
 from runrecord import find_run_dirs, project_path
 from runrecord.exits import EXIT_BAD_INPUT
 
@@ -155,13 +156,14 @@ def read_claims_file(path: Path) -> tuple[list[ClaimSpec], dict[str, Path]]:
 def default_claims(report: Mapping[str, Any]) -> tuple[list[ClaimSpec], dict[str, Path]]:
     """What `harness report` shows, from the sweep's [report] table: per-group summary,
     aggregates with bootstrap CIs, equivalence verdicts, the staleness audit, Atari-5 and a
-    reproduction check against [report] published (harness/report.py's options)."""
-    group = ["--group-by", str(report.get("group_by", "layout.name"))]
-    seed = ["--seed", str(int(report.get("seed", 0)))]
-    reps = int(report.get("reps", 2_000))
-    agg_reps = max(reps, min(50_000, 10 * reps)) if "reps" in report else 50_000
-    ref = ["--reference", str(report["reference"])] if "reference" in report else []
-    delta = ["--delta", str(float(report["delta"]))] if "delta" in report else []
+    reproduction check against [report] published, on the report's own options."""
+    opts = report_options(report)
+    group = ["--group-by", opts["group_by"]]
+    seed = ["--seed", str(opts.get("seed", 0))]
+    reps = opts.get("reps", 2_000)
+    agg_reps = opts.get("aggregate_reps", 50_000)
+    ref = ["--reference", opts["reference"]] if "reference" in opts else []
+    delta = ["--delta", str(opts["delta"])] if "delta" in opts else []
     out = [
         ClaimSpec("per-group final scores", ("summary", "{runs}", *group), "report"),
         ClaimSpec("aggregates with bootstrap CIs",

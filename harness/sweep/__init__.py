@@ -13,7 +13,15 @@ The wing's modules, lowest first (each imports only those before it):
 The rest of the harness imports from here: `from harness.sweep import load_sweep, RunSpec`.
 """
 
-from harness.sweep.model import AdaptiveConfig, Resources, RunSpec, ScaleDown, Sweep, SweepError
+from harness.sweep.model import (
+    AdaptiveConfig,
+    Resources,
+    RunSpec,
+    ScaleDown,
+    Sweep,
+    SweepError,
+    report_options,
+)
 from harness.sweep.read import (
     PRESET_DIR,
     filter_flags,
@@ -29,5 +37,5 @@ from runrecord.paths import PROJECT_ROOT
 __all__ = [
     "PROJECT_ROOT", "PRESET_DIR", "AdaptiveConfig", "Resources", "RunSpec", "ScaleDown",
     "Sweep", "SweepError", "filter_flags", "list_presets", "load_sweep", "parse_list",
-    "parse_seeds", "parse_sweep", "preset_path",
+    "parse_seeds", "parse_sweep", "preset_path", "report_options",
 ]

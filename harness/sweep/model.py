@@ -192,6 +192,28 @@ class Sweep:
     adaptive: AdaptiveConfig | None = None
 
 
+def report_options(report: Mapping[str, Any], *, delta: float | None = None,
+                   reps: int | None = None, allow_protocol_mismatch: bool = False
+                   ) -> dict[str, Any]:
+    """The analysis options of `harness report` from a sweep's [report] table (a flag
+    given on the command line wins): what the report shows, and so what a certificate's
+    default claims run again (harness.certify.claims). Absent keys keep analysis' defaults."""
+    opts: dict[str, Any] = {"group_by": str(report.get("group_by", "layout.name"))}
+    if delta is not None or "delta" in report:
+        opts["delta"] = float(delta if delta is not None else report["delta"])
+    if reps is not None or "reps" in report:
+        r = int(reps if reps is not None else report["reps"])
+        opts["reps"] = r
+        opts["aggregate_reps"] = max(r, min(50_000, 10 * r))
+    if "seed" in report:
+        opts["seed"] = int(report["seed"])
+    if "reference" in report:
+        opts["reference"] = str(report["reference"])
+    if allow_protocol_mismatch:  # the report's warnings then say which protocols differ
+        opts["allow_protocol_mismatch"] = True
+    return opts
+
+
 @dataclass(frozen=True)
 class ScaleDown:
     """Command-line options that replace a sweep file's values (plan/run --frames ...).
