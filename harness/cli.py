@@ -23,7 +23,7 @@ import tyro
 
 from cleanba.tools.determinism_check import CheckConfig
 from cleanba.tools.determinism_check import check as check_determinism
-from harness.certify.verify import Verify
+from harness.certify.flags import Verify
 from harness.cli_flags import (
     Certify,
     Plan,
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(cmd, CheckConfig):  # no sweep: what bit-identity this machine gives
         return check_determinism(cmd)
     if isinstance(cmd, Verify):  # no sweep: the certificate holds it
-        from harness.certify import verify
+        from harness.certify.verify import verify
 
         return verify(cmd)
     try:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return do_regress(cmd, sweep)
     if isinstance(cmd, Certify):
-        from harness.certify import DEFAULT_NAME, certify
+        from harness.certify.certificate import DEFAULT_NAME, certify
 
         store = cmd.store(sweep)
         options = {**{k: sweep.filters.get(k) for k in ("frames", "games", "seeds")},

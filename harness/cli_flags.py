@@ -1,5 +1,5 @@
 """The flags of `python -m harness`: one dataclass per subcommand (tyro; verify's is
-harness.certify.verify.Verify, which verify takes as it is), and how a
+harness.certify.flags.Verify, which verify takes as it is), and how a
 subcommand finds its sweep (`Select.load`, `Inspect.load`: the filters of the sweep's last
 run). harness/cli.py parses them and calls the commands."""
 

@@ -78,7 +78,7 @@ SWEEP_LAYERS = wing("harness.sweep", "keys tomlpos", "systems", "model", "checke
                     "checks", "expand", "read")
 ADAPTIVE_LAYERS = wing("harness.adaptive", "looks", "curves", "run")
 # harness/certify/: the pure hashing and facts, what is bound, the file, then its checks
-CERTIFY_LAYERS = wing("harness.certify", "merkle facts consistency segments", "claims bind",
+CERTIFY_LAYERS = wing("harness.certify", "flags merkle facts consistency segments", "claims bind",
                       "certificate", "tier1", "replay", "verify report_section")
 
 CLEANBA_ROOMS: list[tuple[str, tuple[str, ...]]] = [

@@ -424,7 +424,7 @@ def test_the_draw_is_repeatable_from_its_printed_seed():
 
 
 def test_the_reports_section(certified, tmp_path, capsys):
-    from harness.certify import certificate_section
+    from harness.certify.report_section import certificate_section
 
     _, cert, _ = certified
     assert certificate_section(tmp_path / "no-sweep") is None  # no certificate: no section

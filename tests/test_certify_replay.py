@@ -23,7 +23,9 @@ import psutil
 import pytest
 
 import harness.certify.facts as facts
-from harness.certify import Verify, certificate_section, verify
+from harness.certify.flags import Verify
+from harness.certify.report_section import certificate_section
+from harness.certify.verify import verify
 from harness.cli import main as harness_main
 from runrecord import PROJECT_ROOT
 from runrecord.exits import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED

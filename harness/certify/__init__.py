@@ -3,12 +3,7 @@ the code, each run's device and stack and every claim into one JSON file; `harne
 verify` checks it in two tiers (docs/certificate.md).
 
 Modules, lowest first: merkle, facts (pure) -> claims, bind -> certificate -> tier1 ->
-replay -> verify, report_section.
+replay -> verify, report_section; flags (verify's flags, light: `python -m harness` parses
+them at start-up). Import from the module that does the work: this package imports none of
+them, so parsing `harness verify`'s flags does not load the certificate stack.
 """
-
-from harness.certify.certificate import DEFAULT_NAME, certify, load_certificate
-from harness.certify.report_section import certificate_section
-from harness.certify.verify import Verify, verify
-
-__all__ = ["DEFAULT_NAME", "Verify", "certificate_section", "certify",
-           "load_certificate", "verify"]

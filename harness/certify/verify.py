@@ -17,11 +17,8 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import tyro
 
 from harness.certify.bind import code_state
 from harness.certify.certificate import (
@@ -30,6 +27,7 @@ from harness.certify.certificate import (
     load_certificate,
     verify_log,
 )
+from harness.certify.flags import Verify
 from harness.certify.replay import (
     NOT_REPRODUCED,
     VERIFIED,
@@ -47,7 +45,7 @@ from harness.certify.segments import (
     run_segments,
 )
 from harness.certify.tier1 import MISMATCH, NOT_CHECKABLE, Findings, same_code, tier1
-from runrecord import PROJECT_ROOT, resolve_path, utc_now
+from runrecord import resolve_path, utc_now
 from runrecord.exits import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -59,36 +57,6 @@ from runrecord.provenance import available_cpus
 from runrecord.words import counted
 
 EXIT_CODES = {VERIFIED: EXIT_OK, MISMATCH: EXIT_FAILED, NOT_CHECKABLE: EXIT_UNDECIDED}
-
-
-@dataclass
-class Verify:
-    """Check a certificate: tier 1 (hashes, Merkle root, completeness, every claim
-    recomputed) and, with --replay K, tier 2 (K runs drawn with fresh randomness, their
-    first --updates N, or --segments S between their checkpoints, re-run with
-    --deterministic, every updates.csv column and episode compared bit for bit).
-    Exit 0 VERIFIED, 1 MISMATCH, 4 NOT CHECKABLE, 2 bad input."""
-
-    cert: tyro.conf.Positional[Path]
-    """The certificate file."""
-    records: Path | None = None
-    """Folder of the certified run folders; default the path the certificate records."""
-    input: tuple[str, ...] = ()
-    """NAME=PATH: where a bound input of the claims is here (default: its recorded path)."""
-    replay: int = 0
-    """Tier 2: replay this many runs, drawn among the deterministic ones."""
-    updates: int = 3
-    """Tier 2: updates replayed per run (the first N)."""
-    segments: str | None = None
-    """Tier 2: instead of the first N updates, replay S segments of each drawn run (S, or
-    'all'), each from one of its certified checkpoints to the next or to its end; the
-    last segment, which sets the final score, always (runs made with --checkpoint-every)."""
-    draw_seed: int | None = None
-    """Tier 2: repeat a printed draw (default: fresh randomness from the OS)."""
-    expect_root: str | None = None
-    """The root you were given (a paper, a signature): a different root is a MISMATCH."""
-    checkout: tyro.conf.Suppress[Path] = PROJECT_ROOT
-    """The checkout whose code replays the runs (tests give a copy; no flag)."""
 
 
 def _locate(cert: Mapping[str, Any], args: Verify) -> tuple[Path, dict[str, Path]]:
