@@ -196,22 +196,34 @@ def identical_sides(new: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return np.asarray(np.all(np.asarray(new) == np.asarray(reference), axis=(-2, -1)))
 
 
-def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], delta: float,
-               *, confidence: float = 0.95, metric: SeedMetric = iqm_over_tasks,
-               new_metric_shift: float = 0.0, paired: bool = False,
-               assume_equal_spread: bool = False, same_seeds: bool = True
-               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """THE gate: vectorised on (..., n, games) and (..., m, games) score matrices ->
-    (verdicts (...), {rule: bool (...) True where that rule found evidence of a
-    REGRESSION}); the module docstring's three outcomes. `regression_gate` (what the CLI
-    and the harness run) and the calibration suite both decide here, so the published
-    error rates are this function's. new_metric_shift: added to the new side's per-seed
-    metric (the calibration suite's way to set a true difference of exactly that much in
-    the metric's own units). paired: row s of both sides is the same seed (the aggregate
-    and untrimmed-mean bounds are then paired t's; the per-game and COLLAPSED rules stay
-    as they are). assume_equal_spread: a one-seed side borrows the other side's variance
-    (the user vouches; otherwise AnalysisError). same_seeds: the rows are the same seeds
-    on both sides, so equal matrices are an identity (PASS, no rule fires).
+@dataclass(frozen=True)
+class GateEvidence:
+    """What the gate's rules saw, each (...) over the leading axes (`gate_evidence`): the
+    verdicts, per rule where it found a REGRESSION, the identity, and the rules' numbers a
+    verdict line shows (only the rules that apply: `collapsed` (..., games); `flagged`,
+    `per_game_p` (NaN: a game the rule cannot test) and `relative` from 3 games on; the
+    untrimmed `mean_relative_diff` and `mean_relative_lower` from 2 seeds a side)."""
+
+    verdicts: np.ndarray
+    fired: dict[str, np.ndarray]
+    identical: np.ndarray  # equal matrices on the same seeds: PASS, nothing fired
+    numbers: dict[str, np.ndarray]
+
+
+def gate_evidence(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], delta: float,
+                  *, confidence: float = 0.95, metric: SeedMetric = iqm_over_tasks,
+                  new_metric_shift: float = 0.0, paired: bool = False,
+                  assume_equal_spread: bool = False, same_seeds: bool = True) -> GateEvidence:
+    """THE gate: vectorised on (..., n, games) and (..., m, games) score matrices; the
+    module docstring's three outcomes. `regression_gate` (what the CLI and the harness
+    run) and the calibration suite (through `gate_rules`) both decide here, so the
+    published error rates are this function's. new_metric_shift: added to the new side's
+    per-seed metric (the calibration suite's way to set a true difference of exactly that
+    much in the metric's own units). paired: row s of both sides is the same seed (the
+    aggregate and untrimmed-mean bounds are then paired t's; the per-game and COLLAPSED
+    rules stay as they are). assume_equal_spread: a one-seed side borrows the other
+    side's variance (the user vouches; otherwise AnalysisError). same_seeds: the rows are
+    the same seeds on both sides, so equal matrices are an identity (PASS, no rule fires).
 
     A bound that cannot be computed (NaN) never passes: that case is UNDECIDED."""
     a = metric_per_seed(new, tasks, metric) + new_metric_shift
@@ -220,21 +232,36 @@ def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], del
                                                assume_equal_spread=assume_equal_spread)
     fired: dict[str, np.ndarray] = {AGGREGATE_RULE: np.asarray(upper_bound(diff, lower) < -delta)}
     passed = lower > -delta
+    rule_numbers: dict[str, np.ndarray] = {}
     if len(tasks) >= PER_GAME_MIN_GAMES:
-        flagged, _, _ = per_game_drops(new, reference)
+        flagged, p, relative = per_game_drops(new, reference)
+        rule_numbers.update(flagged=flagged, per_game_p=p, relative=relative)
         fired[PER_GAME_RULE] = np.asarray(flagged.any(axis=-1))
         if min(np.shape(new)[-2], np.shape(reference)[-2]) >= 2:
-            _, m_low, m_high = mean_relative_bounds(new, reference, confidence=confidence,
-                                                    paired=paired)
+            m_diff, m_low, m_high = mean_relative_bounds(new, reference, confidence=confidence,
+                                                         paired=paired)
+            rule_numbers.update(mean_relative_diff=m_diff, mean_relative_lower=m_low)
             fired[MEAN_RULE] = np.asarray(m_high < -MEAN_MARGIN)
             passed = passed & (m_low > -MEAN_MARGIN)
-    fired[COLLAPSE_RULE] = np.asarray(collapsed_games(new, reference).any(axis=-1))
+    rule_numbers["collapsed"] = collapsed_games(new, reference)
+    fired[COLLAPSE_RULE] = np.asarray(rule_numbers["collapsed"].any(axis=-1))
     failed = np.logical_or.reduce(list(fired.values()))
+    same = np.zeros(np.shape(failed), dtype=bool)
     if same_seeds and new_metric_shift == 0.0:
         same = identical_sides(new, reference)
         passed, failed = passed | same, failed & ~same
         fired = {rule: f & ~same for rule, f in fired.items()}
-    return three_way(passed, failed), fired
+        if "flagged" in rule_numbers:
+            rule_numbers["flagged"] = rule_numbers["flagged"] & ~same[..., None]
+    return GateEvidence(three_way(passed, failed), fired, same, rule_numbers)
+
+
+def gate_rules(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], delta: float,
+               **options: Any) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """`gate_evidence`'s (verdicts (...), {rule: bool (...) True where that rule found
+    evidence of a REGRESSION}): what the calibration suite counts."""
+    evidence = gate_evidence(new, reference, tasks, delta, **options)
+    return evidence.verdicts, evidence.fired
 
 
 @dataclass(frozen=True)
@@ -495,24 +522,21 @@ def regression_gate(
     aggregate = regression(metric(new.values, new.tasks), metric(ref.values, ref.tasks),
                            delta, confidence, spread, paired=design.paired)
     same_seeds = list(new.seeds) == list(ref.seeds)
-    verdict, fired = gate_rules(new.values, ref.values, new.tasks, delta,
-                                confidence=confidence, metric=metric, paired=design.paired,
-                                assume_equal_spread=spread.equal_spread, same_seeds=same_seeds)
-    identical = same_seeds and bool(identical_sides(new.values, ref.values))
-    gone = collapsed_games(new.values, ref.values)
+    evidence = gate_evidence(new.values, ref.values, new.tasks, delta, confidence=confidence,
+                             metric=metric, paired=design.paired,
+                             assume_equal_spread=spread.equal_spread, same_seeds=same_seeds)
+    rule = evidence.numbers
     details: dict[str, Any] = {}
-    if len(new.tasks) >= PER_GAME_MIN_GAMES:  # the rules' details, for the report
-        flagged, p, relative = per_game_drops(new.values, ref.values)
-        details["flagged_games"] = [] if identical else [
-            {"task": t, "relative": float(relative[j])}
-            for j, t in enumerate(new.tasks) if flagged[j]]
+    if "flagged" in rule:  # the rules' details, for the report
+        details["flagged_games"] = [{"task": t, "relative": float(rule["relative"][j])}
+                                    for j, t in enumerate(new.tasks) if rule["flagged"][j]]
         details["not_judged"] = [f"{t} (the reference did not clearly learn it: mean "
                                  f"{float(ref.values[:, j].mean()):.3g})"
-                                 for j, t in enumerate(new.tasks) if np.isnan(p[j])]
-        if min(len(new.seeds), len(ref.seeds)) >= 2:
-            diff, low, _ = (float(x) for x in mean_relative_bounds(
-                new.values, ref.values, confidence=confidence, paired=design.paired))
-            details["mean_relative_diff"], details["mean_relative_lower"] = diff, low
+                                 for j, t in enumerate(new.tasks)
+                                 if np.isnan(rule["per_game_p"][j])]
+    for name in ("mean_relative_diff", "mean_relative_lower"):
+        if name in rule:
+            details[name] = float(rule[name])
     per_game: list[dict[str, Any]] = []
     for j, task in enumerate(new.tasks):
         a, b = new.values[:, j], ref.values[:, j]
@@ -520,8 +544,9 @@ def regression_gate(
                          "mean_new": float(a.mean()), "mean_reference": float(b.mean()),
                          "n_new": len(a), "n_reference": len(b)})
     per_game.sort(key=lambda g: g["diff"])
-    return replace(aggregate, design=design.text(), verdict=str(verdict),
-                   rules=[rule for rule, f in fired.items() if bool(f)], identical=identical,
-                   collapsed_games=[t for t, c in zip(new.tasks, gone, strict=True) if c],
+    return replace(aggregate, design=design.text(), verdict=str(evidence.verdicts),
+                   rules=[rule for rule, f in evidence.fired.items() if bool(f)],
+                   identical=bool(evidence.identical),
+                   collapsed_games=[t for t, c in zip(new.tasks, rule["collapsed"], strict=True) if c],
                    new_seeds=new.describe(), reference_seeds=ref.describe(), margin=margin,
                    metric=metric_name, games=list(new.tasks), per_game=per_game, **details)
