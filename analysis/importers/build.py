@@ -7,7 +7,6 @@ import and writes nothing when a check fails. `write_planned` writes each run wi
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections import Counter
@@ -91,43 +90,6 @@ def _rel(path: Path, src: Path) -> str:
         return path.resolve().relative_to(src.resolve()).as_posix() or "."
     except ValueError:
         return path.name
-
-
-def read_csv_columns(path: Path) -> dict[str, list[str]]:
-    """{column: its cells} of a CSV file with a header row (a short row padded with "")."""
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if not header:
-            raise AnalysisError(f"{path}: empty CSV")
-        cols: list[list[str]] = [[] for _ in header]
-        for row in reader:
-            if row:
-                for i, col in enumerate(cols):
-                    col.append(row[i] if i < len(row) else "")
-    return dict(zip(header, cols, strict=True))
-
-
-def float_column(cells: Sequence[str], what: str = "a column") -> np.ndarray:
-    """The cells as floats, an empty cell as NaN; AnalysisError on another non-number."""
-    try:
-        return np.array([float(c) if c.strip() else np.nan for c in cells], dtype=np.float64)
-    except ValueError as e:
-        raise AnalysisError(f"{what} holds a non-number ({e})") from None
-
-
-def history_columns(cols: Mapping[str, Sequence[str]], where: Path | str, step: str,
-                    value: str, time: str, flags: str, what: str = "a column"
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(steps, values, seconds: NaN without a time column) of a logged history's columns;
-    AnalysisError naming the `flags` that map a missing step or value column."""
-    missing = [c for c in (step, value) if c not in cols]
-    if missing:
-        raise AnalysisError(f"{where}: missing column(s) {missing}; it has {list(cols)}. "
-                            f"Map them with {flags}")
-    steps, values = float_column(cols[step], what), float_column(cols[value], what)
-    return steps, values, (float_column(cols[time], what) if time in cols
-                           else np.full(len(steps), np.nan))
 
 
 # ---------------------------------------------------------------- shape checks

@@ -32,8 +32,6 @@ from analysis.importers.build import (
     RecordPlan,
     episode_summary,
     episodes_in_order,
-    history_columns,
-    read_csv_columns,
     write_planned,
 )
 from analysis.importers.declare import (
@@ -47,6 +45,7 @@ from analysis.importers.declare import (
     int_seed,
     read_json_object,
 )
+from analysis.importers.wandb_runs import export_history, read_csv_columns
 from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id
 from runrecord import Run, Table, schema
@@ -81,15 +80,13 @@ def load_openrlbenchmark_csv(
     frames_per_step: int | None = None,
     group: str = "openrlbenchmark",
 ) -> Run:
-    """One run's exported history as an in-memory Run (status completed): an episode per
-    row with a return; frames = step x `frames_per_step` (default 4 for Atari ids, else
-    1: CleanRL/Cleanba log global_step in agent steps)."""
+    """One run's exported history (read by wandb_runs.export_history, as every history
+    export is) as an in-memory Run (status completed): an episode per row with a return;
+    frames = step x `frames_per_step` (default 4 for Atari ids, else 1: CleanRL/Cleanba
+    log global_step in agent steps)."""
     path = Path(path)
-    if not path.exists():
-        raise AnalysisError(f"{path}: no such CSV")
-    steps, returns, wall = history_columns(
-        read_csv_columns(path), path, columns.step, columns.episode_return, columns.wall_time,
-        "--step-column / --return-column / --time-column")
+    steps, returns, wall = export_history(read_csv_columns(path), path, columns.step,
+                                          columns.episode_return, columns.wall_time)
     if frames_per_step is None:
         frames_per_step = 4 if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else 1
     run = episodes_in_order(ImportedRun(
