@@ -273,15 +273,30 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
 
 # ---------------------------------------------------------------- provenance, shown
 
+ORB_VIA = "openrlbenchmark cache"
+"""`imported.via` of a published run read from openrlbenchmark's cache (orb.provenance);
+an `analysis import` of files has `imported.format` instead."""
+
+
 def is_imported(run: Run) -> bool:
     """The run came from another tool (openrlbenchmark's cache, or `analysis import`)."""
     return isinstance(run.manifest.get("imported"), dict)
 
 
+def _from_orb(p: Mapping[str, Any]) -> bool:
+    return p.get("via") == ORB_VIA
+
+
+def is_orb_import(run: Run) -> bool:
+    """The run is a published run read from openrlbenchmark's cache (not the user's, nor
+    the user's own runs brought in by `analysis import`)."""
+    return is_imported(run) and _from_orb(run.manifest["imported"])
+
+
 def _source(p: Mapping[str, Any]) -> tuple[str, str, str]:
     """(where from, its id, its url) of an `imported` block: wandb via openrlbenchmark,
     or an `analysis import` of files (format, first source file, sha256 prefix)."""
-    if "format" in p:
+    if not _from_orb(p):
         files = p.get("files") or [{}]
         more = f" (+{len(files) - 1} more)" if len(files) > 1 else ""
         return (f"{p['format']} import of {p.get('source_root')}",

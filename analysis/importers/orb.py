@@ -27,6 +27,7 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.importers.build import (
+    ORB_VIA,
     ImportedRun,
     ImportResult,
     RecordPlan,
@@ -166,7 +167,7 @@ def read_run_json(path: Path) -> dict[str, Any]:
 def provenance(meta: Mapping[str, Any], run_dir: Path, metric: str) -> dict[str, Any]:
     """What `manifest["imported"]` records about a cached run."""
     user = meta.get("user") or {}
-    return {"source": "wandb", "via": "openrlbenchmark cache", "entity": meta["entity"],
+    return {"source": "wandb", "via": ORB_VIA, "entity": meta["entity"],
             "project": meta["project"], "wandb_run_id": meta["id"], "name": meta["name"],
             "url": meta["url"], "tags": list(meta.get("tags") or []),
             "state": meta["state"], "path": meta.get("path"),
@@ -249,12 +250,6 @@ def write_orb_records(runs: Sequence[Run], out: Path | str) -> ImportResult:
             {k: p[k] for k in ("entity", "project", "wandb_run_id", "metric", "declared")},
             f"wandb run {p['entity']}/{p['project']}/{p['wandb_run_id']}"))
     return write_planned(plans, out, packages=("numpy",))
-
-
-def is_orb_import(run: Run) -> bool:
-    """The run is a published run read from openrlbenchmark's cache (not the user's)."""
-    p = run.manifest.get("imported")
-    return isinstance(p, dict) and p.get("via") == "openrlbenchmark cache"
 
 
 # ---------------------------------------------------------------- writing the cache
