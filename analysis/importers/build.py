@@ -140,7 +140,7 @@ def record_definition(run: ImportedRun, declared: Declared, fmt: str,
     their contents, so a re-import of changed files is caught rather than added."""
     return {"system": run.system, "architecture": None, "env_id": run.env_id,
             "seed": run.seed, "layout": {"name": run.layout},
-            "hyperparameters": {} if declared.frames is None else {"total_frames": declared.frames},
+            "hyperparameters": declared.hyperparameters(),
             "env_protocol": dict(declared.protocol or {}),
             "imported": {"format": fmt, "sources": list(rel_sources)}}
 

@@ -193,8 +193,7 @@ def read_cached_run(run_dir: Path | str, declared: Declared = UNDECLARED, *,
     m["run_id"] = f"wandb:{meta['entity']}/{meta['project']}/{meta['id']}"
     m["imported"] = provenance(meta, run_dir, columns.episode_return)
     m["imported"]["declared"] = declared.describe()
-    m["hyperparameters"] = ({"total_frames": declared.frames}
-                            if declared.frames is not None else {})
+    m["hyperparameters"] = declared.hyperparameters()
     if declared.protocol is not None:
         m["env_protocol"] = dict(declared.protocol)
     if meta["state"] != "finished":
