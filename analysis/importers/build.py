@@ -145,7 +145,8 @@ def record_definition(run: ImportedRun, declared: Declared, fmt: str,
             "imported": {"format": fmt, "sources": list(rel_sources)}}
 
 
-def _cell(v: float) -> Any:
+def _episode_cell(v: float) -> Any:
+    """An episodes.csv value: NaN as an empty cell, an integral value as an integer."""
     if math.isnan(v):
         return None
     return int(v) if v.is_integer() and abs(v) < 2**53 else v
@@ -156,7 +157,7 @@ def _episode_rows(columns: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     lists = {c: np.asarray(columns[c], dtype=np.float64).tolist()
              for c in schema.EPISODE_COLUMNS}
     n = len(lists["episode_return"])
-    return [{c: _cell(lists[c][i]) for c in schema.EPISODE_COLUMNS} for i in range(n)]
+    return [{c: _episode_cell(lists[c][i]) for c in schema.EPISODE_COLUMNS} for i in range(n)]
 
 
 def episode_summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:

@@ -271,7 +271,7 @@ def write_cached_run(cache_dir: Path | str, meta: Mapping[str, Any],
     w = csv.writer(table, lineterminator="\n")  # as pandas writes it
     w.writerow(["", *names])
     for i, row in enumerate(rows):
-        w.writerow([i, *(_cell(row.get(k)) for k in names)])
+        w.writerow([i, *(_pandas_cell(row.get(k)) for k in names)])
     atomic_write_text(run_dir / RUN_DF, table.getvalue())
     # run.json last: openrlbenchmark treats a folder with run.json as complete.
     body = {k: meta[k] for k in RUN_JSON_KEYS}
@@ -280,7 +280,10 @@ def write_cached_run(cache_dir: Path | str, meta: Mapping[str, Any],
     return run_dir
 
 
-def _cell(v: Any) -> Any:
+def _pandas_cell(v: Any) -> Any:
+    """A history value in run_df.csv: missing or NaN empty and a bool as True/False, as
+    pandas' to_csv writes them; anything not a number or text (a wandb media or table
+    entry) as JSON."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     if isinstance(v, bool):
