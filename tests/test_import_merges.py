@@ -138,6 +138,32 @@ def test_several_envs_episodes_at_one_step_are_one_run(tmp_path, capsys):
     assert not (tmp_path / "o3").exists()
 
 
+@pytest.mark.parametrize("fault, why", [
+    ([[256, 1.0, 0.2], [128, 2.0, 0.3]], "'global_step' goes back from 256 to 128"),
+    ([[256, "lots", 0.2]], "column 'charts/episodic_return' holds a non-number"),
+    ([], "missing column(s) ['global_step']")])
+def test_a_wandb_csv_import_and_an_openrlbenchmark_csv_refuse_a_fault_alike(
+        tmp_path, capsys, fault, why):
+    """Both read a history export with one reader (wandb_runs.export_history): the same
+    fault is refused with the same words, by the import (exit 2) and by --orb (the run
+    left out as unreadable)."""
+    from analysis.importers.orb import load_openrlbenchmark_dir
+
+    hist = tmp_path / "exports" / "cleanrl" / "Pong-v5" / "seed_1.csv"
+    hist.parent.mkdir(parents=True)
+    with open(hist, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["step" if not fault else "global_step", "charts/episodic_return",
+                    "_runtime"])
+        w.writerows([[128, 0.0, 0.1], *fault])
+    assert main(["import", "wandb-csv", str(tmp_path / "exports"), "--protocol", "paper",
+                 "--frames-per-step", "4", "--task", "Pong-v5", "--out",
+                 str(tmp_path / "o")]) == 2
+    assert why in capsys.readouterr().err
+    (left,) = load_openrlbenchmark_dir(tmp_path / "exports").left_out
+    assert left.status == "unreadable" and why in left.reason
+
+
 def test_tensorboard_cleanrl_envs_at_one_step_are_one_run_two_runs_in_a_folder_are_not(
         tmp_path, capsys):
     pytest.importorskip("tensorboard")

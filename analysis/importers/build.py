@@ -7,7 +7,6 @@ import and writes nothing when a check fails. `write_planned` writes each run wi
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections import Counter
@@ -93,43 +92,6 @@ def _rel(path: Path, src: Path) -> str:
         return path.name
 
 
-def read_csv_columns(path: Path) -> dict[str, list[str]]:
-    """{column: its cells} of a CSV file with a header row (a short row padded with "")."""
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if not header:
-            raise AnalysisError(f"{path}: empty CSV")
-        cols: list[list[str]] = [[] for _ in header]
-        for row in reader:
-            if row:
-                for i, col in enumerate(cols):
-                    col.append(row[i] if i < len(row) else "")
-    return dict(zip(header, cols, strict=True))
-
-
-def float_column(cells: Sequence[str], what: str = "a column") -> np.ndarray:
-    """The cells as floats, an empty cell as NaN; AnalysisError on another non-number."""
-    try:
-        return np.array([float(c) if c.strip() else np.nan for c in cells], dtype=np.float64)
-    except ValueError as e:
-        raise AnalysisError(f"{what} holds a non-number ({e})") from None
-
-
-def history_columns(cols: Mapping[str, Sequence[str]], where: Path | str, step: str,
-                    value: str, time: str, flags: str, what: str = "a column"
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(steps, values, seconds: NaN without a time column) of a logged history's columns;
-    AnalysisError naming the `flags` that map a missing step or value column."""
-    missing = [c for c in (step, value) if c not in cols]
-    if missing:
-        raise AnalysisError(f"{where}: missing column(s) {missing}; it has {list(cols)}. "
-                            f"Map them with {flags}")
-    steps, values = float_column(cols[step], what), float_column(cols[value], what)
-    return steps, values, (float_column(cols[time], what) if time in cols
-                           else np.full(len(steps), np.nan))
-
-
 # ---------------------------------------------------------------- shape checks
 
 def check_shape(runs: Sequence[ImportedRun], src: Path, declared: Declared) -> list[str]:
@@ -178,12 +140,13 @@ def record_definition(run: ImportedRun, declared: Declared, fmt: str,
     their contents, so a re-import of changed files is caught rather than added."""
     return {"system": run.system, "architecture": None, "env_id": run.env_id,
             "seed": run.seed, "layout": {"name": run.layout},
-            "hyperparameters": {} if declared.frames is None else {"total_frames": declared.frames},
+            "hyperparameters": declared.hyperparameters(),
             "env_protocol": dict(declared.protocol or {}),
             "imported": {"format": fmt, "sources": list(rel_sources)}}
 
 
-def _cell(v: float) -> Any:
+def _episode_cell(v: float) -> Any:
+    """An episodes.csv value: NaN as an empty cell, an integral value as an integer."""
     if math.isnan(v):
         return None
     return int(v) if v.is_integer() and abs(v) < 2**53 else v
@@ -194,7 +157,7 @@ def _episode_rows(columns: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     lists = {c: np.asarray(columns[c], dtype=np.float64).tolist()
              for c in schema.EPISODE_COLUMNS}
     n = len(lists["episode_return"])
-    return [{c: _cell(lists[c][i]) for c in schema.EPISODE_COLUMNS} for i in range(n)]
+    return [{c: _episode_cell(lists[c][i]) for c in schema.EPISODE_COLUMNS} for i in range(n)]
 
 
 def episode_summary(columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -311,15 +274,30 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
 
 # ---------------------------------------------------------------- provenance, shown
 
+ORB_VIA = "openrlbenchmark cache"
+"""`imported.via` of a published run read from openrlbenchmark's cache (orb.provenance);
+an `analysis import` of files has `imported.format` instead."""
+
+
 def is_imported(run: Run) -> bool:
     """The run came from another tool (openrlbenchmark's cache, or `analysis import`)."""
     return isinstance(run.manifest.get("imported"), dict)
 
 
+def _from_orb(p: Mapping[str, Any]) -> bool:
+    return p.get("via") == ORB_VIA
+
+
+def is_orb_import(run: Run) -> bool:
+    """The run is a published run read from openrlbenchmark's cache (not the user's, nor
+    the user's own runs brought in by `analysis import`)."""
+    return is_imported(run) and _from_orb(run.manifest["imported"])
+
+
 def _source(p: Mapping[str, Any]) -> tuple[str, str, str]:
     """(where from, its id, its url) of an `imported` block: wandb via openrlbenchmark,
     or an `analysis import` of files (format, first source file, sha256 prefix)."""
-    if "format" in p:
+    if not _from_orb(p):
         files = p.get("files") or [{}]
         more = f" (+{len(files) - 1} more)" if len(files) > 1 else ""
         return (f"{p['format']} import of {p.get('source_root')}",

@@ -60,6 +60,11 @@ class Declared:
         budget = "unknown" if self.frames is None else f"{self.frames:,.0f}"
         return f"protocol {self.protocol_text}{fps}, frame budget {budget} (declared on import)"
 
+    def hyperparameters(self) -> dict[str, Any]:
+        """An imported record's `hyperparameters`: only the declared frame budget, which
+        the budget guard reads (the files hold no other setting we could vouch for)."""
+        return {} if self.frames is None else {"total_frames": self.frames}
+
 
 def _json_value(text: str) -> Any:
     try:

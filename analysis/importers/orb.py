@@ -27,13 +27,12 @@ import numpy as np
 
 from analysis.errors import AnalysisError
 from analysis.importers.build import (
+    ORB_VIA,
     ImportedRun,
     ImportResult,
     RecordPlan,
     episode_summary,
     episodes_in_order,
-    history_columns,
-    read_csv_columns,
     write_planned,
 )
 from analysis.importers.declare import (
@@ -47,6 +46,7 @@ from analysis.importers.declare import (
     int_seed,
     read_json_object,
 )
+from analysis.importers.wandb_runs import export_history, read_csv_columns
 from analysis.inputs.load import IMPORTED_PROTOCOL, LeftOut, RunSet
 from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id
 from runrecord import Run, Table, schema
@@ -81,15 +81,13 @@ def load_openrlbenchmark_csv(
     frames_per_step: int | None = None,
     group: str = "openrlbenchmark",
 ) -> Run:
-    """One run's exported history as an in-memory Run (status completed): an episode per
-    row with a return; frames = step x `frames_per_step` (default 4 for Atari ids, else
-    1: CleanRL/Cleanba log global_step in agent steps)."""
+    """One run's exported history (read by wandb_runs.export_history, as every history
+    export is) as an in-memory Run (status completed): an episode per row with a return;
+    frames = step x `frames_per_step` (default 4 for Atari ids, else 1: CleanRL/Cleanba
+    log global_step in agent steps)."""
     path = Path(path)
-    if not path.exists():
-        raise AnalysisError(f"{path}: no such CSV")
-    steps, returns, wall = history_columns(
-        read_csv_columns(path), path, columns.step, columns.episode_return, columns.wall_time,
-        "--step-column / --return-column / --time-column")
+    steps, returns, wall = export_history(read_csv_columns(path), path, columns.step,
+                                          columns.episode_return, columns.wall_time)
     if frames_per_step is None:
         frames_per_step = 4 if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else 1
     run = episodes_in_order(ImportedRun(
@@ -169,7 +167,7 @@ def read_run_json(path: Path) -> dict[str, Any]:
 def provenance(meta: Mapping[str, Any], run_dir: Path, metric: str) -> dict[str, Any]:
     """What `manifest["imported"]` records about a cached run."""
     user = meta.get("user") or {}
-    return {"source": "wandb", "via": "openrlbenchmark cache", "entity": meta["entity"],
+    return {"source": "wandb", "via": ORB_VIA, "entity": meta["entity"],
             "project": meta["project"], "wandb_run_id": meta["id"], "name": meta["name"],
             "url": meta["url"], "tags": list(meta.get("tags") or []),
             "state": meta["state"], "path": meta.get("path"),
@@ -195,8 +193,7 @@ def read_cached_run(run_dir: Path | str, declared: Declared = UNDECLARED, *,
     m["run_id"] = f"wandb:{meta['entity']}/{meta['project']}/{meta['id']}"
     m["imported"] = provenance(meta, run_dir, columns.episode_return)
     m["imported"]["declared"] = declared.describe()
-    m["hyperparameters"] = ({"total_frames": declared.frames}
-                            if declared.frames is not None else {})
+    m["hyperparameters"] = declared.hyperparameters()
     if declared.protocol is not None:
         m["env_protocol"] = dict(declared.protocol)
     if meta["state"] != "finished":
@@ -254,12 +251,6 @@ def write_orb_records(runs: Sequence[Run], out: Path | str) -> ImportResult:
     return write_planned(plans, out, packages=("numpy",))
 
 
-def is_orb_import(run: Run) -> bool:
-    """The run is a published run read from openrlbenchmark's cache (not the user's)."""
-    p = run.manifest.get("imported")
-    return isinstance(p, dict) and p.get("via") == "openrlbenchmark cache"
-
-
 # ---------------------------------------------------------------- writing the cache
 
 def write_cached_run(cache_dir: Path | str, meta: Mapping[str, Any],
@@ -280,7 +271,7 @@ def write_cached_run(cache_dir: Path | str, meta: Mapping[str, Any],
     w = csv.writer(table, lineterminator="\n")  # as pandas writes it
     w.writerow(["", *names])
     for i, row in enumerate(rows):
-        w.writerow([i, *(_cell(row.get(k)) for k in names)])
+        w.writerow([i, *(_pandas_cell(row.get(k)) for k in names)])
     atomic_write_text(run_dir / RUN_DF, table.getvalue())
     # run.json last: openrlbenchmark treats a folder with run.json as complete.
     body = {k: meta[k] for k in RUN_JSON_KEYS}
@@ -289,7 +280,10 @@ def write_cached_run(cache_dir: Path | str, meta: Mapping[str, Any],
     return run_dir
 
 
-def _cell(v: Any) -> Any:
+def _pandas_cell(v: Any) -> Any:
+    """A history value in run_df.csv: missing or NaN empty and a bool as True/False, as
+    pandas' to_csv writes them; anything not a number or text (a wandb media or table
+    entry) as JSON."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     if isinstance(v, bool):

@@ -9,23 +9,18 @@ code is left out, with the reason. A history CSV export is one run's history as 
 
 from __future__ import annotations
 
+import csv
 import json
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.importers.build import (
-    ImportedRun,
-    episodes_in_order,
-    float_column,
-    history_columns,
-    read_csv_columns,
-)
+from analysis.importers.build import ImportedRun, episodes_in_order
 from analysis.importers.declare import (
     CLEANRL_RUN_NAME,
     RETURN_KEY,
@@ -50,7 +45,6 @@ HEADER = struct.Struct("<4sHB")  # ":W&B", magic 0xBEE1, version 0
 RECORD = struct.Struct("<IHB")  # crc32 of type byte + data, data length, type
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 MAGIC = 0xBEE1
-EXPORT_COLUMN = "a W&B export column"  # names a CSV column in an error
 
 
 def log_records(path: Path) -> Iterator[bytes]:
@@ -211,6 +205,62 @@ PANEL_SEPARATOR = " - "
 with `__MIN` / `__MAX` twins, one row per x-axis value."""
 
 
+def read_csv_columns(path: Path) -> dict[str, list[str]]:
+    """{column: its cells} of a CSV file with a header row (a short row padded with "")."""
+    if not path.is_file():
+        raise AnalysisError(f"{path}: no such CSV")
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if not header:
+            raise AnalysisError(f"{path}: empty CSV")
+        cols: list[list[str]] = [[] for _ in header]
+        for row in reader:
+            if row:
+                for i, col in enumerate(cols):
+                    col.append(row[i] if i < len(row) else "")
+    return dict(zip(header, cols, strict=True))
+
+
+def float_column(cols: Mapping[str, Sequence[str]], name: str, where: Path | str
+                 ) -> np.ndarray:
+    """Column `name`'s cells as floats, an empty cell as NaN; AnalysisError on another
+    non-number."""
+    try:
+        return np.array([float(c) if c.strip() else np.nan for c in cols[name]],
+                        dtype=np.float64)
+    except ValueError as e:
+        raise AnalysisError(f"{where}: column {name!r} holds a non-number ({e})") from None
+
+
+def export_history(cols: Mapping[str, Sequence[str]], where: Path | str, step: str,
+                   metric: str, time: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, returns, seconds: NaN without a time column) of one run's history export
+    (`run.history()` / `scan_history()` written by pandas: a `wandb-csv` import's file and
+    openrlbenchmark's run_df.csv alike). Refused: a missing step or return column, a
+    non-number, and steps that go back between rows with a return: the file then holds
+    several runs' histories one after another (e.g. a concatenation of run.history()
+    frames), which would be merged into one run. Several returns at one step are one run
+    (CleanRL logs each env's episodes at the step they end)."""
+    missing = [c for c in (step, metric) if c not in cols]
+    if missing:
+        raise AnalysisError(f"{where}: missing column(s) {missing}; it has {list(cols)}. "
+                            "Name the step and return columns with the command's column "
+                            "flags (--help lists them)")
+    steps, returns = float_column(cols, step, where), float_column(cols, metric, where)
+    logged = steps[np.isfinite(returns) & np.isfinite(steps)]
+    back = np.flatnonzero(np.diff(logged) < 0)
+    if len(back):
+        i = int(back[0])
+        raise AnalysisError(
+            f"{where}: {step!r} goes back from {logged[i]:g} to {logged[i + 1]:g} between two "
+            f"rows with {metric!r}: the file holds several runs' histories one after "
+            "another, which would be merged into one run. Export each run to a file of its "
+            "own; nothing was written")
+    return steps, returns, (float_column(cols, time, where) if time in cols
+                            else np.full(len(steps), np.nan))
+
+
 def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RETURN_KEY,
                         step: str = STEP_KEY, time: str = RUNTIME_KEY) -> list[ImportedRun]:
     """Every W&B CSV export below `src` (or the one file `src`): a run's history export
@@ -235,10 +285,7 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
             runs += _panel_runs(f, where, cols, panel, suffix, declared, patterns, step, fps,
                                 n_files=len(files))
             continue
-        steps, returns, wall = history_columns(
-            cols, f, step, metric, time, "--step-column / --return-column / --time-column",
-            EXPORT_COLUMN)
-        _one_history(where, steps, returns, step, metric)
+        steps, returns, wall = export_history(cols, where, step, metric, time)
         runs.append(episodes_in_order(ImportedRun(
             **identify(declared, path_facts(where, patterns), where, len(files), "wandb"),
             env_steps=steps, frames=steps * fps, episode_return=returns,
@@ -247,23 +294,6 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
             used=[f"column {c}" for c in (step, metric, time) if c in header],
             ignored=[f"column {c}" for c in header if c not in (step, metric, time)])))
     return runs
-
-
-def _one_history(where: str, steps: np.ndarray, values: np.ndarray, step: str, metric: str
-                 ) -> None:
-    """Refuse a history export that holds several runs (histories written one after
-    another, e.g. a concatenation of run.history() frames): its steps go back. Several
-    returns at one step are one run (CleanRL logs each env's episodes at the step they
-    end)."""
-    steps = steps[np.isfinite(values) & np.isfinite(steps)]
-    back = np.flatnonzero(np.diff(steps) < 0)
-    if len(back):
-        i = int(back[0])
-        raise AnalysisError(
-            f"{where}: {step!r} goes back from {steps[i]:g} to {steps[i + 1]:g} between two "
-            f"rows with {metric!r}: the file holds several runs' histories one after "
-            "another, which would be merged into one run. Export each run to a file of its "
-            "own; nothing was written")
 
 
 def _panel_runs(f: Path, where: str, cols: dict[str, list[str]], panel: list[str],
@@ -279,13 +309,13 @@ def _panel_runs(f: Path, where: str, cols: dict[str, list[str]], panel: list[str
         f"{where}: a chart's export holds the points the chart drew, and W&B samples long "
         "histories for charts: prefer the runs' history exports or offline runs, which hold "
         "every episode")
-    steps = float_column(cols[step], EXPORT_COLUMN)
+    steps = float_column(cols, step, where)
     runs = []
     for col in panel:
         name = col[: -len(suffix)]
         at = f"{where}/{name}"
         facts = path_facts(at, patterns)
-        values = float_column(cols[col], EXPORT_COLUMN)
+        values = float_column(cols, col, where)
         keep = np.isfinite(values)
         runs.append(episodes_in_order(ImportedRun(
             **identify(declared, facts, at, n_files * len(panel), "wandb"),

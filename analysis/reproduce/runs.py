@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError
+from analysis.importers.build import is_orb_import
 from analysis.importers.declare import Declared
-from analysis.importers.orb import UNDECLARED, ColumnMap, is_orb_import, load_openrlbenchmark_dir
+from analysis.importers.orb import UNDECLARED, ColumnMap, load_openrlbenchmark_dir
 from analysis.inputs.cache import last_frame
 from analysis.inputs.facts import truncated
 from analysis.inputs.load import DEFAULT_LAST_N, IMPORTED_PROTOCOL, RunSet
