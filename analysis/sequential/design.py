@@ -25,8 +25,8 @@ from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.sequential.spending import SPENDING, boundaries, spent_alpha, t_scale
-from analysis.stats.welch import welch_stats
-from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
+from analysis.stats.welch import half_width, welch_stats
+from analysis.verdicts.equivalence import PASS, REGRESSION, tost_decisions
 from analysis.verdicts.regression import regression_lower_bound
 from analysis.verdicts.seedplan import (
     PLAN_SIMS,
@@ -167,34 +167,16 @@ UNDECIDED = "UNDECIDED AT CAP"
 """The cap was reached without a decision."""
 
 
-def half_width(c: np.ndarray | float, se: np.ndarray, df: np.ndarray) -> np.ndarray:
-    """t(c, df) se: half a repeated interval at the normal-scale boundary c (0 at zero
-    spread, where the interval is the estimate itself)."""
-    with np.errstate(invalid="ignore"):
-        return np.where(se > 0, t_scale(c, df) * se, 0.0)
-
-
 def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
                           c_pass: float, c_different: float, last: bool
                           ) -> tuple[np.ndarray, np.ndarray]:
-    """One look of sequential equivalence over metrics tested together: diff, se, df of
-    shape (metrics, ...) -> (decisions (...), reach (...)).
-
-    PASS: every metric's repeated interval diff +- t(c_pass) se lies inside (-delta,
-    delta) (c_pass spends the design's alpha per side: the sequential TOST);
-    DIFFERENT: otherwise, a metric's repeated interval at c_different (spending alpha /
-    2 / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
-    else CONTINUE, or UNDECIDED at the last look. An undefined se (nan) never decides.
-    reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta; nan
-    where undefined)."""
-    diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
-    undefined = np.isnan(se).any(axis=0)
-    reach = np.where(undefined, np.nan, (np.abs(diff) + half_width(c_pass, se, df)).max(axis=0))
-    inside = reach < delta
-    excludes = (np.abs(diff) - half_width(c_different, se, df) > 0).any(axis=0)
-    out = np.where(inside, PASS, np.where(excludes, DIFFERENT,
-                                          UNDECIDED if last else CONTINUE))
-    return np.where(undefined, UNDECIDED if last else CONTINUE, out), reach
+    """One look of sequential equivalence over metrics tested together: the one TOST
+    decision (tost_decisions) at the tails of the look's normal-scale boundaries: c_pass
+    spends the design's alpha per side (the sequential TOST), c_different alpha / 2 /
+    metrics per tail (Bonferroni over the metrics, as the fixed verdict); not decided
+    is CONTINUE, or UNDECIDED AT CAP at the last look. -> (decisions (...), reach (...))."""
+    return tost_decisions(diff, se, df, delta, float(stats.norm.sf(c_pass)),
+                          float(stats.norm.sf(c_different)), UNDECIDED if last else CONTINUE)
 
 
 def gate_decisions(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndarray | float,
@@ -205,7 +187,7 @@ def gate_decisions(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndar
     upper bound < -delta (clearly worse than the margin); else CONTINUE, or UNDECIDED at
     the last look. Zero spread gives lower = upper = diff."""
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
-    half = half_width(c, se, df)
+    half = half_width(stats.norm.sf(c), se, df)
     lower, upper = diff - half, diff + half
     out = np.where(lower > -delta, PASS, np.where(upper < -delta, REGRESSION,
                                                   UNDECIDED if last else CONTINUE))
