@@ -33,10 +33,11 @@ from analysis.verdicts.seedplan import (
     PLAN_TARGET,
     Spread,
     beyond_cap,
+    equivalence_draws,
     equivalence_seeds_needed,
+    gate_draws,
     gate_seeds_needed,
     given_spread,
-    normal_metrics,
     plan_margins,
     seeds_cell,
 )
@@ -281,20 +282,15 @@ PLAN_MAX_SEEDS = 100
 def sequential_equivalence_power(design: SequentialDesign, spread: Spread, delta: float,
                                  sims: int = PLAN_SIMS, seed: int = 0) -> float:
     """P(PASS by the cap) of sequential equivalence at a true difference of 0, both
-    metrics drawn jointly (the planner's model)."""
-    rng = np.random.default_rng([seed, design.max_seeds, 24])
-    sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
-    a = normal_metrics(rng, sims, design.max_seeds, sds, rho)
-    b = normal_metrics(rng, sims, design.max_seeds, sds, rho)
+    metrics drawn jointly (the planner's model and draws)."""
+    a, b = equivalence_draws(spread, design.max_seeds, sims, seed)
     return float(equivalence_paths(design_boundaries(design), a, b, delta).passed.mean())
 
 
 def sequential_gate_power(design: SequentialDesign, sd: float, n_ref: int, delta: float,
                           sims: int = PLAN_SIMS, seed: int = 0) -> float:
     """P(PASS by the cap) of the sequential gate when nothing regressed."""
-    rng = np.random.default_rng([seed, design.max_seeds, n_ref, 24])
-    new = normal_metrics(rng, sims, design.max_seeds, (sd,))[0]
-    ref = normal_metrics(rng, sims, n_ref, (sd,))[0]
+    new, ref = gate_draws(sd, design.max_seeds, n_ref, sims, seed)
     b = design_boundaries(design, fixed_seeds=n_ref)
     return float(gate_paths(b, new, ref, delta).passed.mean())
 
@@ -381,9 +377,7 @@ def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
     start = time.perf_counter()
     eq, gate, margins = plan_margins(suite, delta, gate_delta, normalisers)
     m = design.max_seeds if reference_seeds is None else int(reference_seeds)
-    rng = np.random.default_rng([seed, design.max_seeds, m, 2024])
-    sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
-    a, b = (normal_metrics(rng, sims, design.max_seeds, sds, rho) for _ in range(2))
+    a, b = equivalence_draws(spread, design.max_seeds, sims, seed)
     shifted = a.copy()
     shifted[0] += eq.value
     planned = design_boundaries(design)
@@ -392,8 +386,7 @@ def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
                   equivalence_paths(planned, shifted, b, eq.value),
                   equivalence_seeds_needed(spread, eq.value, float(zero.passed.mean()), sims,
                                            max_seeds=PLAN_MAX_SEEDS))
-    new = normal_metrics(rng, sims, design.max_seeds, (spread.sd_seed,))[0]
-    ref = normal_metrics(rng, sims, m, (spread.sd_seed,))[0]
+    new, ref = gate_draws(spread.sd_seed, design.max_seeds, m, sims, seed)
     gate_b = design_boundaries(design, fixed_seeds=m)
     g_zero = gate_paths(gate_b, new, ref, gate.value)
     gate_row = _row(f"gate (vs {m} reference seeds)", gate.value, g_zero,
