@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchenv  # noqa: E402
 from analysis.scales.normalize import get_normaliser  # noqa: E402
-from analysis.stats.welch import t_quantile, welch_stats  # noqa: E402
-from analysis.verdicts.equivalence import PASS, tost_verdicts  # noqa: E402
+from analysis.stats.welch import TOST_TAIL, t_upper, welch_stats  # noqa: E402
+from analysis.verdicts.equivalence import PASS, tost_decisions  # noqa: E402
 from analysis.verdicts.seed_pairing import iqm_over_tasks  # noqa: E402
 from analysis.verdicts.seedplan import equivalence_power, given_spread, seeds_needed  # noqa: E402
 from runrecord.cli_help import parse_config  # noqa: E402
@@ -79,14 +79,14 @@ def verdict_row(a: np.ndarray, b: np.ndarray, delta: float) -> dict:
     """Welch TOST of a - b (per-seed values) with the project's verdict, and the seeds per
     side that would PASS 80% of the time at the observed spread."""
     diff, se, df = welch_stats(a, b)
-    verdict = str(tost_verdicts(diff[None], se[None], df[None], delta))
+    verdict = str(tost_decisions(diff[None], se[None], df[None], delta)[0])
     sd = float(np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2))
     needed = None
     if verdict != PASS:
         spread = given_spread(max(sd, 1e-12))
         needed = seeds_needed(lambda n: equivalence_power(spread, delta, n, sims=4000,
                                                           metrics=1), 0.8)
-    half = float(t_quantile(0.95, df)) * float(se)
+    half = float(t_upper(TOST_TAIL, df)) * float(se)
     return {"verdict": verdict, "diff": float(diff), "ci90": [float(diff) - half,
                                                               float(diff) + half],
             "mean_envpool": float(a.mean()), "mean_ale": float(b.mean()), "sd": sd,

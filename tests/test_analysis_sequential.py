@@ -195,6 +195,21 @@ def test_one_look_design_is_the_fixed_verdict(tmp_path):
         assert look.decision == (UNDECIDED if fixed == INCONCLUSIVE else fixed), look.text
 
 
+@pytest.mark.parametrize("n", [3, 6])
+def test_a_fixed_plan_is_its_one_look_design_on_the_same_draws(n):
+    """The seed planner's fixed-design power and the sequential power of the design with
+    one look at n seeds draw the same seeds and decide alike, so they agree exactly."""
+    from analysis.sequential.design import sequential_equivalence_power, sequential_gate_power
+    from analysis.verdicts.seedplan import equivalence_power, gate_power, given_spread
+    one_look = SequentialDesign(n, 1, n)
+    spread = given_spread(0.06, correlation=0.4)
+    for delta in (0.08, 0.15):
+        assert sequential_equivalence_power(one_look, spread, delta, 2000, seed=3) == \
+            equivalence_power(spread, delta, n, 2000, seed=3)
+        assert sequential_gate_power(one_look, 0.06, 5, delta, 2000, seed=3) == \
+            gate_power(spread, delta, n, 2000, seed=3, n_ref=5)
+
+
 def test_calibration_rows_keep_alpha_where_naive_re_testing_does_not():
     """The reduced grid's sequential rows (4,000 draws): the design keeps its false-pass
     rate at the margin over all looks; naive re-testing (the fixed verdict after every

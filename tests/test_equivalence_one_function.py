@@ -14,7 +14,7 @@ import numpy as np
 from score_groups import group_scores
 
 from analysis.scoring.scores import GroupScores
-from analysis.stats.welch import t_quantile
+from analysis.stats.welch import TOST_TAIL, t_upper
 from analysis.verdicts.compare import SuitePair, pair_verdicts
 from analysis.verdicts.equivalence import (
     DIFFERENT,
@@ -121,7 +121,7 @@ def _calibrated(case: dict) -> tuple[str, tuple[float, float] | None]:
     diff, se, df = (float(x) for x in equivalence_stats(per_seed[0], per_seed[1], paired))
     if se == 0:
         return verdict, (diff, diff)
-    h = float(t_quantile(0.95, df)) * se
+    h = float(t_upper(TOST_TAIL, df)) * se
     return verdict, (diff - h, diff + h)
 
 

@@ -18,7 +18,14 @@ from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.stats.moderated import holm_reject, moderated_variance
-from analysis.stats.welch import WelchInterval, t_quantile, tost_inside, tost_passes
+from analysis.stats.welch import (
+    TOST_TAIL,
+    WelchInterval,
+    t_quantile,
+    t_upper,
+    tost_inside,
+    tost_passes,
+)
 from analysis.verdicts.per_game import COLLAPSE_LEVEL, collapsed
 
 CONSISTENT = "CONSISTENT"
@@ -164,7 +171,7 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
         agg_unit = agg_var / unit
     with np.errstate(all="ignore"):
         # your seeds n at which t * s~ * scale * sqrt(1/n + 1/pub_n) = margin / 2
-        unit = (margin / 2 / (t_quantile(0.95, df) * np.sqrt(post) * scale)) ** 2 - 1 / pub_n
+        unit = (margin / 2 / (t_upper(TOST_TAIL, df) * np.sqrt(post) * scale)) ** 2 - 1 / pub_n
         need = np.where(unit > 0, np.ceil(1 / unit), np.inf)
     seeds = np.where(judged & (verdict == INCONCLUSIVE),
                      np.minimum(need, MAX_SEEDS_ADVICE + 1), 0)
@@ -179,7 +186,7 @@ def headline(j: Judgement, margin: float = AGGREGATE_MARGIN) -> np.ndarray:
     v = np.asarray(j.verdict)
     failed = np.isin(v, (HIGHER, LOWER, COLLAPSED)).any(axis=-1)
     with np.errstate(invalid="ignore"):
-        half = t_quantile(0.95, j.aggregate_df) * j.aggregate_se
+        half = t_upper(TOST_TAIL, j.aggregate_df) * j.aggregate_se
         lo, hi = j.aggregate - half, j.aggregate + half
         failed = failed | (lo > margin) | (hi < -margin)
         shown = (lo > -margin) & (hi < margin)

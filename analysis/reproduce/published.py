@@ -53,7 +53,7 @@ from analysis.scales.normalize import ATARI_RANDOM_HUMAN, atari_env_id, get_norm
 from analysis.scoring.scores import SeedValues, collapse_seed_copies, scores_by_group
 from analysis.scoring.tables import TableData
 from analysis.stats.metrics import AGGREGATES, Interval, interval_estimates, iqm
-from analysis.stats.welch import WelchInterval, t_quantile
+from analysis.stats.welch import TOST_TAIL, WelchInterval, t_upper
 from analysis.verdicts.per_game import COLLAPSE_LEVEL
 from analysis.verdicts.seedplan import UNTIL_DECIDED, beyond_cap, reproduce_seeds_needed
 from runrecord import Run
@@ -550,7 +550,7 @@ def reproduce(
     res = ReproduceResult(published, user.system, results, agg, relative_margin,
                           absolute_margin, budget, budget_against(budget, budget_warnings),
                           warnings, str(headline(jd)), float(jd.aggregate), strict=strict)
-    half = float(t_quantile(0.95, jd.aggregate_df) * jd.aggregate_se)
+    half = float(t_upper(TOST_TAIL, jd.aggregate_df) * jd.aggregate_se)
     res.aggregate_ci90 = (res.aggregate_diff - half, res.aggregate_diff + half)
     if res.headline == NOT_SHOWN:
         res.aggregate_seeds = reproduce_seeds_needed(float(jd.aggregate_unit_var),

@@ -28,13 +28,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.facts import truncated
 from analysis.inputs.load import DEFAULT_LAST_N, RunSet
 from analysis.scoring.grouping import analyse, layout_names
 from analysis.scoring.scores import collapse_seed_copies
-from analysis.sequential.design import CONTINUE, CURVE_VERDICT, Look, half_width
+from analysis.sequential.design import CONTINUE, CURVE_VERDICT, Look
 from analysis.sequential.spending import (
     CANONICAL,
     ESTIMATED,
@@ -46,6 +47,7 @@ from analysis.sequential.spending import (
     spent_alpha,
     t_scale,
 )
+from analysis.stats.welch import half_width
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.gate import DEFAULT_GATE_METRIC, chosen_groups, gate, gate_metric
 from analysis.verdicts.margins import margin
@@ -225,7 +227,7 @@ def fails(contrast: np.ndarray | float, se: np.ndarray | float, df: np.ndarray |
     the contrast itself); an undefined se (nan) never fails. c: the look's boundary on
     the normal scale (one per replicate in the calibration)."""
     contrast, se, df = (np.asarray(x, dtype=np.float64) for x in (contrast, se, df))
-    return np.where(np.isnan(se), False, contrast + half_width(c, se, df) < 0)
+    return np.where(np.isnan(se), False, contrast + half_width(stats.norm.sf(c), se, df) < 0)
 
 
 @dataclass(frozen=True)

@@ -25,18 +25,19 @@ from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.sequential.spending import SPENDING, boundaries, spent_alpha, t_scale
-from analysis.stats.welch import welch_stats
-from analysis.verdicts.equivalence import DIFFERENT, PASS, REGRESSION
+from analysis.stats.welch import half_width, welch_stats
+from analysis.verdicts.equivalence import PASS, REGRESSION, tost_decisions
 from analysis.verdicts.regression import regression_lower_bound
 from analysis.verdicts.seedplan import (
     PLAN_SIMS,
     PLAN_TARGET,
     Spread,
     beyond_cap,
+    equivalence_draws,
     equivalence_seeds_needed,
+    gate_draws,
     gate_seeds_needed,
     given_spread,
-    normal_metrics,
     plan_margins,
     seeds_cell,
 )
@@ -167,34 +168,16 @@ UNDECIDED = "UNDECIDED AT CAP"
 """The cap was reached without a decision."""
 
 
-def half_width(c: np.ndarray | float, se: np.ndarray, df: np.ndarray) -> np.ndarray:
-    """t(c, df) se: half a repeated interval at the normal-scale boundary c (0 at zero
-    spread, where the interval is the estimate itself)."""
-    with np.errstate(invalid="ignore"):
-        return np.where(se > 0, t_scale(c, df) * se, 0.0)
-
-
 def equivalence_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
                           c_pass: float, c_different: float, last: bool
                           ) -> tuple[np.ndarray, np.ndarray]:
-    """One look of sequential equivalence over metrics tested together: diff, se, df of
-    shape (metrics, ...) -> (decisions (...), reach (...)).
-
-    PASS: every metric's repeated interval diff +- t(c_pass) se lies inside (-delta,
-    delta) (c_pass spends the design's alpha per side: the sequential TOST);
-    DIFFERENT: otherwise, a metric's repeated interval at c_different (spending alpha /
-    2 / metrics per tail: Bonferroni over the metrics, as the fixed verdict) excludes 0;
-    else CONTINUE, or UNDECIDED at the last look. An undefined se (nan) never decides.
-    reach: the largest |endpoint| of the PASS intervals (PASS iff reach < delta; nan
-    where undefined)."""
-    diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
-    undefined = np.isnan(se).any(axis=0)
-    reach = np.where(undefined, np.nan, (np.abs(diff) + half_width(c_pass, se, df)).max(axis=0))
-    inside = reach < delta
-    excludes = (np.abs(diff) - half_width(c_different, se, df) > 0).any(axis=0)
-    out = np.where(inside, PASS, np.where(excludes, DIFFERENT,
-                                          UNDECIDED if last else CONTINUE))
-    return np.where(undefined, UNDECIDED if last else CONTINUE, out), reach
+    """One look of sequential equivalence over metrics tested together: the one TOST
+    decision (tost_decisions) at the tails of the look's normal-scale boundaries: c_pass
+    spends the design's alpha per side (the sequential TOST), c_different alpha / 2 /
+    metrics per tail (Bonferroni over the metrics, as the fixed verdict); not decided
+    is CONTINUE, or UNDECIDED AT CAP at the last look. -> (decisions (...), reach (...))."""
+    return tost_decisions(diff, se, df, delta, float(stats.norm.sf(c_pass)),
+                          float(stats.norm.sf(c_different)), UNDECIDED if last else CONTINUE)
 
 
 def gate_decisions(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndarray | float,
@@ -205,7 +188,7 @@ def gate_decisions(diff: np.ndarray | float, se: np.ndarray | float, df: np.ndar
     upper bound < -delta (clearly worse than the margin); else CONTINUE, or UNDECIDED at
     the last look. Zero spread gives lower = upper = diff."""
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
-    half = half_width(c, se, df)
+    half = half_width(stats.norm.sf(c), se, df)
     lower, upper = diff - half, diff + half
     out = np.where(lower > -delta, PASS, np.where(upper < -delta, REGRESSION,
                                                   UNDECIDED if last else CONTINUE))
@@ -299,20 +282,15 @@ PLAN_MAX_SEEDS = 100
 def sequential_equivalence_power(design: SequentialDesign, spread: Spread, delta: float,
                                  sims: int = PLAN_SIMS, seed: int = 0) -> float:
     """P(PASS by the cap) of sequential equivalence at a true difference of 0, both
-    metrics drawn jointly (the planner's model)."""
-    rng = np.random.default_rng([seed, design.max_seeds, 24])
-    sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
-    a = normal_metrics(rng, sims, design.max_seeds, sds, rho)
-    b = normal_metrics(rng, sims, design.max_seeds, sds, rho)
+    metrics drawn jointly (the planner's model and draws)."""
+    a, b = equivalence_draws(spread, design.max_seeds, sims, seed)
     return float(equivalence_paths(design_boundaries(design), a, b, delta).passed.mean())
 
 
 def sequential_gate_power(design: SequentialDesign, sd: float, n_ref: int, delta: float,
                           sims: int = PLAN_SIMS, seed: int = 0) -> float:
     """P(PASS by the cap) of the sequential gate when nothing regressed."""
-    rng = np.random.default_rng([seed, design.max_seeds, n_ref, 24])
-    new = normal_metrics(rng, sims, design.max_seeds, (sd,))[0]
-    ref = normal_metrics(rng, sims, n_ref, (sd,))[0]
+    new, ref = gate_draws(sd, design.max_seeds, n_ref, sims, seed)
     b = design_boundaries(design, fixed_seeds=n_ref)
     return float(gate_paths(b, new, ref, delta).passed.mean())
 
@@ -399,9 +377,7 @@ def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
     start = time.perf_counter()
     eq, gate, margins = plan_margins(suite, delta, gate_delta, normalisers)
     m = design.max_seeds if reference_seeds is None else int(reference_seeds)
-    rng = np.random.default_rng([seed, design.max_seeds, m, 2024])
-    sds, rho = (spread.sd_group, spread.sd_auc), spread.correlation
-    a, b = (normal_metrics(rng, sims, design.max_seeds, sds, rho) for _ in range(2))
+    a, b = equivalence_draws(spread, design.max_seeds, sims, seed)
     shifted = a.copy()
     shifted[0] += eq.value
     planned = design_boundaries(design)
@@ -410,8 +386,7 @@ def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
                   equivalence_paths(planned, shifted, b, eq.value),
                   equivalence_seeds_needed(spread, eq.value, float(zero.passed.mean()), sims,
                                            max_seeds=PLAN_MAX_SEEDS))
-    new = normal_metrics(rng, sims, design.max_seeds, (spread.sd_seed,))[0]
-    ref = normal_metrics(rng, sims, m, (spread.sd_seed,))[0]
+    new, ref = gate_draws(spread.sd_seed, design.max_seeds, m, sims, seed)
     gate_b = design_boundaries(design, fixed_seeds=m)
     g_zero = gate_paths(gate_b, new, ref, gate.value)
     gate_row = _row(f"gate (vs {m} reference seeds)", gate.value, g_zero,

@@ -34,6 +34,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from analysis.errors import AnalysisError
+from analysis.stats.welch import t_upper
 
 OBRIEN_FLEMING = "obrien-fleming"
 POCOCK = "pocock"
@@ -71,8 +72,7 @@ def t_scale(c: np.ndarray | float, df: np.ndarray | float) -> np.ndarray:
     """A normal-scale boundary carried to Student t with `df` degrees of freedom at the
     same nominal tail probability (Jennison & Turnbull 2000, sec. 11.1: boundaries for
     estimated variances); df = inf keeps c, c = inf stays inf."""
-    p = stats.norm.sf(np.asarray(c, dtype=np.float64))
-    return np.asarray(stats.t.isf(p, np.asarray(df, dtype=np.float64)))
+    return t_upper(stats.norm.sf(np.asarray(c, dtype=np.float64)), df)
 
 
 UNION = "union"

@@ -100,6 +100,30 @@ def t_quantile(q: float, df: np.ndarray | float) -> np.ndarray:
         return np.asarray(np.where(df > 0, special.stdtrit(df, q) * 1.0 + 0.0, np.nan))
 
 
+def t_upper(tail: np.ndarray | float, df: np.ndarray | float) -> np.ndarray:
+    """The value a Student t with `df` degrees of freedom exceeds with probability `tail`
+    (stats.t.isf, bit for bit, without its argument handling where 0 < tail < 1); df = inf
+    gives the normal's, tail 0 gives inf. The quantile of every interval of a mean
+    difference: exact at any tail, where t_quantile(1 - tail) keeps only the digits of
+    1 - tail (a sequential first look's tail is ~1e-5; 0.95 is not exactly 1 - 0.05)."""
+    tail, df = np.asarray(tail, dtype=np.float64), np.asarray(df, dtype=np.float64)
+    if not np.all((tail > 0) & (tail < 1)):
+        return np.asarray(stats.t.isf(tail, df))
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.where(df > 0, -special.stdtrit(df, tail) * 1.0 + 0.0, np.nan))
+
+
+def half_width(tail: np.ndarray | float, se: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """t_upper(tail, df) se: half the interval of a difference that leaves `tail` on each
+    side; 0 at zero spread, where the interval is the estimate itself whatever the
+    quantile (an infinite one, a look that cannot decide, would give nan)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(se > 0, t_upper(tail, df) * se, 0.0)
+
+
+TOST_TAIL = 0.05
+"""Each of the TOST's two one-sided tests: the 90% interval inside the margin."""
+
 QUANTILE_GRID = 33
 """Grid points of df at which `tost_inside` evaluates the t quantile to bracket it."""
 
@@ -110,7 +134,7 @@ def _inside(diff: np.ndarray, half: np.ndarray, delta: np.ndarray | float) -> np
 
 def tost_inside(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: np.ndarray | float
                 ) -> np.ndarray:
-    """(-delta < diff - h) & (diff + h < delta), h = t_quantile(0.95, df) * se: the 90% CI
+    """(-delta < diff - h) & (diff + h < delta), h = t_upper(TOST_TAIL, df) * se: the 90% CI
     inside the margin, element by element, exactly as computed directly.
 
     The quantile (about 0.4 us a value) is evaluated only where the answer depends on it:
@@ -120,9 +144,9 @@ def tost_inside(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: np.ndar
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(diff, se, df))
     ok = np.isfinite(df) & (df > 0)
     if df.size < 4 * QUANTILE_GRID or not ok.any():
-        return _inside(diff, t_quantile(0.95, df) * se, delta)
+        return _inside(diff, t_upper(TOST_TAIL, df) * se, delta)
     grid = np.unique(np.linspace(df[ok].min(), df[ok].max(), QUANTILE_GRID))
-    t_grid = t_quantile(0.95, grid)
+    t_grid = t_upper(TOST_TAIL, grid)
     k = np.clip(np.searchsorted(grid, df, side="right") - 1, 0, len(grid) - 1)
     upper = t_grid[k] * (1 + 1e-9)  # grid[k] <= df: t(df) <= t(grid[k])
     lower = t_grid[np.minimum(k + 1, len(grid) - 1)] * (1 - 1e-9)
@@ -130,7 +154,7 @@ def tost_inside(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: np.ndar
     unsure = (out != _inside(diff, lower * se, delta)) | ~ok
     if unsure.any():
         d = np.broadcast_to(delta, out.shape)[unsure]
-        out[unsure] = _inside(diff[unsure], t_quantile(0.95, df[unsure]) * se[unsure], d)
+        out[unsure] = _inside(diff[unsure], t_upper(TOST_TAIL, df[unsure]) * se[unsure], d)
     return out
 
 
@@ -159,7 +183,7 @@ def welch_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndar
     if se == 0:
         ci90 = ci95 = (diff, diff)
     else:
-        t90, t95 = float(t_quantile(0.95, df)), float(t_quantile(0.975, df))
+        t90, t95 = float(t_upper(TOST_TAIL, df)), float(t_upper(0.025, df))
         ci90 = (diff - t90 * se, diff + t90 * se)
         ci95 = (diff - t95 * se, diff + t95 * se)
     return WelchInterval(diff, se, df, ci90, ci95, *sides)
@@ -177,7 +201,7 @@ def tost_required_margin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The smallest delta at which one metric's TOST passes: max |90% CI endpoint|.
     PASS at delta iff this is < delta (vectorised; the planner's 'smallest delta')."""
     diff, se, df = welch_stats(a, b)
-    return np.abs(diff) + t_quantile(0.95, df) * se
+    return np.abs(diff) + t_upper(TOST_TAIL, df) * se
 
 
 def paired_stats(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -36,9 +36,10 @@ from analysis.inputs.records import version_hint
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
 from analysis.stats.welch import (
+    TOST_TAIL,
     WelchInterval,
+    half_width,
     paired_stats,
-    t_quantile,
     welch_interval,
     welch_stats,
 )
@@ -66,25 +67,33 @@ UNDECIDED = "UNDECIDED"
 sequential gate's cap says UNDECIDED AT CAP; both exit runrecord.exits.EXIT_UNDECIDED)."""
 
 
-def tost_verdicts(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float
-                  ) -> np.ndarray:
-    """Vectorised verdict over metrics tested together: diff, se, df of shape
-    (metrics, ...) -> verdict strings (...). PASS when every metric's 90% CI is inside
-    (-delta, delta) (intersection-union: no correction needed); DIFFERENT when a metric's
-    (1 - 0.05 / metrics) CI excludes 0 (Bonferroni over the metrics); INCONCLUSIVE otherwise
-    (including undefined intervals, se nan). `tost_verdict` and the calibration
-    package both decide through it."""
+def tost_decisions(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float,
+                   pass_tail: float = TOST_TAIL, different_tail: float | None = None,
+                   undecided: str = INCONCLUSIVE) -> tuple[np.ndarray, np.ndarray]:
+    """THE equivalence decision over metrics tested together, at one look of a design (a
+    fixed design is a design with one look): diff, se, df of shape (metrics, ...) ->
+    (decisions (...), reach (...)). `tost_verdict`, `equivalence_decision`, the sequential
+    looks (their boundaries' tails: analysis.sequential.design) and the calibration
+    package all decide here.
+
+    PASS: every metric's interval diff +- t_upper(pass_tail, df) se lies inside (-delta,
+    delta) (intersection-union: no correction needed; the fixed design's is the 90% CI);
+    DIFFERENT: otherwise, when a metric's interval at `different_tail` (default
+    DIFFERENT_ALPHA over 2 tails and the metrics: Bonferroni) excludes 0; else
+    `undecided` (INCONCLUSIVE; a sequential look: CONTINUE, or UNDECIDED AT CAP), always
+    where an interval is undefined (se nan). reach: the largest |endpoint| of the PASS
+    intervals (PASS iff reach < delta; nan where undefined)."""
     if delta <= 0:
         raise AnalysisError(f"equivalence margin delta must be > 0, got {delta}")
     diff, se, df = (np.asarray(x, dtype=np.float64) for x in (diff, se, df))
+    if different_tail is None:
+        different_tail = DIFFERENT_ALPHA / 2 / diff.shape[0]
     undefined = np.isnan(se).any(axis=0)
-    with np.errstate(invalid="ignore"):
-        h90 = t_quantile(0.95, df) * se
-        h95 = t_quantile(1 - DIFFERENT_ALPHA / 2 / diff.shape[0], df) * se
-        inside = ((-delta < diff - h90) & (diff + h90 < delta)).all(axis=0)
-        excludes = ((diff - h95 > 0) | (diff + h95 < 0)).any(axis=0)
-    out = np.where(inside, PASS, np.where(excludes, DIFFERENT, INCONCLUSIVE))
-    return np.where(undefined, INCONCLUSIVE, out)
+    reach = np.where(undefined, np.nan,
+                     (np.abs(diff) + half_width(pass_tail, se, df)).max(axis=0))
+    excludes = (np.abs(diff) - half_width(different_tail, se, df) > 0).any(axis=0)
+    out = np.where(reach < delta, PASS, np.where(excludes, DIFFERENT, undecided))
+    return np.where(undefined, undecided, out), reach
 
 
 def equivalence_stats(a: np.ndarray, b: np.ndarray, paired: bool
@@ -126,14 +135,14 @@ def equivalence_decision(final_a: np.ndarray, final_b: np.ndarray, auc_a: np.nda
     stats = [equivalence_stats(final_a, final_b, paired),
              equivalence_stats(auc_a, auc_b, paired)]
     diff, se, df = (np.stack([s[i] for s in stats]) for i in range(3))
-    return EquivalenceDecision(np.where(identical, PASS, tost_verdicts(diff, se, df, delta)),
-                               diff, se, df)
+    verdicts = tost_decisions(diff, se, df, delta)[0]
+    return EquivalenceDecision(np.where(identical, PASS, verdicts), diff, se, df)
 
 
 def tost_verdict(intervals: Sequence[WelchInterval], delta: float) -> str:
-    """`tost_verdicts` of the metrics' Welch intervals (one verdict)."""
+    """`tost_decisions` of the metrics' Welch intervals (one verdict)."""
     arr = np.array([[w.diff, w.se, w.df] for w in intervals], dtype=np.float64)
-    return str(tost_verdicts(arr[:, 0], arr[:, 1], arr[:, 2], delta))
+    return str(tost_decisions(arr[:, 0], arr[:, 1], arr[:, 2], delta)[0])
 
 
 # ---------------------------------------------------------------- bitwise identity
@@ -224,9 +233,8 @@ def different_ci(w: WelchInterval) -> tuple[float, float]:
     undefined)."""
     if math.isnan(w.se):
         return (math.nan, math.nan)
-    if w.se == 0:
-        return (w.diff, w.diff)
-    h = float(t_quantile(1 - (1 - DIFFERENT_LEVEL) / 2, w.df)) * w.se
+    # the tail tost_decisions tests at for the 2 metrics, in the same operations
+    h = float(half_width(DIFFERENT_ALPHA / 2 / 2, np.asarray(w.se), np.asarray(w.df)))
     return (w.diff - h, w.diff + h)
 
 

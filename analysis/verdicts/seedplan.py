@@ -16,7 +16,8 @@ decided by the project's own vectorised verdict core (analysis.verdicts: `tost_p
   each draw needs to pass (PASS at delta iff that margin < delta), so no search.
 
 Draws are seeded per (verdict, n): `numpy.random.default_rng([seed, n, k])`, so one
-command gives the same table every time.
+command gives the same table every time; a sequential design draws the same way at its
+cap (`equivalence_draws`, `gate_draws`), so a fixed plan is its one-look design.
 
 What an UNDECIDED (gate), NOT SHOWN (`reproduce`) or INCONCLUSIVE (equivalence) verdict
 says comes from here too: why the evidence decides neither way, how many seeds per side
@@ -176,10 +177,7 @@ def equivalence_margins(spread: Spread, n: int, sims: int = DEFAULT_SIMS, seed: 
 def _tost_margins(spread: Spread, n: int, sims: int, seed: int, true_diff: float = 0.0
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The final and the AUC metric's margins of `equivalence_margins`, from one draw."""
-    rng = np.random.default_rng([seed, n, _TOST])
-    sds = (spread.sd_group, spread.sd_auc)
-    a_f, a_u = normal_metrics(rng, sims, n, sds, spread.correlation, true_diff)
-    b_f, b_u = normal_metrics(rng, sims, n, sds, spread.correlation)
+    (a_f, a_u), (b_f, b_u) = equivalence_draws(spread, n, sims, seed, true_diff)
     return tost_required_margin(a_f, b_f), tost_required_margin(a_u, b_u)
 
 
@@ -188,12 +186,33 @@ def gate_margins(spread: Spread, n_new: int, n_ref: int | None = None,
                  ) -> np.ndarray:
     """(sims,) the margin each simulated gate (n_new vs n_ref seeds) needs to PASS:
     -(one-sided 95% lower bound of new - reference)."""
-    n_ref = n_new if n_ref is None else n_ref
-    rng = np.random.default_rng([seed, n_new, n_ref, _GATE])
-    new = normal_metrics(rng, sims, n_new, (spread.sd_seed,), shift=true_diff)[0]
-    ref = normal_metrics(rng, sims, n_ref, (spread.sd_seed,))[0]
+    new, ref = gate_draws(spread.sd_seed, n_new, n_new if n_ref is None else n_ref, sims,
+                          seed, true_diff)
     _, lower, _, _ = regression_lower_bound(new, ref)
     return -lower
+
+
+def equivalence_draws(spread: Spread, seeds: int, sims: int, seed: int,
+                      true_diff: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """`sims` simulated equivalence comparisons with `seeds` seeds per side: both sides'
+    per-seed (final, AUC) values, (2, sims, seeds) each; `true_diff` moves the first
+    side's final metric. The one simulation of seeds of every equivalence plan: a
+    sequential design's looks read the first seeds of its cap's draws, and a fixed plan
+    at n seeds is the design with one look at n, so it draws exactly these."""
+    rng = np.random.default_rng([seed, seeds, _TOST])
+    sds = (spread.sd_group, spread.sd_auc)
+    return (normal_metrics(rng, sims, seeds, sds, spread.correlation, true_diff),
+            normal_metrics(rng, sims, seeds, sds, spread.correlation))
+
+
+def gate_draws(sd: float, n_new: int, n_ref: int, sims: int, seed: int,
+               true_diff: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """`sims` simulated gates: new (sims, n_new) and reference (sims, n_ref) per-seed
+    values of sd `sd`, the new side moved by `true_diff`. As `equivalence_draws`, the one
+    simulation of the fixed plan (n_new seeds) and of a sequential design (its cap)."""
+    rng = np.random.default_rng([seed, n_new, n_ref, _GATE])
+    return (normal_metrics(rng, sims, n_new, (sd,), shift=true_diff)[0],
+            normal_metrics(rng, sims, n_ref, (sd,))[0])
 
 
 def equivalence_power(spread: Spread, delta: float, n: int, sims: int = DEFAULT_SIMS,
