@@ -39,7 +39,7 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.inputs.published_data import ATARI5_DATASET
 from analysis.scales.normalize import atari_env_id
-from analysis.stats.welch import t_quantile
+from analysis.stats.welch import t_upper
 
 ATARI5 = "atari5"
 ATARI3 = "atari3"
@@ -263,7 +263,7 @@ class Atari5Model:
 
     def model_error_quantile(self, confidence: float) -> float:
         """Half-width (log10) of the model-error-only interval: t_{dof} x LOO RMSE."""
-        return float(t_quantile(0.5 + confidence / 2, self.dof)) * self.loo_rmse
+        return float(t_upper((1 - confidence) / 2, self.dof)) * self.loo_rmse
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -342,7 +342,7 @@ def holdout_coverage(x: np.ndarray, y: np.ndarray, levels: Sequence[float] = COV
         dof = n - 1 - x.shape[1] - int(icpt)
         errors[i] = y[i] - pred
         for lv in levels:
-            hits[lv] += int(abs(errors[i]) <= t_quantile(0.5 + lv / 2, dof) * rmse)
+            hits[lv] += int(abs(errors[i]) <= t_upper((1 - lv) / 2, dof) * rmse)
     return {"n": n, "coverage": {f"{lv:g}": hits[lv] / n for lv in levels},
             "covered": {f"{lv:g}": hits[lv] for lv in levels},
             "relative_error_percent": relative_error_percent(np.mean(np.abs(errors)))}

@@ -21,7 +21,6 @@ from analysis.stats.moderated import holm_reject, moderated_variance
 from analysis.stats.welch import (
     TOST_TAIL,
     WelchInterval,
-    t_quantile,
     t_upper,
     tost_inside,
     tost_passes,
@@ -80,7 +79,7 @@ class Judgement:
     # noisily to be clearly above random (PUBLISHED TOO NOISY: noisy_games)
 
     def ci(self, level: float) -> tuple[np.ndarray, np.ndarray]:
-        h = t_quantile(0.5 + level / 2, self.df) * self.se
+        h = t_upper((1 - level) / 2, self.df) * self.se
         return self.diff - h, self.diff + h
 
 
@@ -278,4 +277,4 @@ def detectable_shift(sd: float, n_user: int, n_published: int, power: float = 0.
     n_a = max(n_user, 1)
     se = sd * math.sqrt(1 / n_a + 1 / n_published)
     df = (n_published - 1) if n_user == 1 else (n_user + n_published - 2)
-    return float((t_quantile(0.975, df) + t_quantile(power, df)) * se)
+    return float((t_upper(0.025, df) + t_upper(1 - power, df)) * se)

@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.stats.moderated import holm_reject, moderated_variance
-from analysis.stats.welch import paired_stats, t_quantile, welch_stats
+from analysis.stats.welch import paired_stats, t_upper, welch_stats
 
 RELATIVE_MARGIN = 0.25
 """A game regresses when it loses more than this share of its reference score."""
@@ -144,5 +144,5 @@ def mean_relative_bounds(new: np.ndarray, reference: np.ndarray, *,
         a, b = np.nanmean(x, axis=-1), np.nanmean(y, axis=-1)
     diff, se, df = paired_stats(a, b) if paired else welch_stats(a, b)
     with np.errstate(invalid="ignore"):
-        half = np.where(se > 0, t_quantile(confidence, df) * se, 0.0)
+        half = np.where(se > 0, t_upper(1 - confidence, df) * se, 0.0)
     return diff, diff - half, diff + half

@@ -22,7 +22,7 @@ import numpy as np
 from analysis.errors import AnalysisError, TooFewSeeds
 from analysis.inputs.records import version_hint
 from analysis.scoring.scores import GroupScores, collapse_seed_copies
-from analysis.stats.welch import paired_stats, t_quantile, welch_from_summary, welch_stats
+from analysis.stats.welch import paired_stats, t_upper, welch_from_summary, welch_stats
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
 from analysis.verdicts.per_game import (
     COLLAPSE_LEVEL,
@@ -138,7 +138,7 @@ def regression_lower_bound(new: np.ndarray, reference: np.ndarray | float,
 
 def _lower(diff: np.ndarray, se: np.ndarray, df: np.ndarray, confidence: float) -> np.ndarray:
     with np.errstate(invalid="ignore"):
-        return np.where(se > 0, diff - t_quantile(confidence, df) * se, diff)
+        return np.where(se > 0, diff - t_upper(1 - confidence, df) * se, diff)
 
 
 def published_lower_bound(new: np.ndarray, published_mean: np.ndarray | float,

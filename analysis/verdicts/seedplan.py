@@ -38,7 +38,7 @@ from scipy import stats
 from analysis.errors import AnalysisError
 from analysis.scoring.grouping import Analysis, manifest_family
 from analysis.scoring.scores import collapse_seed_copies
-from analysis.stats.welch import tost_required_margin
+from analysis.stats.welch import TOST_TAIL, t_upper, tost_required_margin
 from analysis.verdicts.margins import DEFAULT_SEEDS, DEFAULT_SIMS, Margin, margin
 from analysis.verdicts.per_game import MEAN_MARGIN
 from analysis.verdicts.regression import RegressionResult, regression_lower_bound
@@ -439,7 +439,7 @@ def reproduce_seeds_needed(unit_var: float, margin: float, published_n: int,
     its variance is unit_var x (1/n + 1/published_n), the published side fixed."""
     if not unit_var > 0:
         return None
-    t = float(stats.t.ppf(0.95, df)) if math.isfinite(df) else float(stats.norm.ppf(0.95))
+    t = float(t_upper(TOST_TAIL, df))
 
     def power(n: int) -> float:
         sd = math.sqrt(unit_var * (1 / n + 1 / published_n))
