@@ -5,8 +5,10 @@ on import.
 
 Under pytest-xdist (scripts/test.sh runs `-n 2`) the `slurm` tests run on one worker, one
 after the other: they share the one local cluster, its mode, its only node (one test drains
-it) and its private folder (tests/test_slurm_local.py stops the cluster). The other tests
-are dealt one at a time, the slow ones first, so that the workers end together."""
+it) and its private folder (tests/test_slurm_local.py stops the cluster). The tests of a
+file in SHARED_SETUP_FILES run on one worker too, so that their costly module fixture is
+made once. The other tests are dealt one at a time, the slow ones first, so that the
+workers end together."""
 
 import os
 import shutil
@@ -74,6 +76,19 @@ SLURM_FILES = ("tests/test_harness_slurm_cluster.py", "tests/test_harness_slurm_
                "tests/test_slurm_local.py")
 
 
+# The files whose tests share a module-scoped fixture that trains, sweeps or certifies
+# (~5-40 s on CI): one unit of work each, so that one worker makes the fixture once. Dealt
+# one test at a time, each worker that got one of their tests made it (both, nearly
+# always), and a worker made it again when another file's test came between two of them
+# (pytest tears a module's fixtures down then). Fixtures of a few seconds or less are left
+# out: their tests spread better over the workers than they would run together.
+SHARED_SETUP_FILES = ("tests/test_certify_replay.py", "tests/test_certify_segments.py",
+                      "tests/test_cleanba_checkpoint.py",
+                      "tests/test_cleanba_checkpoint_processes.py",
+                      "tests/test_cleanba_networks.py", "tests/test_cleanba_seeds.py",
+                      "tests/test_harness_report.py", "tests/test_harness_report_verdicts.py")
+
+
 def pytest_collection_modifyitems(config, items):
     stray = [item.nodeid for item in items if item.get_closest_marker("slurm")
              and item.nodeid.split("::")[0] not in SLURM_FILES]
@@ -91,14 +106,20 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent from a core-only venv
 def pytest_xdist_make_scheduler(config, log):
-    """One unit of work per test, except the slurm tests: one unit, dealt first (xdist's
-    own --dist loadgroup would do it, but pytest 9.2 ignores the nodeid suffix it groups by)."""
+    """One unit of work per test, except the slurm tests (one unit) and each file of
+    SHARED_SETUP_FILES (one unit each; xdist's own --dist loadgroup would do it, but pytest
+    9.2 ignores the nodeid suffix it groups by). xdist deals the units of several tests
+    first, those of the most tests first, then the single tests in collection order (the
+    slow ones first)."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class SlurmTestsTogether(LoadScopeScheduling):
+    class SharedSetupTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "slurm" if nodeid.split("::")[0] in SLURM_FILES else nodeid
+            path = nodeid.split("::")[0]
+            if path in SLURM_FILES:
+                return "slurm"
+            return path if path in SHARED_SETUP_FILES else nodeid
 
-    return SlurmTestsTogether(config, log)
+    return SharedSetupTogether(config, log)

@@ -6,8 +6,8 @@ checkpoint every 3 updates (the envs re-seeded there) has updates.csv and episod
 (every column but the wall-clock ones, params checksums included) identical in both modes
 and run to run, with the rollout observations on the host or on the device; the mode is
 in the manifest and not in the run id; a double-buffered run SIGKILLed mid-rollout resumes
-to the same bits. Cost: 7 tiny trainer runs and one refused one, ~80 s on the 2-core CI
-box.
+to the same bits. Cost: 6 tiny trainer runs and one refused one, ~70 s on the 2-core CI
+box: both comparisons read one serial run, made once per test session (cached_run).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cleanba_runs import TINY, command, run, trainer_env
+from cleanba_runs import TINY, cached_run, command, run, trainer_env
 from test_cleanba_checkpoint import assert_same_records, rows_without_wall_clock
 
 from cleanba.core import checkpoint
@@ -41,16 +41,14 @@ def manifest(run_dir: Path) -> dict:
 
 
 def test_double_buffered_records_are_the_serial_bits(tmp_path: Path) -> None:
-    runs = {"serial": (FLAGS, {}), "double-buffer": ([*FLAGS, *DOUBLE_BUFFER], {}),
-            "double-buffer again": ([*FLAGS, *DOUBLE_BUFFER], {}),
-            "double-buffer, obs on device": ([*FLAGS, *DOUBLE_BUFFER],
-                                             {"CLEANBA_ROLLOUT_OBS": "device"})}
+    runs = {"double-buffer": {}, "double-buffer again": {},
+            "double-buffer, obs on device": {"CLEANBA_ROLLOUT_OBS": "device"}}
     dirs = {}
-    for name, (flags, env) in runs.items():
+    for name, env in runs.items():
         dirs[name] = tmp_path / name.replace(" ", "_").replace(",", "")
-        p = run("ppo", dirs[name], *flags, **env)
+        p = run("ppo", dirs[name], *FLAGS, *DOUBLE_BUFFER, **env)
         assert p.returncode == 0, f"{name}: {p.stderr[-3000:]}"
-    serial = dirs.pop("serial")
+    serial = cached_run("ppo", *FLAGS)
     assert len(rows_without_wall_clock(serial, schema.EPISODES_FILE)) > 0
     for name, run_dir in dirs.items():
         assert_same_records(serial, run_dir)
@@ -82,9 +80,7 @@ def test_a_double_buffered_run_killed_mid_rollout_resumes_to_the_serial_bits(
     """SIGKILL while actor thread 0 holds halfway through rollout 5 (a half's env step in
     flight, the checkpoint of update 3 on disk); resumed in the same mode, the records are
     the uninterrupted serial run's."""
-    serial, killed = tmp_path / "serial", tmp_path / "killed"
-    p = run("ppo", serial, *FLAGS)
-    assert p.returncode == 0, p.stderr[-3000:]
+    killed = tmp_path / "killed"
     proc = subprocess.Popen(command("ppo", "cartpole", killed, *FLAGS, *DOUBLE_BUFFER),
                             env=trainer_env(1, CLEANBA_HOLD_AT="rollout-5"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -100,5 +96,5 @@ def test_a_double_buffered_run_killed_mid_rollout_resumes_to_the_serial_bits(
     p = run("ppo", killed, *FLAGS, *DOUBLE_BUFFER, "--resume-from", str(killed))
     assert p.returncode == 0, p.stderr[-3000:]
     assert "[cleanba] resuming from checkpoints/3 (after update 3;" in p.stdout
-    assert_same_records(serial, killed)
+    assert_same_records(cached_run("ppo", *FLAGS), killed)
     assert manifest(killed)["status"] == schema.COMPLETED
