@@ -2,7 +2,8 @@
 and the harness's path, on groups of run records) and `gate_rules` (the calibration
 suite's entry, on score matrices) give the same verdict and the same rules on 10,000 random
 cases: NaN bounds, one-seed sides, identical sides, a collapsed game, paired and unpaired
-designs, layout copies."""
+designs, layout copies. The games a verdict line names (flagged, collapsed) are the ones
+whose rules fired."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from score_groups import group_scores
 from analysis.errors import AnalysisError
 from analysis.scoring.scores import GroupScores
 from analysis.verdicts.regression import (
+    COLLAPSE_RULE,
     PASS,
+    PER_GAME_RULE,
     REGRESSION,
     UNDECIDED,
     ReferenceSpread,
@@ -93,6 +96,9 @@ def _both(case: dict) -> tuple[tuple, tuple]:
         res = regression_gate(new_groups, ref_groups, case["delta"],
                               spread=ReferenceSpread(equal_spread=case["equal_spread"]))
         shipped: tuple = (res.verdict, tuple(res.rules))
+        # what the line names comes from the rules that decided, never apart from them
+        assert bool(res.flagged_games) == (PER_GAME_RULE in res.rules), res
+        assert bool(res.collapsed_games) == (COLLAPSE_RULE in res.rules), res
     except AnalysisError as e:
         shipped = ("refused", str(e).split(";")[0][:40])
     try:

@@ -85,6 +85,15 @@ def init_distributed(config: CommonConfig) -> None:
 
     # CPU collectives across processes (pmap's psum, process_allgather) need gloo.
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # No persistent compilation cache across processes: with JAX 0.12.1 two processes
+    # whose programs are in the cache (JAX_COMPILATION_CACHE_DIR) hang before their first
+    # update, where a cold cache or JAX 0.10-0.12.0 run; a compile is seconds, a hang the
+    # whole job. The single-process run keeps the user's cache.
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
+        print("[cleanba] JAX's persistent compilation cache is off in a multi-process run "
+              "(JAX 0.12.1 hangs reading it across processes): each process compiles",
+              flush=True)
+    jax.config.update("jax_enable_compilation_cache", False)
     if config.coordinator_address is not None:
         jax.distributed.initialize(
             coordinator_address=config.coordinator_address,
