@@ -502,7 +502,7 @@ def regression_gate(
     are reduced to ONE value per independent seed (the mean of its layout copies:
     analysis.scoring.scores.collapse_seed_copies), then `metric` maps each seed's games to
     one number and `regression` bounds the difference (the aggregate rule). Beside it the
-    rules of analysis.verdicts.per_game, decided with it by `gate_rules`; the verdict line
+    rules of analysis.verdicts.per_game, decided with it by `gate_evidence`; the verdict line
     names the rule(s) that found a regression. `spread`: what the user vouches for
     (ReferenceSpread: equal spreads for a one-seed side).
 
@@ -525,18 +525,18 @@ def regression_gate(
     evidence = gate_evidence(new.values, ref.values, new.tasks, delta, confidence=confidence,
                              metric=metric, paired=design.paired,
                              assume_equal_spread=spread.equal_spread, same_seeds=same_seeds)
-    rule = evidence.numbers
+    numbers = evidence.numbers  # the rules' own numbers, for the line and the report
     details: dict[str, Any] = {}
-    if "flagged" in rule:  # the rules' details, for the report
-        details["flagged_games"] = [{"task": t, "relative": float(rule["relative"][j])}
-                                    for j, t in enumerate(new.tasks) if rule["flagged"][j]]
+    if "flagged" in numbers:
+        details["flagged_games"] = [{"task": t, "relative": float(numbers["relative"][j])}
+                                    for j, t in enumerate(new.tasks) if numbers["flagged"][j]]
         details["not_judged"] = [f"{t} (the reference did not clearly learn it: mean "
                                  f"{float(ref.values[:, j].mean()):.3g})"
                                  for j, t in enumerate(new.tasks)
-                                 if np.isnan(rule["per_game_p"][j])]
+                                 if np.isnan(numbers["per_game_p"][j])]
     for name in ("mean_relative_diff", "mean_relative_lower"):
-        if name in rule:
-            details[name] = float(rule[name])
+        if name in numbers:
+            details[name] = float(numbers[name])
     per_game: list[dict[str, Any]] = []
     for j, task in enumerate(new.tasks):
         a, b = new.values[:, j], ref.values[:, j]
@@ -547,6 +547,6 @@ def regression_gate(
     return replace(aggregate, design=design.text(), verdict=str(evidence.verdicts),
                    rules=[rule for rule, f in evidence.fired.items() if bool(f)],
                    identical=bool(evidence.identical),
-                   collapsed_games=[t for t, c in zip(new.tasks, rule["collapsed"], strict=True) if c],
+                   collapsed_games=[t for t, c in zip(new.tasks, numbers["collapsed"], strict=True) if c],
                    new_seeds=new.describe(), reference_seeds=ref.describe(), margin=margin,
                    metric=metric_name, games=list(new.tasks), per_game=per_game, **details)
