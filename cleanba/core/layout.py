@@ -89,7 +89,7 @@ def init_distributed(config: CommonConfig) -> None:
     # whose programs are in the cache (JAX_COMPILATION_CACHE_DIR) hang before their first
     # update, where a cold cache or JAX 0.10-0.12.0 run; a compile is seconds, a hang the
     # whole job. The single-process run keeps the user's cache.
-    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):  # the trainer's only way to set one
         print("[cleanba] JAX's persistent compilation cache is off in a multi-process run "
               "(JAX 0.12.1 hangs reading it across processes): each process compiles",
               flush=True)
