@@ -12,6 +12,7 @@ checkpoint is skipped for the older one, and when process 1 cannot use the check
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 from pathlib import Path
@@ -55,6 +56,10 @@ def uninterrupted(tmp_path_factory) -> Path:
     run_dir = tmp_path_factory.mktemp("ckpt2") / "uninterrupted"
     procs = two_processes(run_dir)
     assert finish_all(procs) == [0, 0], [p.output for p in procs]
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):  # tests/conftest.py sets one
+        # JAX 0.12.1 hangs two processes that read it: a multi-process run turns it off
+        for p in procs:
+            assert "persistent compilation cache is off in a multi-process run" in p.output
     return run_dir
 
 
