@@ -353,7 +353,7 @@ def write_curves(a: Analysis, out: Path, *, axis: str = "frames",
     rows = []
     multi = len(a.suites) > 1
     for name, suite in zip(a.suite_names, a.suites, strict=True):
-        sfx = "_" + name.replace("/", "_") if multi else ""
+        sfx = f"_{_slug(name)}" if multi else ""  # as the report names its files
         pre = f"{name}: " if multi else ""
         curves = [efficiency_curve(gs, axis=axis, metrics=tuple(metrics), reps=reps,
                                    seed=seed) for gs in suite.values()]
