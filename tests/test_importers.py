@@ -74,7 +74,7 @@ def test_event_file_framing_matches_tensorboards_reader(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 
-    from analysis.importers.tensorboard import tf_records
+    from analysis.importers.folders import tf_records
 
     write_tensorboard_run(tmp_path / "r", history(5.0, 1, episodes=30), torch_style=True)
     (path,) = (tmp_path / "r").iterdir()

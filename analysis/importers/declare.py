@@ -66,13 +66,6 @@ class Declared:
         return {} if self.frames is None else {"total_frames": self.frames}
 
 
-def _json_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text  # a bare word, e.g. obs_type=grayscale
-
-
 def parse_protocol(spec: Sequence[str], source_label: str, flag: str = "--protocol"
                    ) -> tuple[dict[str, Any], str]:
     """The env protocol from `--protocol` words: a preset name (e.g. `paper`), a JSON file
@@ -109,7 +102,10 @@ def parse_protocol(spec: Sequence[str], source_label: str, flag: str = "--protoc
         if not eq or not key.strip():
             raise AnalysisError(f"{flag} {w!r}: expected KEY=VALUE after the preset "
                                 f"(e.g. frame_skip=4)")
-        proto[key.strip()] = _json_value(value.strip())
+        try:
+            proto[key.strip()] = json.loads(value.strip())
+        except json.JSONDecodeError:
+            proto[key.strip()] = value.strip()  # a bare word, e.g. obs_type=grayscale
         text.append(f"{key.strip()}={value.strip()}")
     return proto, " ".join(text)
 

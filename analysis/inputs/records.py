@@ -34,15 +34,6 @@ def dotted_keys(manifest: dict[str, Any], prefix: str = "") -> set[str]:
     return out
 
 
-def known_keys(runs: Iterable[Run]) -> set[str]:
-    out: set[str] = set()
-    for r in runs:
-        out |= dotted_keys(r.manifest)
-        if isinstance(r.manifest.get("env_protocol"), dict):
-            out.add(BACKEND_KEY)
-    return out
-
-
 def check_keys(runs: Sequence[Run], keys: Iterable[str], flag: str) -> list[str]:
     """Warnings for keys some runs lack; AnalysisError naming the first key no run has,
     with close matches and the valid keys."""
@@ -55,7 +46,9 @@ def check_keys(runs: Sequence[Run], keys: Iterable[str], flag: str) -> list[str]
                 warnings.append(f"{flag} {key}: {lacking} of {counted(len(runs), 'run')} lack this key "
                                 f"({what})")
             continue
-        valid = sorted(known_keys(runs))
+        valid = sorted({k for r in runs for k in dotted_keys(r.manifest)}
+                       | {BACKEND_KEY for r in runs
+                          if isinstance(r.manifest.get("env_protocol"), dict)})
         close = difflib.get_close_matches(key, valid, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise AnalysisError(f"{flag} {key}: no run's manifest has this key{hint}; keys the "
