@@ -29,7 +29,7 @@ import analysis
 from analysis.cli import main
 from analysis.errors import AnalysisError
 from analysis.importers import TableColumns, import_runs
-from analysis.inputs.records import load_records
+from analysis.inputs.load import load_records
 
 ATARI = ["--protocol", "paper", "--frames-per-step", "4"]
 
