@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import AnalysisError
-from analysis.inputs.protocol import NAMED_PROTOCOLS, named_protocol
+from analysis.inputs.protocol import NAMED_PROTOCOLS
 
 UNKNOWN_PROTOCOL = "unknown"
 """`--protocol unknown`: the user says they do not know it. The records then carry a
@@ -89,7 +89,7 @@ def parse_protocol(spec: Sequence[str], source_label: str, flag: str = "--protoc
     if "=" not in first:
         words = words[1:]
         if first in NAMED_PROTOCOLS:
-            proto = named_protocol(first)
+            proto = NAMED_PROTOCOLS[first]()
         elif first.endswith(".json") and Path(first).is_file():
             proto = read_json_object(Path(first), "a JSON object of settings", f"{flag} {first}")
         else:

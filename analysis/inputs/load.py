@@ -45,10 +45,6 @@ class LeftOut:
     reason: str
     run_dir: str = ""
 
-    def as_dict(self) -> dict[str, str]:
-        return {"run_id": self.run_id, "status": self.status, "reason": self.reason,
-                "run_dir": self.run_dir}
-
 
 @dataclass
 class RunSet:
