@@ -47,6 +47,8 @@ from analysis.importers.declare import (
 )
 from runrecord.words import counted
 
+# ---------------------------------------------------------------- TensorBoard event files
+
 EVENT_FILE_MARK = "tfevents"
 
 
