@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from analysis.atari5 import estimate_analysis, load_model
     from analysis.errors import AnalysisError, TooFewSeeds
     from analysis.importers import import_runs
+    from analysis.inputs.load import load_records, select_where
     from analysis.inputs.published_data import published_table_names, resolve_published_table
-    from analysis.inputs.records import load_records, select_where
     from analysis.output.report import build_report_assets, write_curves
     from analysis.reproduce import published_column, reproduce_runs
     from analysis.reproduce import report_assets as reproduce_report_assets
@@ -45,8 +45,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
 
 _API: dict[str, str] = {  # name -> "module" or "module:attribute"
     # runs in: run records and openrlbenchmark exports, filtered by manifest values
-    "load_records": "analysis.inputs.records",
-    "select_where": "analysis.inputs.records",
+    "load_records": "analysis.inputs.load",
+    "select_where": "analysis.inputs.load",
     # other tools' runs (TensorBoard, Monitor CSV, W&B, tables) -> run records
     "import_runs": "analysis.importers",
     # scores: suites and groups of (seeds x tasks) normalised score matrices

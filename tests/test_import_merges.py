@@ -15,7 +15,7 @@ import pytest
 from foreign_runs import cleanrl_run_dir, write_monitor_file, write_tensorboard_run
 
 from analysis.cli import main
-from analysis.inputs.records import load_records
+from analysis.inputs.load import load_records
 
 TABLE_ARGS = ["--protocol", "paper", "--frames", "4e6", "--frames-column", "frames"]
 EPISODES = 39

@@ -29,7 +29,7 @@ import analysis
 from analysis.cli import main
 from analysis.errors import AnalysisError
 from analysis.importers import TableColumns, import_runs
-from analysis.inputs.records import load_records
+from analysis.inputs.load import load_records
 
 ATARI = ["--protocol", "paper", "--frames-per-step", "4"]
 
@@ -74,7 +74,7 @@ def test_event_file_framing_matches_tensorboards_reader(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 
-    from analysis.importers.tensorboard import tf_records
+    from analysis.importers.folders import tf_records
 
     write_tensorboard_run(tmp_path / "r", history(5.0, 1, episodes=30), torch_style=True)
     (path,) = (tmp_path / "r").iterdir()

@@ -32,8 +32,8 @@ from foreign_runs import (
 
 from analysis.cli import main
 from analysis.inputs.facts import final_window_mean
+from analysis.inputs.load import load_records
 from analysis.inputs.published_data import CLEANBA_TABLES as PAPER_DATA
-from analysis.inputs.records import load_records
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "analysis.md"
 TABLE = PAPER_DATA / "main_10CPU.csv"

@@ -17,8 +17,7 @@ from analysis.errors import AnalysisError
 from analysis.importers.build import imported_text
 from analysis.importers.declare import RETURN_KEY, RUNTIME_KEY, STEP_KEY, declaration
 from analysis.importers.orb import ColumnMap, load_openrlbenchmark_dir
-from analysis.inputs.load import DEFAULT_LAST_N, RunSet
-from analysis.inputs.records import load_records, parse_env_map
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_records, parse_env_map
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.grouping import (
     Analysis,

@@ -31,9 +31,8 @@ from analysis.importers.orb import (
     load_orb_cache,
     write_orb_records,
 )
-from analysis.inputs.load import load_published_table
+from analysis.inputs.load import load_published_table, parse_key_values
 from analysis.inputs.published_data import resolve_published_table
-from analysis.inputs.records import parse_key_values
 from analysis.json_file import write_json
 from analysis.scoring.tables import AGGREGATE_REPS, paper_table
 from runrecord.exits import EXIT_OK, strict_exit

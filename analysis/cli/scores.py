@@ -25,7 +25,7 @@ from analysis.cli.common import (
 )
 from analysis.errors import AnalysisError
 from analysis.importers.build import is_imported
-from analysis.inputs.records import check_keys
+from analysis.inputs.load import check_keys
 from analysis.json_file import write_json
 from analysis.scales.normalize import parse_normalisers
 from analysis.scoring.grouping import (

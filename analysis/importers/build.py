@@ -134,17 +134,6 @@ def check_shape(runs: Sequence[ImportedRun], src: Path, declared: Declared) -> l
 
 # ---------------------------------------------------------------- records
 
-def record_definition(run: ImportedRun, declared: Declared, fmt: str,
-                      rel_sources: Sequence[str]) -> dict[str, Any]:
-    """What identifies an imported run (its run_id hashes it): the source paths, not
-    their contents, so a re-import of changed files is caught rather than added."""
-    return {"system": run.system, "architecture": None, "env_id": run.env_id,
-            "seed": run.seed, "layout": {"name": run.layout},
-            "hyperparameters": declared.hyperparameters(),
-            "env_protocol": dict(declared.protocol or {}),
-            "imported": {"format": fmt, "sources": list(rel_sources)}}
-
-
 def _episode_cell(v: float) -> Any:
     """An episodes.csv value: NaN as an empty cell, an integral value as an integer."""
     if math.isnan(v):
@@ -153,7 +142,7 @@ def _episode_cell(v: float) -> Any:
 
 
 def _episode_rows(columns: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
-    """Rows of episodes.csv: NaN as an empty cell, an integral value as an integer."""
+    """Rows of episodes.csv (_episode_cell's cells)."""
     lists = {c: np.asarray(columns[c], dtype=np.float64).tolist()
              for c in schema.EPISODE_COLUMNS}
     n = len(lists["episode_return"])
@@ -260,7 +249,13 @@ def write_records(runs: Sequence[ImportedRun], src: Path | str, out: Path | str,
         rel = [_rel(p, src) for p in r.sources]
         files = [{"path": q, "sha256": sha, "bytes": size}
                  for q, (sha, size) in zip(rel, map(file_digest, r.sources), strict=True)]
-        definition = record_definition(r, declared, fmt, rel)
+        # What identifies an imported run (its run_id hashes it): the source paths, not
+        # their contents, so a re-import of changed files is caught rather than added.
+        definition = {"system": r.system, "architecture": None, "env_id": r.env_id,
+                      "seed": r.seed, "layout": {"name": r.layout},
+                      "hyperparameters": declared.hyperparameters(),
+                      "env_protocol": dict(declared.protocol or {}),
+                      "imported": {"format": fmt, "sources": rel}}
         run_dir = out / "runs" / definition_id(definition)
         imported = {"format": fmt, "source_root": str(src.resolve()),
                     "files": files, "reader": dict(reader), **r.details,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import AnalysisError
-from analysis.inputs.protocol import NAMED_PROTOCOLS, named_protocol
+from analysis.inputs.protocol import NAMED_PROTOCOLS
 
 UNKNOWN_PROTOCOL = "unknown"
 """`--protocol unknown`: the user says they do not know it. The records then carry a
@@ -66,13 +66,6 @@ class Declared:
         return {} if self.frames is None else {"total_frames": self.frames}
 
 
-def _json_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text  # a bare word, e.g. obs_type=grayscale
-
-
 def parse_protocol(spec: Sequence[str], source_label: str, flag: str = "--protocol"
                    ) -> tuple[dict[str, Any], str]:
     """The env protocol from `--protocol` words: a preset name (e.g. `paper`), a JSON file
@@ -96,7 +89,7 @@ def parse_protocol(spec: Sequence[str], source_label: str, flag: str = "--protoc
     if "=" not in first:
         words = words[1:]
         if first in NAMED_PROTOCOLS:
-            proto = named_protocol(first)
+            proto = NAMED_PROTOCOLS[first]()
         elif first.endswith(".json") and Path(first).is_file():
             proto = read_json_object(Path(first), "a JSON object of settings", f"{flag} {first}")
         else:
@@ -109,7 +102,10 @@ def parse_protocol(spec: Sequence[str], source_label: str, flag: str = "--protoc
         if not eq or not key.strip():
             raise AnalysisError(f"{flag} {w!r}: expected KEY=VALUE after the preset "
                                 f"(e.g. frame_skip=4)")
-        proto[key.strip()] = _json_value(value.strip())
+        try:
+            proto[key.strip()] = json.loads(value.strip())
+        except json.JSONDecodeError:
+            proto[key.strip()] = value.strip()  # a bare word, e.g. obs_type=grayscale
         text.append(f"{key.strip()}={value.strip()}")
     return proto, " ".join(text)
 

@@ -143,8 +143,14 @@ def load_openrlbenchmark_dir(
 
 # ---------------------------------------------------------------- reading the cache
 
-def read_run_json(path: Path) -> dict[str, Any]:
-    """run.json of openrlbenchmark's CachedRun.dump_json; config values unwrapped."""
+def read_cached_run(run_dir: Path | str, declared: Declared = UNDECLARED, *,
+                    columns: ColumnMap = ColumnMap(episode_return=PAPER_METRIC),
+                    frames_per_step: int | None = None) -> Run:
+    """One cached run as a Run with provenance (`manifest["imported"]`) and the declared
+    protocol/budget. Its run.json is openrlbenchmark's CachedRun.dump_json (config values
+    unwrapped here)."""
+    run_dir = Path(run_dir)
+    path = run_dir / RUN_JSON
     meta = read_json_object(path, "a JSON object")
     if "_attrs" in meta:
         raise AnalysisError(f"{path}: openrlbenchmark's legacy cache format (_attrs); "
@@ -156,43 +162,28 @@ def read_run_json(path: Path) -> dict[str, Any]:
     cfg = meta.get("config") or {}
     if not isinstance(cfg, dict):
         raise AnalysisError(f"{path}: config must be an object")
-    meta["config"] = {k: config_value(cfg, k) for k in cfg}
+    cfg = {k: config_value(cfg, k) for k in cfg}
     for key in ("env_id", "seed"):
-        if meta["config"].get(key) is None:
+        if cfg.get(key) is None:
             raise AnalysisError(f"{path}: config has no {key!r} (openrlbenchmark groups runs "
                                 "by config.env_id and config.exp_name)")
-    return meta
-
-
-def provenance(meta: Mapping[str, Any], run_dir: Path, metric: str) -> dict[str, Any]:
-    """What `manifest["imported"]` records about a cached run."""
-    user = meta.get("user") or {}
-    return {"source": "wandb", "via": ORB_VIA, "entity": meta["entity"],
-            "project": meta["project"], "wandb_run_id": meta["id"], "name": meta["name"],
-            "url": meta["url"], "tags": list(meta.get("tags") or []),
-            "state": meta["state"], "path": meta.get("path"),
-            "user": user.get("username") if isinstance(user, dict) else None,
-            "cache_dir": str(run_dir), "metric": metric}
-
-
-def read_cached_run(run_dir: Path | str, declared: Declared = UNDECLARED, *,
-                    columns: ColumnMap = ColumnMap(episode_return=PAPER_METRIC),
-                    frames_per_step: int | None = None) -> Run:
-    """One cached run as a Run with provenance and the declared protocol/budget."""
-    run_dir = Path(run_dir)
-    meta = read_run_json(run_dir / RUN_JSON)
-    cfg = meta["config"]
     exp_name = str(cfg.get("exp_name") or meta["name"])
-    env_id = str(cfg["env_id"])
-    seed = int_seed(cfg["seed"], str(run_dir / RUN_JSON))
     group = f"{IMPORTED_LAYOUT_PREFIX}{meta['entity']}/{meta['project']}"
-    run = load_openrlbenchmark_csv(run_dir / RUN_DF, env_id=env_id, system=exp_name,
-                                   seed=seed, columns=columns,
-                                   frames_per_step=frames_per_step, group=group)
+    run = load_openrlbenchmark_csv(run_dir / RUN_DF, env_id=str(cfg["env_id"]),
+                                   system=exp_name, seed=int_seed(cfg["seed"], str(path)),
+                                   columns=columns, frames_per_step=frames_per_step,
+                                   group=group)
     m = run.manifest
     m["run_id"] = f"wandb:{meta['entity']}/{meta['project']}/{meta['id']}"
-    m["imported"] = provenance(meta, run_dir, columns.episode_return)
-    m["imported"]["declared"] = declared.describe()
+    user = meta.get("user") or {}
+    m["imported"] = {"source": "wandb", "via": ORB_VIA, "entity": meta["entity"],
+                     "project": meta["project"], "wandb_run_id": meta["id"],
+                     "name": meta["name"], "url": meta["url"],
+                     "tags": list(meta.get("tags") or []), "state": meta["state"],
+                     "path": meta.get("path"),
+                     "user": user.get("username") if isinstance(user, dict) else None,
+                     "cache_dir": str(run_dir), "metric": columns.episode_return,
+                     "declared": declared.describe()}
     m["hyperparameters"] = declared.hyperparameters()
     if declared.protocol is not None:
         m["env_protocol"] = dict(declared.protocol)
@@ -293,20 +284,6 @@ def _pandas_cell(v: Any) -> Any:
     return json.dumps(v)
 
 
-def cache_wandb_run(run: Any, cache_dir: Path | str) -> Path:
-    """One wandb public-API run (wandb.apis.public.Run) into the cache, as openrlbenchmark
-    does: every history row (run.scan_history()), and run.json. Kept when present."""
-    run_dir = Path(cache_dir, run.entity, run.project, run.id)
-    if (run_dir / RUN_JSON).exists():
-        return run_dir
-    meta = {k: getattr(run, k) for k in RUN_JSON_KEYS}
-    meta["config"] = dict(meta["config"])
-    meta["tags"] = list(meta["tags"] or [])
-    meta["path"] = list(meta["path"])
-    meta["user"] = {"username": run.user.username, "name": run.user.name}
-    return write_cached_run(cache_dir, meta, list(run.scan_history()))
-
-
 def fetch_wandb(entity: str, project: str, cache_dir: Path | str,
                 filters: Mapping[str, Any] | None = None) -> list[Path]:
     """Download the runs of `entity/project` matching `filters` (wandb's MongoDB-style
@@ -327,5 +304,14 @@ def fetch_wandb(entity: str, project: str, cache_dir: Path | str,
     for run in api.runs(f"{entity}/{project}", filters=dict(filters or {})):
         if run.state == "running":
             continue
-        out.append(cache_wandb_run(run, cache_dir))
+        # Into the cache as openrlbenchmark does: every history row (run.scan_history())
+        # and run.json; a run already there is kept.
+        run_dir = Path(cache_dir, run.entity, run.project, run.id)
+        if not (run_dir / RUN_JSON).exists():
+            meta = {k: getattr(run, k) for k in RUN_JSON_KEYS}
+            meta.update(config=dict(meta["config"]), tags=list(meta["tags"] or []),
+                        path=list(meta["path"]),
+                        user={"username": run.user.username, "name": run.user.name})
+            write_cached_run(cache_dir, meta, list(run.scan_history()))
+        out.append(run_dir)
     return out

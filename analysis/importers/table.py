@@ -93,17 +93,16 @@ def table_header(path: Path) -> list[str]:
     return header
 
 
-def read_table(path: Path, text: Sequence[str], numbers: Sequence[str],
-               key: Sequence[str] = (), unmapped: Sequence[str] = ()
-               ) -> tuple[list[str], dict[str, list[str]], dict[str, np.ndarray], _Unmapped]:
-    """(every column name, {text column: cells}, {number column: float array}, what the
-    `unmapped` columns hold within each run keyed by the cells of `key`) of a CSV or
-    Parquet file (by suffix), for the named columns it has. Text cells are interned (a
-    task or seed repeats on every row of a run) and numbers parsed as they are read, so a
-    table of millions of episodes stays small in memory."""
+def read_table(path: Path, header: list[str], text: Sequence[str], numbers: Sequence[str],
+               key: Sequence[str], unmapped: Sequence[str]
+               ) -> tuple[dict[str, list[str]], dict[str, np.ndarray], _Unmapped]:
+    """({text column: cells}, {number column: float array}, what the `unmapped` columns
+    hold within each run keyed by the cells of `key`) of a CSV or Parquet file (by
+    suffix) whose table_header is `header`. Text cells are interned (a task or seed
+    repeats on every row of a run) and numbers parsed as they are read, so a table of
+    millions of episodes stays small in memory."""
     if path.suffix.lower() in (".parquet", ".pq"):
-        return _read_parquet(path, text, numbers, key, unmapped)
-    header = table_header(path)
+        return _read_parquet(path, header, text, numbers, key, unmapped)
     watch = _Unmapped([c for c in unmapped if c in header])
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
@@ -130,17 +129,15 @@ def read_table(path: Path, text: Sequence[str], numbers: Sequence[str],
                                         "a number") from None
             if uix:
                 watch.add(tuple(row[j] for j in kix), [row[j] for j in uix])
-    return header, texts, {c: np.array(a, dtype=np.float64) for c, a in nums.items()}, watch
+    return texts, {c: np.array(a, dtype=np.float64) for c, a in nums.items()}, watch
 
 
-def _read_parquet(path: Path, text: Sequence[str], numbers: Sequence[str],
+def _read_parquet(path: Path, names: list[str], text: Sequence[str], numbers: Sequence[str],
                   key: Sequence[str], unmapped: Sequence[str]
-                  ) -> tuple[list[str], dict[str, list[str]], dict[str, np.ndarray], _Unmapped]:
-    require_library("pyarrow", f"Parquet ({path}; or export the table as CSV)")
-    import pyarrow.parquet as pq
+                  ) -> tuple[dict[str, list[str]], dict[str, np.ndarray], _Unmapped]:
+    import pyarrow.parquet as pq  # table_header checked that it is installed
 
     t = pq.read_table(path)
-    names = list(t.column_names)
 
     def cells(c: str) -> list[str]:
         return ["" if v is None else str(v) for v in t.column(c).to_pylist()]
@@ -158,7 +155,7 @@ def _read_parquet(path: Path, text: Sequence[str], numbers: Sequence[str],
     columns = [cells(c) for c in watch.names]
     for i, k in enumerate(keys):
         watch.add(k, [col[i] for col in columns])
-    return names, texts, nums, watch
+    return texts, nums, watch
 
 
 @dataclass(frozen=True)
@@ -254,7 +251,8 @@ def read_table_runs(path: Path | str, declared: Declared, columns: TableColumns)
     header = table_header(path)
     plan = _plan(path, header, declared, columns)
     key_cols = list(plan.key.values())
-    _, cols, nums, watch = read_table(path, key_cols, plan.numbers, key_cols, plan.unmapped)
+    cols, nums, watch = read_table(path, header, key_cols, plan.numbers, key_cols,
+                                   plan.unmapped)
     unread = _refuse_merged(path, plan, watch)
     returns = nums[columns.episode_return]
     n = len(returns)

@@ -113,10 +113,6 @@ def _field_of(raw: bytes) -> int | None:
     return raw[i] >> 3
 
 
-def _is_summary(raw: bytes) -> bool:
-    return _field_of(raw) == SUMMARY_FIELD
-
-
 def read_offline_run(path: Path, only_with: str | None = None) -> dict[str, Any]:
     """{run_id, project, config, history: [dict], exit_code (None: no exit record)} of
     one `run-<id>.wandb` log; `only_with`: keep only the history rows that hold this key
@@ -128,8 +124,9 @@ def read_offline_run(path: Path, only_with: str | None = None) -> dict[str, Any]
     # The key's last part is in the bytes of every row that holds it (nested or not).
     mark = None if only_with is None else only_with.split("/")[-1].encode()
     for raw in log_records(path):
-        if _is_summary(raw) or (mark is not None and mark not in raw
-                                and _field_of(raw) == HISTORY_FIELD):
+        field = _field_of(raw)
+        if field == SUMMARY_FIELD or (mark is not None and mark not in raw
+                                      and field == HISTORY_FIELD):
             continue  # never decoded: half a run's records are summary updates
         rec = pb.Record.FromString(raw)  # type: ignore[attr-defined]
         kind = rec.WhichOneof("record_type")

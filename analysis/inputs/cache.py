@@ -43,7 +43,7 @@ import json
 import multiprocessing
 import os
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -417,9 +417,31 @@ def load_many(run_dirs: Sequence[Path], named: Sequence[Path], *,
             out.append(None)
             misses.append((len(out) - 1, d, root, rel))
             parser.add(d, entry_path(root, rel))
-        # Taken as they come, not listed first: columns past the budget are dropped at
-        # once, so a cold command on long runs holds about the budget, not every run's.
-        _take_settled(out, misses, parser.results(), indexes)
+        # Each miss as a CachedRun from what the pool settled (settled here where it gave
+        # None), holding the columns it parsed while HELD_COLUMNS_BYTES allows; a run that
+        # could not be stored stays the parsed Run, one that cannot be read its
+        # RecordError. Taken as they come, not listed first: columns past the budget are
+        # dropped at once, so a cold command on long runs holds about the budget, not
+        # every run's.
+        budget = HELD_COLUMNS_BYTES
+        for (i, d, root, rel), got in zip(misses, parser.results(), strict=True):
+            if got is None:
+                try:
+                    here = _settle(d, entry_path(root, rel))
+                except RecordError as e:
+                    out[i] = e
+                    continue
+                if isinstance(here, Run):
+                    out[i] = here
+                    continue
+                got = here
+            manifest, header, held = got
+            indexes[root].put(rel, header["key"], header)
+            cached = CachedRun(d, manifest, header, root, rel)
+            size = sum(c.nbytes for c in held) if held is not None else 0
+            if held is not None and size <= budget:
+                cached.held, budget = held, budget - size
+            out[i] = cached
     for index in indexes.values():
         if index.save() and index.older:
             _drop_old_entries(index.root / CACHE_DIR)
@@ -455,7 +477,6 @@ class _MissParser:
         # (runs, their future; None where the pool could not take them)
         self.futures: list[tuple[int, Future[list[Settled | None]] | None]] = []
         self.pool: ProcessPoolExecutor | None = None
-        self.count = 0
 
     def __enter__(self) -> _MissParser:
         return self
@@ -466,8 +487,8 @@ class _MissParser:
 
     def add(self, run_dir: Path, entry: Path) -> None:
         self.pending.append((run_dir, entry))
-        self.count += 1
-        if self.pool is None and self.count >= POOL_MIN_MISSES:
+        # Before the pool starts nothing is submitted: every miss so far is pending.
+        if self.pool is None and len(self.pending) >= POOL_MIN_MISSES:
             # spawn, not fork: the calling process may hold JAX's or BLAS's threads (a
             # notebook, the test process), and a forked child of a threaded process can
             # deadlock.
@@ -503,30 +524,3 @@ class _MissParser:
             except BrokenProcessPool:
                 got = [None] * runs
             yield from got
-
-
-def _take_settled(out: list[Run | RecordError | None],
-                  misses: list[tuple[int, Path, Path, str]],
-                  settled: Iterable[Settled | None], indexes: dict[Path, RowFile]) -> None:
-    """Each miss as a CachedRun from what the pool settled (settled here where it gave
-    None), holding the columns it parsed while HELD_COLUMNS_BYTES allows; a run that could
-    not be stored stays the parsed Run, one that cannot be read its RecordError."""
-    budget = HELD_COLUMNS_BYTES
-    for (i, d, root, rel), got in zip(misses, settled, strict=True):
-        if got is None:
-            try:
-                here = _settle(d, entry_path(root, rel))
-            except RecordError as e:
-                out[i] = e
-                continue
-            if isinstance(here, Run):
-                out[i] = here
-                continue
-            got = here
-        manifest, header, held = got
-        indexes[root].put(rel, header["key"], header)
-        cached = CachedRun(d, manifest, header, root, rel)
-        size = sum(c.nbytes for c in held) if held is not None else 0
-        if held is not None and size <= budget:
-            cached.held, budget = held, budget - size
-        out[i] = cached

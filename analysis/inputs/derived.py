@@ -55,13 +55,6 @@ class Quantity:
         return root / CACHE_DIR / DERIVED_DIR / f"{self.name}-{digest}.npz"
 
 
-def _prune(folder: Path) -> None:
-    """Keep the KEEP_FILES most recently written files of a derived folder."""
-    files = sorted(folder.glob("*.npz"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-    for stale in files[KEEP_FILES:]:
-        stale.unlink(missing_ok=True)
-
-
 def run_values(runs: Sequence[Run],
                quantities: Sequence[Quantity | Sequence[Quantity]]) -> list[np.ndarray]:
     """For each quantity a (len(runs), width) array of its rows: from the derived files
@@ -102,8 +95,11 @@ def run_values(runs: Sequence[Run],
                 files[slot.cache_root, q.name, q.params].put(
                     slot.cache_rel, f"{slot.cache_key}|{q.run_params(run)}", out[j][i].copy())
     for rows in files.values():
-        if rows.save():
-            _prune(rows.path.parent)
+        if rows.save():  # keep the KEEP_FILES most recently written files of its folder
+            by_age = sorted(rows.path.parent.glob("*.npz"), key=lambda p: p.stat().st_mtime_ns,
+                            reverse=True)
+            for stale in by_age[KEEP_FILES:]:
+                stale.unlink(missing_ok=True)
     return out
 
 

@@ -134,32 +134,19 @@ def paper_protocol() -> dict[str, Any]:
     return {**ATARI_PROTOCOL, "backend": LEGACY_BACKEND}
 
 
-NAMED_PROTOCOLS = ("paper",)
+NAMED_PROTOCOLS = {"paper": paper_protocol}
 """Protocols a user can declare by name on import (--orb-protocol paper)."""
-
-
-def named_protocol(name: str) -> dict[str, Any]:
-    """A protocol by name; AnalysisError listing the names otherwise."""
-    if name == "paper":
-        return paper_protocol()
-    raise AnalysisError(f"unknown protocol name {name!r}; valid: {', '.join(NAMED_PROTOCOLS)} "
-                        "(or a JSON file of EnvPool settings)")
-
-
-def _score_keys(proto: Protocol) -> Protocol:
-    return None if proto is None else {k: v for k, v in proto.items()
-                                       if k not in TRAINING_ONLY_KEYS}
 
 
 def check_paper_protocol(runs: Sequence[Run], *, allow_mismatch: bool = False) -> list[str]:
     """Every run must have been made under the paper's protocol (training-only keys
     aside). Raises ProtocolMismatch naming the differing keys, or with `allow_mismatch`
     returns the differences as warnings."""
-    paper = _score_keys(paper_protocol())
     warnings: list[str] = []
     keys: list[str] = []
     for run in runs:
-        diffs = protocol_differences(_score_keys(run_protocol(run)), paper)
+        diffs = protocol_differences(run_protocol(run), paper_protocol())
+        diffs = {k: v for k, v in diffs.items() if k not in TRAINING_ONLY_KEYS}
         if diffs:
             keys += [k for k in diffs if k not in keys]
             warnings.append(f"run {run.run_id} ({run.manifest.get('env_id')}): "

@@ -17,8 +17,7 @@ import numpy as np
 from analysis.atari5.estimate import report_table as atari5_report_table
 from analysis.errors import AnalysisError
 from analysis.importers.build import IMPORTED_HEADER, imported_rows
-from analysis.inputs.load import DEFAULT_LAST_N, RunSet, load_runs
-from analysis.inputs.records import check_keys
+from analysis.inputs.load import DEFAULT_LAST_N, RunSet, check_keys, load_runs
 from analysis.json_file import write_json
 from analysis.output import figures as figs
 from analysis.scales.normalize import get_normaliser

@@ -167,7 +167,7 @@ def user_scores(runs: Sequence[Run], games: Sequence[str], *, last_n: int = DEFA
             warnings.append(f"run {r.run_id}: {env} is not in the published table: left out"
                             + (f" (nearest: {', '.join(close)})" if close else ""))
             continue
-        if env != gid:  # one rule for env versions (analysis.inputs.records)
+        if env != gid:  # one rule for env versions (analysis.inputs.load)
             warnings.append(f"run {r.run_id}: {env} is another version of the table's {gid}, "
                             f"a different task unless mapped (--env-map {env}={gid}): left out")
             continue

@@ -12,9 +12,15 @@ from pathlib import Path
 from typing import Literal
 
 from analysis.errors import AnalysisError
-from analysis.inputs.load import BACKEND_KEY, DEFAULT_LAST_N, RunSet, load_runs, manifest_get
+from analysis.inputs.load import (
+    BACKEND_KEY,
+    DEFAULT_LAST_N,
+    RunSet,
+    check_keys,
+    load_runs,
+    manifest_get,
+)
 from analysis.inputs.protocol import ProtocolMismatch, check_same_protocol
-from analysis.inputs.records import check_keys
 from analysis.scoring.scores import (
     DEFAULT_POINTS,
     GroupScores,

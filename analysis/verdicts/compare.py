@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analysis.errors import AnalysisError
-from analysis.inputs.records import version_hint
+from analysis.inputs.load import version_hint
 from analysis.scoring.grouping import (
     Analysis,
     choose_reference,

@@ -32,7 +32,7 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.inputs.cache import stored_digest, update_layout
 from analysis.inputs.facts import EPISODES, UPDATES
-from analysis.inputs.records import version_hint
+from analysis.inputs.load import version_hint
 from analysis.scoring.scores import GroupScores
 from analysis.scoring.tables import ONE_SEED
 from analysis.stats.welch import (

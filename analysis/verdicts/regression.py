@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import AnalysisError, TooFewSeeds
-from analysis.inputs.records import version_hint
+from analysis.inputs.load import version_hint
 from analysis.scoring.scores import GroupScores, collapse_seed_copies
 from analysis.stats.welch import paired_stats, t_upper, welch_from_summary, welch_stats
 from analysis.verdicts.equivalence import PASS, REGRESSION, UNDECIDED
