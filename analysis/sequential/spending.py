@@ -75,27 +75,15 @@ def t_scale(c: np.ndarray | float, df: np.ndarray | float) -> np.ndarray:
     return t_upper(stats.norm.sf(np.asarray(c, dtype=np.float64)), df)
 
 
+# How the looks' joint law is taken: estimated from the reference's curves, the union
+# bound (any correlation), or the canonical independent-increments law (calibration only:
+# the textbook law, wrong for looks along a curve, kept to show why).
 UNION = "union"
 CANONICAL = "canonical"
 ESTIMATED = "reference"
-CORRELATIONS = (ESTIMATED, UNION, CANONICAL)
-"""How the looks' joint law is taken: estimated from the reference's curves, the union
-bound (any correlation), or the canonical independent-increments law (calibration only:
-the textbook law, wrong for looks along a curve, kept to show why)."""
 
 QMC_POINTS = 2**18
 """Quasi-Monte Carlo points of the joint law the boundaries are solved on (~0.2 s)."""
-
-
-def _increments(t: np.ndarray, alpha: float, spending: str) -> np.ndarray:
-    """alpha(t_k) - alpha(t_{k-1}) per look; AnalysisError for fractions that do not
-    increase within (0, 1] or an alpha outside (0, 0.5)."""
-    if t.ndim != 1 or len(t) == 0 or np.any(np.diff(t) <= 0) or t[0] <= 0 or t[-1] > 1 + 1e-12:
-        raise AnalysisError(f"look fractions must increase within (0, 1], got "
-                            f"{list(map(float, t))}")
-    if not 0 < alpha < 0.5:
-        raise AnalysisError(f"alpha must be in (0, 0.5), got {alpha}")
-    return np.diff(np.concatenate([[0.0], spent_alpha(t, alpha, spending)]))
 
 
 def as_correlation(matrix: np.ndarray) -> np.ndarray:
@@ -148,7 +136,13 @@ def boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: 
     beyond them (0.17 off on the normal scale). Any other law has no such recursion; it
     is solved on one seeded quasi-Monte Carlo sample of the law, look by look."""
     t = np.asarray(fractions, dtype=np.float64)
-    increments = _increments(t, alpha, spending)
+    if t.ndim != 1 or len(t) == 0 or np.any(np.diff(t) <= 0) or t[0] <= 0 or t[-1] > 1 + 1e-12:
+        raise AnalysisError(f"look fractions must increase within (0, 1], got "
+                            f"{list(map(float, t))}")
+    if not 0 < alpha < 0.5:
+        raise AnalysisError(f"alpha must be in (0, 0.5), got {alpha}")
+    # alpha(t_k) - alpha(t_{k-1}) per look
+    increments = np.diff(np.concatenate([[0.0], spent_alpha(t, alpha, spending)]))
     if isinstance(correlation, str):
         if correlation == CANONICAL:
             return _integrated(t, increments)
