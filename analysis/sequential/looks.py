@@ -109,19 +109,14 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
                               allow_protocol_mismatch=allow_protocol_mismatch)
         out += gate_looks(runs, reference_runs, design, look, options, spread=spread,
                           regression_alpha=regression_alpha)
-    return [_kept(x, previous) for x in out]
-
-
-def _kept(new: Look, previous: Sequence[Look]) -> Look:
-    """`new`, or the first earlier decision of the same verdict and subject, repeated."""
-    earlier = sorted((p for p in previous if p.verdict == new.verdict
-                      and p.subject == new.subject and p.look < new.look and p.decided
-                      and p.decision != UNDECIDED), key=lambda p: p.look)
-    if not earlier:
-        return new
-    first = earlier[0]
-    return replace(first, look=new.look, seeds=new.seeds,
-                   text=f"{first.text} (decided at look {first.look}; kept)")
+    for i, new in enumerate(out):  # the first earlier decision of its subject, repeated
+        first = min((p for p in previous if p.verdict == new.verdict
+                     and p.subject == new.subject and p.look < new.look and p.decided
+                     and p.decision != UNDECIDED), key=lambda p: p.look, default=None)
+        if first is not None:
+            out[i] = replace(first, look=new.look, seeds=new.seeds,
+                             text=f"{first.text} (decided at look {first.look}; kept)")
+    return out
 
 
 def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,

@@ -98,19 +98,6 @@ def as_correlation(matrix: np.ndarray) -> np.ndarray:
     return np.clip((r + r.T) / 2, -1.0, 1.0)
 
 
-def correlated_normals(correlation: np.ndarray, points: int = QMC_POINTS, seed: int = 0
-                       ) -> np.ndarray:
-    """(points, K) standard normal vectors with the given correlation, from a scrambled
-    Sobol sequence (quasi-Monte Carlo: far less error than as many random draws); a
-    rank-deficient matrix through its symmetric square root."""
-    r = as_correlation(correlation)
-    values, vectors = np.linalg.eigh(r)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
-    # einsum, not @: a multi-threaded BLAS call on this small product is 30x slower on
-    # a loaded machine, and the calibration makes thousands of them
-    return np.einsum("nk,jk->nj", _base_normals(len(r), points, seed), root)
-
-
 @lru_cache(maxsize=8)
 def _base_normals(dims: int, points: int, seed: int) -> np.ndarray:
     """Independent standard normals from a scrambled Sobol sequence (made once per
@@ -155,7 +142,16 @@ def boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: 
     if np.shape(correlation) != (len(t), len(t)):
         raise AnalysisError(f"correlation matrix of shape {np.shape(correlation)} for "
                             f"{len(t)} looks")
-    return _sampled(increments, correlated_normals(correlation, points, seed))
+    # (points, K) standard normals with the given correlation, from a scrambled Sobol
+    # sequence (quasi-Monte Carlo: far less error than as many random draws); a
+    # rank-deficient matrix through its symmetric square root
+    r = as_correlation(correlation)
+    values, vectors = np.linalg.eigh(r)
+    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    # einsum, not @: a multi-threaded BLAS call on this small product is 30x slower on
+    # a loaded machine, and the calibration makes thousands of them
+    return _sampled(increments, np.einsum("nk,jk->nj", _base_normals(len(r), points, seed),
+                                          root))
 
 
 GRID_POINTS = 601
@@ -175,7 +171,9 @@ def _integrated(t: np.ndarray, increments: np.ndarray) -> np.ndarray:
     dens = stats.norm.pdf(z)
     for k in range(1, len(t)):
         step = math.sqrt(t[k] - t[k - 1])
-        w = _trapezoid_weights(z) * dens  # mass of each continuing grid point
+        h = np.diff(z)  # trapezoid weights x density: the mass of each continuing point
+        w = np.concatenate([h / 2, [0.0]]) + np.concatenate([[0.0], h / 2])
+        w = w * dens
         prev = z * math.sqrt(t[k - 1])  # the paths on the score scale S = Z sqrt(t)
 
         def excess(c: float, k=k, w=w, prev=prev, step=step) -> float:
@@ -196,14 +194,6 @@ def _integrated(t: np.ndarray, increments: np.ndarray) -> np.ndarray:
         dens = kernel @ w * math.sqrt(t[k]) / step
         z = y
     return np.array(out)
-
-
-def _trapezoid_weights(x: np.ndarray) -> np.ndarray:
-    h = np.diff(x)
-    w = np.zeros_like(x)
-    w[:-1] += h / 2
-    w[1:] += h / 2
-    return w
 
 
 def _sampled(increments: np.ndarray, z: np.ndarray) -> np.ndarray:
