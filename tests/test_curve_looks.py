@@ -15,8 +15,10 @@ from analysis.sequential.curves import (
     GateOptions,
     contrast_covariance,
     curve_contrast,
-    decide_records,
+    curve_look,
+    curve_plan,
     fails,
+    first_decision,
     make_plan,
     margin_share,
     plan_boundaries,
@@ -30,6 +32,19 @@ from tests.spending_checks import canonical_correlation, crossing_rates
 from tests.synthetic_records import write_synthetic_run
 
 LOOKS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+
+
+def regress(design: CurveDesign, new, ref, budget: float, subject: str,
+            options: GateOptions):
+    """Every look of completed records as `harness regress` takes them
+    (harness.adaptive.curves.curve_regress): the plan, then the looks in order up to the
+    first decision."""
+    plan = curve_plan(design, ref, budget, len({r.manifest["seed"] for r in new}),
+                      "CartPole-v1", options)
+    looks = []
+    while first_decision(looks) is None:
+        looks.append(curve_look(plan, new, ref, len(looks) + 1, subject, options))
+    return plan, looks
 
 
 def ar(rho: float, k: int = len(LOOKS)) -> np.ndarray:
@@ -142,8 +157,7 @@ def test_records_an_unchanged_candidate_passes_at_the_end_a_broken_one_fails_ear
     runs = load_runs([PROJECT_ROOT / "results" / "reference" / "smoke-cartpole"]).included
     ppo = [r for r in runs if r.manifest["system"] == "cleanba-ppo"]
     design = CurveDesign(LOOKS)
-    plan, looks = decide_records(design, ppo, ppo, 50_000, "ppo", "CartPole-v1",
-                                 GateOptions(delta=0.3))
+    plan, looks = regress(design, ppo, ppo, 50_000, "ppo", GateOptions(delta=0.3))
     assert [x.decision for x in looks] == ["CONTINUE"] * 5 + ["PASS"]
     assert plan.method.startswith("union bound") and plan.n_reference == 3
     assert "PASS is decided at the full budget only" in looks[0].text
@@ -154,8 +168,7 @@ def test_records_an_unchanged_candidate_passes_at_the_end_a_broken_one_fails_ear
         write_synthetic_run(tmp_path / "new", seed=s, skill=0.0, noise=0.02)
     ref = load_runs([tmp_path / "ref"]).included
     new = load_runs([tmp_path / "new"]).included
-    _, looks = decide_records(design, new, ref, 100_000, "broken", "CartPole-v1",
-                              GateOptions(delta=0.3))
+    _, looks = regress(design, new, ref, 100_000, "broken", GateOptions(delta=0.3))
     assert looks[-1].decision == "REGRESSION" and looks[-1].look < len(LOOKS), looks
     assert "stopped at" in looks[-1].text and "frames not spent" in looks[-1].text
 
@@ -166,8 +179,8 @@ def test_a_look_and_its_plan_print_one_plain_line_the_internals_only_with_verbos
         write_synthetic_run(tmp_path / "new", seed=s, skill=0.0, noise=0.02)
     ref = load_runs([tmp_path / "ref"]).included
     new = load_runs([tmp_path / "new"]).included
-    plan, looks = decide_records(CurveDesign(LOOKS), new, ref, 100_000, "broken",
-                                 "CartPole-v1", GateOptions(delta=0.3))
+    plan, looks = regress(CurveDesign(LOOKS), new, ref, 100_000, "broken",
+                          GateOptions(delta=0.3))
     internals = ("joint law", "rho", "df", "alpha")
     [line] = plan_lines(plan, "broken")
     assert not any(word in line for word in internals), line
@@ -221,7 +234,6 @@ def test_with_adaptive_seeds_regression_over_seeds_spends_only_its_share():
 
 def test_a_look_before_any_episode_ended_continues_without_spending():
     from analysis.inputs.facts import episode_x
-    from analysis.sequential.curves import curve_look, curve_plan
     from runrecord.reader import Run, Table
 
     runs = load_runs([PROJECT_ROOT / "results" / "reference" / "smoke-cartpole"]).included

@@ -241,9 +241,6 @@ class GateOptions:
     normalisers: Mapping[str, tuple[float, float]] | None = None
     allow_protocol_mismatch: bool = False
 
-    def suite_delta(self, suite: str) -> float:
-        return margin(suite, self.delta, self.normalisers).value
-
     def gate(self, new: Sequence[Run], reference: Sequence[Run], **others: Any
              ) -> RegressionResult:
         """The gate's result on these options (`others`: gate's other keywords); the
@@ -259,12 +256,22 @@ def curve_plan(design: CurveDesign, reference_runs: Sequence[Run], budget_frames
     """The plan of one gate from its reference runs (before the candidate runs):
     AnalysisError (exit 2) when the reference cannot be read at every look."""
     design.validate()
-    frames = [t * budget_frames for t in design.looks_at]
-    _, values = reference_curves(reference_runs, frames, options)
+    # the reference's per-seed metric at every look's frames (m, K); the last look: the
+    # whole runs, as the gate reads them
+    columns, seeds = [], None
+    for k, t in enumerate(design.looks_at):
+        s, v = seed_values(reference_runs, None if k == len(design.looks_at) - 1
+                           else t * budget_frames, "reference", options)
+        if seeds is not None and s != seeds:
+            raise AnalysisError(f"reference: seeds {s} at look {k + 1}, {seeds} before")
+        seeds = s
+        columns.append(v)
+    values = np.stack(columns, axis=1)
     if values.shape[0] < 2:
         raise TooFewSeeds("looks over training time need >= 2 reference seeds (the gate's "
                             "Welch bound)")
-    return make_plan(design, values, budget_frames, n_new, options.suite_delta(suite), alpha)
+    return make_plan(design, values, budget_frames, n_new,
+                     margin(suite, options.delta, options.normalisers).value, alpha)
 
 
 def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequence[Run],
@@ -304,68 +311,36 @@ def curve_look(plan: CurvePlan, new_runs: Sequence[Run], reference_runs: Sequenc
         decision = REGRESSION
     else:
         decision = PASS if res.verdict == PASS else UNDECIDED
-    return Look(CURVE_VERDICT, subject, look, {"new": res.n_new, "reference": res.n_reference},
-                upper - margin_now, -margin_now, decision,
-                look_text(plan, look, subject, decision, contrast, upper, margin_now,
-                          res.n_new, res.n_reference, others, res.verdict),
-                detail=look_detail(plan, look, subject, contrast, upper, t, df, margin_now),
-                estimate=contrast - margin_now, looks=len(plan.frames),
-                fraction=plan.looks_at[k], frames=plan.frames[k], fixed_gate=str(res.verdict))
-
-
-def look_text(plan: CurvePlan, look: int, subject: str, decision: str, contrast: float,
-              upper: float, margin_now: float, n_new: int, n_ref: int,
-              others: Sequence[str], fixed: str) -> str:
-    """The look's one line: where it is, what it decided, the estimate new - reference
-    with its repeated upper bound, the margin there and the seeds. The contrast is
-    new - (1 - rho) x reference = (new - reference) + margin, so the line subtracts the
-    margin back out to speak in the reader's difference."""
-    k = look - 1
+    # The contrast is new - (1 - rho) x reference = (new - reference) + margin: the line
+    # subtracts the margin back out to speak in the reader's difference.
     where = (f"look {look}/{len(plan.frames)} at {plan.looks_at[k]:.0%} of the budget "
              f"({plan.frames[k]:,.0f} frames)")
     bound = (f"new - reference {signed(contrast - margin_now)}, repeated upper bound "
-             f"{signed(upper - margin_now)}, margin -{margin_now:.3f}; {n_new} new vs {n_ref} "
-             f"reference {'seed' if n_ref == 1 else 'seeds'}")
+             f"{signed(upper - margin_now)}, margin -{margin_now:.3f}; {res.n_new} new vs "
+             f"{res.n_reference} reference {'seed' if res.n_reference == 1 else 'seeds'}")
     rules = f"; rule(s) fired: {', '.join(others)}" if others else ""
     tail = ""
     if decision == CONTINUE:
         tail = "; PASS is decided at the full budget only"
-    elif decision == REGRESSION and look < len(plan.frames):
+    elif decision == REGRESSION and not last:
         tail = (f"; stopped at {plan.looks_at[k]:.0%} of the budget, "
                 f"{1 - plan.looks_at[k]:.0%} of its frames not spent")
-    elif look == len(plan.frames):
-        tail = f"; the fixed gate at the full budget says {fixed}"
-    return f"{CURVE_VERDICT} {subject}: {where}: {decision}; {bound}{rules}{tail}"
-
-
-def look_detail(plan: CurvePlan, look: int, subject: str, contrast: float, upper: float,
-                t: float, df: float, margin_now: float) -> str:
-    """The look's statistic as the design tests it (shown with --verbose)."""
-    return (f"  {subject} look {look}: new - (1 - rho) x reference = {signed(contrast, 4)}, repeated upper bound {signed(upper, 4)} (t {t:.2f}, "
-            f"{df:.1f} df) vs 0; margin here {margin_now:.4f} (rho {plan.rho:.2f} of the "
-            "reference's progress)")
+    elif last:
+        tail = f"; the fixed gate at the full budget says {res.verdict}"
+    # the detail (--verbose): the look's statistic as the design tests it
+    detail = (f"  {subject} look {look}: new - (1 - rho) x reference = {signed(contrast, 4)}, "
+              f"repeated upper bound {signed(upper, 4)} (t {t:.2f}, {df:.1f} df) vs 0; "
+              f"margin here {margin_now:.4f} (rho {plan.rho:.2f} of the reference's progress)")
+    return Look(CURVE_VERDICT, subject, look, {"new": res.n_new, "reference": res.n_reference},
+                upper - margin_now, -margin_now, decision,
+                f"{CURVE_VERDICT} {subject}: {where}: {decision}; {bound}{rules}{tail}",
+                detail=detail, estimate=contrast - margin_now, looks=len(plan.frames),
+                fraction=plan.looks_at[k], frames=plan.frames[k], fixed_gate=str(res.verdict))
 
 
 def first_decision(looks: Sequence[Look]) -> Look | None:
     """The first decided look (a later one never overturns it), or None."""
     return next((x for x in sorted(looks, key=lambda x: x.look) if x.decided), None)
-
-
-def decide_records(design: CurveDesign, new_runs: Sequence[Run],
-                   reference_runs: Sequence[Run], budget_frames: float, subject: str,
-                   suite: str, options: GateOptions = GateOptions(),
-                   alpha: float | None = None) -> tuple[CurvePlan, list[Look]]:
-    """Every look of one gate from records that reach the full budget (`harness
-    regress` after the fact, the calibration's real-record check): looks in order up to
-    the first decision."""
-    n_new = len(seed_values(new_runs, None, "new runs", options)[0])
-    plan = curve_plan(design, reference_runs, budget_frames, n_new, suite, options, alpha)
-    out: list[Look] = []
-    for look in range(1, len(plan.frames) + 1):
-        out.append(curve_look(plan, new_runs, reference_runs, look, subject, options))
-        if out[-1].decided:
-            break
-    return plan, out
 
 
 def plan_lines(plan: CurvePlan, subject: str, verbose: bool = False) -> list[str]:
@@ -415,18 +390,3 @@ def seed_values(runs: Sequence[Run], frames: float | None, side: str, options: G
     seeds = collapse_seed_copies(groups, side, attr=score)
     values = SEED_METRICS[seed_metric](seeds.values, seeds.tasks)
     return list(seeds.seeds), np.asarray(values, dtype=np.float64)
-
-
-def reference_curves(runs: Sequence[Run], frames: Sequence[float], options: GateOptions
-                     ) -> tuple[list[int], np.ndarray]:
-    """(seeds, values (m, K)): the reference's per-seed metric at every look's frames
-    (the last look: the whole runs, as the gate reads them)."""
-    columns, seeds = [], None
-    for k, f in enumerate(frames):
-        s, v = seed_values(runs, None if k == len(frames) - 1 else f, "reference", options)
-        if seeds is not None and s != seeds:
-            raise AnalysisError(f"reference: seeds {s} at look {k + 1}, {seeds} before")
-        seeds = s
-        columns.append(v)
-    assert seeds is not None
-    return seeds, np.stack(columns, axis=1)

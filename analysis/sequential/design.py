@@ -150,9 +150,6 @@ class SequentialDesign:
         return (f"{counted(len(seeds), 'look')} at {', '.join(map(str, seeds))} seeds per side, "
                 f"{self.spending} alpha spending, alpha {self.alpha:g}")
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @lru_cache(maxsize=256)
 def _boundaries(fractions: tuple[float, ...], alpha: float, spending: str
@@ -342,24 +339,6 @@ def _needs(at_zero: int | None, at_seen: int | None, seen: float, delta: float,
             f"planner, {sd_text})")
 
 
-def boundary_table(design: SequentialDesign, reference_seeds: int) -> str:
-    """Per look: seeds, information, alpha spent, the PASS boundary (normal, and as t at
-    the 2(n - 1) df of equal spreads), DIFFERENT's, and the gate's vs the reference."""
-    seeds = design.seeds_at_looks()
-    t = design.information_fractions()
-    spent = spent_alpha(t, design.alpha, design.spending)
-    c, c_diff = design.boundaries(), design.boundaries(design.different_alpha)
-    c_gate = design.boundaries(fixed_seeds=reference_seeds)
-    head = ["look", "seeds per side", "information", "alpha spent", "PASS c",
-            "as t at 2(n-1) df", "DIFFERENT c", f"gate c (vs {reference_seeds} reference)"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for k, n in enumerate(seeds):
-        lines.append(f"| {k + 1} | {n} | {t[k]:.2f} | {spent[k]:.4f} | {c[k]:.3f} | "
-                     f"{float(t_scale(c[k], 2 * (n - 1))):.2f} | {c_diff[k]:.3f} | "
-                     f"{c_gate[k]:.3f} |")
-    return "\n".join(lines)
-
-
 def _row(name: str, delta: float, zero: Paths, at_margin: Paths, fixed: int | None) -> str:
     return (f"| {name} | {delta:g} | {zero.passed.mean():.1%} | {zero.seeds.mean():.2f} | "
             f"{seeds_cell(fixed, PLAN_MAX_SEEDS)} | {at_margin.passed.mean():.3f} |")
@@ -394,12 +373,24 @@ def design_plan_lines(design: SequentialDesign, spread: Spread, suite: str, *,
                     gate_seeds_needed(given_spread(spread.sd_seed), gate.value,
                                       float(g_zero.passed.mean()), m, sims,
                                       max_seeds=PLAN_MAX_SEEDS))
+    # the boundary table: per look seeds, information, alpha spent, the PASS boundary
+    # (normal, and as t at the 2(n - 1) df of equal spreads), DIFFERENT's, and the gate's
+    t = design.information_fractions()
+    spent = spent_alpha(t, design.alpha, design.spending)
+    head = ["look", "seeds per side", "information", "alpha spent", "PASS c",
+            "as t at 2(n-1) df", "DIFFERENT c", f"gate c (vs {m} reference)"]
+    table = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for k, n in enumerate(planned.seeds):
+        c = planned.passing[k]
+        table.append(f"| {k + 1} | {n} | {t[k]:.2f} | {spent[k]:.4f} | {c:.3f} | "
+                     f"{float(t_scale(c, 2 * (n - 1))):.2f} | {planned.different[k]:.3f} | "
+                     f"{gate_b.passing[k]:.3f} |")
     head = ["verdict", "delta", "P(PASS) by the cap at 0", "expected seeds per side at 0",
             "fixed design: seeds for the same power", "false pass at the margin"]
     return [f"design: {design.describe()}",
             margins,
             f"spread: {spread.describe()}",
-            boundary_table(design, m), "",
+            "\n".join(table), "",
             f"normal per-seed values, {sims} simulations, seed {seed}:",
             "| " + " | ".join(head) + " |", "|" + "---|" * len(head), eq_row, gate_row,
             f"planned in {time.perf_counter() - start:.1f} s"]

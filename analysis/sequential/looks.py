@@ -41,7 +41,6 @@ from analysis.sequential.design import (
     sequential_gate_power,
 )
 from analysis.sequential.spending import t_scale
-from analysis.stats.welch import WelchInterval
 from analysis.verdicts.compare import pair_groups
 from analysis.verdicts.equivalence import PASS, REGRESSION, EquivalenceResult, equivalence
 from analysis.verdicts.gate import DEFAULT_GATE_METRIC
@@ -49,7 +48,6 @@ from analysis.verdicts.margins import margin
 from analysis.verdicts.regression import AGGREGATE_RULE, ReferenceSpread, RegressionResult
 from analysis.verdicts.seed_pairing import SEED_METRICS
 from analysis.verdicts.seedplan import (
-    Spread,
     equivalence_seeds_needed,
     gate_seeds_needed,
     given_spread,
@@ -92,11 +90,15 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
     if unknown:
         raise AnalysisError(f"sequential verdicts {unknown}; valid: {', '.join(VERDICTS)}")
     out: list[Look] = []
-    if "equivalence" in verdicts:
-        out += equivalence_looks(runs, design, look, delta=delta, metric=metric,
-                                 reference=reference, group_by=group_by, last_n=last_n,
-                                 normalisers=normalisers,
-                                 allow_protocol_mismatch=allow_protocol_mismatch)
+    if "equivalence" in verdicts:  # one Look per pair `python -m analysis equivalence` compares
+        a = analyse(RunSet(included=list(runs)), group_by=group_by, last_n=last_n,
+                    normalisers=normalisers, allow_protocol_mismatch=allow_protocol_mismatch)
+        for name, suite in zip(a.suite_names, a.suites, strict=True):
+            m = margin(name, delta, normalisers)
+            for group, ref in pair_groups(suite, reference=reference).pairs:
+                res = equivalence(group, ref, m.value, margin=m.describe(),
+                                  metric=SEED_METRICS[metric], metric_name=metric)
+                out.append(pair_look(res, group, ref, design, look, f"{name}: ", metric))
     if "gate" in verdicts:
         if not reference_runs:
             raise AnalysisError("the sequential gate needs reference runs (the fixed "
@@ -107,38 +109,13 @@ def sweep_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
                               allow_protocol_mismatch=allow_protocol_mismatch)
         out += gate_looks(runs, reference_runs, design, look, options, spread=spread,
                           regression_alpha=regression_alpha)
-    return [_kept(x, previous) for x in out]
-
-
-def _kept(new: Look, previous: Sequence[Look]) -> Look:
-    """`new`, or the first earlier decision of the same verdict and subject, repeated."""
-    earlier = sorted((p for p in previous if p.verdict == new.verdict
-                      and p.subject == new.subject and p.look < new.look and p.decided
-                      and p.decision != UNDECIDED), key=lambda p: p.look)
-    if not earlier:
-        return new
-    first = earlier[0]
-    return replace(first, look=new.look, seeds=new.seeds,
-                   text=f"{first.text} (decided at look {first.look}; kept)")
-
-
-def equivalence_looks(runs: Sequence[Run], design: SequentialDesign, look: int, *,
-                      delta: float | None = None, metric: str = "iqm",
-                      reference: str | None = None, group_by: str = "layout.name",
-                      last_n: int = DEFAULT_LAST_N,
-                      normalisers: Mapping[str, tuple[float, float]] | None = None,
-                      allow_protocol_mismatch: bool = False) -> list[Look]:
-    """One Look per (group, reference) pair of every suite of `runs` (the pairs
-    `python -m analysis equivalence` compares), at look index `look`."""
-    a = analyse(RunSet(included=list(runs)), group_by=group_by, last_n=last_n,
-                normalisers=normalisers, allow_protocol_mismatch=allow_protocol_mismatch)
-    out: list[Look] = []
-    for name, suite in zip(a.suite_names, a.suites, strict=True):
-        m = margin(name, delta, normalisers)
-        for group, ref in pair_groups(suite, reference=reference).pairs:
-            res = equivalence(group, ref, m.value, margin=m.describe(),
-                              metric=SEED_METRICS[metric], metric_name=metric)
-            out.append(pair_look(res, group, ref, design, look, f"{name}: ", metric))
+    for i, new in enumerate(out):  # the first earlier decision of its subject, repeated
+        first = min((p for p in previous if p.verdict == new.verdict
+                     and p.subject == new.subject and p.look < new.look and p.decided
+                     and p.decision != UNDECIDED), key=lambda p: p.look, default=None)
+        if first is not None:
+            out[i] = replace(first, look=new.look, seeds=new.seeds,
+                             text=f"{first.text} (decided at look {first.look}; kept)")
     return out
 
 
@@ -157,16 +134,31 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     if res.bitwise.identical:
         decision, statistic = PASS, 0.0
     subject = f"{prefix}{res.group_a} vs {res.group_b}"
-    names = ("final", "AUC")
-    lines = [f"{name} diff {signed(w.diff)} {_interval(w, c_pass)}"
-             for name, w in zip(names, ws, strict=True)]
+    lines, designs = [], []
+    for name, w in (("final", res.final), ("AUC", res.auc)):
+        if not np.isfinite(w.se):
+            lines.append(f"{name} diff {signed(w.diff)} no repeated CI (a side with one seed "
+                         "has no spread)")
+            designs.append(f"{name}: no spread")
+            continue
+        t, t_diff = (float(t_scale(c, w.df)) for c in (c_pass, c_diff))
+        lines.append(f"{name} diff {signed(w.diff)} repeated CI [{signed(w.diff - t * w.se)}, "
+                     f"{signed(w.diff + t * w.se)}]")
+        # how the repeated CI is built (the look's detail, --verbose)
+        designs.append(f"{name}: t {t:.2f}, {w.df:.1f} df; DIFFERENT when +-{t_diff:.2f} se "
+                       "excludes 0")
     detail = (f"largest |end| of the repeated {1 - 2 * design.alpha:.0%} CIs "
               f"{f'{statistic:.3f}' if np.isfinite(statistic) else 'n/a'}; "
-              + "; ".join(f"{name}: {_interval_design(w, c_pass, c_diff)}"
-                          for name, w in zip(names, ws, strict=True)))
-    spread = _spread(group, ref, metric)
+              + "; ".join(designs))
+    # the pooled per-seed spread of the pair's two metrics (none with < 2 seeds a side or
+    # no spread at all)
+    f = SEED_METRICS[metric]
+    blocks = [np.stack([f(g.final, g.tasks), f(g.auc, g.tasks)], axis=1) for g in (group, ref)]
+    sd_f, sd_a, rho, _ = pooled_spread(blocks) if min(map(len, blocks)) >= 2 \
+        else (0.0, 0.0, 0.0, 0)
     fixed = needs = None
-    if spread is not None:
+    if sd_f > 0 and sd_a > 0:
+        spread = given_spread(sd_f, sd_a, rho)
         power = sequential_equivalence_power(design, spread, res.delta)
         fixed = equivalence_seeds_needed(spread, res.delta, power, max_seeds=PLAN_MAX_SEEDS) \
             if power >= MIN_COMPARABLE_POWER else None
@@ -185,36 +177,6 @@ def pair_look(res: EquivalenceResult, group: GroupScores, ref: GroupScores,
     return Look("equivalence", subject, look, {res.group_a: len(res.seeds_a),
                                                res.group_b: len(res.seeds_b)},
                 statistic, float(res.delta), decision, text, needs or "", fixed, detail)
-
-
-def _interval(w: WelchInterval, c_pass: float) -> str:
-    """`repeated CI [lo, hi]`, or why there is none."""
-    if not np.isfinite(w.se):
-        return "no repeated CI (a side with one seed has no spread)"
-    t = float(t_scale(c_pass, w.df))
-    return f"repeated CI [{signed(w.diff - t * w.se)}, {signed(w.diff + t * w.se)}]"
-
-
-def _interval_design(w: WelchInterval, c_pass: float, c_diff: float) -> str:
-    """How the repeated CI is built: `t 4.30, 2.0 df; DIFFERENT when +-6.96 se excludes
-    0` (the look's detail, --verbose)."""
-    if not np.isfinite(w.se):
-        return "no spread"
-    t, t_diff = (float(t_scale(c, w.df)) for c in (c_pass, c_diff))
-    return f"t {t:.2f}, {w.df:.1f} df; DIFFERENT when +-{t_diff:.2f} se excludes 0"
-
-
-def _spread(group: GroupScores, ref: GroupScores, metric: str) -> Spread | None:
-    """Pooled per-seed spread of the pair's two metrics (None with < 2 seeds a side or
-    no spread at all)."""
-    f = SEED_METRICS[metric]
-    blocks = [np.stack([f(g.final, g.tasks), f(g.auc, g.tasks)], axis=1) for g in (group, ref)]
-    if min(len(b) for b in blocks) < 2:
-        return None
-    sd_f, sd_a, rho, _ = pooled_spread(blocks)
-    if not (sd_f > 0 and sd_a > 0):
-        return None
-    return given_spread(sd_f, sd_a, rho)
 
 
 def gate_looks(runs: Sequence[Run], reference_runs: Sequence[Run], design: SequentialDesign,

@@ -75,27 +75,15 @@ def t_scale(c: np.ndarray | float, df: np.ndarray | float) -> np.ndarray:
     return t_upper(stats.norm.sf(np.asarray(c, dtype=np.float64)), df)
 
 
+# How the looks' joint law is taken: estimated from the reference's curves, the union
+# bound (any correlation), or the canonical independent-increments law (calibration only:
+# the textbook law, wrong for looks along a curve, kept to show why).
 UNION = "union"
 CANONICAL = "canonical"
 ESTIMATED = "reference"
-CORRELATIONS = (ESTIMATED, UNION, CANONICAL)
-"""How the looks' joint law is taken: estimated from the reference's curves, the union
-bound (any correlation), or the canonical independent-increments law (calibration only:
-the textbook law, wrong for looks along a curve, kept to show why)."""
 
 QMC_POINTS = 2**18
 """Quasi-Monte Carlo points of the joint law the boundaries are solved on (~0.2 s)."""
-
-
-def _increments(t: np.ndarray, alpha: float, spending: str) -> np.ndarray:
-    """alpha(t_k) - alpha(t_{k-1}) per look; AnalysisError for fractions that do not
-    increase within (0, 1] or an alpha outside (0, 0.5)."""
-    if t.ndim != 1 or len(t) == 0 or np.any(np.diff(t) <= 0) or t[0] <= 0 or t[-1] > 1 + 1e-12:
-        raise AnalysisError(f"look fractions must increase within (0, 1], got "
-                            f"{list(map(float, t))}")
-    if not 0 < alpha < 0.5:
-        raise AnalysisError(f"alpha must be in (0, 0.5), got {alpha}")
-    return np.diff(np.concatenate([[0.0], spent_alpha(t, alpha, spending)]))
 
 
 def as_correlation(matrix: np.ndarray) -> np.ndarray:
@@ -108,19 +96,6 @@ def as_correlation(matrix: np.ndarray) -> np.ndarray:
                             "others is undefined")
     r = m / np.outer(d, d)
     return np.clip((r + r.T) / 2, -1.0, 1.0)
-
-
-def correlated_normals(correlation: np.ndarray, points: int = QMC_POINTS, seed: int = 0
-                       ) -> np.ndarray:
-    """(points, K) standard normal vectors with the given correlation, from a scrambled
-    Sobol sequence (quasi-Monte Carlo: far less error than as many random draws); a
-    rank-deficient matrix through its symmetric square root."""
-    r = as_correlation(correlation)
-    values, vectors = np.linalg.eigh(r)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
-    # einsum, not @: a multi-threaded BLAS call on this small product is 30x slower on
-    # a loaded machine, and the calibration makes thousands of them
-    return np.einsum("nk,jk->nj", _base_normals(len(r), points, seed), root)
 
 
 @lru_cache(maxsize=8)
@@ -148,7 +123,13 @@ def boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: 
     beyond them (0.17 off on the normal scale). Any other law has no such recursion; it
     is solved on one seeded quasi-Monte Carlo sample of the law, look by look."""
     t = np.asarray(fractions, dtype=np.float64)
-    increments = _increments(t, alpha, spending)
+    if t.ndim != 1 or len(t) == 0 or np.any(np.diff(t) <= 0) or t[0] <= 0 or t[-1] > 1 + 1e-12:
+        raise AnalysisError(f"look fractions must increase within (0, 1], got "
+                            f"{list(map(float, t))}")
+    if not 0 < alpha < 0.5:
+        raise AnalysisError(f"alpha must be in (0, 0.5), got {alpha}")
+    # alpha(t_k) - alpha(t_{k-1}) per look
+    increments = np.diff(np.concatenate([[0.0], spent_alpha(t, alpha, spending)]))
     if isinstance(correlation, str):
         if correlation == CANONICAL:
             return _integrated(t, increments)
@@ -161,7 +142,16 @@ def boundaries(fractions: Sequence[float] | np.ndarray, alpha: float, spending: 
     if np.shape(correlation) != (len(t), len(t)):
         raise AnalysisError(f"correlation matrix of shape {np.shape(correlation)} for "
                             f"{len(t)} looks")
-    return _sampled(increments, correlated_normals(correlation, points, seed))
+    # (points, K) standard normals with the given correlation, from a scrambled Sobol
+    # sequence (quasi-Monte Carlo: far less error than as many random draws); a
+    # rank-deficient matrix through its symmetric square root
+    r = as_correlation(correlation)
+    values, vectors = np.linalg.eigh(r)
+    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    # einsum, not @: a multi-threaded BLAS call on this small product is 30x slower on
+    # a loaded machine, and the calibration makes thousands of them
+    return _sampled(increments, np.einsum("nk,jk->nj", _base_normals(len(r), points, seed),
+                                          root))
 
 
 GRID_POINTS = 601
@@ -181,7 +171,9 @@ def _integrated(t: np.ndarray, increments: np.ndarray) -> np.ndarray:
     dens = stats.norm.pdf(z)
     for k in range(1, len(t)):
         step = math.sqrt(t[k] - t[k - 1])
-        w = _trapezoid_weights(z) * dens  # mass of each continuing grid point
+        h = np.diff(z)  # trapezoid weights x density: the mass of each continuing point
+        w = np.concatenate([h / 2, [0.0]]) + np.concatenate([[0.0], h / 2])
+        w = w * dens
         prev = z * math.sqrt(t[k - 1])  # the paths on the score scale S = Z sqrt(t)
 
         def excess(c: float, k=k, w=w, prev=prev, step=step) -> float:
@@ -202,14 +194,6 @@ def _integrated(t: np.ndarray, increments: np.ndarray) -> np.ndarray:
         dens = kernel @ w * math.sqrt(t[k]) / step
         z = y
     return np.array(out)
-
-
-def _trapezoid_weights(x: np.ndarray) -> np.ndarray:
-    h = np.diff(x)
-    w = np.zeros_like(x)
-    w[:-1] += h / 2
-    w[1:] += h / 2
-    return w
 
 
 def _sampled(increments: np.ndarray, z: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ same tasks when asked.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from analysis.errors import AnalysisError
@@ -213,18 +213,6 @@ class Comparisons:
         return self.results[0] if len(self.results) == 1 else {"comparisons": self.results}
 
 
-def metrics_table(res: EquivalenceResult) -> TableData:
-    """Both metrics of one verdict: means, difference and its 90% CI (what PASS reads)
-    and its CI at the level DIFFERENT reads, paired or Welch as the verdict is."""
-    pct = f"{DIFFERENT_LEVEL:.1%}"
-    fewest = min(len(res.seeds_a), len(res.seeds_b))
-    rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{signed(w.diff)}",
-             ci_text(w.ci90, fewest), ci_text(different_ci(w), fewest)]
-            for name, w in res.metrics()]
-    return TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
-                                  "90% CI", f"{pct} CI"], rows)
-
-
 def heading(p: SuitePair) -> str:
     """The heading of one comparison's block (a markdown heading: the block is the table,
     the verdict line and the lines under it)."""
@@ -264,7 +252,7 @@ def pair_verdicts(pairs: Iterable[SuitePair], margin_of: Callable[[str], Margin]
                   metric: str = "iqm", unpaired: bool = False) -> Iterator[PairVerdict]:
     """Welch TOST of each pair at the margin of its suite (`margin_of(suite name)`) on the
     per-seed `metric` (a SEED_METRICS key), in the pairs' order. The one loop over pairs:
-    the CLI (compare_pairs, where a pair without a verdict is an error) and the report
+    the CLI (equivalence_verdicts, where a pair without a verdict is an error) and the report
     (analysis.output.report, where it is a warning) both read it."""
     for p in pairs:
         m = margin_of(p.suite)
@@ -278,17 +266,24 @@ def pair_verdicts(pairs: Iterable[SuitePair], margin_of: Callable[[str], Margin]
         yield PairVerdict(p, res)
 
 
-def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
-                  normalisers: Mapping[str, tuple[float, float]] | None = None,
-                  metric: str = "iqm", bitwise_only: bool = False,
-                  unpaired: bool = False, tables: bool = True) -> Comparisons:
-    """TOST of each pair at its suite's margin (or `delta`) on the per-seed `metric` (a
-    SEED_METRICS key), paired by seed where the pairing holds (`unpaired`: Welch);
-    bitwise_only: only whether the records are identical. `tables`: each verdict's
-    lines open with its per-metric table (means, 90% and 97.5% CIs) and follow with its
-    design line (paired or Welch, df; the CLI's --verbose); the verdict line carries
-    the outcome, estimate, CI, margin and seeds."""
-    out = Comparisons()
+def equivalence_verdicts(a: Analysis, *, group: str | None = None,
+                         reference: str | None = None, delta: float | None = None,
+                         normalisers: Mapping[str, tuple[float, float]] | None = None,
+                         metric: str = "iqm", bitwise_only: bool = False,
+                         unpaired: bool = False, tables: bool = True) -> Comparisons:
+    """Every equivalence verdict of an analysis: the pairs of analysis_pairs (only the
+    Atari suite for metric atari5-median, a warning naming the others), each a TOST at
+    its suite's margin (or `delta`) on the per-seed `metric` (a SEED_METRICS key), paired
+    by seed where the pairing holds (`unpaired`: Welch); bitwise_only: only whether the
+    records are identical. `tables`: each verdict's lines open with its per-metric table
+    (means, 90% and 97.5% CIs) and follow with its design line (paired or Welch, df; the
+    CLI's --verbose); the verdict line carries the outcome, estimate, CI, margin and
+    seeds. AnalysisError when there is nothing to compare."""
+    suites = ["Atari"] if metric == "atari5-median" else None
+    skipped = [f"{name}: no verdict (--metric atari5-median is for Atari)"
+               for name in a.suite_names if suites and name not in suites]
+    pairs, warnings = analysis_pairs(a, group, reference, suites)
+    out = Comparisons(warnings=skipped + warnings)
     if bitwise_only:
         for p in pairs:
             ga, gb = p.group, p.reference
@@ -304,7 +299,7 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
             out.lines += [p.prefix + determinism_line(ga.group, gb.group, tier,
                                                       bw.identical),
                           p.prefix + stacks.line(ga.group, gb.group)]
-            out.results.append({"group_a": ga.group, "reference": gb.group, **bw.as_dict(),
+            out.results.append({"group_a": ga.group, "reference": gb.group, **asdict(bw),
                                 "determinism": tier, "stacks": stacks.as_dict(),
                                 "stack_line": stacks.line(ga.group, gb.group)})
             out.exit_code = worst_exit(out.exit_code, EXIT_OK if bw.identical else EXIT_FAILED)
@@ -320,7 +315,15 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
                    and res.determinism.startswith(UNKNOWN) else [])]
         if extra:
             res = replace(res, notes=[*res.notes, *extra])
-        table = [metrics_table(res).markdown()] if tables else []
+        # both metrics: means, difference and its 90% CI (what PASS reads) and its CI at
+        # the level DIFFERENT reads, paired or Welch as the verdict is
+        fewest = min(len(res.seeds_a), len(res.seeds_b))
+        rows = [[name, f"{w.mean_a:.3f}", f"{w.mean_b:.3f}", f"{signed(w.diff)}",
+                 ci_text(w.ci90, fewest), ci_text(different_ci(w), fewest)]
+                for name, w in res.metrics()]
+        table = [TableData("eq", "eq", ["metric (per seed)", "A", "reference", "A - ref",
+                                        "90% CI", f"{DIFFERENT_LEVEL:.1%} CI"],
+                           rows).markdown()] if tables else []
         design = [p.prefix + res.design_line()] if tables else []
         out.lines += [*([""] if out.lines else []), heading(p), *table,
                       p.prefix + res.line(), *design,
@@ -328,22 +331,4 @@ def compare_pairs(pairs: Sequence[SuitePair], *, delta: float | None = None,
         out.lines += [f"note: {n}" for n in res.notes]
         out.results.append({**res.as_dict(), "suite": p.prefix[:-2] or None})
         out.exit_code = worst_exit(out.exit_code, res.exit_code)
-    return out
-
-
-def equivalence_verdicts(a: Analysis, *, group: str | None = None,
-                         reference: str | None = None, delta: float | None = None,
-                         normalisers: Mapping[str, tuple[float, float]] | None = None,
-                         metric: str = "iqm", bitwise_only: bool = False,
-                         unpaired: bool = False, tables: bool = True) -> Comparisons:
-    """Every equivalence verdict of an analysis: the pairs of analysis_pairs (only the
-    Atari suite for metric atari5-median, a warning naming the others), compared by
-    compare_pairs. AnalysisError when there is nothing to compare."""
-    suites = ["Atari"] if metric == "atari5-median" else None
-    skipped = [f"{name}: no verdict (--metric atari5-median is for Atari)"
-               for name in a.suite_names if suites and name not in suites]
-    pairs, warnings = analysis_pairs(a, group, reference, suites)
-    out = compare_pairs(pairs, delta=delta, normalisers=normalisers, metric=metric,
-                        bitwise_only=bitwise_only, unpaired=unpaired, tables=tables)
-    out.warnings = skipped + warnings
     return out

@@ -153,25 +153,19 @@ class BitwiseResult:
     compared_pairs: int
     detail: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-def _columns_equal(x: np.ndarray, y: np.ndarray) -> bool:
+def _same_column(run_a: Run, run_b: Run, table: str, col: str) -> bool:
+    """Whether one column of two runs is equal, from the cache's digests when both runs
+    have them (same answer: analysis.inputs.facts.column_digest), else from the tables."""
+    da, db = stored_digest(run_a, table, col), stored_digest(run_b, table, col)
+    if da is not None and db is not None and da[0] == db[0]:
+        return bool(da == db)
+    x, y = getattr(run_a, table)[col], getattr(run_b, table)[col]
     if x.shape != y.shape:
         return False
     if x.dtype.kind == "f" and y.dtype.kind == "f":
         return bool(np.array_equal(x, y, equal_nan=True))
     return [str(v) for v in x] == [str(v) for v in y]
-
-
-def _same_column(run_a: Run, run_b: Run, table: str, col: str) -> bool:
-    """_columns_equal of one column of two runs, from the cache's digests when both runs
-    have them (same answer: analysis.inputs.facts.column_digest), else from the tables."""
-    da, db = stored_digest(run_a, table, col), stored_digest(run_b, table, col)
-    if da is not None and db is not None and da[0] == db[0]:
-        return bool(da == db)
-    return _columns_equal(getattr(run_a, table)[col], getattr(run_b, table)[col])
 
 
 def records_identical(run_a: Run, run_b: Run) -> str | None:
@@ -369,12 +363,6 @@ class EquivalenceResult:
         return d
 
 
-def _seed_order(g: GroupScores, paired: bool) -> np.ndarray:
-    """Row indices of a group in seed order when paired (the rows of both sides then
-    line up seed by seed), else as they are."""
-    return np.argsort(g.seeds, kind="stable") if paired else np.arange(len(g.seeds))
-
-
 def equivalence(a: GroupScores, b: GroupScores, delta: float = ATARI_DEFAULT_DELTA, *,
                 metric: SeedMetric = iqm_over_tasks, metric_name: str = "iqm",
                 margin: str = "", unpaired: bool = False) -> EquivalenceResult:
@@ -396,8 +384,10 @@ def equivalence(a: GroupScores, b: GroupScores, delta: float = ATARI_DEFAULT_DEL
     # Identical records have the same seeds and scores: paired, their differences are
     # exactly 0, which is what is shown (the verdict is PASS on the identity alone).
     paired = design.paired or bitwise.identical
-    # paired: rows in seed order on both sides (GroupScores rows follow its seeds)
-    ia, ib = _seed_order(a, paired), _seed_order(b, paired)
+    # paired: rows in seed order on both sides (GroupScores rows follow its seeds), so
+    # that they line up seed by seed; else as they are
+    ia, ib = ((np.argsort(g.seeds, kind="stable") if paired else np.arange(len(g.seeds)))
+              for g in (a, b))
     final_a, final_b = metric(a.final[ia], a.tasks), metric(b.final[ib], b.tasks)
     auc_a, auc_b = metric(a.auc[ia], a.tasks), metric(b.auc[ib], b.tasks)
     decision = equivalence_decision(final_a, final_b, auc_a, auc_b, delta, paired=paired,

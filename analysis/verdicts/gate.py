@@ -180,8 +180,19 @@ def gate(
         selected = list(layouts) if layouts is not None else sorted(new_groups)
         _check_layouts(new_groups, selected, "new runs", system, _games(new), warnings)
         seeds = collapse_seed_copies(chosen_groups(new_groups, selected), "new", attr=score)
-        number, spread = _reference_number(float(reference), spread, reference_unit, suite,
-                                           seeds.tasks, metric, normalisers)
+        # the number (and its sd) in the gate's normalised units, refused (exit 2) when
+        # it cannot be in them (analysis.scales.normalize)
+        number = float(reference)
+        if reference_unit not in REFERENCE_UNITS:
+            raise AnalysisError(f"reference unit {reference_unit!r}; valid: "
+                                f"{', '.join(REFERENCE_UNITS)}")
+        if reference_unit == RETURN_UNIT:
+            if metric not in ("iqm", "final"):
+                raise AnalysisError(f"--reference-unit return is a final return: it needs "
+                                    f"--metric iqm (or final), not {metric}")
+            number, sd = return_to_normalised(number, spread.sd, seeds.tasks, normalisers)
+            spread = replace(spread, sd=sd)
+        check_reference_number(number, spread.sd, suite, seeds.tasks, normalisers)
         res = regression(SEED_METRICS[seed_metric](seeds.values, seeds.tasks),
                          number, m.value, confidence, spread)
         raw = ([f"--reference {float(reference):g} is a raw {seeds.tasks[0]} return: "
@@ -198,24 +209,6 @@ def gate(
 
 RETURN_UNIT = "return"
 REFERENCE_UNITS = ("normalised", RETURN_UNIT)
-
-
-def _reference_number(value: float, spread: ReferenceSpread, unit: str, suite: str,
-                      games: Sequence[str], metric: str,
-                      normalisers: Mapping[str, tuple[float, float]] | None
-                      ) -> tuple[float, ReferenceSpread]:
-    """A reference number (and its sd) in the gate's normalised units, refused (exit 2)
-    when it cannot be in them (analysis.scales.normalize)."""
-    if unit not in REFERENCE_UNITS:
-        raise AnalysisError(f"reference unit {unit!r}; valid: {', '.join(REFERENCE_UNITS)}")
-    if unit == RETURN_UNIT:
-        if metric not in ("iqm", "final"):
-            raise AnalysisError(f"--reference-unit return is a final return: it needs "
-                                f"--metric iqm (or final), not {metric}")
-        value, sd = return_to_normalised(value, spread.sd, games, normalisers)
-        spread = replace(spread, sd=sd)
-    check_reference_number(value, spread.sd, suite, games, normalisers)
-    return value, spread
 
 
 def _check_layouts(groups: Mapping[str, GroupScores], selected: Sequence[str], side: str,

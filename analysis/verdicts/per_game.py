@@ -124,14 +124,6 @@ def collapsed_games(new: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return collapsed(new.max(axis=-2), ref.mean(axis=-2), _seed_sd(ref), new.min(axis=-2))
 
 
-def relative_scale(new: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(new, reference) / the reference's per-game mean, NaN on games not learned."""
-    new = np.asarray(new, dtype=np.float64)
-    ref = np.asarray(reference, dtype=np.float64)
-    scale = np.where(_reference_learned(ref), ref.mean(axis=-2), np.nan)[..., None, :]
-    return new / scale, ref / scale
-
-
 def mean_relative_bounds(new: np.ndarray, reference: np.ndarray, *,
                          confidence: float = 0.95, paired: bool = False
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -139,7 +131,11 @@ def mean_relative_bounds(new: np.ndarray, reference: np.ndarray, *,
     (new - reference mean relative score, its one-sided lower and upper `confidence`
     bounds), each (...). Zero spread: both bounds are the difference. `paired`: row s of
     both sides is the same seed (paired t of the per-seed differences), else Welch."""
-    x, y = relative_scale(new, reference)
+    new = np.asarray(new, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    # relative to the reference's per-game mean, NaN on games not learned
+    scale = np.where(_reference_learned(ref), ref.mean(axis=-2), np.nan)[..., None, :]
+    x, y = new / scale, ref / scale
     with np.errstate(all="ignore"):
         a, b = np.nanmean(x, axis=-1), np.nanmean(y, axis=-1)
     diff, se, df = paired_stats(a, b) if paired else welch_stats(a, b)

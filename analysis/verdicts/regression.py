@@ -188,14 +188,6 @@ def three_way(passed: np.ndarray | bool, failed: np.ndarray | bool) -> np.ndarra
     return np.where(failed, REGRESSION, np.where(passed, PASS, UNDECIDED))
 
 
-def identical_sides(new: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """(...) True where every seed's every score is equal on both sides (the same seeds,
-    row for row): new - reference is then exactly 0, and that is the gate's evidence."""
-    if np.shape(new) != np.shape(reference):
-        return np.zeros(np.shape(new)[:-2], dtype=bool)
-    return np.asarray(np.all(np.asarray(new) == np.asarray(reference), axis=(-2, -1)))
-
-
 @dataclass(frozen=True)
 class GateEvidence:
     """What the gate's rules saw, each (...) over the leading axes (`gate_evidence`): the
@@ -247,8 +239,10 @@ def gate_evidence(new: np.ndarray, reference: np.ndarray, tasks: Sequence[str], 
     fired[COLLAPSE_RULE] = np.asarray(rule_numbers["collapsed"].any(axis=-1))
     failed = np.logical_or.reduce(list(fired.values()))
     same = np.zeros(np.shape(failed), dtype=bool)
-    if same_seeds and new_metric_shift == 0.0:
-        same = identical_sides(new, reference)
+    if same_seeds and new_metric_shift == 0.0 and np.shape(new) == np.shape(reference):
+        # (...) True where every seed's every score is equal on both sides (the same
+        # seeds, row for row): new - reference is exactly 0, and that is the evidence
+        same = np.asarray(np.all(np.asarray(new) == np.asarray(reference), axis=(-2, -1)))
         passed, failed = passed | same, failed & ~same
         fired = {rule: f & ~same for rule, f in fired.items()}
         if "flagged" in rule_numbers:

@@ -68,19 +68,14 @@ class Spread:
     df: int | None = None
     df_detail: str = ""  # where df comes from, e.g. ": 2 systems x (3 - 1)"
 
-    def upper_sd(self, level: float = 0.9) -> float | None:
-        """One-sided `level` upper confidence bound of sd_seed (chi-square), None if given."""
-        if not self.df:
-            return None
-        return self.sd_seed * math.sqrt(self.df / stats.chi2.ppf(1 - level, self.df))
-
     def describe(self) -> str:
         text = (f"per-seed sd {self.sd_group:.4g} (final, per group), {self.sd_auc:.4g} (AUC), "
                 f"correlation {self.correlation:.2f}; {self.sd_seed:.4g} per seed after "
                 f"averaging layout copies (gate); {self.source}")
-        if self.df:
+        if self.df:  # with the one-sided 90% upper confidence bound of sd_seed (chi-square)
+            upper = self.sd_seed * math.sqrt(self.df / stats.chi2.ppf(0.1, self.df))
             text += (f"; the gate's sd has {self.df} df (the sum over systems of their "
-                     f"seeds - 1{self.df_detail}), 90% upper bound {self.upper_sd():.4g}")
+                     f"seeds - 1{self.df_detail}), 90% upper bound {upper:.4g}")
         return text
 
 

@@ -67,10 +67,6 @@ class StackComparison:
         return {**asdict(self), "same": self.same}
 
 
-def _values(stacks: Sequence[Mapping[str, str]], key: str) -> list[str]:
-    return sorted({s[key] for s in stacks})
-
-
 def compare_stacks(manifests_a: Sequence[Mapping[str, Any]],
                    manifests_b: Sequence[Mapping[str, Any]]) -> StackComparison:
     """run_stack of every run of side A against the reference side B. A fact differs when
@@ -79,8 +75,8 @@ def compare_stacks(manifests_a: Sequence[Mapping[str, Any]],
     stacks_a = [run_stack(m) for m in manifests_a]
     stacks_b = [run_stack(m) for m in manifests_b]
     keys = (*STACK_PACKAGES, DEVICE_KIND)
-    a = {k: _values(stacks_a, k) for k in keys}
-    b = {k: _values(stacks_b, k) for k in keys}
+    a = {k: sorted({s[k] for s in stacks_a}) for k in keys}
+    b = {k: sorted({s[k] for s in stacks_b}) for k in keys}
     differences, unrecorded = [], []
     for k in keys:
         known_a = [v for v in a[k] if v != NOT_RECORDED]
