@@ -147,7 +147,7 @@ def test_openrlbenchmark_csv_with_column_map(tmp_path):
     rs = load_openrlbenchmark_dir(tmp_path, columns=cols)
     assert rs.included[0].manifest["system"] == "cleanba-impala"
     assert rs.included[0].manifest["seed"] == 1
-    with pytest.raises(AnalysisError, match="missing column.*column flags"):
+    with pytest.raises(AnalysisError, match="missing column.*with --step-column and --return-column"):
         load_openrlbenchmark_csv(p, env_id="Breakout-v5", system="x", seed=1)
 
 

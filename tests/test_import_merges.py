@@ -8,11 +8,13 @@ one run."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from foreign_runs import cleanrl_run_dir, write_monitor_file, write_tensorboard_run
+from harness_cli import ROOT
 
 from analysis.cli import main
 from analysis.inputs.load import load_records
@@ -162,6 +164,39 @@ def test_a_wandb_csv_import_and_an_openrlbenchmark_csv_refuse_a_fault_alike(
     assert why in capsys.readouterr().err
     (left,) = load_openrlbenchmark_dir(tmp_path / "exports").left_out
     assert left.status == "unreadable" and why in left.reason
+
+
+def test_a_missing_column_names_the_flags_of_the_command_that_read_it(tmp_path, capsys):
+    """One reader serves four commands whose column flags differ: its hint names the
+    flags of the command the user ran (a generic hint sent users to flags that command
+    does not have)."""
+    export = tmp_path / "exports" / "cleanrl" / "Pong-v5" / "seed_1.csv"
+    export.parent.mkdir(parents=True)
+    export.write_text("step,charts/episodic_return,charts/avg_episodic_return\n128,0.0,0.0\n")
+    cache = tmp_path / "cache" / "entity" / "project" / "run1"
+    cache.mkdir(parents=True)
+    (cache / "run.json").write_text(json.dumps({
+        "id": "run1", "name": "x", "state": "finished", "url": "u", "project": "project",
+        "entity": "entity", "tags": [], "path": ["entity", "project", "run1"],
+        "config": {"env_id": "Pong-v5", "seed": 1, "exp_name": "cleanrl"}}))
+    (cache / "run_df.csv").write_text(export.read_text())
+    commands = {
+        "--step and --metric": [
+            ["import", "wandb-csv", str(tmp_path / "exports"), "--protocol", "paper",
+             "--frames-per-step", "4", "--task", "Pong-v5", "--out", str(tmp_path / "o")],
+            ["orb-import", str(tmp_path / "cache"), "--out", str(tmp_path / "o")]],
+        "--step-column and --return-column": [
+            ["aggregate", "--orb", str(tmp_path / "exports")]],
+        "--orb-step and --orb-metric": [
+            ["reproduce", "--runs", str(ROOT / "results" / "reference" / "smoke-cartpole"), "--orb", str(tmp_path / "exports")]]}
+    for flags, argvs in commands.items():
+        for argv in argvs:
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert "missing column(s) ['global_step']" in err, (argv, err)
+            assert err.count(str(export)) <= 1, err  # the file named once
+            assert f"Name the step and return columns with {flags}" in err, (argv, err)
+    assert not (tmp_path / "o").exists()
 
 
 def test_tensorboard_cleanrl_envs_at_one_step_are_one_run_two_runs_in_a_folder_are_not(

@@ -217,7 +217,8 @@ class Reproduce(RunFilter, TableFormat):
                 self.say(f"wrote {files.text()}, {info.png} and {info.pdf}")
             return res.exit_code
         imported = rp.imported_runs(
-            self.orb, columns=ColumnMap(self.orb_step, self.orb_metric, self.orb_time),
+            self.orb, columns=ColumnMap(self.orb_step, self.orb_metric, self.orb_time,
+                                          "--orb-step and --orb-metric"),
             declared=declaration(self.orb_protocol, self.orb_frames, flag="--orb-protocol"),
             exp_names=self.orb_exp_name)
         print_left_out(imported)
@@ -264,7 +265,7 @@ class OrbImport:
 
     def run(self) -> int:
         rs = load_orb_cache(self.cache, declaration(self.protocol, self.frames),
-                            columns=ColumnMap(self.step, self.metric))
+                            columns=ColumnMap(self.step, self.metric, flags="--step and --metric"))
         print_left_out(rs)
         runs = [r for r in rs.included
                 if not self.exp_name or r.manifest.get("system") in self.exp_name]

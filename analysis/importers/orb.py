@@ -64,11 +64,13 @@ UNDECLARED = declaration()
 
 @dataclass(frozen=True)
 class ColumnMap:
-    """Which columns of an openrlbenchmark-style export hold what."""
+    """Which columns of an openrlbenchmark-style export hold what, and the flags that
+    named them (a missing column's error says which flags to set)."""
 
     step: str = STEP_KEY
     episode_return: str = RETURN_KEY
     wall_time: str = RUNTIME_KEY
+    flags: str = "--step-column and --return-column"
 
 
 def load_openrlbenchmark_csv(
@@ -87,7 +89,8 @@ def load_openrlbenchmark_csv(
     log global_step in agent steps)."""
     path = Path(path)
     steps, returns, wall = export_history(read_csv_columns(path), path, columns.step,
-                                          columns.episode_return, columns.wall_time)
+                                          columns.episode_return, columns.wall_time,
+                                          flags=columns.flags)
     if frames_per_step is None:
         frames_per_step = 4 if atari_env_id(env_id) in ATARI_RANDOM_HUMAN else 1
     run = episodes_in_order(ImportedRun(
@@ -136,8 +139,9 @@ def load_openrlbenchmark_dir(
             out.included.append(load_openrlbenchmark_csv(
                 path, env_id=rel[-2], system=rel[-3], seed=int(digits), columns=columns,
                 frames_per_step=frames_per_step))
-        except ValueError as e:
-            out.left_out.append(LeftOut(path.stem, "unreadable", f"{path}: {e}", str(path)))
+        except ValueError as e:  # the reader's own errors name the file already
+            why = str(e) if str(path) in str(e) else f"{path}: {e}"
+            out.left_out.append(LeftOut(path.stem, "unreadable", why, str(path)))
     return out
 
 

@@ -231,19 +231,20 @@ def float_column(cols: Mapping[str, Sequence[str]], name: str, where: Path | str
 
 
 def export_history(cols: Mapping[str, Sequence[str]], where: Path | str, step: str,
-                   metric: str, time: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   metric: str, time: str, *, flags: str
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(steps, returns, seconds: NaN without a time column) of one run's history export
     (`run.history()` / `scan_history()` written by pandas: a `wandb-csv` import's file and
     openrlbenchmark's run_df.csv alike). Refused: a missing step or return column, a
     non-number, and steps that go back between rows with a return: the file then holds
     several runs' histories one after another (e.g. a concatenation of run.history()
     frames), which would be merged into one run. Several returns at one step are one run
-    (CleanRL logs each env's episodes at the step they end)."""
+    (CleanRL logs each env's episodes at the step they end). `flags`: the calling command's
+    flags that name the step and return columns, for the missing-column hint."""
     missing = [c for c in (step, metric) if c not in cols]
     if missing:
         raise AnalysisError(f"{where}: missing column(s) {missing}; it has {list(cols)}. "
-                            "Name the step and return columns with the command's column "
-                            "flags (--help lists them)")
+                            f"Name the step and return columns with {flags}")
     steps, returns = float_column(cols, step, where), float_column(cols, metric, where)
     logged = steps[np.isfinite(returns) & np.isfinite(steps)]
     back = np.flatnonzero(np.diff(logged) < 0)
@@ -282,7 +283,8 @@ def read_wandb_csv_runs(src: Path | str, declared: Declared, *, metric: str = RE
             runs += _panel_runs(f, where, cols, panel, suffix, declared, patterns, step, fps,
                                 n_files=len(files))
             continue
-        steps, returns, wall = export_history(cols, where, step, metric, time)
+        steps, returns, wall = export_history(cols, where, step, metric, time,
+                                             flags="--step and --metric")
         runs.append(episodes_in_order(ImportedRun(
             **identify(declared, path_facts(where, patterns), where, len(files), "wandb"),
             env_steps=steps, frames=steps * fps, episode_return=returns,
