@@ -210,7 +210,6 @@ def key_summary(valid: Sequence[str]) -> str:
     return ", ".join(out)
 
 
-
 def parse_key_values(pairs: Sequence[str], flag: str) -> list[tuple[str, str]]:
     """KEY=VALUE strings as (key, value), stripped; AnalysisError names a bad one."""
     out = []
