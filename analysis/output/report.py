@@ -200,8 +200,8 @@ def build_report_assets(
         result["tables"] += [{**t, "title": pre + t["title"], "suite": suite_name}
                              for t in part["tables"]]
         result["verdicts"] += [{**v, "subject": pre + v["subject"], "line": pre + v["line"],
-                                "suite": suite_name, **_prefixed(pre, v, "determinism"),
-                                **_prefixed(pre, v, "stacks")}
+                                "suite": suite_name,
+                                **{k: pre + v[k] for k in ("determinism", "stacks") if k in v}}
                                for v in part["verdicts"]]
         warnings += [pre + w for w in part["warnings"]]
     return result
@@ -244,19 +244,16 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
                                             score_label=score, seeds=seeds).as_dict())
     # Curves: one figure per aggregate, or one for aggregates whose curves coincide
-    curves = [efficiency_curve(gs, metrics=("median", "iqm"), reps=reps, seed=seed)
-              for gs in suite.values()]
-    result["figures"] += [f.as_dict() for f in curve_figures(curves, out_dir, "_vs_frames" + sfx,
-                                                             score_label=score)]
     timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
     if len(timed) < len(suite):
         warnings.append(f"{label}: {counted(len(suite) - len(timed), 'group')} lack{'s' if len(suite) - len(timed) == 1 else ''} wall times: "
                         "left out of the wall-time curves")
-    if timed:
-        curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),
-                                   reps=reps, seed=seed) for gs in timed]
-        result["figures"] += [f.as_dict() for f in curve_figures(
-            curves, out_dir, "_vs_time" + sfx, score_label=score)]
+    for axis, sfx_axis, curved in (("frames", "_vs_frames", list(suite.values())),
+                                   ("wall_time_s", "_vs_time", timed)):
+        curves = [efficiency_curve(gs, axis=axis, reps=reps, seed=seed) for gs in curved]
+        if curves:
+            result["figures"] += [f.as_dict() for f in curve_figures(
+                curves, out_dir, sfx_axis + sfx, score_label=score)]
     add_fig(figs.performance_profile_figure(suite, out_dir, reps=reps, seed=seed,
                                             name=f"performance_profile{sfx}",
                                             score_label=score).as_dict())
@@ -322,11 +319,6 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text).strip("_")
-
-
-def _prefixed(prefix: str, verdict: dict, key: str) -> dict:
-    """{key: prefix + verdict[key]} when the verdict has that line, else {}."""
-    return {key: prefix + verdict[key]} if key in verdict else {}
 
 
 def curve_figures(curves: Sequence[Curve], out_dir: Path, suffix: str, *,

@@ -214,19 +214,6 @@ def group_cells(group: str, runs: Sequence[Run]) -> tuple[dict[tuple[int, str], 
     return by_cell, seeds, tasks, warnings
 
 
-def check_group(group: str, runs: Sequence[Run], *,
-                normalisers: Mapping[str, tuple[float, float]] | None = None
-                ) -> tuple[dict[tuple[int, str], Run], list[int], list[str], list[str]]:
-    """The group's cells (group_cells), after raising the AnalysisError that scoring the
-    group alone would raise (no frame grid, two runs in one cell, no seed covering every
-    task, no normaliser), computing no score."""
-    common_frame_grid(runs, 2)
-    cells = group_cells(group, runs)
-    for t in cells[2]:
-        get_normaliser(t, normalisers)
-    return cells
-
-
 def scores_by_group(
     runs: Sequence[Run],
     group_by: str | Sequence[str],
@@ -235,22 +222,16 @@ def scores_by_group(
     points: int = DEFAULT_POINTS,
     normalisers: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, GroupScores]:
-    """GroupScores of every group, all on one common frame grid (so AUCs compare)."""
+    """GroupScores of every group, all on one common frame grid (so AUCs compare). Each
+    group's cells and normalisers are checked in turn (the first error raises); then the
+    final score, frame curve and time curve (on its group's time grid) of every run come
+    from one pass over the derived layer."""
     if not runs:
         raise AnalysisError("no completed runs to analyse")
-    grid = common_frame_grid(runs, points)
-    return _score_groups(group_runs(runs, group_by), grid, last_n, points, normalisers)
-
-
-def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, last_n: int,
-                  points: int, normalisers: Mapping[str, tuple[float, float]] | None,
-                  ) -> dict[str, GroupScores]:
-    """Groups scored on one frame grid. Each group's cells and normalisers are checked in
-    turn (the first error raises); then the final score, frame curve and time curve (on
-    its group's time grid) of every run come from one pass over the derived layer."""
+    frame_grid = common_frame_grid(runs, points)
     cells: dict[str, tuple[dict[tuple[int, str], Run], list[int], list[str], list[str]]] = {}
     norms: dict[str, Normaliser] = {}
-    for g, rs in groups.items():
+    for g, rs in group_runs(runs, group_by).items():
         cells[g] = group_cells(g, rs)
         norms.update((t, get_normaliser(t, normalisers)) for t in cells[g][2])
     runs = [by_cell[s, t] for by_cell, seeds, tasks, _ in cells.values()
@@ -268,11 +249,12 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
     def per_run(grids: Mapping[str, np.ndarray],
                 quantity: Callable[[np.ndarray, Mapping[str, Normaliser]], Quantity]
                 ) -> list[Quantity]:
-        of: dict[str, Quantity] = {}  # one Quantity per distinct grid
-        for same_grid in _groups_by_grid(grids):
-            q = quantity(grids[same_grid[0]], norms)
-            of.update((g, q) for g in same_grid)
-        return [of[g] for g in cells for _ in range(spans[g].stop - spans[g].start)]
+        of: dict[bytes, Quantity] = {}  # one Quantity per distinct grid (bit for bit)
+        for grid in grids.values():
+            if grid.tobytes() not in of:
+                of[grid.tobytes()] = quantity(grid, norms)
+        return [of[grids[g].tobytes()] for g in cells
+                for _ in range(spans[g].stop - spans[g].start)]
 
     final_rows, curve_rows, time_rows, reach_rows = run_values(
         runs, [_final_window(last_n), _frame_curve(frame_grid, norms),
@@ -293,14 +275,6 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
 
 def _largest(values: np.ndarray) -> float:
     return float(np.nanmax(values)) if np.isfinite(values).any() else np.nan
-
-
-def _groups_by_grid(grids: Mapping[str, np.ndarray]) -> list[list[str]]:
-    """Group labels that share one grid (bit for bit), in order."""
-    out: dict[bytes, list[str]] = {}
-    for g, grid in grids.items():
-        out.setdefault(grid.tobytes(), []).append(g)
-    return list(out.values())
 
 
 def suite_name(env_id: str) -> str:
