@@ -10,7 +10,6 @@ class AnalysisError(ValueError):
     """
 
 
-
 class TooFewSeeds(AnalysisError):
     """A verdict these seeds cannot compute (a side without a spread of its own): more
     seeds decide it. The analysis CLI refuses it like any bad input (exit 2: the user

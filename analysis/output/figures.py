@@ -320,11 +320,9 @@ def paired_final_scores_figure(
     log = needs_log_scale(np.concatenate([v.ravel() for v in vals.values()]))
     horizontal = len(tasks) > 12
     with _style():
-        if horizontal:
-            fig, ax = plt.subplots(figsize=(6.4, 0.32 * len(tasks) + 1.8), layout="constrained")
-        else:
-            fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(tasks) + 2), 4.4),
-                                   layout="constrained")
+        size = ((6.4, 0.32 * len(tasks) + 1.8) if horizontal
+                else (max(5.0, 0.6 * len(tasks) + 2), 4.4))
+        fig, ax = plt.subplots(figsize=size, layout="constrained")
         width = 0.38
         for i, (gs, off) in enumerate(((a, -width / 2), (b, width / 2))):
             v = vals[gs.group]
@@ -413,8 +411,7 @@ def runtime_bars_figure(
         title = f"Runtime: {what}"
         ax.set_title(title)
         ax.grid(axis="y", visible=False)
-    caption = (f"{what}" + (f"; error bars: {error_what}" if minutes_err is not None else "")
-               + f". Each label gives the time and its ratio to {ref_text}.")
+    caption = f"{what}{errors}. Each label gives the time and its ratio to {ref_text}."
     return _save(fig, out_dir, name, title, caption)
 
 

@@ -68,20 +68,6 @@ def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
                      "--reference-unit return)", ["env", *groups], rows)
 
 
-def runtime_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
-    rows: list[list[Any]] = []
-    for g, gs in suite.items():
-        mean, std = runtime_minutes(gs)
-        runs = gs.wall_time_s.size
-        rows.append([g, len(gs.seeds), len(gs.tasks), f"{mean:.2f}",
-                     f"{std:.2f}" if runs > 1 else "n/a (1 run)"])
-    return TableData(name, "Training wall time per run in minutes, mean and std over runs "
-                     "(the trainer's own clock, from its first step to its last record: "
-                     "without process start-up, imports and compilation, which the "
-                     "harness's per-run console time includes)",
-                     ["group", "seeds", "tasks", "minutes (mean)", "minutes (std)"], rows)
-
-
 def build_report_assets(
     inputs: list[Path],
     out_dir: Path,
@@ -263,8 +249,15 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     warnings += a5_warnings
     if a5 is not None:
         _add_table(result, a5, out_dir)
-    _add_table(result, runtime_table(suite, f"runtimes{sfx}"), out_dir)
     times = [runtime_minutes(gs) for gs in suite.values()]
+    _add_table(result, TableData(
+        f"runtimes{sfx}", "Training wall time per run in minutes, mean and std over runs "
+        "(the trainer's own clock, from its first step to its last record: without process "
+        "start-up, imports and compilation, which the harness's per-run console time "
+        "includes)", ["group", "seeds", "tasks", "minutes (mean)", "minutes (std)"],
+        [[g, len(gs.seeds), len(gs.tasks), f"{mean:.2f}",
+          f"{std:.2f}" if gs.wall_time_s.size > 1 else "n/a (1 run)"]
+         for (g, gs), (mean, std) in zip(suite.items(), times, strict=True)]), out_dir)
     if all(math.isfinite(m) for m, _ in times):
         add_fig(figs.runtime_bars_figure(list(suite), [m for m, _ in times],
                                          [s for _, s in times], out_dir,

@@ -408,35 +408,26 @@ def efficiency_curve(
     iv = interval_estimates(values, {m: AGGREGATES[m] for m in metrics}, reps=reps, seed=seed,
                             confidence=confidence, method=method)
     grid = np.asarray(grid)
-    iv, band_end = _until_runs_end(values, grid, ends, iv)
-    return Curve(scores.group, axis, grid, iv, len(scores.seeds), band_end)
-
-
-def _until_runs_end(values: np.ndarray, grid: np.ndarray, ends: np.ndarray,
-                    iv: dict[str, Interval]) -> tuple[dict[str, Interval], float | None]:
-    """The curves cut where the runs end, on either axis (`ends`: each run's wall time or
-    trained frames): a run's binned curve holds its last value past its last record, which
-    would draw a flat line (and a flat band) where it had stopped. The grid runs to the
-    group's longest run. At each grid point the line aggregates the runs still going (NaN
-    once a task has none); the band, a bootstrap over every seed, only where every run
-    still has data. Returns the intervals and the x the band ends (None: it spans the
-    grid)."""
-    # A run has data at grid[k] when it reached that far (tolerance: the grid's last point
-    # is the longest run's end, computed in another order).
+    # The curves cut where the runs end, on either axis (`ends`: each run's wall time or
+    # trained frames): a run's binned curve holds its last value past its last record, which
+    # would draw a flat line (and a flat band) where it had stopped. The grid runs to the
+    # group's longest run. At each grid point the line aggregates the runs still going (NaN
+    # once a task has none); the band, a bootstrap over every seed, only where every run
+    # still has data, up to band_end (None: it spans the grid). A run has data at grid[k]
+    # when it reached that far (tolerance: the grid's last point is the longest run's end,
+    # computed in another order).
     alive = grid[None, None, :] <= ends[:, :, None] * (1 + 1e-9)  # (seeds, tasks, points)
     everyone = alive.all(axis=(0, 1))
-    if everyone.all():
-        return iv, None
-    out = {}
-    for name, interval in iv.items():
-        point = np.asarray(interval.point, dtype=np.float64).copy()
-        for k in np.flatnonzero(~everyone):
-            point[k] = _point_of_running(name, values[:, :, k], alive[:, :, k])
-        low = np.where(everyone, interval.low, np.nan)
-        high = np.where(everyone, interval.high, np.nan)
-        out[name] = Interval(point, low, high)
-    band_end = float(grid[everyone][-1]) if everyone.any() else float(grid[0])
-    return out, band_end
+    band_end = None
+    if not everyone.all():
+        for name, interval in iv.items():
+            point = np.asarray(interval.point, dtype=np.float64).copy()
+            for k in np.flatnonzero(~everyone):
+                point[k] = _point_of_running(name, values[:, :, k], alive[:, :, k])
+            iv[name] = Interval(point, np.where(everyone, interval.low, np.nan),
+                                np.where(everyone, interval.high, np.nan))
+        band_end = float(grid[everyone][-1]) if everyone.any() else float(grid[0])
+    return Curve(scores.group, axis, grid, iv, len(scores.seeds), band_end)
 
 
 def _point_of_running(metric: str, values: np.ndarray, alive: np.ndarray) -> float:

@@ -87,13 +87,28 @@ class TableData:
                 for r in self.rows]
 
     def markdown(self) -> str:
-        return pipe_table([c.label for c in self.columns], self.cells())
+        """A Markdown pipe table, each column padded to its widest cell."""
+        header, cells = [c.label for c in self.columns], self.cells()
+        widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(header)]
+        lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
+                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        lines += ["| " + " | ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) + " |"
+                  for row in cells]
+        return "\n".join(lines) + "\n"
 
     def latex(self) -> str:
-        """A booktabs tabular (`booktabs`): text columns left, numbers right, each estimate
-        one cell with its interval."""
+        """A booktabs tabular, ready for `\\input` inside a table environment (the document
+        needs `\\usepackage{booktabs}`): text columns left, numbers right, each estimate one
+        cell with its interval, cells escaped."""
         align = "".join("l" if c.kind in ("value", "text") else "r" for c in self.columns)
-        return booktabs(align, [c.label for c in self.columns], self.cells())
+
+        def line(cells: Sequence[str]) -> str:
+            return " & ".join(latex_escape(x) for x in cells) + r" \\"
+
+        return "\n".join([rf"\begin{{tabular}}{{{align}}}", r"\toprule",
+                          line([c.label for c in self.columns]), r"\midrule",
+                          *(line(r) for r in self.cells()), r"\bottomrule", r"\end{tabular}"]
+                         ) + "\n"
 
     def csv(self, lineterminator: str = "\n") -> str:
         """One header row (column keys; an estimate's bounds as KEY_low, KEY_high), one row
@@ -210,27 +225,6 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-
-
-def pipe_table(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
-    """A Markdown pipe table, each column padded to its widest cell."""
-    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(header)]
-    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines += ["| " + " | ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) + " |"
-              for row in cells]
-    return "\n".join(lines) + "\n"
-
-
-def booktabs(align: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A booktabs tabular, ready for `\\input` inside a table environment (the document
-    needs `\\usepackage{booktabs}`): one column per `align` letter, cells escaped."""
-
-    def line(cells: Sequence[str]) -> str:
-        return " & ".join(latex_escape(x) for x in cells) + r" \\"
-
-    return "\n".join([rf"\begin{{tabular}}{{{align}}}", r"\toprule", line(header), r"\midrule",
-                      *(line(r) for r in rows), r"\bottomrule", r"\end{tabular}"]) + "\n"
 
 
 ONE_SEED = "n/a (1 seed)"
