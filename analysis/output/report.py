@@ -181,10 +181,9 @@ def build_report_assets(
         if not multi:
             continue
         pre = f"{suite_name}: "
-        result["figures"] += [{**f, "title": pre + f["title"], "suite": suite_name}
-                              for f in part["figures"]]
-        result["tables"] += [{**t, "title": pre + t["title"], "suite": suite_name}
-                             for t in part["tables"]]
+        for kind in ("figures", "tables"):
+            result[kind] += [{**x, "title": pre + x["title"], "suite": suite_name}
+                             for x in part[kind]]
         result["verdicts"] += [{**v, "subject": pre + v["subject"], "line": pre + v["line"],
                                 "suite": suite_name,
                                 **{k: pre + v[k] for k in ("determinism", "stacks") if k in v}}
@@ -268,10 +267,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                 .as_dict())
     # Per-game curves of each (system, architecture) with two groups or more.
     for family, fam in by_family(suite).items():
-        if len(fam) < 2:
-            continue
-        name = _slug("_".join(str(v) for v in family))
-        if len({t for gs in fam.values() for t in gs.tasks}) <= 60:
+        if len(fam) >= 2 and len({t for gs in fam.values() for t in gs.tasks}) <= 60:
+            name = _slug("_".join(str(v) for v in family))
             add_fig(figs.per_game_curves_figure(fam, out_dir,
                                                 name=f"per_game_curves_{name}{sfx}").as_dict())
     # Equivalence verdicts of the pairs
