@@ -217,7 +217,7 @@ def aggregate_intervals_figure(
             axes[j // ncols, j % ncols].axis("off")
         for k, m in enumerate(metrics):
             ax = axes[k // ncols, k % ncols]
-            lows, highs, single = [], [], []
+            values, single = [], []
             for i, g in enumerate(groups):
                 iv = results[g][m]
                 lo, hi, pt = float(iv.low), float(iv.high), float(iv.point)
@@ -225,9 +225,8 @@ def aggregate_intervals_figure(
                     single.append((i, pt))
                 else:
                     interval_bar(ax, i, lo, hi, pt, colour(i))
-                lows += [lo, pt]
-                highs += [hi, pt]
-            finite = [v for v in lows + highs if math.isfinite(v)]
+                values += [lo, hi, pt]
+            finite = [v for v in values if math.isfinite(v)]
             if finite:  # 6% of the span free each side (whole markers); no span: +-5%
                 low, high = min(finite), max(finite)
                 pad = 0.06 * (high - low) if high > low else (abs(high) * 0.05 or 0.05)

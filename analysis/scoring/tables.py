@@ -187,9 +187,7 @@ def cell_text(v: Any, col: Column) -> str:
 
 def _plain(v: Any) -> Any:
     """A value for CSV/JSON: floats at full precision, NaN as None (empty in CSV)."""
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
+    return None if isinstance(v, float) and math.isnan(v) else v
 
 
 def flat_row(row: Sequence[Any], columns: Sequence[Column]) -> list[Any]:
