@@ -295,7 +295,7 @@ def test_a_description_reads_as_its_paragraphs(capsys, monkeypatch):
     --help shows the paragraph whole, its lines broken only to fit the terminal."""
     import inspect
 
-    from analysis.cli.verdicts import Regression
+    from analysis.cli.scores import Regression
     from runrecord.cli_help import flowed
 
     monkeypatch.setenv("COLUMNS", "90")

@@ -16,13 +16,14 @@ from analysis.cli.published import Atari5, OrbFetch, OrbImport, PaperTables, Rep
 from analysis.cli.scores import (
     Aggregate,
     Curves,
+    Equivalence,
     Figures,
     PlanSeeds,
     PlanSequential,
+    Regression,
     Staleness,
     Summary,
 )
-from analysis.cli.verdicts import Equivalence, Regression
 from analysis.errors import AnalysisError
 from runrecord import RecordError
 from runrecord.cli_dispatch import flags_refused, parse_command

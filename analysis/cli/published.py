@@ -31,7 +31,7 @@ from analysis.importers.orb import (
     load_orb_cache,
     write_orb_records,
 )
-from analysis.inputs.load import load_published_table, parse_key_values
+from analysis.inputs.load import load_published_table, parse_key_values, runtimes_twin
 from analysis.inputs.published_data import resolve_published_table
 from analysis.json_file import write_json
 from analysis.scoring.tables import AGGREGATE_REPS, paper_table
@@ -66,7 +66,13 @@ class PaperTables:
         if self.out:
             print(f"wrote {t.write(self.out).text()}")
             if not all(np.isnan(res.runtime_ratio)):
-                info = figs.paper_runtimes_figure(res, table, self.out)
+                # Mean runtime per column of the table's _runtimes twin, std over games.
+                rt = load_published_table(runtimes_twin(table))
+                ref = res.columns.index(res.reference_column) if res.reference_column else None
+                info = figs.runtime_bars_figure(
+                    rt.columns, rt.mean.mean(axis=0), rt.mean.std(axis=0), self.out,
+                    name=f"runtimes_{res.table}", what=f"{res.table}, mean over games",
+                    error_what="std over games", reference=ref)
                 print(f"wrote {info.png} and {info.pdf}")
         return EXIT_OK
 

@@ -29,10 +29,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator, ScalarFormatter  # noqa: E402
 
-from analysis.inputs.load import load_published_table, runtimes_twin  # noqa: E402
 from analysis.output.marks import MARKERS, OKABE_ITO, interval_bar, line_with_band  # noqa: E402
 from analysis.scoring.scores import Curve, GroupScores  # noqa: E402
-from analysis.scoring.tables import PaperTableResult  # noqa: E402
 from analysis.stats.metrics import AGGREGATE_LABELS, Interval, performance_profile, replicates  # noqa: E402
 from analysis.verdicts.staleness import StalenessReport  # noqa: E402
 
@@ -76,18 +74,6 @@ def few_ticks(axis: Any, nbins: int = 5) -> None:
     formatter = ScalarFormatter(useOffset=False)
     formatter.set_powerlimits((-4, 5))
     axis.set_major_formatter(formatter)
-
-
-def one_seed_mark(ax: Any, x: float, y: float, colour: str, *, text: str = ONE_SEED_NOTE
-                  ) -> None:
-    """A one-seed group's point: a filled marker at (x, y) and the note beside it, on the
-    side of the marker with more room (the axes' x limits must be set already)."""
-    ax.plot([x], [y], marker="D", ms=8, color=colour, markeredgecolor="black", ls="none",
-            zorder=3)
-    lo, hi = sorted(ax.get_xlim())
-    right = x <= (lo + hi) / 2
-    ax.annotate(text, (x, y), xytext=(8 if right else -8, 0), textcoords="offset points",
-                va="center", ha="left" if right else "right", fontsize=9, color="#333")
 
 
 def _style():
@@ -210,16 +196,6 @@ def efficiency_curves_figure(
     return _save(fig, out_dir, name or f"{metric}_vs_{axis}", title, caption)
 
 
-def _padded_limits(low: float, high: float, pad: float = 0.06) -> tuple[float, float]:
-    """Limits that leave `pad` of the span free on both sides (markers at the extremes
-    stay whole); a zero span gets +-5% of the value (or +-0.05)."""
-    span = high - low
-    if span <= 0:
-        half = abs(high) * 0.05 or 0.05
-        return low - half, high + half
-    return low - pad * span, high + pad * span
-
-
 def aggregate_intervals_figure(
     results: Mapping[str, Mapping[str, Interval]], out_dir: Path, *, name: str = "aggregates",
     score_label: str = "normalised score", seeds: Mapping[str, int] | None = None,
@@ -241,7 +217,7 @@ def aggregate_intervals_figure(
             axes[j // ncols, j % ncols].axis("off")
         for k, m in enumerate(metrics):
             ax = axes[k // ncols, k % ncols]
-            lows, highs, single = [], [], []
+            values, single = [], []
             for i, g in enumerate(groups):
                 iv = results[g][m]
                 lo, hi, pt = float(iv.low), float(iv.high), float(iv.point)
@@ -249,14 +225,21 @@ def aggregate_intervals_figure(
                     single.append((i, pt))
                 else:
                     interval_bar(ax, i, lo, hi, pt, colour(i))
-                lows += [lo, pt]
-                highs += [hi, pt]
-            finite = [v for v in lows + highs if math.isfinite(v)]
-            if finite:
-                ax.set_xlim(*_padded_limits(min(finite), max(finite)))
+                values += [lo, hi, pt]
+            finite = [v for v in values if math.isfinite(v)]
+            if finite:  # 6% of the span free each side (whole markers); no span: +-5%
+                low, high = min(finite), max(finite)
+                pad = 0.06 * (high - low) if high > low else (abs(high) * 0.05 or 0.05)
+                ax.set_xlim(low - pad, high + pad)
             few_ticks(ax.xaxis)
-            for i, pt in single:
-                one_seed_mark(ax, pt, i, colour(i))
+            for i, pt in single:  # its point, and the note on the side with more room
+                ax.plot([pt], [i], marker="D", ms=8, color=colour(i), markeredgecolor="black",
+                        ls="none", zorder=3)
+                lo, hi = sorted(ax.get_xlim())
+                right = pt <= (lo + hi) / 2
+                ax.annotate(ONE_SEED_NOTE, (pt, i), xytext=(8 if right else -8, 0),
+                            textcoords="offset points", va="center",
+                            ha="left" if right else "right", fontsize=9, color="#333")
             ax.set_yticks(range(len(groups)))
             ax.set_yticklabels(groups if k % ncols == 0 else [])
             ax.set_title(_names(panels[k]))
@@ -336,11 +319,9 @@ def paired_final_scores_figure(
     log = needs_log_scale(np.concatenate([v.ravel() for v in vals.values()]))
     horizontal = len(tasks) > 12
     with _style():
-        if horizontal:
-            fig, ax = plt.subplots(figsize=(6.4, 0.32 * len(tasks) + 1.8), layout="constrained")
-        else:
-            fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(tasks) + 2), 4.4),
-                                   layout="constrained")
+        size = ((6.4, 0.32 * len(tasks) + 1.8) if horizontal
+                else (max(5.0, 0.6 * len(tasks) + 2), 4.4))
+        fig, ax = plt.subplots(figsize=size, layout="constrained")
         width = 0.38
         for i, (gs, off) in enumerate(((a, -width / 2), (b, width / 2))):
             v = vals[gs.group]
@@ -378,16 +359,6 @@ def paired_final_scores_figure(
     return _save(fig, out_dir, name, title, caption)
 
 
-def _duration_unit(top_minutes: float) -> tuple[str, str, float]:
-    """(axis unit, label suffix, factor from minutes) for an axis whose largest value is
-    `top_minutes`: seconds below 2 min, minutes below 2 h, else hours."""
-    if top_minutes < 2.0:
-        return "seconds", "s", 60.0
-    if top_minutes < 120.0:
-        return "minutes", "min", 1.0
-    return "hours", "h", 1 / 60
-
-
 def runtime_bars_figure(
     labels: Sequence[str], minutes_mean: Sequence[float], minutes_err: Sequence[float] | None,
     out_dir: Path, *, name: str = "runtimes", what: str = "mean training time",
@@ -401,7 +372,11 @@ def runtime_bars_figure(
     minutes = np.asarray(minutes_mean, dtype=np.float64)
     err = (np.zeros_like(minutes) if minutes_err is None
            else np.nan_to_num(np.asarray(minutes_err, dtype=np.float64)))
-    unit, suffix, k = _duration_unit(float(np.nanmax(minutes)) if len(minutes) else 1.0)
+    # The axis unit, its label suffix and its factor from minutes: seconds below 2 min,
+    # minutes below 2 h, else hours.
+    top = float(np.nanmax(minutes)) if len(minutes) else 1.0
+    unit, suffix, k = (("seconds", "s", 60.0) if top < 2.0
+                       else ("minutes", "min", 1.0) if top < 120.0 else ("hours", "h", 1 / 60))
     fastest = int(np.nanargmin(minutes)) if len(minutes) else 0
     refs = ([fastest if reference is None else int(reference)] * len(minutes)
             if reference is None or isinstance(reference, int) else list(reference))
@@ -435,8 +410,7 @@ def runtime_bars_figure(
         title = f"Runtime: {what}"
         ax.set_title(title)
         ax.grid(axis="y", visible=False)
-    caption = (f"{what}" + (f"; error bars: {error_what}" if minutes_err is not None else "")
-               + f". Each label gives the time and its ratio to {ref_text}.")
+    caption = f"{what}{errors}. Each label gives the time and its ratio to {ref_text}."
     return _save(fig, out_dir, name, title, caption)
 
 
@@ -570,14 +544,3 @@ def reproduce_scatter_figure(points: Mapping[str, Any], out_dir: Path, *, column
                "on the dashed diagonal reproduce exactly. Axes are symmetric-log (linear "
                "within +-1 HNS). Colour: the per-game verdict.")
     return _save(fig, out_dir, "reproduce_per_game", title, caption)
-
-
-def paper_runtimes_figure(res: PaperTableResult, table: Path, out_dir: Path) -> FigureInfo:
-    """Mean runtime per column of a published table's _runtimes twin, with the std over
-    games (`python -m analysis paper-tables --out`)."""
-    rt = load_published_table(runtimes_twin(table))
-    ref = res.columns.index(res.reference_column) if res.reference_column else None
-    return runtime_bars_figure(rt.columns, rt.mean.mean(axis=0), rt.mean.std(axis=0), out_dir,
-                               name=f"runtimes_{res.table}",
-                               what=f"{res.table}, mean over games",
-                               error_what="std over games", reference=ref)

@@ -68,20 +68,6 @@ def per_game_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
                      "--reference-unit return)", ["env", *groups], rows)
 
 
-def runtime_table(suite: Mapping[str, GroupScores], name: str) -> TableData:
-    rows: list[list[Any]] = []
-    for g, gs in suite.items():
-        mean, std = runtime_minutes(gs)
-        runs = gs.wall_time_s.size
-        rows.append([g, len(gs.seeds), len(gs.tasks), f"{mean:.2f}",
-                     f"{std:.2f}" if runs > 1 else "n/a (1 run)"])
-    return TableData(name, "Training wall time per run in minutes, mean and std over runs "
-                     "(the trainer's own clock, from its first step to its last record: "
-                     "without process start-up, imports and compilation, which the "
-                     "harness's per-run console time includes)",
-                     ["group", "seeds", "tasks", "minutes (mean)", "minutes (std)"], rows)
-
-
 def build_report_assets(
     inputs: list[Path],
     out_dir: Path,
@@ -195,13 +181,12 @@ def build_report_assets(
         if not multi:
             continue
         pre = f"{suite_name}: "
-        result["figures"] += [{**f, "title": pre + f["title"], "suite": suite_name}
-                              for f in part["figures"]]
-        result["tables"] += [{**t, "title": pre + t["title"], "suite": suite_name}
-                             for t in part["tables"]]
+        for kind in ("figures", "tables"):
+            result[kind] += [{**x, "title": pre + x["title"], "suite": suite_name}
+                             for x in part[kind]]
         result["verdicts"] += [{**v, "subject": pre + v["subject"], "line": pre + v["line"],
-                                "suite": suite_name, **_prefixed(pre, v, "determinism"),
-                                **_prefixed(pre, v, "stacks")}
+                                "suite": suite_name,
+                                **{k: pre + v[k] for k in ("determinism", "stacks") if k in v}}
                                for v in part["verdicts"]]
         warnings += [pre + w for w in part["warnings"]]
     return result
@@ -244,19 +229,16 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     add_fig(figs.aggregate_intervals_figure(agg, out_dir, name=f"aggregates{sfx}",
                                             score_label=score, seeds=seeds).as_dict())
     # Curves: one figure per aggregate, or one for aggregates whose curves coincide
-    curves = [efficiency_curve(gs, metrics=("median", "iqm"), reps=reps, seed=seed)
-              for gs in suite.values()]
-    result["figures"] += [f.as_dict() for f in curve_figures(curves, out_dir, "_vs_frames" + sfx,
-                                                             score_label=score)]
     timed = [gs for gs in suite.values() if np.isfinite(gs.time_curves).all()]
     if len(timed) < len(suite):
         warnings.append(f"{label}: {counted(len(suite) - len(timed), 'group')} lack{'s' if len(suite) - len(timed) == 1 else ''} wall times: "
                         "left out of the wall-time curves")
-    if timed:
-        curves = [efficiency_curve(gs, axis="wall_time_s", metrics=("median", "iqm"),
-                                   reps=reps, seed=seed) for gs in timed]
-        result["figures"] += [f.as_dict() for f in curve_figures(
-            curves, out_dir, "_vs_time" + sfx, score_label=score)]
+    for axis, sfx_axis, curved in (("frames", "_vs_frames", list(suite.values())),
+                                   ("wall_time_s", "_vs_time", timed)):
+        curves = [efficiency_curve(gs, axis=axis, reps=reps, seed=seed) for gs in curved]
+        if curves:
+            result["figures"] += [f.as_dict() for f in curve_figures(
+                curves, out_dir, sfx_axis + sfx, score_label=score)]
     add_fig(figs.performance_profile_figure(suite, out_dir, reps=reps, seed=seed,
                                             name=f"performance_profile{sfx}",
                                             score_label=score).as_dict())
@@ -266,8 +248,15 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
     warnings += a5_warnings
     if a5 is not None:
         _add_table(result, a5, out_dir)
-    _add_table(result, runtime_table(suite, f"runtimes{sfx}"), out_dir)
     times = [runtime_minutes(gs) for gs in suite.values()]
+    _add_table(result, TableData(
+        f"runtimes{sfx}", "Training wall time per run in minutes, mean and std over runs "
+        "(the trainer's own clock, from its first step to its last record: without process "
+        "start-up, imports and compilation, which the harness's per-run console time "
+        "includes)", ["group", "seeds", "tasks", "minutes (mean)", "minutes (std)"],
+        [[g, len(gs.seeds), len(gs.tasks), f"{mean:.2f}",
+          f"{std:.2f}" if gs.wall_time_s.size > 1 else "n/a (1 run)"]
+         for (g, gs), (mean, std) in zip(suite.items(), times, strict=True)]), out_dir)
     if all(math.isfinite(m) for m, _ in times):
         add_fig(figs.runtime_bars_figure(list(suite), [m for m, _ in times],
                                          [s for _, s in times], out_dir,
@@ -278,10 +267,8 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
                 .as_dict())
     # Per-game curves of each (system, architecture) with two groups or more.
     for family, fam in by_family(suite).items():
-        if len(fam) < 2:
-            continue
-        name = _slug("_".join(str(v) for v in family))
-        if len({t for gs in fam.values() for t in gs.tasks}) <= 60:
+        if len(fam) >= 2 and len({t for gs in fam.values() for t in gs.tasks}) <= 60:
+            name = _slug("_".join(str(v) for v in family))
             add_fig(figs.per_game_curves_figure(fam, out_dir,
                                                 name=f"per_game_curves_{name}{sfx}").as_dict())
     # Equivalence verdicts of the pairs
@@ -322,11 +309,6 @@ def _suite_assets(result: dict, suite: dict[str, GroupScores], out_dir: Path, sf
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text).strip("_")
-
-
-def _prefixed(prefix: str, verdict: dict, key: str) -> dict:
-    """{key: prefix + verdict[key]} when the verdict has that line, else {}."""
-    return {key: prefix + verdict[key]} if key in verdict else {}
 
 
 def curve_figures(curves: Sequence[Curve], out_dir: Path, suffix: str, *,

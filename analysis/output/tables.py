@@ -37,13 +37,20 @@ def equivalence_rows(results: Sequence[Mapping[str, Any]]) -> TableData:
     rows = []
     for r in results:
         metric = "IQM" if r["metric"] == "iqm" else r["metric"]
+        fewest = min(len(r["seeds_a"]), len(r["seeds_b"]))
         for name in ("final", "auc"):
             w = r[name]
+            # The difference with its 90% CI; none with one seed on a side (its JSON holds
+            # NaN or null there: no spread to estimate).
+            lo, hi = (math.nan if x is None else float(x) for x in w["ci90"])
+            diff = (Estimate(w["diff"], missing=ONE_SEED if fewest < 2 else "n/a")
+                    if fewest < 2 or math.isnan(lo) or math.isnan(hi)
+                    else Estimate(w["diff"], lo, hi))
             rows.append({"suite": r.get("suite"), "group": r["group_a"],
                          "reference": r["reference"],
                          "metric": f"{metric} {'final' if name == 'final' else 'AUC'}",
                          "mean": w["mean_a"], "reference_mean": w["mean_b"],
-                         "diff": _difference(w, min(len(r["seeds_a"]), len(r["seeds_b"]))),
+                         "diff": diff,
                          "delta": r["delta"], "seeds": len(r["seeds_a"]),
                          "reference_seeds": len(r["seeds_b"]),
                          "design": "paired" if w.get("paired") else "Welch",
@@ -51,15 +58,6 @@ def equivalence_rows(results: Sequence[Mapping[str, Any]]) -> TableData:
     suites = any(row["suite"] for row in rows)
     columns = (Column("suite", "suite"),) * suites + EQUIVALENCE_COLUMNS
     return TableData.keyed(columns, rows)
-
-
-def _difference(w: Mapping[str, Any], fewest_seeds: int) -> Estimate:
-    """A verdict's difference with its 90% CI; none with one seed on a side (its JSON
-    holds NaN or null there: no spread to estimate)."""
-    lo, hi = (math.nan if x is None else float(x) for x in w["ci90"])
-    if fewest_seeds < 2 or math.isnan(lo) or math.isnan(hi):
-        return Estimate(w["diff"], missing=ONE_SEED if fewest_seeds < 2 else "n/a")
-    return Estimate(w["diff"], lo, hi)
 
 
 def regression_rows(res: RegressionResult) -> TableData:

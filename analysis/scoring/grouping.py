@@ -21,10 +21,12 @@ from analysis.inputs.load import (
     manifest_get,
 )
 from analysis.inputs.protocol import ProtocolMismatch, check_same_protocol
+from analysis.scales.normalize import get_normaliser
 from analysis.scoring.scores import (
     DEFAULT_POINTS,
     GroupScores,
-    check_group,
+    common_frame_grid,
+    group_cells,
     group_runs,
     runs_by_suite,
     scores_by_group,
@@ -108,8 +110,11 @@ def analyse(
             continue
         kept_ids: set[int] = set()
         for g, rs in group_runs(runs, keys).items():
-            try:
-                by_cell, seeds, _, _ = check_group(g, rs, normalisers=normalisers)
+            try:  # the errors scoring the group alone would raise, computing no score
+                common_frame_grid(rs, 2)
+                by_cell, seeds, tasks, _ = group_cells(g, rs)
+                for t in tasks:
+                    get_normaliser(t, normalisers)
             except AnalysisError as e:
                 warnings.append(f"{pre}group {g!r} left out of the analysis: {e}")
                 continue

@@ -214,19 +214,6 @@ def group_cells(group: str, runs: Sequence[Run]) -> tuple[dict[tuple[int, str], 
     return by_cell, seeds, tasks, warnings
 
 
-def check_group(group: str, runs: Sequence[Run], *,
-                normalisers: Mapping[str, tuple[float, float]] | None = None
-                ) -> tuple[dict[tuple[int, str], Run], list[int], list[str], list[str]]:
-    """The group's cells (group_cells), after raising the AnalysisError that scoring the
-    group alone would raise (no frame grid, two runs in one cell, no seed covering every
-    task, no normaliser), computing no score."""
-    common_frame_grid(runs, 2)
-    cells = group_cells(group, runs)
-    for t in cells[2]:
-        get_normaliser(t, normalisers)
-    return cells
-
-
 def scores_by_group(
     runs: Sequence[Run],
     group_by: str | Sequence[str],
@@ -235,22 +222,16 @@ def scores_by_group(
     points: int = DEFAULT_POINTS,
     normalisers: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, GroupScores]:
-    """GroupScores of every group, all on one common frame grid (so AUCs compare)."""
+    """GroupScores of every group, all on one common frame grid (so AUCs compare). Each
+    group's cells and normalisers are checked in turn (the first error raises); then the
+    final score, frame curve and time curve (on its group's time grid) of every run come
+    from one pass over the derived layer."""
     if not runs:
         raise AnalysisError("no completed runs to analyse")
-    grid = common_frame_grid(runs, points)
-    return _score_groups(group_runs(runs, group_by), grid, last_n, points, normalisers)
-
-
-def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, last_n: int,
-                  points: int, normalisers: Mapping[str, tuple[float, float]] | None,
-                  ) -> dict[str, GroupScores]:
-    """Groups scored on one frame grid. Each group's cells and normalisers are checked in
-    turn (the first error raises); then the final score, frame curve and time curve (on
-    its group's time grid) of every run come from one pass over the derived layer."""
+    frame_grid = common_frame_grid(runs, points)
     cells: dict[str, tuple[dict[tuple[int, str], Run], list[int], list[str], list[str]]] = {}
     norms: dict[str, Normaliser] = {}
-    for g, rs in groups.items():
+    for g, rs in group_runs(runs, group_by).items():
         cells[g] = group_cells(g, rs)
         norms.update((t, get_normaliser(t, normalisers)) for t in cells[g][2])
     runs = [by_cell[s, t] for by_cell, seeds, tasks, _ in cells.values()
@@ -268,11 +249,12 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
     def per_run(grids: Mapping[str, np.ndarray],
                 quantity: Callable[[np.ndarray, Mapping[str, Normaliser]], Quantity]
                 ) -> list[Quantity]:
-        of: dict[str, Quantity] = {}  # one Quantity per distinct grid
-        for same_grid in _groups_by_grid(grids):
-            q = quantity(grids[same_grid[0]], norms)
-            of.update((g, q) for g in same_grid)
-        return [of[g] for g in cells for _ in range(spans[g].stop - spans[g].start)]
+        of: dict[bytes, Quantity] = {}  # one Quantity per distinct grid (bit for bit)
+        for grid in grids.values():
+            if grid.tobytes() not in of:
+                of[grid.tobytes()] = quantity(grid, norms)
+        return [of[grids[g].tobytes()] for g in cells
+                for _ in range(spans[g].stop - spans[g].start)]
 
     final_rows, curve_rows, time_rows, reach_rows = run_values(
         runs, [_final_window(last_n), _frame_curve(frame_grid, norms),
@@ -293,14 +275,6 @@ def _score_groups(groups: Mapping[str, Sequence[Run]], frame_grid: np.ndarray, l
 
 def _largest(values: np.ndarray) -> float:
     return float(np.nanmax(values)) if np.isfinite(values).any() else np.nan
-
-
-def _groups_by_grid(grids: Mapping[str, np.ndarray]) -> list[list[str]]:
-    """Group labels that share one grid (bit for bit), in order."""
-    out: dict[bytes, list[str]] = {}
-    for g, grid in grids.items():
-        out.setdefault(grid.tobytes(), []).append(g)
-    return list(out.values())
 
 
 def suite_name(env_id: str) -> str:
@@ -434,35 +408,26 @@ def efficiency_curve(
     iv = interval_estimates(values, {m: AGGREGATES[m] for m in metrics}, reps=reps, seed=seed,
                             confidence=confidence, method=method)
     grid = np.asarray(grid)
-    iv, band_end = _until_runs_end(values, grid, ends, iv)
-    return Curve(scores.group, axis, grid, iv, len(scores.seeds), band_end)
-
-
-def _until_runs_end(values: np.ndarray, grid: np.ndarray, ends: np.ndarray,
-                    iv: dict[str, Interval]) -> tuple[dict[str, Interval], float | None]:
-    """The curves cut where the runs end, on either axis (`ends`: each run's wall time or
-    trained frames): a run's binned curve holds its last value past its last record, which
-    would draw a flat line (and a flat band) where it had stopped. The grid runs to the
-    group's longest run. At each grid point the line aggregates the runs still going (NaN
-    once a task has none); the band, a bootstrap over every seed, only where every run
-    still has data. Returns the intervals and the x the band ends (None: it spans the
-    grid)."""
-    # A run has data at grid[k] when it reached that far (tolerance: the grid's last point
-    # is the longest run's end, computed in another order).
+    # The curves cut where the runs end, on either axis (`ends`: each run's wall time or
+    # trained frames): a run's binned curve holds its last value past its last record, which
+    # would draw a flat line (and a flat band) where it had stopped. The grid runs to the
+    # group's longest run. At each grid point the line aggregates the runs still going (NaN
+    # once a task has none); the band, a bootstrap over every seed, only where every run
+    # still has data, up to band_end (None: it spans the grid). A run has data at grid[k]
+    # when it reached that far (tolerance: the grid's last point is the longest run's end,
+    # computed in another order).
     alive = grid[None, None, :] <= ends[:, :, None] * (1 + 1e-9)  # (seeds, tasks, points)
     everyone = alive.all(axis=(0, 1))
-    if everyone.all():
-        return iv, None
-    out = {}
-    for name, interval in iv.items():
-        point = np.asarray(interval.point, dtype=np.float64).copy()
-        for k in np.flatnonzero(~everyone):
-            point[k] = _point_of_running(name, values[:, :, k], alive[:, :, k])
-        low = np.where(everyone, interval.low, np.nan)
-        high = np.where(everyone, interval.high, np.nan)
-        out[name] = Interval(point, low, high)
-    band_end = float(grid[everyone][-1]) if everyone.any() else float(grid[0])
-    return out, band_end
+    band_end = None
+    if not everyone.all():
+        for name, interval in iv.items():
+            point = np.asarray(interval.point, dtype=np.float64).copy()
+            for k in np.flatnonzero(~everyone):
+                point[k] = _point_of_running(name, values[:, :, k], alive[:, :, k])
+            iv[name] = Interval(point, np.where(everyone, interval.low, np.nan),
+                                np.where(everyone, interval.high, np.nan))
+        band_end = float(grid[everyone][-1]) if everyone.any() else float(grid[0])
+    return Curve(scores.group, axis, grid, iv, len(scores.seeds), band_end)
 
 
 def _point_of_running(metric: str, values: np.ndarray, alive: np.ndarray) -> float:

@@ -87,13 +87,28 @@ class TableData:
                 for r in self.rows]
 
     def markdown(self) -> str:
-        return pipe_table([c.label for c in self.columns], self.cells())
+        """A Markdown pipe table, each column padded to its widest cell."""
+        header, cells = [c.label for c in self.columns], self.cells()
+        widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(header)]
+        lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
+                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        lines += ["| " + " | ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) + " |"
+                  for row in cells]
+        return "\n".join(lines) + "\n"
 
     def latex(self) -> str:
-        """A booktabs tabular (`booktabs`): text columns left, numbers right, each estimate
-        one cell with its interval."""
+        """A booktabs tabular, ready for `\\input` inside a table environment (the document
+        needs `\\usepackage{booktabs}`): text columns left, numbers right, each estimate one
+        cell with its interval, cells escaped."""
         align = "".join("l" if c.kind in ("value", "text") else "r" for c in self.columns)
-        return booktabs(align, [c.label for c in self.columns], self.cells())
+
+        def line(cells: Sequence[str]) -> str:
+            return " & ".join(latex_escape(x) for x in cells) + r" \\"
+
+        return "\n".join([rf"\begin{{tabular}}{{{align}}}", r"\toprule",
+                          line([c.label for c in self.columns]), r"\midrule",
+                          *(line(r) for r in self.cells()), r"\bottomrule", r"\end{tabular}"]
+                         ) + "\n"
 
     def csv(self, lineterminator: str = "\n") -> str:
         """One header row (column keys; an estimate's bounds as KEY_low, KEY_high), one row
@@ -172,9 +187,7 @@ def cell_text(v: Any, col: Column) -> str:
 
 def _plain(v: Any) -> Any:
     """A value for CSV/JSON: floats at full precision, NaN as None (empty in CSV)."""
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
+    return None if isinstance(v, float) and math.isnan(v) else v
 
 
 def flat_row(row: Sequence[Any], columns: Sequence[Column]) -> list[Any]:
@@ -210,27 +223,6 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-
-
-def pipe_table(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
-    """A Markdown pipe table, each column padded to its widest cell."""
-    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(header)]
-    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines += ["| " + " | ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) + " |"
-              for row in cells]
-    return "\n".join(lines) + "\n"
-
-
-def booktabs(align: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A booktabs tabular, ready for `\\input` inside a table environment (the document
-    needs `\\usepackage{booktabs}`): one column per `align` letter, cells escaped."""
-
-    def line(cells: Sequence[str]) -> str:
-        return " & ".join(latex_escape(x) for x in cells) + r" \\"
-
-    return "\n".join([rf"\begin{{tabular}}{{{align}}}", r"\toprule", line(header), r"\midrule",
-                      *(line(r) for r in rows), r"\bottomrule", r"\end{tabular}"]) + "\n"
 
 
 ONE_SEED = "n/a (1 seed)"
@@ -338,25 +330,18 @@ FEW_SEEDS = 3
 the aggregate table carries a note, and analysis.rly.checks a SeedWarning."""
 
 
-def improvement_reading(iv: Interval, n_x: int, n_y: int) -> str:
-    """P(X > Y) [CI] in words: which group the interval favours, or that it cannot tell
-    (with 3 vs 3 seeds a task's P(X > Y) takes 10 values and its interval can span 0..1)."""
-    lo, hi = float(iv.low), float(iv.high)
-    if lo > 0.5:
-        return "X tends to score higher (CI above 0.5)"
-    if hi < 0.5:
-        return "Y tends to score higher (CI below 0.5)"
-    if lo <= 0.05 and hi >= 0.95:
-        return (f"cannot tell: the CI spans almost all of 0..1 ({n_x} vs {n_y} seeds per "
-                "task)")
-    return f"no evidence either way: the CI contains 0.5 ({n_x} vs {n_y} seeds per task)"
-
-
 def improvement_cells(iv: Interval, n_x: int, n_y: int) -> list[str]:
-    """P(X > Y) [CI] (`ci_text`: none with one seed on a side) and its reading."""
+    """P(X > Y) [CI] (`ci_text`: none with one seed on a side) and in words which group
+    the interval favours, or that it cannot tell (with 3 vs 3 seeds a task's P(X > Y)
+    takes 10 values and its interval can span 0..1)."""
     if min(n_x, n_y) < 2:
         return [ci_text(iv, 1), "cannot tell: one seed on a side gives no interval"]
-    return [ci_text(iv, 2), improvement_reading(iv, n_x, n_y)]
+    lo, hi, seeds = float(iv.low), float(iv.high), f"({n_x} vs {n_y} seeds per task)"
+    return [ci_text(iv, 2), "X tends to score higher (CI above 0.5)" if lo > 0.5
+            else "Y tends to score higher (CI below 0.5)" if hi < 0.5
+            else f"cannot tell: the CI spans almost all of 0..1 {seeds}"
+            if lo <= 0.05 and hi >= 0.95
+            else f"no evidence either way: the CI contains 0.5 {seeds}"]
 
 
 def aggregate_groups(groups: Mapping[str, GroupScores], *, reps: int, seed: int = 0,
@@ -416,11 +401,10 @@ class PaperTableResult:
     notes: list[str] = field(default_factory=list)
 
     def table_data(self) -> TableData:
-        rows = []
-        for c, m, r, cl in zip(self.columns, self.median_hns_percent, self.runtime_ratio,
-                               self.claims, strict=True):
-            rows.append([c, f"{m:.1f}%", cl.get("median_hns", ""),
-                         "n/a" if math.isnan(r) else f"{r:.2f}x", cl.get("runtime_ratio", "")])
+        rows = [[c, f"{m:.1f}%", cl.get("median_hns", ""),
+                 "n/a" if math.isnan(r) else f"{r:.2f}x", cl.get("runtime_ratio", "")]
+                for c, m, r, cl in zip(self.columns, self.median_hns_percent,
+                                       self.runtime_ratio, self.claims, strict=True)]
         header = ["column", "median HNS", "paper says", "runtime ratio", "paper says"]
         title = (f"{self.table}: median HNS over {self.games} games (per-game mean of the "
                  f"last 100 episodes over seeds) and mean runtime relative to "
@@ -475,9 +459,8 @@ def paper_table(path: Path | str) -> PaperTableResult:
         mean_rt = rt.mean[order].mean(axis=0)
         ratios = [round(float(v / mean_rt[ref]), 2) for v in mean_rt]
     claims_for = PAPER_CLAIMS.get(stem, {})
-    claims = []
-    for c in table.columns:
-        claims.append(next((v for k, v in claims_for.items() if c.startswith(k)), {}))
+    claims = [next((v for k, v in claims_for.items() if c.startswith(k)), {})
+              for c in table.columns]
     return PaperTableResult(stem, list(table.columns), med, ratios,
                             table.columns[ref] if ref is not None else None, claims,
                             len(table.games), notes)
