@@ -71,7 +71,8 @@ def render(report: dict) -> str:
             f"  residual RMSE {m['residual_rmse']:.4f}, LOO RMSE {m['loo_rmse']:.4f} (log10); "
             f"LOO error: mean {m['loo_relative_error_percent']:.1f}%, median "
             f"{m['loo_median_relative_error_percent']:.1f}% (paper: "
-            f"{p['paper_relative_error_percent']}%, 10-fold CV mean, {PAPER_SET})",
+            f"{p['paper_relative_error_percent']}%, 10-fold CV mean, 44 algorithms with "
+            ">= 40 games)",
             f"  held-out coverage ({cov['n']} algorithms): "
             + ", ".join(f"{k} interval {c:.0%} ({cov['covered'][k]}/{cov['n']})"
                         for k, c in cov["coverage"].items()),
@@ -85,9 +86,6 @@ def render(report: dict) -> str:
             + f"; LOO error {p['loo_relative_error_percent']:.1f}%",
         ]
     return "\n".join(lines)
-
-
-PAPER_SET = "44 algorithms with >= 40 games"
 
 
 def main(argv: list[str] | None = None) -> int:
