@@ -170,11 +170,7 @@ class Interval:
     high: np.ndarray
 
     def as_dict(self) -> dict:
-        return {
-            "point": np.asarray(self.point).tolist(),
-            "low": np.asarray(self.low).tolist(),
-            "high": np.asarray(self.high).tolist(),
-        }
+        return {k: np.asarray(getattr(self, k)).tolist() for k in ("point", "low", "high")}
 
 
 def chunk_sizes(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> Iterator[int]:
