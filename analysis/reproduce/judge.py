@@ -153,7 +153,6 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
         agg_df = a.sum(axis=-1) ** 2 / np.where(a > 0, a**2 / df, 0.0).sum(axis=-1)
         unit = (1 / n + 1 / pub_n).mean(axis=-1) if np.ndim(n) else 1 / n + 1 / pub_n
         agg_unit = agg_var / unit
-    with np.errstate(all="ignore"):
         # your seeds n at which t * s~ * scale * sqrt(1/n + 1/pub_n) = margin / 2
         unit = (margin / 2 / (t_upper(TOST_TAIL, df) * np.sqrt(post) * scale)) ** 2 - 1 / pub_n
         need = np.where(unit > 0, np.ceil(1 / unit), np.inf)
