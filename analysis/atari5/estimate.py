@@ -169,17 +169,15 @@ def estimate_groups(groups: Sequence[GroupScores], label: str, model: Atari5Mode
     """The estimate of one group, or of several groups pooled (e.g. one system's layouts:
     runs of one seed on several layouts are copies, averaged into one row per seed)."""
     model = model or load_model(ATARI5)
-    picked = [_only_games(g, model) for g in groups]
+    picked = []
+    for g in groups:  # a view with only the model's games: groups that ran more then pool
+        cols = subset_columns(g.tasks, model, g.group)
+        picked.append(replace(
+            g, tasks=[g.tasks[j] for j in cols], final=g.final[:, cols],
+            final_raw=g.final_raw[:, cols], curves=g.curves[:, cols],
+            time_curves=g.time_curves[:, cols], wall_time_s=g.wall_time_s[:, cols]))
     return estimate_from_seeds(collapse_seed_copies(picked, label, attr="final_raw"), model,
                                confidence=confidence, reps=reps, seed=seed)
-
-
-def _only_games(g: GroupScores, model: Atari5Model) -> GroupScores:
-    """A view of g with only the model's games (groups that ran more games then pool)."""
-    cols = subset_columns(g.tasks, model, g.group)
-    return replace(g, tasks=[g.tasks[j] for j in cols], final=g.final[:, cols],
-                   final_raw=g.final_raw[:, cols], curves=g.curves[:, cols],
-                   time_curves=g.time_curves[:, cols], wall_time_s=g.wall_time_s[:, cols])
 
 
 def check_group_protocol(gs: GroupScores, allow_mismatch: bool = False) -> list[str]:
@@ -249,19 +247,15 @@ def estimate_lines(estimates: Sequence[Atari5Estimate], model: Atari5Model) -> l
     out = []
     for e in estimates:
         out += [e.line(), *(f"note: {n}" for n in e.notes)]
-    return [*out, per_game_table(estimates).markdown(),
+    rows = [[e.label, g, f"{raw:.1f}", f"{100 * h:.1f}%"]  # means over seeds
+            for e in estimates
+            for g, raw, h in zip(e.games, e.per_game_raw, e.per_game_hns, strict=True)]
+    table = TableData("atari5_per_game", "per-game final scores (mean over seeds)",
+                      ["group", "game", "raw score", "HNS"], rows)
+    return [*out, table.markdown(),
             f"model: {model.label}, fitted on {model.n} published algorithms with all 57 "
             f"games; leave-one-out error {relative_error_percent(model.loo_mae):.1f}% "
             "(mean), see docs/atari5.md"]
-
-
-def per_game_table(estimates: Sequence[Atari5Estimate]) -> TableData:
-    """Per group and game: raw final score and HNS (means over seeds)."""
-    rows = [[e.label, g, f"{raw:.1f}", f"{100 * h:.1f}%"]
-            for e in estimates
-            for g, raw, h in zip(e.games, e.per_game_raw, e.per_game_hns, strict=True)]
-    return TableData("atari5_per_game", "per-game final scores (mean over seeds)",
-                     ["group", "game", "raw score", "HNS"], rows)
 
 
 # ---------------------------------------------------------------- published tables

@@ -49,8 +49,16 @@ def same_fit(a: Any, b: Any, rtol: float = 1e-9) -> bool:
     return bool(a == b)
 
 
-def render(report: dict) -> str:
-    """The fit's figures, one block per subset."""
+def main(argv: list[str] | None = None) -> int:
+    args = parse_config(FitArgs, args=argv, prog="python -m analysis.atari5.fit",
+                    description=__doc__, decides=True)
+    try:
+        report = fit_report(read_dataset(args.data))
+    except AnalysisError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    text = json.dumps(report, indent=1, sort_keys=True) + "\n"
+    # the fit's figures, one block per subset
     lines = [f"dataset {report['dataset']['file']} (sha256 {report['dataset']['sha256'][:12]}"
              f"..., {report['dataset']['rows']} rows, {report['dataset']['algorithms']} "
              f"algorithms)"]
@@ -71,7 +79,8 @@ def render(report: dict) -> str:
             f"  residual RMSE {m['residual_rmse']:.4f}, LOO RMSE {m['loo_rmse']:.4f} (log10); "
             f"LOO error: mean {m['loo_relative_error_percent']:.1f}%, median "
             f"{m['loo_median_relative_error_percent']:.1f}% (paper: "
-            f"{p['paper_relative_error_percent']}%, 10-fold CV mean, {PAPER_SET})",
+            f"{p['paper_relative_error_percent']}%, 10-fold CV mean, 44 algorithms with "
+            ">= 40 games)",
             f"  held-out coverage ({cov['n']} algorithms): "
             + ", ".join(f"{k} interval {c:.0%} ({cov['covered'][k]}/{cov['n']})"
                         for k, c in cov["coverage"].items()),
@@ -84,22 +93,7 @@ def render(report: dict) -> str:
             + " vs paper " + ", ".join(f"{c:.4f}" for c in p["paper_coefficients"])
             + f"; LOO error {p['loo_relative_error_percent']:.1f}%",
         ]
-    return "\n".join(lines)
-
-
-PAPER_SET = "44 algorithms with >= 40 games"
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_config(FitArgs, args=argv, prog="python -m analysis.atari5.fit",
-                    description=__doc__, decides=True)
-    try:
-        report = fit_report(read_dataset(args.data))
-    except AnalysisError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    text = json.dumps(report, indent=1, sort_keys=True) + "\n"
-    print(render(report))
+    print("\n".join(lines))
     if args.check:
         same = args.out.exists() and same_fit(
             json.loads(args.out.read_text(encoding="utf-8")), json.loads(text))

@@ -28,7 +28,7 @@ import csv
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -115,16 +115,6 @@ class PublishedScores:
     def games_per_algorithm(self) -> np.ndarray:
         return np.isfinite(self.hns_percent).sum(axis=1)
 
-    def median_percent(self) -> np.ndarray:
-        """(algorithms,) median HNS% over the games each algorithm has."""
-        return np.nanmedian(self.hns_percent, axis=1)
-
-    def columns(self, env_ids: Sequence[str]) -> np.ndarray:
-        """(algorithms, len(env_ids)) HNS% of those games."""
-        missing = [e for e in env_ids if dataset_game(e) not in self.games]
-        if missing:
-            raise AnalysisError(f"the dataset has no scores for {missing}")
-        return self.hns_percent[:, [self.games.index(dataset_game(e)) for e in env_ids]]
 
 
 def read_dataset(path: Path | str = DATASET) -> PublishedScores:
@@ -162,10 +152,6 @@ def read_dataset(path: Path | str = DATASET) -> PublishedScores:
 
 # ---------------------------------------------------------------- least squares
 
-def _design(x: np.ndarray, intercept: bool) -> np.ndarray:
-    return np.column_stack([np.ones(len(x)), x]) if intercept else x
-
-
 def least_squares(x: np.ndarray, y: np.ndarray, intercept: bool
                   ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """(coefficients, intercept, residuals, LOO residuals) of y ~ x.
@@ -173,7 +159,8 @@ def least_squares(x: np.ndarray, y: np.ndarray, intercept: bool
     LOO residuals by the hat-matrix identity e_i / (1 - h_ii): exactly the residual of
     algorithm i under the fit on all the others.
     """
-    a = _design(np.asarray(x, dtype=np.float64), intercept)
+    a = np.asarray(x, dtype=np.float64)
+    a = np.column_stack([np.ones(len(a)), a]) if intercept else a
     y = np.asarray(y, dtype=np.float64)
     if len(y) <= a.shape[1]:
         raise AnalysisError(f"{len(y)} algorithms cannot fit {a.shape[1]} coefficients")
@@ -196,11 +183,16 @@ def training_set(scores: PublishedScores, env_ids: Sequence[str], min_games: int
                  ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """(algorithms, x = z of the subset's games, y = z of the median, games counted) of
     the algorithms with every game of the subset and >= min_games of the 57."""
-    cols = scores.columns(env_ids)
+    missing = [e for e in env_ids if dataset_game(e) not in scores.games]
+    if missing:
+        raise AnalysisError(f"the dataset has no scores for {missing}")
+    cols = scores.hns_percent[:, [scores.games.index(dataset_game(e)) for e in env_ids]]
     count = scores.games_per_algorithm()
     keep = np.isfinite(cols).all(axis=1) & (count >= min_games)
     algos = [a for a, k in zip(scores.algorithms, keep, strict=True) if k]
-    return algos, transform(cols[keep]), transform(scores.median_percent()[keep]), count[keep]
+    # the median HNS% over the games each algorithm has
+    median = np.nanmedian(scores.hns_percent, axis=1)
+    return algos, transform(cols[keep]), transform(median[keep]), count[keep]
 
 
 # ---------------------------------------------------------------- the model
@@ -292,14 +284,6 @@ def fit_model(scores: PublishedScores, subset: str = ATARI5, min_games: int = MI
                        min_games)
 
 
-def model_from_dict(d: Mapping[str, Any]) -> Atari5Model:
-    names = Atari5Model.__dataclass_fields__
-    kw: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v)
-                          for k, v in d.items() if k in names}
-    kw["loo_mse"] = dict(d["loo_mse"])
-    return Atari5Model(**kw)
-
-
 def _subset_games(subset: str) -> tuple[str, ...]:
     if subset not in SUBSETS:
         raise AnalysisError(f"unknown subset {subset!r}; valid: {sorted(SUBSETS)}")
@@ -317,7 +301,11 @@ def _stored(path: str) -> dict[str, Any]:
 def load_model(subset: str = ATARI5, path: Path | str = MODEL_FILE) -> Atari5Model:
     """The stored model of `subset` ("atari5" or "atari3")."""
     _subset_games(subset)
-    return model_from_dict(_stored(str(path))["models"][subset])
+    d = _stored(str(path))["models"][subset]
+    kw: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v)
+                          for k, v in d.items() if k in Atari5Model.__dataclass_fields__}
+    kw["loo_mse"] = dict(d["loo_mse"])
+    return Atari5Model(**kw)
 
 
 # ---------------------------------------------------------------- validation

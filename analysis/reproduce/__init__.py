@@ -1,7 +1,7 @@
 """Did it reproduce? Your runs against a published table column
-(analysis.reproduce.published), against published per-seed runs
-(analysis.reproduce.runs), and the report section (analysis.reproduce.section). The
-names below are the layer's face: callers import them from analysis.reproduce.
+(analysis.reproduce.published), against published per-seed runs, and the report section
+(analysis.reproduce.section). The names below are the layer's face: callers import them
+from analysis.reproduce.
 """
 
 from analysis.reproduce.judge import (
@@ -17,14 +17,12 @@ from analysis.reproduce.published import (
     published_column,
     reproduce,
 )
-from analysis.reproduce.runs import (
+from analysis.reproduce.section import (
     imported_runs,
     only_games,
-    reproduce_runs,
-)
-from analysis.reproduce.section import (
     published_rows,
     report_assets,
+    reproduce_runs,
     runs_rows,
     write_published_comparison,
     write_runs_comparison,

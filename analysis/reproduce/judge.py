@@ -34,7 +34,7 @@ INCONCLUSIVE = "INCONCLUSIVE"
 NOT_LEARNED = "NOT LEARNED"
 PUBLISHED_TOO_NOISY = "PUBLISHED TOO NOISY"
 """Not a verdict: said of a judged game whose published agent is not clearly above
-random though beyond the smallest margin from it (noisy_games)."""
+random though beyond the smallest margin from it (judge)."""
 COLLAPSED = "COLLAPSED"
 
 REPRODUCED = "REPRODUCED"
@@ -75,31 +75,12 @@ class Judgement:
     aggregate_se: np.ndarray  # (...)
     aggregate_df: np.ndarray  # (...)
     aggregate_unit_var: np.ndarray  # (...) its variance x 1 / (1/n + 1/pub_n) (planning)
-    noisy: np.ndarray | None = None  # judged games the published agent learned too
-    # noisily to be clearly above random (PUBLISHED TOO NOISY: noisy_games)
+    noisy: np.ndarray  # judged games the published agent learned too noisily to be
+    # clearly above random (PUBLISHED TOO NOISY: see judge)
 
     def ci(self, level: float) -> tuple[np.ndarray, np.ndarray]:
         h = t_upper((1 - level) / 2, self.df) * self.se
         return self.diff - h, self.diff + h
-
-
-def learned_games(pub_hns: np.ndarray, pub_sd_hns: np.ndarray, pub_n: int) -> np.ndarray:
-    pub_hns = np.asarray(pub_hns, dtype=np.float64)
-    se = np.asarray(pub_sd_hns, dtype=np.float64) / math.sqrt(pub_n)
-    return (pub_hns > LEARNED_MIN_HNS) & (pub_hns > LEARNED_T * se)
-
-
-def noisy_games(pub_hns: np.ndarray, learned: np.ndarray, absolute: float) -> np.ndarray:
-    """Games the published agent is not clearly above random on (not `learned`) although
-    its mean is beyond the smallest margin (`absolute` HNS) from it: its seeds disagree
-    (one learned, one did not), not a failure to learn. Judged on their own spread."""
-    return ~np.asarray(learned) & (np.asarray(pub_hns, dtype=np.float64) > absolute)
-
-
-def margins(pub_hns: np.ndarray | float, relative: float, absolute: float) -> np.ndarray:
-    """max(relative x HNS, min(absolute, COLLAPSE_SHARE x HNS)) for published HNS > 0."""
-    h = np.abs(np.asarray(pub_hns, dtype=np.float64))
-    return np.maximum(relative * h, np.minimum(absolute, COLLAPSE_SHARE * h))
 
 
 def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
@@ -116,8 +97,11 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
     n = np.broadcast_to(np.asarray(n_user, dtype=np.float64), user_mean.shape)
     if np.any(n < 2) and not assume_equal_spread:
         raise AnalysisError(ONE_SEED_REFUSAL)
-    learned = learned_games(pub_hns, pub_sd, pub_n)
-    noisy = noisy_games(pub_hns, learned, absolute)
+    learned = (pub_hns > LEARNED_MIN_HNS) & (pub_hns > LEARNED_T * (pub_sd / math.sqrt(pub_n)))
+    # noisy: not clearly above random (not learned) although the mean is beyond the
+    # smallest margin (`absolute` HNS) from it: the published seeds disagree (one learned,
+    # one did not), not a failure to learn. Judged on their own spread.
+    noisy = ~learned & (pub_hns > absolute)
     judged = learned | noisy
     with np.errstate(all="ignore"):
         # the scale: all seeds' mean (yours and the published), independent of the
@@ -146,7 +130,8 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
         diff = user_mean - pub_hns
         p = np.where(judged, 2 * stats.t.sf(np.abs(diff / se), df), np.nan)
     flagged = holm_reject(p, alpha)
-    margin = margins(pub_hns, relative, absolute)
+    h = np.abs(pub_hns)  # max(relative x HNS, min(absolute, COLLAPSE_SHARE x HNS))
+    margin = np.maximum(relative * h, np.minimum(absolute, COLLAPSE_SHARE * h))
     consistent = judged & tost_inside(diff, se, df, margin)
     verdict = np.where(flagged, np.where(diff > 0, HIGHER, LOWER),
                        np.where(consistent, CONSISTENT, INCONCLUSIVE))
@@ -168,7 +153,6 @@ def judge(user_mean: np.ndarray, user_sd: np.ndarray, n_user: np.ndarray | int,
         agg_df = a.sum(axis=-1) ** 2 / np.where(a > 0, a**2 / df, 0.0).sum(axis=-1)
         unit = (1 / n + 1 / pub_n).mean(axis=-1) if np.ndim(n) else 1 / n + 1 / pub_n
         agg_unit = agg_var / unit
-    with np.errstate(all="ignore"):
         # your seeds n at which t * s~ * scale * sqrt(1/n + 1/pub_n) = margin / 2
         unit = (margin / 2 / (t_upper(TOST_TAIL, df) * np.sqrt(post) * scale)) ** 2 - 1 / pub_n
         need = np.where(unit > 0, np.ceil(1 / unit), np.inf)

@@ -206,7 +206,7 @@ class GameResult:
     power: float  # P(CONSISTENT) at true difference 0 with the published spread
     detectable: float  # HNS shift flagged with 80% power
     notes: list[str] = field(default_factory=list)
-    noisy: bool = False  # PUBLISHED TOO NOISY (judged on its own spread; judge.noisy_games)
+    noisy: bool = False  # PUBLISHED TOO NOISY (judged on its own spread; judge.judge)
 
     def as_dict(self) -> dict[str, Any]:
         w = self.welch
@@ -286,7 +286,9 @@ class ReproduceResult:
             w = g.welch
             rows.append([
                 g.game, f"{g.published_mean:.1f} ± {g.published_sd:.1f}", g.published_n,
-                len(g.seeds), _seed_text(g), f"{g.published_hns:.3f}", f"{g.user_hns:.3f}",
+                len(g.seeds), ", ".join(f"{s}: {v:.1f}" + (f" (x{c})" if c > 1 else "") for s, v, c
+                                        in zip(g.seeds, g.finals, g.copies, strict=True)),
+                f"{g.published_hns:.3f}", f"{g.user_hns:.3f}",
                 f"{signed(w.diff)} [{signed(w.ci95[0])}, {signed(w.ci95[1])}]"
                 if g.verdict != NOT_LEARNED else "n/a (not judged)",
                 f"{g.margin:.3f}" if g.verdict != NOT_LEARNED else "n/a",
@@ -434,11 +436,6 @@ def _frames(x: float) -> str:
     return f"{x:.0f}"
 
 
-def _seed_text(g: GameResult) -> str:
-    return ", ".join(f"{s}: {v:.1f}" + (f" (x{c})" if c > 1 else "")
-                     for s, v, c in zip(g.seeds, g.finals, g.copies, strict=True))
-
-
 def compare_all(user: UserScores, pub: PublishedColumn, *, relative: float,
                 absolute: float, assume_equal_spread: bool = False
                 ) -> tuple[list[GameResult], Judgement]:
@@ -467,7 +464,7 @@ def compare_all(user: UserScores, pub: PublishedColumn, *, relative: float,
                           (float(lo90[i]), float(hi90[i])), (float(lo95[i]), float(hi95[i])),
                           int(n[i]), pub.n_seeds, float(um[i]), float(ph[i]))
         verdict, margin = str(jd.verdict[i]), float(jd.margin[i])
-        noisy = bool(jd.noisy is not None and jd.noisy[i])
+        noisy = bool(jd.noisy[i])
         notes = game_notes(verdict, w, margin, float(jd.p[i]), int(jd.seeds_needed[i])
                            if np.isfinite(jd.seeds_needed[i]) else -1, judged, noisy=noisy,
                            absolute=absolute)
@@ -547,20 +544,15 @@ def reproduce(
                               assume_equal_spread=assume_equal_spread)
     agg, agg_warnings = aggregate(user, published, reps=reps, seed=seed)
     warnings += agg_warnings
+    # '' when the budget matched the paper's, else ' at 10M frames against 200M'
+    what = f"{_frames(budget)} frames" if budget is not None else "an unknown frame budget"
+    against = f" at {what} against {_frames(PAPER_FRAMES)}" if budget_warnings else ""
     res = ReproduceResult(published, user.system, results, agg, relative_margin,
-                          absolute_margin, budget, budget_against(budget, budget_warnings),
-                          warnings, str(headline(jd)), float(jd.aggregate), strict=strict)
+                          absolute_margin, budget, against, warnings, str(headline(jd)),
+                          float(jd.aggregate), strict=strict)
     half = float(t_upper(TOST_TAIL, jd.aggregate_df) * jd.aggregate_se)
     res.aggregate_ci90 = (res.aggregate_diff - half, res.aggregate_diff + half)
     if res.headline == NOT_SHOWN:
         res.aggregate_seeds = reproduce_seeds_needed(float(jd.aggregate_unit_var),
                                                      AGGREGATE_MARGIN, published.n_seeds)
     return res
-
-
-def budget_against(budget: float | None, mismatch: Sequence[str]) -> str:
-    """'' when the budget matched the paper's, else ' at 10M frames against 200M'."""
-    if not mismatch:
-        return ""
-    what = f"{_frames(budget)} frames" if budget is not None else "an unknown frame budget"
-    return f" at {what} against {_frames(PAPER_FRAMES)}"

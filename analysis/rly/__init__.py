@@ -18,7 +18,7 @@ verdicts one call away: rly.equivalence and rly.regression.
 from __future__ import annotations
 
 from analysis.rly import bootstraps, library, metrics, plot_utils
-from analysis.rly.checks import SeedWarning, check_scores
+from analysis.rly.checks import Equivalence, SeedWarning, check_scores, equivalence, regression
 from analysis.rly.library import (
     StratifiedBootstrap,
     StratifiedIndependentBootstrap,
@@ -38,7 +38,6 @@ from analysis.rly.plot_utils import (
     plot_probability_of_improvement,
     plot_sample_efficiency_curve,
 )
-from analysis.rly.verdicts import Equivalence, equivalence, regression
 
 __all__ = [
     "Equivalence",

@@ -254,15 +254,6 @@ class _Stratified:
             self._index = self._draw_index(self._generator)
             yield self._resample()
 
-    def _call(self, func: Callable[..., Any], extra_kwargs: dict | None) -> Callable[..., Any]:
-        """func as a function of the arrays alone, positional ones first."""
-        n_pos, keys, extra = len(self._pos), list(self._kw), dict(extra_kwargs or {})
-
-        def on_arrays(*arrays):
-            return func(*arrays[:n_pos], **dict(zip(keys, arrays[n_pos:], strict=True)),
-                        **extra)
-        return on_arrays
-
     def conf_int(self, func: Callable[..., Any], reps: int = 1000, method: str = "basic",
                  size: float = 0.95, tail: str = "two", extra_kwargs: dict | None = None,
                  reuse: bool = False, sampling: str = "nonparametric",
@@ -284,7 +275,11 @@ class _Stratified:
             raise AnalysisError(f"tail must be 'two', 'lower' or 'upper', got {tail!r}")
         if not 0 < size < 1:
             raise AnalysisError(f"size must be strictly between 0 and 1, got {size}")
-        on_arrays = self._call(func, extra_kwargs)
+        n_pos, keys, extra = len(self._pos), list(self._kw), dict(extra_kwargs or {})
+
+        def on_arrays(*arrays):  # func as a function of the arrays alone, positional first
+            return func(*arrays[:n_pos], **dict(zip(keys, arrays[n_pos:], strict=True)),
+                        **extra)
         arrays = [np.asarray(a, dtype=np.float64) for a in self._arrays()]
         point = np.atleast_1d(np.asarray(on_arrays(*arrays), dtype=np.float64))
         if reuse and self._results is not None and self._last == (func, reps):

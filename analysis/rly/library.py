@@ -108,17 +108,12 @@ def create_performance_profile(
     if taus.ndim != 1 or taus.size == 0:
         raise AnalysisError(f"tau_list must be a non-empty 1-D list of thresholds, got shape "
                             f"{taus.shape}")
-    if custom_profile_func is not None:
-        profile = custom_profile_func
+    profile, thresholds = ((custom_profile_func, tau_list) if custom_profile_func is not None
+                           else (performance_profile if use_score_distribution
+                                 else average_performance_profile, taus))
 
-        def func(scores):
-            return profile(scores, tau_list)
-    elif use_score_distribution:
-        def func(scores):
-            return performance_profile(scores, taus)
-    else:
-        def func(scores):
-            return average_performance_profile(scores, taus)
+    def func(scores):
+        return profile(scores, thresholds)
 
     # (runs, tasks, ...) -> (runs, tasks * ...): every (task, point) cell its own stratum
     flat = {key: np.reshape(v, (np.shape(v)[0], -1)) if np.ndim(v) > 2 else np.asarray(v)

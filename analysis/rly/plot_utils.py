@@ -70,24 +70,6 @@ def _decorate(ax, *, xlabel: str = "", ylabel: str = "", labelsize: Any = "x-lar
     return ax
 
 
-def _non_linear_scaling(performance_profiles: Mapping[str, Any], taus: np.ndarray,
-                        xticklabels=None, num_points: int = 5, log_base: float = 2):
-    """(x position of each tau, tick positions, tick labels), as rliable's."""
-    x = 1 - np.mean([np.asarray(p, dtype=np.float64) for p in performance_profiles.values()],
-                    axis=0)
-    if xticklabels is None:
-        indices = np.logspace(0, np.log2(len(taus) - 1), base=log_base,
-                              num=num_points).astype(np.int32)
-        xticklabels = [taus[i] for i in indices]
-    else:
-        listed = list(taus)
-        missing = [t for t in xticklabels if t not in listed]
-        if missing:
-            raise AnalysisError(f"xticks {missing} are not in tau_list")
-        indices = np.array([listed.index(t) for t in xticklabels])
-    return x, list(x[indices]), xticklabels
-
-
 def plot_probability_of_improvement(probability_estimates: Mapping[str, Any],
                                     probability_interval_estimates: Mapping[str, Any],
                                     pair_separator: str = ",",
@@ -251,10 +233,22 @@ def plot_performance_profiles(performance_profiles: Mapping[str, Any],
     colors = dict(colors) if colors is not None else palette_colors(keys, color_palette)
     linestyles = dict(linestyles) if linestyles is not None else dict.fromkeys(keys, "solid")
     taus = np.asarray(tau_list, dtype=np.float64)
-    xticklabels = None
+    xticklabels: Any = None
     x = taus
-    if use_non_linear_scaling:
-        x, xticks, xticklabels = _non_linear_scaling(performance_profiles, taus, xticks)
+    if use_non_linear_scaling:  # tick positions and labels as rliable's
+        x = 1 - np.mean([np.asarray(p, dtype=np.float64)
+                         for p in performance_profiles.values()], axis=0)
+        if xticks is None:
+            indices = np.logspace(0, np.log2(len(taus) - 1), base=2, num=5).astype(np.int32)
+            xticklabels = [taus[i] for i in indices]
+        else:
+            listed = list(taus)
+            missing = [t for t in xticks if t not in listed]
+            if missing:
+                raise AnalysisError(f"xticks {missing} are not in tau_list")
+            xticklabels = xticks
+            indices = np.array([listed.index(t) for t in xticks])
+        xticks = list(x[indices])
     linewidth = kwargs.pop("linewidth", 2.0)
     for key in keys:
         line_with_band(ax, x, performance_profiles[key], (performance_profile_cis or {}).get(key),

@@ -131,32 +131,23 @@ def unit_name(suite: str, normalisers: Mapping[str, tuple[float, float]] | None 
     return f"normalised ((return - {n.low:g}) / {n.high - n.low:g} for {suite})"
 
 
-def normalised_range(games: Sequence[str],
-                     normalisers: Mapping[str, tuple[float, float]] | None = None
-                     ) -> tuple[float, float] | None:
-    """The range every per-seed metric of `games` lies in, in normalised units, or None
-    when a game's returns have no known bounds (Atari, a user's env)."""
-    lows, highs = [], []
-    for g in games:
-        if g not in RETURN_RANGES or (normalisers and g in normalisers):
-            return None
-        n = get_normaliser(g)
-        lo, hi = (float(x) for x in n(RETURN_RANGES[g]))
-        lows.append(min(lo, hi))
-        highs.append(max(lo, hi))
-    return (min(lows), max(highs)) if lows else None
-
-
 def check_reference_number(value: float, sd: float | None, suite: str, games: Sequence[str],
                            normalisers: Mapping[str, tuple[float, float]] | None = None
                            ) -> None:
     """AnalysisError (exit 2) when a reference number (or its sd) cannot be in the gate's
     normalised units: outside the range the metric can take, naming that range and what
-    the number would be if it were a raw return of a one-game suite."""
-    rng = normalised_range(games, normalisers)
-    if rng is None:
+    the number would be if it were a raw return of a one-game suite. Nothing to check
+    when a game's returns have no known bounds (Atari, a user's env)."""
+    lows, highs = [], []
+    for g in games:
+        if g not in RETURN_RANGES or (normalisers and g in normalisers):
+            return
+        lo, hi = (float(x) for x in get_normaliser(g)(RETURN_RANGES[g]))
+        lows.append(min(lo, hi))
+        highs.append(max(lo, hi))
+    if not lows:
         return
-    lo, hi = rng
+    lo, hi = min(lows), max(highs)  # the range every per-seed metric of `games` lies in
     hint = ""
     if len(games) == 1:
         n: Normaliser = get_normaliser(games[0], normalisers)

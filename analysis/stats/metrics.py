@@ -170,11 +170,7 @@ class Interval:
     high: np.ndarray
 
     def as_dict(self) -> dict:
-        return {
-            "point": np.asarray(self.point).tolist(),
-            "low": np.asarray(self.low).tolist(),
-            "high": np.asarray(self.high).tolist(),
-        }
+        return {k: np.asarray(getattr(self, k)).tolist() for k in ("point", "low", "high")}
 
 
 def chunk_sizes(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> Iterator[int]:
@@ -182,22 +178,6 @@ def chunk_sizes(bytes_per_rep: int, reps: int, max_chunk_bytes: int) -> Iterator
     chunk = int(max(1, min(reps, max_chunk_bytes // max(1, bytes_per_rep))))
     for done in range(0, reps, chunk):
         yield min(chunk, reps - done)
-
-
-def bias_correction(point, reps_values) -> np.ndarray:
-    """z0 = Phi^-1(share of replicates below the point), ties counted half.
-
-    Ties count half (as scipy.stats.bootstrap does) because fractions such as performance
-    profiles put many replicates exactly on the point; arch counts only those strictly
-    below, which moves such intervals up for no reason.
-    """
-    below = (reps_values < point).mean(axis=0) + 0.5 * (reps_values == point).mean(axis=0)
-    if np.any(below <= 0) or np.any(below >= 1):
-        raise AnalysisError(
-            "bc/bca: every bootstrap replicate lies on one side of the point estimate, so "
-            "the bias cannot be corrected (an extreme statistic, or too few runs); use "
-            "method='percentile'")
-    return np.asarray(special.ndtri(below))
 
 
 def interval_from_replicates(point, reps_values, confidence: float = 0.95,
@@ -224,7 +204,17 @@ def interval_from_replicates(point, reps_values, confidence: float = 0.95,
     if method in ("bc", "bca"):
         if method == "bca" and acceleration is None:
             raise AnalysisError("method 'bca' needs the jackknife acceleration")
-        z0 = bias_correction(point, reps_values)
+        # z0 = Phi^-1(share of replicates below the point), ties counted half (as
+        # scipy.stats.bootstrap does) because fractions such as performance profiles put
+        # many replicates exactly on the point; arch counts only those strictly below,
+        # which moves such intervals up for no reason.
+        below = (reps_values < point).mean(axis=0) + 0.5 * (reps_values == point).mean(axis=0)
+        if np.any(below <= 0) or np.any(below >= 1):
+            raise AnalysisError(
+                "bc/bca: every bootstrap replicate lies on one side of the point estimate, "
+                "so the bias cannot be corrected (an extreme statistic, or too few runs); "
+                "use method='percentile'")
+        z0 = np.asarray(special.ndtri(below))
         a = np.zeros_like(z0) if method == "bc" else np.asarray(acceleration, np.float64)
         z = special.ndtri(probs).reshape((2,) + (1,) * z0.ndim)
         adjusted = special.ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))  # (2, ...)

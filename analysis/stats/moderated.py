@@ -24,19 +24,6 @@ MAX_PRIOR_DF = 1e6
 """Prior df when the games' variances vary no more than sampling noise would (d0 = inf)."""
 
 
-def trigamma_inverse(y: np.ndarray) -> np.ndarray:
-    """x with trigamma(x) = y (y > 0), by Newton's method on 1 / x (as limma does)."""
-    y = np.asarray(y, dtype=np.float64)
-    x = 0.5 + 1.0 / y
-    for _ in range(50):
-        tri = special.polygamma(1, x)
-        step = tri * (1 - tri / y) / special.polygamma(2, x)
-        x = x + step
-        if np.all(np.abs(step) < 1e-8 * x):
-            break
-    return x
-
-
 def prior(s2: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Fit (s0^2, d0) across games: s2 (..., games) sample variances (NaN: game left
     out) with df d (games,) or (..., games). Returns arrays of shape (...)."""
@@ -50,7 +37,16 @@ def prior(s2: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         emean = np.nanmean(e, axis=-1)
         evar = np.nansum((e - emean[..., None]) ** 2, axis=-1) / (g - 1) \
             - np.nanmean(np.where(ok, special.polygamma(1, d / 2), np.nan), axis=-1)
-    d0 = np.where(evar > 0, 2 * trigamma_inverse(np.where(evar > 0, evar, 1.0)), MAX_PRIOR_DF)
+    # d0 / 2 = x with trigamma(x) = evar (> 0), by Newton's method on 1 / x (as limma does)
+    y = np.where(evar > 0, evar, 1.0)
+    x = 0.5 + 1.0 / y
+    for _ in range(50):
+        tri = special.polygamma(1, x)
+        step = tri * (1 - tri / y) / special.polygamma(2, x)
+        x = x + step
+        if np.all(np.abs(step) < 1e-8 * x):
+            break
+    d0 = np.where(evar > 0, 2 * x, MAX_PRIOR_DF)
     d0 = np.minimum(d0, MAX_PRIOR_DF)
     s0 = np.exp(emean + special.digamma(d0 / 2) - np.log(d0 / 2))
     return s0, d0
