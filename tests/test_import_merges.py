@@ -196,6 +196,8 @@ def test_a_missing_column_names_the_flags_of_the_command_that_read_it(tmp_path, 
             assert "missing column(s) ['global_step']" in err, (argv, err)
             assert err.count(str(export)) <= 1, err  # the file named once
             assert f"Name the step and return columns with {flags}" in err, (argv, err)
+    # reproduce says why it has nothing to compare (not "give --orb": it was given)
+    assert "no run under --orb could be read (1 run left out above" in err
     assert not (tmp_path / "o").exists()
 
 

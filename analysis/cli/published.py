@@ -36,6 +36,7 @@ from analysis.inputs.published_data import resolve_published_table
 from analysis.json_file import write_json
 from analysis.scoring.tables import AGGREGATE_REPS, paper_table
 from runrecord.exits import EXIT_OK, strict_exit
+from runrecord.words import counted
 
 PublishedTableArg = Annotated[str, tyro.conf.arg(metavar="NAME|FILE")]
 """A shipped table's name (cleanba:main_10CPU) or a path (analysis.inputs.published_data)."""
@@ -228,6 +229,10 @@ class Reproduce(RunFilter, TableFormat):
             declared=declaration(self.orb_protocol, self.orb_frames, flag="--orb-protocol"),
             exp_names=self.orb_exp_name)
         print_left_out(imported)
+        if imported.left_out and not imported.included:
+            raise AnalysisError(f"no run under --orb could be read ("
+                                f"{counted(len(imported.left_out), 'run')} left out above, "
+                                "each with its reason)")
         chosen = imported.included
         if self.games:
             known = [*chosen, *mine.included]
